@@ -1,0 +1,251 @@
+//! Command-line surface: flags (each defined once, help next to it) and
+//! dispatch. Parses and routes only; the work lives in the modules.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::check::{self, Report};
+use crate::error::{Error, Result, EXIT_DRIFT, EXIT_OK};
+use crate::maven::Maven;
+use crate::model::{Coordinate, Mode, Model, Release};
+use crate::report::{self, Format};
+use crate::source::{DirTree, GitTree, ReleaseTree, SourceTree, MARKER};
+use crate::version::KafkaVersion;
+
+#[derive(Parser, Debug)]
+#[command(name = "okp", version, about = "Observer replicas for Apache Kafka: anchors, patch set and toolchain")]
+pub struct Cli {
+    /// Release matrix to use instead of the embedded versions.yaml.
+    #[arg(long, global = true, value_name = "FILE")]
+    versions: Option<PathBuf>,
+    /// Anchor manifest to use instead of the embedded anchors.yaml.
+    #[arg(long, global = true, value_name = "FILE")]
+    anchors: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print the release matrix: modes, patch family, toolchain, jars per mode.
+    Versions {
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Check that every anchor of a release matches exactly once in its sources.
+    ///
+    /// Exit 0 when all match, 1 on drift, 2 on bad input, 3 when Maven or git fails.
+    CheckAnchors(CheckArgs),
+    /// Lay out a release's sources from its Maven Central sources jars as a tree.
+    Sources {
+        #[arg(long, value_name = "V")]
+        version: KafkaVersion,
+        /// Directory to create (must not exist or be empty).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum ListFormat {
+    Table,
+    Json,
+}
+
+#[derive(Args, Debug)]
+struct CheckArgs {
+    /// The release whose anchors to check (default: the tree's own version; with no source, every release).
+    #[arg(long, value_name = "V", conflicts_with = "all")]
+    version: Option<KafkaVersion>,
+    /// Check every release of the matrix against its Maven Central sources.
+    #[arg(long, conflicts_with_all = ["source", "git", "release"])]
+    all: bool,
+    /// Only this mode (zk or kraft); default: every mode the release supports.
+    #[arg(long, value_name = "M")]
+    mode: Option<Mode>,
+    /// A Kafka source tree on disk (a checkout).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["git", "release"])]
+    source: Option<PathBuf>,
+    /// A git repository (bare or not) to read at --rev, without checking it out.
+    #[arg(long, value_name = "REPO", requires = "rev", conflicts_with = "release")]
+    git: Option<PathBuf>,
+    /// Tag, branch or commit to read from --git.
+    #[arg(long, value_name = "REV", requires = "git")]
+    rev: Option<String>,
+    /// A release's sources jars from Maven Central (may be newer than the matrix).
+    #[arg(long, value_name = "V")]
+    release: Option<KafkaVersion>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// List every anchor, not only the drifted ones.
+    #[arg(long, short)]
+    verbose: bool,
+}
+
+pub fn run(cli: Cli) -> Result<i32> {
+    let model = Model::load(cli.versions.as_deref(), cli.anchors.as_deref())?;
+    match cli.command {
+        Command::Versions { format } => {
+            let out = match format {
+                ListFormat::Table => report::versions_table(&model.matrix),
+                ListFormat::Json => report::versions_json(&model.matrix),
+            };
+            print(&out)?;
+            Ok(EXIT_OK)
+        }
+        Command::CheckAnchors(args) => check_anchors(&model, args),
+        Command::Sources { version, out } => sources(&model, version, &out),
+    }
+}
+
+fn print(s: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        // A closed pipe (`okp … | head`) is the reader's choice, not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map_err(|e| Error::io("cannot write to stdout", e)),
+    }
+}
+
+/// Modes to check for a release, honouring --mode.
+fn modes_of(release: &Release, mode: Option<Mode>) -> Result<Vec<Mode>> {
+    match mode {
+        None => Ok(release.modes.clone()),
+        Some(m) if release.supports(m) => Ok(vec![m]),
+        Some(m) => Err(Error::Usage(format!(
+            "release {} has no {m} mode{}",
+            release.version,
+            release.kraft_note.as_ref().filter(|_| m == Mode::Kraft).map(|n| format!(": {n}")).unwrap_or_default()
+        ))),
+    }
+}
+
+/// Coordinates of a release's sources; for a release newer than the matrix,
+/// the newest known release's artifacts at the new version.
+fn coordinates_for(model: &Model, v: KafkaVersion) -> Result<std::collections::BTreeMap<String, Coordinate>> {
+    if let Some(r) = model.matrix.get(v) {
+        return Ok(r.sources.clone());
+    }
+    let newest = model.matrix.newest();
+    if v > newest.version {
+        return Ok(newest.sources.iter().map(|(d, c)| (d.clone(), c.at_version(&v.to_string()))).collect());
+    }
+    Err(Error::UnknownRelease { version: v.to_string(), supported: model.matrix.supported_list() })
+}
+
+/// The release whose rules (modes, family, anchor range) apply to version `v`.
+fn rules_for(model: &Model, v: KafkaVersion) -> Result<&Release> {
+    match model.matrix.get(v) {
+        Some(r) => Ok(r),
+        None if v > model.matrix.newest().version => Ok(model.matrix.newest()),
+        None => model.matrix.require(v),
+    }
+}
+
+fn check_anchors(model: &Model, args: CheckArgs) -> Result<i32> {
+    let maven = Maven::from_env();
+    let mut report = Report::default();
+    let single_tree: Option<Box<dyn SourceTree>> = match (&args.source, &args.git, &args.release) {
+        (Some(dir), _, _) => Some(Box::new(DirTree::open(dir)?)),
+        (_, Some(repo), _) => Some(Box::new(GitTree::open(repo, args.rev.as_deref().unwrap_or("HEAD"))?)),
+        (_, _, Some(v)) => Some(Box::new(ReleaseTree::open(&maven, &v.to_string(), &coordinates_for(model, *v)?)?)),
+        _ => None,
+    };
+    match single_tree {
+        Some(tree) => {
+            let tree_version = tree_version(tree.as_ref(), args.version)?;
+            let range_version = args.version.unwrap_or(tree_version);
+            let rules = rules_for(model, range_version)?;
+            let modes = modes_of(rules, args.mode)?;
+            let mut targets = check::check_tree(&model.anchors, rules, range_version, &modes, tree.as_ref())?;
+            for t in &mut targets {
+                t.release = tree_version;
+                t.rules_from = (rules.version != tree_version).then_some(rules.version);
+            }
+            report.targets = targets;
+        }
+        None => {
+            let releases: Vec<&Release> = match args.version {
+                Some(v) => vec![model.matrix.require(v)?],
+                None => model.matrix.releases.iter().filter(|r| args.mode.map_or(true, |m| r.supports(m))).collect(),
+            };
+            // One mvn run for everything a cold cache lacks.
+            let wanted: Vec<(Coordinate, Option<&str>)> =
+                releases.iter().flat_map(|r| r.sources.values().map(|c| (c.clone(), Some("sources")))).collect();
+            maven.ensure(&wanted)?;
+            for r in releases {
+                let tree = ReleaseTree::open(&maven, &r.version.to_string(), &r.sources)?;
+                let modes = modes_of(r, args.mode)?;
+                report.targets.extend(check::check_tree(&model.anchors, r, r.version, &modes, &tree)?);
+            }
+        }
+    }
+    print(&report::check_report(&report, args.format, args.verbose))?;
+    Ok(if report.ok() { EXIT_OK } else { EXIT_DRIFT })
+}
+
+/// The release a tree is: --version when given (noting a mismatch), else
+/// what the tree declares, which must be a final release.
+fn tree_version(tree: &dyn SourceTree, flag: Option<KafkaVersion>) -> Result<KafkaVersion> {
+    let declared = tree.declared_version()?;
+    match (flag, declared) {
+        (Some(v), Some(d)) => {
+            if d != v.to_string() {
+                eprintln!("okp: note: {} declares version {d}; checking it against the anchors of {v}", tree.describe());
+            }
+            Ok(d.parse().unwrap_or(v))
+        }
+        (Some(v), None) => Ok(v),
+        (None, Some(d)) => d.parse().map_err(|_| {
+            Error::Usage(format!("{} declares version {d}, which is not a final release; pass --version to choose the anchors to check", tree.describe()))
+        }),
+        (None, None) => Err(Error::Usage(format!(
+            "{} does not say which release it is (no gradle.properties version=); pass --version",
+            tree.describe()
+        ))),
+    }
+}
+
+/// `okp sources`: lay a release's sources out as a tree, atomically (built
+/// beside the target, then renamed into place).
+fn sources(model: &Model, version: KafkaVersion, out: &Path) -> Result<i32> {
+    let coords = coordinates_for(model, version)?;
+    if out.exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        return Err(Error::Tree { path: out.to_path_buf(), msg: "already exists and is not empty".into() });
+    }
+    let maven = Maven::from_env();
+    let tree = ReleaseTree::open(&maven, &version.to_string(), &coords)?;
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".okp-sources-")
+        .tempdir_in(parent)
+        .map_err(|e| Error::io(format!("cannot create a staging directory in {}", parent.display()), e))?;
+    let files = tree.files()?;
+    for (path, bytes) in &files {
+        let p = staging.path().join(path);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).map_err(|e| Error::io(format!("cannot create {}", d.display()), e))?;
+        }
+        std::fs::write(&p, bytes).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+    }
+    let marker = serde_json::json!({
+        "release": version.to_string(),
+        "written_by": format!("okp {}", env!("CARGO_PKG_VERSION")),
+        "sources": tree.coordinates(),
+    });
+    std::fs::write(staging.path().join(MARKER), serde_json::to_string_pretty(&marker).unwrap_or_default() + "\n")
+        .map_err(|e| Error::io("cannot write the source marker", e))?;
+    if out.exists() {
+        std::fs::remove_dir(out).map_err(|e| Error::io(format!("cannot replace empty {}", out.display()), e))?;
+    }
+    let staged = staging.keep();
+    std::fs::rename(&staged, out).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&staged);
+        Error::io(format!("cannot move the laid-out tree to {}", out.display()), e)
+    })?;
+    eprintln!("okp: wrote {} files of Kafka {version} to {}", files.len(), out.display());
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,26 @@
+//! okp: observer replicas for Apache Kafka. The binary only parses the
+//! command line, runs it, and turns the outcome into an exit code.
+
+mod anchor;
+mod check;
+mod cli;
+mod error;
+mod maven;
+mod model;
+mod report;
+mod source;
+mod version;
+
+use clap::Parser;
+
+fn main() {
+    let cli = cli::Cli::parse();
+    let code = match cli::run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("okp: error: {e}");
+            e.exit_code()
+        }
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,130 @@
+//! Artifacts from Maven Central, through the machine's own Maven client
+//! (`mvn`), so corporate mirrors and proxies in settings.xml just work and okp
+//! names no repository host itself.
+//!
+//! Files land in a Maven local repository (default ~/.m2/repository, or
+//! OKP_MAVEN_REPO_LOCAL), which is okp's cache: a warm cache never runs mvn.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::error::{Error, Result};
+use crate::model::Coordinate;
+
+/// The plugin okp asks mvn to run, pinned so resolution behaves the same everywhere.
+const DEPENDENCY_PLUGIN: &str = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:resolve";
+
+pub struct Maven {
+    pub repo_local: PathBuf,
+    mvn: String,
+    settings: Option<PathBuf>,
+}
+
+impl Maven {
+    /// Configured from the environment: OKP_MAVEN_REPO_LOCAL, OKP_MVN, OKP_MAVEN_SETTINGS.
+    pub fn from_env() -> Maven {
+        let repo_local = std::env::var_os("OKP_MAVEN_REPO_LOCAL").map(PathBuf::from).unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+            home.join(".m2").join("repository")
+        });
+        Maven {
+            repo_local,
+            mvn: std::env::var("OKP_MVN").unwrap_or_else(|_| "mvn".to_string()),
+            settings: std::env::var_os("OKP_MAVEN_SETTINGS").map(PathBuf::from),
+        }
+    }
+
+    pub fn path(&self, c: &Coordinate, classifier: Option<&str>) -> PathBuf {
+        self.repo_local.join(c.repo_path(classifier))
+    }
+
+    /// Paths of the artifacts, fetching the missing ones in one mvn run.
+    pub fn ensure(&self, items: &[(Coordinate, Option<&str>)]) -> Result<Vec<PathBuf>> {
+        let paths: Vec<PathBuf> = items.iter().map(|(c, cl)| self.path(c, *cl)).collect();
+        let missing: Vec<&(Coordinate, Option<&str>)> = items.iter().zip(&paths).filter(|(_, p)| !p.is_file()).map(|(i, _)| i).collect();
+        if missing.is_empty() {
+            return Ok(paths);
+        }
+        self.resolve(&missing)?;
+        for ((c, cl), p) in items.iter().zip(&paths) {
+            if !p.is_file() {
+                return Err(Error::External(format!(
+                    "mvn reported success but {} is not in {} ({c}{})",
+                    p.display(),
+                    self.repo_local.display(),
+                    cl.map(|c| format!(":{c}")).unwrap_or_default()
+                )));
+            }
+        }
+        Ok(paths)
+    }
+
+    fn resolve(&self, items: &[&(Coordinate, Option<&str>)]) -> Result<()> {
+        let work = tempfile::tempdir().map_err(|e| Error::io("cannot create a temporary directory for mvn", e))?;
+        let pom = work.path().join("pom.xml");
+        std::fs::write(&pom, pom_xml(items)).map_err(|e| Error::io("cannot write the temporary pom.xml", e))?;
+        let mut cmd = Command::new(&self.mvn);
+        cmd.arg("-B").arg("-U").arg("-f").arg(&pom);
+        cmd.arg(format!("-Dmaven.repo.local={}", self.repo_local.display()));
+        if let Some(s) = &self.settings {
+            cmd.arg("-s").arg(s);
+        }
+        cmd.arg(DEPENDENCY_PLUGIN);
+        let wanted = items.iter().map(|(c, cl)| format!("{c}{}", cl.map(|c| format!(":{c}")).unwrap_or_default())).collect::<Vec<_>>().join(", ");
+        eprintln!("okp: fetching from Maven Central with mvn: {wanted}");
+        let out = cmd.output().map_err(|e| {
+            Error::External(format!("cannot run `{}` ({e}); okp fetches from Maven Central through Maven: install it (apt-get install maven) or set OKP_MVN", self.mvn))
+        })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        Err(classify_failure(&log, &wanted))
+    }
+}
+
+/// Turns mvn's failure output into a sentence: unreachable repository (exit 3)
+/// versus an artifact that does not exist (an input error, exit 2).
+fn classify_failure(log: &str, wanted: &str) -> Error {
+    let errors: Vec<&str> = log.lines().filter(|l| l.starts_with("[ERROR]")).map(|l| l.trim_start_matches("[ERROR]").trim()).filter(|l| !l.is_empty()).collect();
+    let first = errors.first().copied().unwrap_or("mvn failed without an [ERROR] line");
+    let network = ["Could not transfer", "Connection refused", "UnknownHost", "Network is unreachable", "timed out", "Connect to", "No route to host"];
+    let absent = ["was not found in", "Could not find artifact", "could not be resolved: org.apache.kafka"];
+    if network.iter().any(|n| log.contains(n)) {
+        Error::External(format!("cannot reach Maven Central through mvn while fetching {wanted}: {first}"))
+    } else if absent.iter().any(|n| log.contains(n)) {
+        Error::Source(format!("not published on Maven Central: {wanted}: {first}"))
+    } else {
+        Error::External(format!("mvn failed while fetching {wanted}: {first}"))
+    }
+}
+
+fn pom_xml(items: &[&(Coordinate, Option<&str>)]) -> String {
+    let mut deps = String::new();
+    for (c, cl) in items {
+        deps.push_str(&format!(
+            "    <dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version>{}\
+<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion></exclusions></dependency>\n",
+            c.group,
+            c.artifact,
+            c.version,
+            cl.map(|c| format!("<classifier>{c}</classifier>")).unwrap_or_default()
+        ));
+    }
+    format!(
+        "<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n  <modelVersion>4.0.0</modelVersion>\n  <groupId>okp.fetch</groupId>\n  <artifactId>fetch</artifactId>\n  <version>0</version>\n  <packaging>pom</packaging>\n  <dependencies>\n{deps}  </dependencies>\n</project>\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_unreachable_and_absent() {
+        let net = "[ERROR] Failed to execute goal: Could not transfer artifact x from/to central: Connection refused";
+        assert!(matches!(classify_failure(net, "x"), Error::External(_)));
+        let absent = "[ERROR] Failed to execute goal on project fetch: Could not resolve dependencies: Could not find artifact org.apache.kafka:kafka_2.13:jar:sources:9.9.9 in central";
+        assert!(matches!(classify_failure(absent, "x"), Error::Source(_)));
+    }
+}

@@ -1,0 +1,245 @@
+//! versions.yaml: every supported Kafka release, its modes, its patch family,
+//! the toolchain of its upstream build, and the Maven artifacts okp reads and
+//! replaces.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Deserialize;
+
+use super::Origin;
+use crate::error::Error;
+use crate::version::KafkaVersion;
+
+/// How a cluster is controlled: ZooKeeper (up to 3.9) or KRaft.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Zk,
+    Kraft,
+}
+
+impl Mode {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Mode::Zk => "zk",
+            Mode::Kraft => "kraft",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "zk" | "zookeeper" => Ok(Mode::Zk),
+            "kraft" => Ok(Mode::Kraft),
+            _ => Err(format!("unknown mode `{s}` (expected zk or kraft)")),
+        }
+    }
+}
+
+/// `group:artifact:version` of a Maven artifact.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Coordinate {
+    pub group: String,
+    pub artifact: String,
+    pub version: String,
+}
+
+impl Coordinate {
+    /// Path of the artifact's file with `classifier` inside a Maven repository layout.
+    pub fn repo_path(&self, classifier: Option<&str>) -> String {
+        let file = match classifier {
+            Some(c) => format!("{}-{}-{}.jar", self.artifact, self.version, c),
+            None => format!("{}-{}.jar", self.artifact, self.version),
+        };
+        format!("{}/{}/{}/{}", self.group.replace('.', "/"), self.artifact, self.version, file)
+    }
+
+    /// The same artifact at another version (used for releases newer than the matrix).
+    pub fn at_version(&self, version: &str) -> Coordinate {
+        Coordinate { version: version.to_string(), ..self.clone() }
+    }
+}
+
+impl fmt::Display for Coordinate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.group, self.artifact, self.version)
+    }
+}
+
+impl FromStr for Coordinate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let parts: Vec<&str> = s.split(':').collect();
+        match parts.as_slice() {
+            [g, a, v] if !g.is_empty() && !a.is_empty() && !v.is_empty() => Ok(Coordinate {
+                group: g.to_string(),
+                artifact: a.to_string(),
+                version: v.to_string(),
+            }),
+            _ => Err(format!("`{s}` is not a Maven coordinate (expected group:artifact:version)")),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMatrix {
+    schema: u32,
+    releases: Vec<RawRelease>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRelease {
+    version: String,
+    family: String,
+    modes: Vec<Mode>,
+    #[serde(default)]
+    kraft_note: Option<String>,
+    scala: String,
+    java_release: u32,
+    #[serde(default)]
+    java_release_metadata: Option<u32>,
+    sources: BTreeMap<String, String>,
+    jars: BTreeMap<Mode, Vec<String>>,
+    gradle_tasks: BTreeMap<Mode, Vec<String>>,
+}
+
+/// One supported release.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Release {
+    pub version: KafkaVersion,
+    pub family: String,
+    pub modes: Vec<Mode>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kraft_note: Option<String>,
+    pub scala: String,
+    pub java_release: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub java_release_metadata: Option<u32>,
+    /// Upstream repo directory (e.g. `core`) -> the Maven artifact whose sources jar holds it.
+    pub sources: BTreeMap<String, Coordinate>,
+    pub jars: BTreeMap<Mode, Vec<String>>,
+    pub gradle_tasks: BTreeMap<Mode, Vec<String>>,
+}
+
+impl Release {
+    pub fn supports(&self, mode: Mode) -> bool {
+        self.modes.contains(&mode)
+    }
+}
+
+/// The release matrix, ascending by version.
+#[derive(Clone, Debug)]
+pub struct Matrix {
+    pub releases: Vec<Release>,
+}
+
+impl Matrix {
+    pub fn parse(origin: &Origin) -> Result<Matrix, Error> {
+        let raw: RawMatrix = serde_yaml::from_str(&origin.text).map_err(|e| origin.yaml_error(e))?;
+        if raw.schema != 1 {
+            return Err(origin.error_at("schema", format!("unsupported schema {} (this okp reads schema 1)", raw.schema)));
+        }
+        if raw.releases.is_empty() {
+            return Err(origin.error_at("releases", "no releases listed"));
+        }
+        let mut releases: Vec<Release> = Vec::with_capacity(raw.releases.len());
+        for r in raw.releases {
+            let at = format!("version: {}", r.version);
+            let err = |msg: String| origin.error_at(&at, format!("release {}: {msg}", r.version));
+            let version: KafkaVersion = r.version.parse().map_err(|e: String| err(e))?;
+            if let Some(prev) = releases.last() {
+                if prev.version >= version {
+                    return Err(err(format!("releases must be listed in ascending order without repeats (after {})", prev.version)));
+                }
+            }
+            if r.modes.is_empty() {
+                return Err(err("lists no modes".into()));
+            }
+            if version.major >= 4 && r.modes.contains(&Mode::Zk) {
+                return Err(err("Kafka 4.x has no ZooKeeper mode".into()));
+            }
+            match (r.modes.contains(&Mode::Kraft), &r.kraft_note) {
+                (false, None) => return Err(err("has no kraft mode, so it needs a kraft_note saying why".into())),
+                (true, Some(_)) => return Err(err("supports kraft, so it must not carry a kraft_note".into())),
+                _ => {}
+            }
+            if r.family.trim().is_empty() {
+                return Err(err("has an empty family".into()));
+            }
+            let mut sources = BTreeMap::new();
+            for (dir, coord) in &r.sources {
+                let c: Coordinate = coord.parse().map_err(|e: String| err(e))?;
+                if c.version != r.version {
+                    return Err(err(format!("source `{dir}` is {c}, which is not version {}", r.version)));
+                }
+                sources.insert(dir.clone(), c);
+            }
+            if !sources.contains_key("core") {
+                return Err(err("lists no `core` source".into()));
+            }
+            for mode in &r.modes {
+                let jars = r.jars.get(mode).ok_or_else(|| err(format!("lists no jars for mode {mode}")))?;
+                for j in jars {
+                    if !sources.contains_key(j) {
+                        return Err(err(format!("jar `{j}` of mode {mode} is not one of its sources ({})", keys(&sources))));
+                    }
+                }
+                if !r.gradle_tasks.contains_key(mode) {
+                    return Err(err(format!("lists no gradle_tasks for mode {mode}")));
+                }
+            }
+            for mode in r.jars.keys().chain(r.gradle_tasks.keys()) {
+                if !r.modes.contains(mode) {
+                    return Err(err(format!("has jars or gradle_tasks for mode {mode}, which it does not support")));
+                }
+            }
+            releases.push(Release {
+                version,
+                family: r.family,
+                modes: r.modes,
+                kraft_note: r.kraft_note,
+                scala: r.scala,
+                java_release: r.java_release,
+                java_release_metadata: r.java_release_metadata,
+                sources,
+                jars: r.jars,
+                gradle_tasks: r.gradle_tasks,
+            });
+        }
+        Ok(Matrix { releases })
+    }
+
+    pub fn get(&self, v: KafkaVersion) -> Option<&Release> {
+        self.releases.iter().find(|r| r.version == v)
+    }
+
+    /// Looks a release up, or fails with the list of supported ones.
+    pub fn require(&self, v: KafkaVersion) -> Result<&Release, Error> {
+        self.get(v).ok_or_else(|| Error::UnknownRelease { version: v.to_string(), supported: self.supported_list() })
+    }
+
+    pub fn newest(&self) -> &Release {
+        // Parsing guarantees at least one release, ascending.
+        &self.releases[self.releases.len() - 1]
+    }
+
+    pub fn supported_list(&self) -> String {
+        self.releases.iter().map(|r| r.version.to_string()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+fn keys<V>(m: &BTreeMap<String, V>) -> String {
+    m.keys().cloned().collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,216 @@
+//! Renders results for people (table), machines (json) and CI (junit).
+//! Pure: every function returns a String; the CLI decides where it goes.
+
+use std::fmt::Write;
+
+use crate::check::{AnchorResult, Report, Status, TargetResult};
+use crate::model::Matrix;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Junit,
+}
+
+pub fn check_report(report: &Report, format: Format, verbose: bool) -> String {
+    match format {
+        Format::Table => check_table(report, verbose),
+        Format::Json => check_json(report),
+        Format::Junit => check_junit(report),
+    }
+}
+
+fn count(report: &Report) -> (usize, usize) {
+    let total = report.targets.iter().map(|t| t.anchors.len()).sum();
+    let bad = report.targets.iter().flat_map(|t| &t.anchors).filter(|a| a.status != Status::Ok).count();
+    (total, bad)
+}
+
+fn check_table(report: &Report, verbose: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{:<8} {:<6} {:<8} {:>7}  {}", "release", "mode", "family", "anchors", "result");
+    for t in &report.targets {
+        let good = t.anchors.iter().filter(|a| a.status == Status::Ok).count();
+        let result = if t.ok() { "ok".to_string() } else { "DRIFT".to_string() };
+        let rules = t.rules_from.map(|v| format!(" (anchors of {v})")).unwrap_or_default();
+        let _ = writeln!(s, "{:<8} {:<6} {:<8} {:>7}  {result}{rules}", t.release.to_string(), t.mode.as_str(), t.family, format!("{good}/{}", t.anchors.len()));
+        if verbose {
+            for a in &t.anchors {
+                let at = a.lines.iter().map(|l| format!("{}:{l}", a.file)).collect::<Vec<_>>().join(", ");
+                let _ = writeln!(s, "    {:<12} {:<48} {}", a.status.as_str(), a.anchor, if at.is_empty() { a.file.clone() } else { at });
+            }
+        }
+    }
+    // One block per (release, anchor): an anchor that drifted in both modes
+    // drifted once, so say it once and name both modes.
+    let mut shown: Vec<(String, &str)> = Vec::new();
+    for t in &report.targets {
+        for a in t.anchors.iter().filter(|a| a.status != Status::Ok) {
+            let key = (t.release.to_string(), a.anchor.as_str());
+            if shown.contains(&key) {
+                continue;
+            }
+            shown.push(key);
+            let modes: Vec<&str> = report
+                .targets
+                .iter()
+                .filter(|u| u.release == t.release && u.anchors.iter().any(|b| b.anchor == a.anchor && b.status != Status::Ok))
+                .map(|u| u.mode.as_str())
+                .collect();
+            s.push('\n');
+            s.push_str(&drift_detail(t, a, &modes.join(", ")));
+        }
+    }
+    let (total, bad) = count(report);
+    let checks = report.targets.len();
+    s.push('\n');
+    if bad == 0 {
+        let _ = writeln!(s, "{checks} (release, mode) checks, {total} anchors: every anchor matched exactly once");
+    } else {
+        let failing = report.targets.iter().filter(|t| !t.ok()).count();
+        let _ = writeln!(s, "{checks} (release, mode) checks, {total} anchors: {bad} drifted in {failing} check(s)");
+    }
+    s
+}
+
+/// The block a maintainer reads to see what upstream changed at one anchor.
+pub fn drift_detail(t: &TargetResult, a: &AnchorResult, modes: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "DRIFT {} {modes}: anchor `{}` (hooks: {})", t.release, a.anchor, a.hooks.join(", "));
+    let _ = writeln!(s, "  source: {}", t.source);
+    let _ = writeln!(s, "  file:   {}", a.file);
+    let expected = a.expected.iter().map(|l| format!("      | {l}\n")).collect::<String>();
+    match a.status {
+        Status::Ok => {}
+        Status::FileMissing => {
+            let _ = writeln!(s, "  the file does not exist in this tree; expected it to hold:");
+            s.push_str(&expected);
+        }
+        Status::Ambiguous => {
+            let at = a.lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ");
+            let _ = writeln!(s, "  expected exactly once, found {} times, at lines {at}:", a.lines.len());
+            s.push_str(&expected);
+        }
+        Status::Misplaced => {
+            let _ = writeln!(s, "  found once, at line {}, but not inside `{}`:", a.lines[0], a.enclosing.as_deref().unwrap_or("?"));
+            s.push_str(&expected);
+            match &a.enclosed_by {
+                Some((line, text)) => {
+                    let _ = writeln!(s, "  it now sits in line {line}: {text}");
+                }
+                None => {
+                    let _ = writeln!(s, "  it now sits at the top level of the file");
+                }
+            }
+        }
+        Status::Missing => {
+            let _ = writeln!(s, "  expected exactly once, found 0 times:");
+            s.push_str(&expected);
+            if a.candidates.is_empty() {
+                let _ = writeln!(s, "  no line in the file resembles it (similarity below 50%)");
+            } else {
+                let _ = writeln!(s, "  closest candidates (- expected, + found):");
+                for c in &a.candidates {
+                    let hint = c.hint.as_deref().map(|h| format!("  {h}")).unwrap_or_default();
+                    let _ = writeln!(s, "    line {}  similarity {:.0}%{hint}", c.line, c.score * 100.0);
+                    s.push_str(&line_diff(&a.expected, &c.text));
+                }
+            }
+        }
+    }
+    s
+}
+
+/// `- expected` / `+ found` lines for the lines that differ, `  ` for the same.
+fn line_diff(expected: &[String], found: &[String]) -> String {
+    let old = expected.join("\n") + "\n";
+    let new = found.join("\n") + "\n";
+    let diff = similar::TextDiff::from_lines(&old, &new);
+    let mut s = String::new();
+    for change in diff.iter_all_changes() {
+        let sign = match change.tag() {
+            similar::ChangeTag::Delete => "-",
+            similar::ChangeTag::Insert => "+",
+            similar::ChangeTag::Equal => " ",
+        };
+        let _ = writeln!(s, "      {sign} {}", change.value().trim_end_matches('\n'));
+    }
+    s
+}
+
+fn check_json(report: &Report) -> String {
+    let (total, bad) = count(report);
+    let v = serde_json::json!({
+        "ok": report.ok(),
+        "checks": report.targets.len(),
+        "anchors": total,
+        "drifted": bad,
+        "targets": report.targets,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn check_junit(report: &Report) -> String {
+    let (total, bad) = count(report);
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(s, "<testsuites name=\"okp check-anchors\" tests=\"{total}\" failures=\"{bad}\">");
+    for t in &report.targets {
+        let fails = t.anchors.iter().filter(|a| a.status != Status::Ok).count();
+        let _ = writeln!(s, "  <testsuite name=\"{} {}\" tests=\"{}\" failures=\"{fails}\">", t.release, t.mode, t.anchors.len());
+        for a in &t.anchors {
+            let _ = write!(s, "    <testcase classname=\"okp.anchors.{}.{}\" name=\"{}\"", t.release, t.mode, xml(&a.anchor));
+            if a.status == Status::Ok {
+                s.push_str("/>\n");
+            } else {
+                let _ = writeln!(s, ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>", a.status.as_str(), xml(&drift_detail(t, a, t.mode.as_str())));
+            }
+        }
+        s.push_str("  </testsuite>\n");
+    }
+    s.push_str("</testsuites>\n");
+    s
+}
+
+pub fn versions_table(m: &Matrix) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{:<8} {:<9} {:<8} {:<8} {:<5} {}", "release", "modes", "family", "scala", "java", "jars replaced (zk | kraft)");
+    let mut notes: Vec<String> = Vec::new();
+    for r in &m.releases {
+        let modes = r.modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(",");
+        let jars = |mode| {
+            r.jars.get(&mode).map(|j: &Vec<String>| j.iter().filter_map(|d| r.sources.get(d).map(|c| c.artifact.clone())).collect::<Vec<_>>().join("+")).unwrap_or_else(|| "-".into())
+        };
+        let note = match &r.kraft_note {
+            Some(n) => {
+                let i = notes.iter().position(|x| x == n).unwrap_or_else(|| {
+                    notes.push(n.clone());
+                    notes.len() - 1
+                });
+                format!(" [{}]", i + 1)
+            }
+            None => String::new(),
+        };
+        let java = match r.java_release_metadata {
+            Some(m) if m != r.java_release => format!("{}/{m}", r.java_release),
+            _ => r.java_release.to_string(),
+        };
+        let _ = writeln!(s, "{:<8} {:<9} {:<8} {:<8} {:<5} {} | {}{note}", r.version.to_string(), modes, r.family, r.scala, java, jars(crate::model::Mode::Zk), jars(crate::model::Mode::Kraft));
+    }
+    if !notes.is_empty() {
+        s.push_str("\nno kraft mode:\n");
+        for (i, n) in notes.iter().enumerate() {
+            let _ = writeln!(s, "  [{}] {n}", i + 1);
+        }
+    }
+    let _ = writeln!(s, "\n{} releases, {} (release, mode) pairs", m.releases.len(), m.releases.iter().map(|r| r.modes.len()).sum::<usize>());
+    s
+}
+
+pub fn versions_json(m: &Matrix) -> String {
+    serde_json::to_string_pretty(&serde_json::json!({ "releases": m.releases })).unwrap_or_default() + "\n"
+}
