@@ -1,0 +1,119 @@
+//! Shared test support: run the okp binary, lay out real release sources,
+//! and look anchors up in the real manifest.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+
+pub fn okp() -> Command {
+    let mut c = Command::cargo_bin("okp").expect("okp binary");
+    c.env_remove("NO_COLOR");
+    c
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A pristine tree of a real release's sources (from its Maven Central
+/// sources jars, through `okp sources`), laid out once per build directory
+/// and shared read-only by the tests. Tests copy what they alter.
+pub fn release_tree(version: &str) -> PathBuf {
+    let base = repo_root().join("target").join("okp-test-trees");
+    let dir = base.join(version);
+    if dir.join(".okp-source.json").is_file() {
+        return dir;
+    }
+    std::fs::create_dir_all(&base).unwrap();
+    let staging = tempfile::tempdir_in(&base).unwrap();
+    let out = staging.path().join("tree");
+    let o = okp().args(["sources", "--version", version, "--out"]).arg(&out).output().unwrap();
+    assert!(o.status.success(), "okp sources {version} failed: {}", stderr(&o));
+    // Another test may have won the race; either tree is the same release.
+    let _ = std::fs::rename(&out, &dir);
+    assert!(dir.join(".okp-source.json").is_file());
+    dir
+}
+
+/// Copies the files of `src` that okp reads (the anchored ones and the
+/// marker) into a fresh temporary tree the test may alter.
+pub fn copy_tree(src: &Path, files: &[&str]) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    for f in files.iter().chain([".okp-source.json"].iter()) {
+        let from = src.join(f);
+        let to = t.path().join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+    }
+    t
+}
+
+/// An anchor of the real manifest: (id, file, lines).
+pub struct AnchorRef {
+    pub id: String,
+    pub file: String,
+    pub lines: Vec<String>,
+    pub enclosing: Option<String>,
+}
+
+fn version_key(v: &str) -> (u32, u32, u32) {
+    let p: Vec<u32> = v.split('.').map(|x| x.parse().unwrap()).collect();
+    (p[0], p[1], p[2])
+}
+
+/// The first text anchor of `hook` that covers release `version`.
+pub fn anchor_for(hook: &str, version: &str) -> AnchorRef {
+    let text = std::fs::read_to_string(repo_root().join("anchors.yaml")).unwrap();
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let v = version_key(version);
+    for a in doc["anchors"].as_sequence().unwrap() {
+        let hooks: Vec<&str> = a["hooks"].as_sequence().unwrap().iter().filter_map(|h| h.as_str()).collect();
+        let from = version_key(a["from"].as_str().unwrap());
+        let to = a["to"].as_str().map(version_key);
+        if !hooks.contains(&hook) || from > v || to.is_some_and(|t| t < v) {
+            continue;
+        }
+        let Some(t) = a["text"].as_str() else { continue };
+        return AnchorRef {
+            id: a["id"].as_str().unwrap().to_string(),
+            file: a["file"].as_str().unwrap().to_string(),
+            lines: t.strip_suffix('\n').unwrap_or(t).split('\n').map(str::to_string).collect(),
+            enclosing: a["enclosing"].as_str().map(str::to_string),
+        };
+    }
+    panic!("no text anchor for hook {hook} at {version}");
+}
+
+/// Every release listed in the real versions.yaml with its modes.
+pub fn matrix() -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(repo_root().join("versions.yaml")).unwrap();
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    doc["releases"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let v = match &r["version"] {
+                serde_yaml::Value::String(s) => s.clone(),
+                other => panic!("version not a string: {other:?}"),
+            };
+            let modes = r["modes"].as_sequence().unwrap().iter().map(|m| m.as_str().unwrap().to_string()).collect();
+            (v, modes)
+        })
+        .collect()
+}
+
+/// Replaces temp paths and the okp version in output, so snapshots are stable.
+pub fn scrub(s: &str, tmp: &Path) -> String {
+    s.replace(&tmp.display().to_string(), "[TREE]")
+}
