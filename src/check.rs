@@ -63,6 +63,9 @@ pub struct TargetResult {
     /// Set when the tree is newer than the matrix: whose anchors were checked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rules_from: Option<KafkaVersion>,
+    /// Why nothing was checked (no sources to check), when so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
     pub anchors: Vec<AnchorResult>,
 }
 
@@ -87,6 +90,19 @@ impl Report {
 const CANDIDATES: usize = 3;
 /// Lines less alike than this are not worth showing.
 const MIN_SIMILARITY: f64 = 0.5;
+
+/// A row saying a (release, mode) could not be checked, and why.
+pub fn skipped(release: &Release, mode: Mode, why: &str) -> TargetResult {
+    TargetResult {
+        release: release.version,
+        mode,
+        family: release.family.clone(),
+        source: String::new(),
+        rules_from: None,
+        skipped: Some(why.to_string()),
+        anchors: Vec::new(),
+    }
+}
 
 /// Checks `tree` as release `version` in each of `modes`, using the mode
 /// rules of `rules` (the release itself, or the newest known one for a
@@ -120,6 +136,7 @@ pub fn check_tree(
             family: rules.family.clone(),
             source: tree.describe(),
             rules_from: (rules.version != version).then_some(rules.version),
+            skipped: None,
             anchors: results,
         });
     }

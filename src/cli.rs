@@ -150,7 +150,12 @@ fn check_anchors(model: &Model, args: CheckArgs) -> Result<i32> {
     let single_tree: Option<Box<dyn SourceTree>> = match (&args.source, &args.git, &args.release) {
         (Some(dir), _, _) => Some(Box::new(DirTree::open(dir)?)),
         (_, Some(repo), _) => Some(Box::new(GitTree::open(repo, args.rev.as_deref().unwrap_or("HEAD"))?)),
-        (_, _, Some(v)) => Some(Box::new(ReleaseTree::open(&maven, &v.to_string(), &coordinates_for(model, *v)?)?)),
+        (_, _, Some(v)) => {
+            if let Some(why) = model.matrix.get(*v).and_then(|r| r.no_sources_jar.as_ref()) {
+                return Err(Error::Usage(format!("release {v}: {why}")));
+            }
+            Some(Box::new(ReleaseTree::open(&maven, &v.to_string(), &coordinates_for(model, *v)?)?))
+        }
         _ => None,
     };
     match single_tree {
@@ -171,11 +176,25 @@ fn check_anchors(model: &Model, args: CheckArgs) -> Result<i32> {
                 Some(v) => vec![model.matrix.require(v)?],
                 None => model.matrix.releases.iter().filter(|r| args.mode.map_or(true, |m| r.supports(m))).collect(),
             };
+            if let (Some(_), [r]) = (args.version, releases.as_slice()) {
+                if let Some(why) = &r.no_sources_jar {
+                    return Err(Error::Usage(format!("release {}: {why}", r.version)));
+                }
+            }
             // One mvn run for everything a cold cache lacks.
-            let wanted: Vec<(Coordinate, Option<&str>)> =
-                releases.iter().flat_map(|r| r.sources.values().map(|c| (c.clone(), Some("sources")))).collect();
+            let wanted: Vec<(Coordinate, Option<&str>)> = releases
+                .iter()
+                .filter(|r| r.no_sources_jar.is_none())
+                .flat_map(|r| r.sources.values().map(|c| (c.clone(), Some("sources"))))
+                .collect();
             maven.ensure(&wanted)?;
             for r in releases {
+                if let Some(why) = &r.no_sources_jar {
+                    for m in modes_of(r, args.mode)? {
+                        report.targets.push(check::skipped(r, m, why));
+                    }
+                    continue;
+                }
                 let tree = ReleaseTree::open(&maven, &r.version.to_string(), &r.sources)?;
                 let modes = modes_of(r, args.mode)?;
                 report.targets.extend(check::check_tree(&model.anchors, r, r.version, &modes, &tree)?);

@@ -11,8 +11,8 @@ use std::process::Command;
 use crate::error::{Error, Result};
 use crate::model::Coordinate;
 
-/// The plugin okp asks mvn to run, pinned so resolution behaves the same everywhere.
-const DEPENDENCY_PLUGIN: &str = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:resolve";
+/// The dependency plugin okp asks mvn to run, pinned so resolution behaves the same everywhere.
+const DEPENDENCY_PLUGIN_VERSION: &str = "3.6.1";
 
 pub struct Maven {
     pub repo_local: PathBuf,
@@ -62,16 +62,16 @@ impl Maven {
     fn resolve(&self, items: &[&(Coordinate, Option<&str>)]) -> Result<()> {
         let work = tempfile::tempdir().map_err(|e| Error::io("cannot create a temporary directory for mvn", e))?;
         let pom = work.path().join("pom.xml");
-        std::fs::write(&pom, pom_xml(items)).map_err(|e| Error::io("cannot write the temporary pom.xml", e))?;
+        std::fs::write(&pom, pom_xml(items, &work.path().join("copied"))).map_err(|e| Error::io("cannot write the temporary pom.xml", e))?;
         let mut cmd = Command::new(&self.mvn);
         cmd.arg("-B").arg("-U").arg("-f").arg(&pom);
         cmd.arg(format!("-Dmaven.repo.local={}", self.repo_local.display()));
         if let Some(s) = &self.settings {
             cmd.arg("-s").arg(s);
         }
-        cmd.arg(DEPENDENCY_PLUGIN);
+        cmd.arg(format!("org.apache.maven.plugins:maven-dependency-plugin:{DEPENDENCY_PLUGIN_VERSION}:copy"));
         let wanted = items.iter().map(|(c, cl)| format!("{c}{}", cl.map(|c| format!(":{c}")).unwrap_or_default())).collect::<Vec<_>>().join(", ");
-        eprintln!("okp: fetching from Maven Central with mvn: {wanted}");
+        eprintln!("okp: fetching {} artifact(s) from Maven Central with mvn into {}", items.len(), self.repo_local.display());
         let out = cmd.output().map_err(|e| {
             Error::External(format!("cannot run `{}` ({e}); okp fetches from Maven Central through Maven: install it (apt-get install maven) or set OKP_MVN", self.mvn))
         })?;
@@ -99,12 +99,14 @@ fn classify_failure(log: &str, wanted: &str) -> Error {
     }
 }
 
-fn pom_xml(items: &[&(Coordinate, Option<&str>)]) -> String {
-    let mut deps = String::new();
+/// A pom whose dependency plugin copies every item: `artifactItems`, unlike
+/// `<dependencies>`, may name one artifact at several versions (Maven keeps
+/// only one version of a dependency per group:artifact).
+fn pom_xml(items: &[&(Coordinate, Option<&str>)], out: &std::path::Path) -> String {
+    let mut list = String::new();
     for (c, cl) in items {
-        deps.push_str(&format!(
-            "    <dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version>{}\
-<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion></exclusions></dependency>\n",
+        list.push_str(&format!(
+            "          <artifactItem><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version><type>jar</type>{}</artifactItem>\n",
             c.group,
             c.artifact,
             c.version,
@@ -112,7 +114,8 @@ fn pom_xml(items: &[&(Coordinate, Option<&str>)]) -> String {
         ));
     }
     format!(
-        "<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n  <modelVersion>4.0.0</modelVersion>\n  <groupId>okp.fetch</groupId>\n  <artifactId>fetch</artifactId>\n  <version>0</version>\n  <packaging>pom</packaging>\n  <dependencies>\n{deps}  </dependencies>\n</project>\n"
+        "<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n  <modelVersion>4.0.0</modelVersion>\n  <groupId>okp.fetch</groupId>\n  <artifactId>fetch</artifactId>\n  <version>0</version>\n  <packaging>pom</packaging>\n  <build><plugins><plugin>\n    <groupId>org.apache.maven.plugins</groupId><artifactId>maven-dependency-plugin</artifactId><version>{DEPENDENCY_PLUGIN_VERSION}</version>\n    <configuration>\n      <outputDirectory>{}</outputDirectory>\n      <artifactItems>\n{list}      </artifactItems>\n    </configuration>\n  </plugin></plugins></build>\n</project>\n",
+        out.display()
     )
 }
 

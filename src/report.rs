@@ -32,7 +32,11 @@ fn check_table(report: &Report, verbose: bool) -> String {
     let _ = writeln!(s, "{:<8} {:<6} {:<8} {:>7}  {}", "release", "mode", "family", "anchors", "result");
     for t in &report.targets {
         let good = t.anchors.iter().filter(|a| a.status == Status::Ok).count();
-        let result = if t.ok() { "ok".to_string() } else { "DRIFT".to_string() };
+        let result = match &t.skipped {
+            Some(why) => format!("skipped: {why}"),
+            None if t.ok() => "ok".to_string(),
+            None => "DRIFT".to_string(),
+        };
         let rules = t.rules_from.map(|v| format!(" (anchors of {v})")).unwrap_or_default();
         let _ = writeln!(s, "{:<8} {:<6} {:<8} {:>7}  {result}{rules}", t.release.to_string(), t.mode.as_str(), t.family, format!("{good}/{}", t.anchors.len()));
         if verbose {
@@ -63,8 +67,12 @@ fn check_table(report: &Report, verbose: bool) -> String {
         }
     }
     let (total, bad) = count(report);
-    let checks = report.targets.len();
+    let checks = report.targets.iter().filter(|t| t.skipped.is_none()).count();
+    let skipped = report.targets.len() - checks;
     s.push('\n');
+    if skipped > 0 {
+        let _ = writeln!(s, "{skipped} (release, mode) pair(s) skipped: no sources to check (see above)");
+    }
     if bad == 0 {
         let _ = writeln!(s, "{checks} (release, mode) checks, {total} anchors: every anchor matched exactly once");
     } else {
@@ -143,7 +151,8 @@ fn check_json(report: &Report) -> String {
     let (total, bad) = count(report);
     let v = serde_json::json!({
         "ok": report.ok(),
-        "checks": report.targets.len(),
+        "checks": report.targets.iter().filter(|t| t.skipped.is_none()).count(),
+        "skipped": report.targets.iter().filter(|t| t.skipped.is_some()).count(),
         "anchors": total,
         "drifted": bad,
         "targets": report.targets,

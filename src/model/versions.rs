@@ -110,6 +110,8 @@ struct RawRelease {
     java_release: u32,
     #[serde(default)]
     java_release_metadata: Option<u32>,
+    #[serde(default)]
+    no_sources_jar: Option<String>,
     sources: BTreeMap<String, String>,
     jars: BTreeMap<Mode, Vec<String>>,
     gradle_tasks: BTreeMap<Mode, Vec<String>>,
@@ -127,6 +129,10 @@ pub struct Release {
     pub java_release: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub java_release_metadata: Option<u32>,
+    /// Set (to the evidence) when Maven Central publishes this release's
+    /// binary jars but no sources jars, so its sources need a checkout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_sources_jar: Option<String>,
     /// Upstream repo directory (e.g. `core`) -> the Maven artifact whose sources jar holds it.
     pub sources: BTreeMap<String, Coordinate>,
     pub jars: BTreeMap<Mode, Vec<String>>,
@@ -213,6 +219,7 @@ impl Matrix {
                 scala: r.scala,
                 java_release: r.java_release,
                 java_release_metadata: r.java_release_metadata,
+                no_sources_jar: r.no_sources_jar,
                 sources,
                 jars: r.jars,
                 gradle_tasks: r.gradle_tasks,

@@ -1,0 +1,238 @@
+//! The patch set as data (patches/edits.yaml): our new source files and the
+//! hook edits, each attached to an anchor. An edit applies to a (release,
+//! mode) exactly when its anchor does, so the effective edits of a release
+//! follow from anchors.yaml; versions.yaml's `family` names each distinct
+//! set, and loading checks that the names tell the truth.
+//!
+//! Not here: finding anchors in files (see `anchor`) or writing (see `apply`).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::error::Error;
+use crate::model::anchors::Scope;
+use crate::model::{Anchor, Mode, Model, Origin, Release};
+use crate::version::KafkaVersion;
+
+include!(concat!(env!("OUT_DIR"), "/patch_files.rs"));
+
+/// Text that opens and closes every block okp inserts, so `grep` finds all of it.
+pub const MARK_BEGIN: &str = "// OBSERVER PATCH:";
+pub const MARK_END: &str = "// END OBSERVER PATCH";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Op {
+    /// The block goes on the lines right before the anchor.
+    InsertBefore,
+    /// The block goes on the lines right after the anchor (after its last line).
+    InsertAfter,
+    /// The anchor's lines are replaced by the block.
+    Replace,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Edit {
+    pub id: String,
+    pub anchor: String,
+    pub op: Op,
+    pub why: String,
+    /// Lines as they stand in the patched file, indentation included.
+    pub code: Vec<String>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct NewFile {
+    /// Where it goes in the Kafka tree.
+    pub path: String,
+    /// Where it lives under patches/.
+    pub source: String,
+    pub scope: Scope,
+    #[serde(skip)]
+    pub contents: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSet {
+    schema: u32,
+    new_files: Vec<RawNewFile>,
+    edits: Vec<RawEdit>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNewFile {
+    path: String,
+    source: String,
+    scope: Scope,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEdit {
+    id: String,
+    anchor: String,
+    op: Op,
+    why: String,
+    code: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct PatchSet {
+    pub new_files: Vec<NewFile>,
+    pub edits: Vec<Edit>,
+}
+
+/// What a (release, mode) gets.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Effective<'a> {
+    pub release: KafkaVersion,
+    pub mode: Mode,
+    pub family: String,
+    pub new_files: Vec<&'a NewFile>,
+    pub edits: Vec<(&'a Edit, &'a Anchor)>,
+    /// sha256 over the edits and new files, identifying this patch set version.
+    pub hash: String,
+}
+
+impl PatchSet {
+    /// Loads patches/ from `dir`, or the copy embedded at build time.
+    pub fn load(dir: Option<&std::path::Path>, model: &Model) -> Result<PatchSet, Error> {
+        let file = |rel: &str| -> Result<Option<String>, Error> {
+            match dir {
+                Some(d) => match std::fs::read_to_string(d.join(rel)) {
+                    Ok(t) => Ok(Some(t)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(Error::io(format!("cannot read {}", d.join(rel).display()), e)),
+                },
+                None => Ok(PATCH_FILES.iter().find(|(p, _)| *p == rel).map(|(_, c)| c.to_string())),
+            }
+        };
+        let name = match dir {
+            Some(d) => d.join("edits.yaml").display().to_string(),
+            None => "patches/edits.yaml (embedded)".to_string(),
+        };
+        let text = file("edits.yaml")?.ok_or_else(|| Error::Usage(format!("{name} does not exist")))?;
+        let origin = Origin::new(name, text);
+        let raw: RawSet = serde_yaml::from_str(&origin.text).map_err(|e| origin.yaml_error(e))?;
+        if raw.schema != 1 {
+            return Err(origin.error_at("schema", format!("unsupported schema {} (this okp reads schema 1)", raw.schema)));
+        }
+        let mut new_files = Vec::new();
+        for f in raw.new_files {
+            let err = |m: String| origin.error_at(&format!("path: {}", f.path), m);
+            let contents = file(&f.source)?.ok_or_else(|| err(format!("new file source patches/{} does not exist", f.source)))?;
+            if contents.contains("Licensed to the Apache Software Foundation") {
+                return Err(err(format!("patches/{} carries the ASF licence header: only our own code belongs here", f.source)));
+            }
+            new_files.push(NewFile { path: f.path, source: f.source, scope: f.scope, contents });
+        }
+        let mut edits: Vec<Edit> = Vec::new();
+        for e in raw.edits {
+            let err = |m: String| origin.error_at(&format!("id: {}", e.id), format!("edit {}: {m}", e.id));
+            if edits.iter().any(|x| x.id == e.id) {
+                return Err(err("is defined twice".into()));
+            }
+            if !model.anchors.anchors.iter().any(|a| a.id == e.anchor) {
+                return Err(err(format!("names unknown anchor `{}`", e.anchor)));
+            }
+            let code: Vec<String> = e.code.strip_suffix('\n').unwrap_or(&e.code).split('\n').map(str::to_string).collect();
+            if code.iter().all(|l| l.trim().is_empty()) {
+                return Err(err("has no code".into()));
+            }
+            if e.why.trim().is_empty() || e.why.contains('\n') {
+                return Err(err("needs a one-line `why` (it becomes the marker comment)".into()));
+            }
+            edits.push(Edit { id: e.id, anchor: e.anchor, op: e.op, why: e.why, code });
+        }
+        let set = PatchSet { new_files, edits };
+        set.check_families(model, &origin)?;
+        Ok(set)
+    }
+
+    /// The edits and files a (release, mode) gets. `release` gives the mode
+    /// rules; `version` places the anchors (they differ for a release newer than the matrix).
+    pub fn effective<'a>(&'a self, model: &'a Model, release: &Release, version: KafkaVersion, mode: Mode) -> Effective<'a> {
+        let anchors = model.anchors.applicable(release, version, mode);
+        let scopes = Scope::needed(release, mode);
+        let edits: Vec<(&Edit, &Anchor)> = self
+            .edits
+            .iter()
+            .filter_map(|e| anchors.iter().find(|a| a.id == e.anchor).map(|a| (e, *a)))
+            .collect();
+        let new_files: Vec<&NewFile> = self.new_files.iter().filter(|f| scopes.contains(&f.scope)).collect();
+        let hash = hash_of(&edits, &new_files);
+        Effective { release: version, mode, family: release.family.clone(), new_files, edits, hash }
+    }
+
+    /// Releases that share a family name must get the same edits (same anchors,
+    /// same code) per mode, or the name would lie.
+    fn check_families(&self, model: &Model, origin: &Origin) -> Result<(), Error> {
+        let mut seen: BTreeMap<(String, Mode), (KafkaVersion, String)> = BTreeMap::new();
+        for r in &model.matrix.releases {
+            for &m in &r.modes {
+                let eff = self.effective(model, r, r.version, m);
+                let fingerprint = eff.hash.clone();
+                match seen.get(&(r.family.clone(), m)) {
+                    Some((first, fp)) if *fp != fingerprint => {
+                        return Err(origin.error_at(
+                            "edits:",
+                            format!("releases {first} and {} are both family {} but get different {m} edits; give one of them its own family in versions.yaml", r.version, r.family),
+                        ));
+                    }
+                    Some(_) => {}
+                    None => {
+                        seen.insert((r.family.clone(), m), (r.version, fingerprint));
+                    }
+                }
+                // Every hook a mode needs must have at least one edit.
+                for h in model.anchors.hooks_for(r, m) {
+                    if !eff.edits.iter().any(|(_, a)| a.hooks.contains(&h.id)) {
+                        return Err(origin.error_at("edits:", format!("release {} {m}: hook `{}` has no edit", r.version, h.id)));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn hash_of(edits: &[(&Edit, &Anchor)], files: &[&NewFile]) -> String {
+    let mut h = Sha256::new();
+    h.update(b"okp-patch-set-v1\n");
+    for (e, a) in edits {
+        h.update(format!("edit {} {} {:?} {}\n", e.id, a.id, e.op, e.why).as_bytes());
+        for l in a.pattern.display_lines().iter().chain(e.code.iter()) {
+            h.update(l.as_bytes());
+            h.update(b"\n");
+        }
+    }
+    for f in files {
+        h.update(format!("file {}\n", f.path).as_bytes());
+        h.update(Sha256::digest(f.contents.as_bytes()));
+    }
+    hex(&h.finalize())
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The block an edit inserts: its code between the markers, at the
+/// indentation of its first non-blank line.
+pub fn marked_block(edit: &Edit) -> Vec<String> {
+    let indent: String = edit
+        .code
+        .iter()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l[..l.len() - l.trim_start().len()].to_string())
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(edit.code.len() + 2);
+    out.push(format!("{indent}{MARK_BEGIN} {}", edit.why));
+    out.extend(edit.code.iter().cloned());
+    out.push(format!("{indent}{MARK_END}"));
+    out
+}
