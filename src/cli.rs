@@ -10,6 +10,7 @@ use crate::check::{self, Report};
 use crate::error::{Error, Result, EXIT_DRIFT, EXIT_OK};
 use crate::maven::Maven;
 use crate::model::{Coordinate, Mode, Model, Release};
+use crate::patch;
 use crate::report::{self, Format};
 use crate::source::{DirTree, GitTree, ReleaseTree, SourceTree, MARKER};
 use crate::version::KafkaVersion;
@@ -23,6 +24,9 @@ pub struct Cli {
     /// Anchor manifest to use instead of the embedded anchors.yaml.
     #[arg(long, global = true, value_name = "FILE")]
     anchors: Option<PathBuf>,
+    /// Patch set directory (edits.yaml and our sources) instead of the embedded patches/.
+    #[arg(long, global = true, value_name = "DIR")]
+    patches: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -38,6 +42,63 @@ enum Command {
     ///
     /// Exit 0 when all match, 1 on drift, 2 on bad input, 3 when Maven or git fails.
     CheckAnchors(CheckArgs),
+    /// Print the effective edits of a release (and mode), readably.
+    Show {
+        #[arg(long, value_name = "V")]
+        version: KafkaVersion,
+        #[arg(long, value_name = "M")]
+        mode: Option<Mode>,
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Apply the patch set to a Kafka checkout: all edits or none.
+    ///
+    /// Exit 0 when applied (or already applied), 1 on anchor drift, 2 on a
+    /// refused tree (dirty, wrong release, read-only, other patch set applied).
+    Apply {
+        #[command(flatten)]
+        target: TreeTarget,
+        /// Apply even though the tree declares another release.
+        #[arg(long)]
+        force: bool,
+        /// Print the change as a unified diff and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Commit the patched files on a new branch okp/observer-<version>-<mode>.
+        #[arg(long)]
+        commit: bool,
+    },
+    /// Restore the pristine bytes of every file okp changed, and remove the files it added.
+    Revert {
+        /// The checkout (default: the current directory).
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        source: PathBuf,
+        /// Revert even files changed since apply, discarding those changes.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Say whether a checkout carries the patch set, and finish an interrupted apply or revert.
+    Status {
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        source: PathBuf,
+    },
+    /// Write the patch set as a unified diff against the real upstream files (for `git apply`).
+    Export {
+        #[arg(long, value_name = "V")]
+        version: KafkaVersion,
+        #[arg(long, value_name = "M")]
+        mode: Option<Mode>,
+        /// A checkout to diff against instead of the release's Maven Central sources.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["git"])]
+        source: Option<PathBuf>,
+        #[arg(long, value_name = "REPO", requires = "rev")]
+        git: Option<PathBuf>,
+        #[arg(long, value_name = "REV", requires = "git")]
+        rev: Option<String>,
+        /// Write here (atomically) instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Lay out a release's sources from its Maven Central sources jars as a tree.
     Sources {
         #[arg(long, value_name = "V")]
@@ -52,6 +113,19 @@ enum Command {
 enum ListFormat {
     Table,
     Json,
+}
+
+#[derive(Args, Debug)]
+struct TreeTarget {
+    /// The release (default: what the checkout's gradle.properties says).
+    #[arg(long, value_name = "V")]
+    version: Option<KafkaVersion>,
+    /// zk or kraft; needed when the release supports both.
+    #[arg(long, value_name = "M")]
+    mode: Option<Mode>,
+    /// The checkout (default: the current directory).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    source: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -96,11 +170,36 @@ pub fn run(cli: Cli) -> Result<i32> {
             Ok(EXIT_OK)
         }
         Command::CheckAnchors(args) => check_anchors(&model, args),
+        Command::Show { version, mode, format } => patch::show(&model, cli.patches.as_deref(), version, mode, format == ListFormat::Json),
+        Command::Apply { target, force, dry_run, commit } => patch::apply(
+            &model,
+            cli.patches.as_deref(),
+            &target.source,
+            target.version,
+            target.mode,
+            patch::ApplyOpts { force, dry_run, commit },
+        ),
+        Command::Revert { source, force } => patch::revert(&source, force),
+        Command::Status { source } => patch::status(&source),
+        Command::Export { version, mode, source, git, rev, output } => {
+            let tree: Box<dyn SourceTree> = match (source, git) {
+                (Some(d), _) => Box::new(DirTree::open(&d)?),
+                (_, Some(g)) => Box::new(GitTree::open(&g, rev.as_deref().unwrap_or("HEAD"))?),
+                _ => {
+                    let r = model.matrix.require(version)?;
+                    if let Some(why) = &r.no_sources_jar {
+                        return Err(Error::Usage(format!("release {version}: {why}")));
+                    }
+                    Box::new(ReleaseTree::open(&Maven::from_env(), &version.to_string(), &r.sources)?)
+                }
+            };
+            patch::export(&model, cli.patches.as_deref(), version, mode, tree.as_ref(), output.as_deref())
+        }
         Command::Sources { version, out } => sources(&model, version, &out),
     }
 }
 
-fn print(s: &str) -> Result<()> {
+pub(crate) fn print(s: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
         // A closed pipe (`okp … | head`) is the reader's choice, not an error.
@@ -110,7 +209,7 @@ fn print(s: &str) -> Result<()> {
 }
 
 /// Modes to check for a release, honouring --mode.
-fn modes_of(release: &Release, mode: Option<Mode>) -> Result<Vec<Mode>> {
+pub(crate) fn modes_of(release: &Release, mode: Option<Mode>) -> Result<Vec<Mode>> {
     match mode {
         None => Ok(release.modes.clone()),
         Some(m) if release.supports(m) => Ok(vec![m]),

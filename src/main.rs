@@ -2,13 +2,18 @@
 //! command line, runs it, and turns the outcome into an exit code.
 
 mod anchor;
+mod apply;
 mod check;
 mod cli;
 mod error;
+mod gitwt;
 mod maven;
 mod model;
+mod patch;
+mod patchset;
 mod report;
 mod source;
+mod tx;
 mod version;
 
 use clap::Parser;

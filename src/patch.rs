@@ -1,0 +1,249 @@
+//! The patch-set commands: show, apply, revert, status, export. Each reads
+//! the model and the patch set, asks `check` whether the anchors hold, asks
+//! `apply` for the plan and hands writing to `tx`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::apply::{self, Plan};
+use crate::check;
+use crate::cli::print;
+use crate::error::{Error, Result, EXIT_DRIFT, EXIT_OK};
+use crate::gitwt;
+use crate::model::{Mode, Model, Release};
+use crate::patchset::{marked_block, Effective, Op, PatchSet};
+use crate::report::{self, Format};
+use crate::source::{DirTree, SourceTree};
+use crate::tx::{State, Tx};
+use crate::version::KafkaVersion;
+
+pub struct ApplyOpts {
+    pub force: bool,
+    pub dry_run: bool,
+    pub commit: bool,
+}
+
+/// The one mode to act on: the flag, or the release's only mode.
+fn one_mode(release: &Release, mode: Option<Mode>) -> Result<Mode> {
+    match (mode, release.modes.as_slice()) {
+        (Some(m), _) => crate::cli::modes_of(release, Some(m)).map(|_| m),
+        (None, [m]) => Ok(*m),
+        (None, _) => Err(Error::Usage(format!(
+            "release {} supports zk and kraft: pass --mode (kraft also carries the ZooKeeper controller hooks, for a ZK->KRaft migration)",
+            release.version
+        ))),
+    }
+}
+
+/// Checks the anchors; on drift prints the report to stderr and says so.
+fn anchors_hold(model: &Model, release: &Release, mode: Mode, tree: &dyn SourceTree) -> Result<bool> {
+    let targets = check::check_tree(&model.anchors, release, release.version, &[mode], tree)?;
+    let rep = check::Report { targets };
+    if rep.ok() {
+        return Ok(true);
+    }
+    eprint!("{}", report::check_report(&rep, Format::Table, false));
+    eprintln!("okp: anchor drift in {}: nothing was written", tree.describe());
+    Ok(false)
+}
+
+pub fn show(model: &Model, patches: Option<&Path>, version: KafkaVersion, mode: Option<Mode>, json: bool) -> Result<i32> {
+    let ps = PatchSet::load(patches, model)?;
+    let release = model.matrix.require(version)?;
+    let modes = crate::cli::modes_of(release, mode)?;
+    let effs: Vec<Effective> = modes.iter().map(|&m| ps.effective(model, release, version, m)).collect();
+    if json {
+        print(&(serde_json::to_string_pretty(&effs).unwrap_or_default() + "\n"))?;
+        return Ok(EXIT_OK);
+    }
+    let mut s = String::new();
+    for eff in &effs {
+        let _ = writeln!(s, "Kafka {} {}: family {}, patch set {}", eff.release, eff.mode, eff.family, &eff.hash[..16]);
+        let _ = writeln!(s, "  new files:");
+        for f in &eff.new_files {
+            let _ = writeln!(s, "    {}  (from patches/{}, {} lines)", f.path, f.source, f.contents.lines().count());
+        }
+        let _ = writeln!(s, "  edits:");
+        for (e, a) in &eff.edits {
+            let op = match e.op {
+                Op::InsertBefore => "insert before",
+                Op::InsertAfter => "insert after",
+                Op::Replace => "replace",
+            };
+            let _ = writeln!(s, "\n    [{}] {} — {op} anchor `{}` in {}", a.hooks.join(", "), e.id, a.id, a.file);
+            for l in a.pattern.display_lines() {
+                let _ = writeln!(s, "      {} {l}", if e.op == Op::Replace { "-" } else { "|" });
+            }
+            for l in marked_block(e) {
+                let _ = writeln!(s, "      + {l}");
+            }
+        }
+        s.push('\n');
+    }
+    print(&s)?;
+    Ok(EXIT_OK)
+}
+
+/// The release a checkout is: refuses a mismatch with --version unless forced.
+fn checkout_version(tree: &DirTree, flag: Option<KafkaVersion>, force: bool) -> Result<KafkaVersion> {
+    let declared = tree.declared_version()?;
+    match (flag, declared) {
+        (Some(v), Some(d)) if d == v.to_string() => Ok(v),
+        (Some(v), Some(d)) if force => {
+            eprintln!("okp: note: {} declares {d}; applying {v}'s patch set as --force asks", tree.describe());
+            Ok(v)
+        }
+        (Some(v), Some(d)) => Err(Error::Usage(format!(
+            "{} declares version {d}, not {v}: refusing to apply {v}'s patch set (pass --force to do it anyway)",
+            tree.describe()
+        ))),
+        (Some(v), None) => Ok(v),
+        (None, Some(d)) => d.parse().map_err(|_| Error::Usage(format!("{} declares version {d}, which is not a final release; pass --version", tree.describe()))),
+        (None, None) => Err(Error::Usage(format!("{} does not say which release it is; pass --version", tree.describe()))),
+    }
+}
+
+pub fn apply(model: &Model, patches: Option<&Path>, root: &Path, version: Option<KafkaVersion>, mode: Option<Mode>, opts: ApplyOpts) -> Result<i32> {
+    let tree = DirTree::open(root)?;
+    let mut tx = Tx::new(root);
+    if !opts.dry_run {
+        if let Some(msg) = tx.recover()? {
+            eprintln!("okp: {msg}");
+        }
+    }
+    let version = checkout_version(&tree, version, opts.force)?;
+    let release = model.matrix.require(version)?;
+    let mode = one_mode(release, mode)?;
+    let ps = PatchSet::load(patches, model)?;
+    let eff = ps.effective(model, release, version, mode);
+    if let Some(st) = tx.state()? {
+        if st.patch_set_hash == eff.hash && st.release == version.to_string() && st.mode == mode.as_str() {
+            eprintln!("okp: {} already carries patch set {} ({version} {mode}); nothing to do", root.display(), &eff.hash[..16]);
+            return Ok(EXIT_OK);
+        }
+        return Err(Error::Usage(format!(
+            "{} already carries another okp patch set ({} {} patch set {}, okp {}); run `okp revert` first",
+            root.display(),
+            st.release,
+            st.mode,
+            &st.patch_set_hash[..16.min(st.patch_set_hash.len())],
+            st.okp_version
+        )));
+    }
+    if !anchors_hold(model, release, mode, &tree)? {
+        return Ok(EXIT_DRIFT);
+    }
+    let plan = apply::plan(&eff, &tree)?;
+    let paths: Vec<String> = plan.changes.iter().map(|c| c.path.clone()).collect();
+    if let Some(dirty) = gitwt::dirty(root, &paths)? {
+        if !dirty.is_empty() {
+            return Err(Error::Usage(format!(
+                "uncommitted changes in files okp would touch: {}; commit or stash them first (nothing was changed)",
+                dirty.join(", ")
+            )));
+        }
+    }
+    if opts.dry_run {
+        print(&apply::unified_diff(&plan))?;
+        return Ok(EXIT_OK);
+    }
+    tx.preflight(&plan)?;
+    let state = State {
+        schema: 1,
+        txn: String::new(),
+        okp_version: env!("CARGO_PKG_VERSION").to_string(),
+        release: version.to_string(),
+        mode: mode.to_string(),
+        family: eff.family.clone(),
+        patch_set_hash: eff.hash.clone(),
+        files: Vec::new(),
+        created_dirs: Vec::new(),
+    };
+    tx.apply(&plan, state)?;
+    eprintln!("okp: applied {}", summary(&eff, &plan));
+    if opts.commit {
+        let branch = format!("okp/observer-{version}-{mode}");
+        let msg = format!("Observer replicas: okp patch set for Kafka {version} ({mode})\n\nFamily {}, patch set {}.\n", eff.family, eff.hash);
+        let id = gitwt::commit_on_branch(root, &paths, &branch, &msg)?;
+        eprintln!("okp: committed {} on branch {branch}", &id[..12]);
+    }
+    Ok(EXIT_OK)
+}
+
+fn summary(eff: &Effective, plan: &Plan) -> String {
+    format!(
+        "patch set {} (family {}, Kafka {} {}): {} edits, {} new files, {} files, +{} lines",
+        &eff.hash[..16],
+        eff.family,
+        eff.release,
+        eff.mode,
+        eff.edits.len(),
+        eff.new_files.len(),
+        plan.changes.len(),
+        plan.added_lines()
+    )
+}
+
+pub fn revert(root: &Path, force: bool) -> Result<i32> {
+    DirTree::open(root)?;
+    let mut tx = Tx::new(root);
+    if let Some(msg) = tx.recover()? {
+        eprintln!("okp: {msg}");
+    }
+    match tx.state()? {
+        None => {
+            eprintln!("okp: {} carries no okp patch set; nothing to revert", root.display());
+            Ok(EXIT_OK)
+        }
+        Some(st) => {
+            let n = tx.revert(&st, force)?;
+            eprintln!("okp: reverted patch set {} ({} {}): {n} files restored to pristine", &st.patch_set_hash[..16], st.release, st.mode);
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+pub fn status(root: &Path) -> Result<i32> {
+    DirTree::open(root)?;
+    let mut tx = Tx::new(root);
+    if let Some(msg) = tx.recover()? {
+        eprintln!("okp: {msg}");
+    }
+    match tx.state()? {
+        None => print(&format!("{}: pristine (no okp patch set)\n", root.display()))?,
+        Some(st) => print(&format!(
+            "{}: patch set {} applied (Kafka {} {}, family {}, okp {}), {} files\n",
+            root.display(),
+            &st.patch_set_hash[..16],
+            st.release,
+            st.mode,
+            st.family,
+            st.okp_version,
+            st.files.len()
+        ))?,
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn export(model: &Model, patches: Option<&Path>, version: KafkaVersion, mode: Option<Mode>, tree: &dyn SourceTree, output: Option<&Path>) -> Result<i32> {
+    let release = model.matrix.require(version)?;
+    let mode = one_mode(release, mode)?;
+    let ps = PatchSet::load(patches, model)?;
+    let eff = ps.effective(model, release, version, mode);
+    if !anchors_hold(model, release, mode, tree)? {
+        return Ok(EXIT_DRIFT);
+    }
+    let plan = apply::plan(&eff, tree)?;
+    let diff = apply::unified_diff(&plan);
+    match output {
+        None => print(&diff)?,
+        Some(p) => {
+            let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(format!("cannot write in {}", dir.display()), e))?;
+            std::io::Write::write_all(&mut tmp, diff.as_bytes()).map_err(|e| Error::io("cannot write the patch", e))?;
+            tmp.persist(p).map_err(|e| Error::io(format!("cannot write {}", p.display()), e.error))?;
+            eprintln!("okp: wrote {} ({})", p.display(), summary(&eff, &plan));
+        }
+    }
+    Ok(EXIT_OK)
+}
