@@ -106,6 +106,9 @@ enum Command {
         /// Directory to create (must not exist or be empty).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+        /// Only the files the patch set's anchors touch in this release.
+        #[arg(long)]
+        hooked: bool,
     },
 }
 
@@ -195,7 +198,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             };
             patch::export(&model, cli.patches.as_deref(), version, mode, tree.as_ref(), output.as_deref())
         }
-        Command::Sources { version, out } => sources(&model, version, &out),
+        Command::Sources { version, out, hooked } => sources(&model, version, &out, hooked),
     }
 }
 
@@ -328,7 +331,7 @@ fn tree_version(tree: &dyn SourceTree, flag: Option<KafkaVersion>) -> Result<Kaf
 
 /// `okp sources`: lay a release's sources out as a tree, atomically (built
 /// beside the target, then renamed into place).
-fn sources(model: &Model, version: KafkaVersion, out: &Path) -> Result<i32> {
+fn sources(model: &Model, version: KafkaVersion, out: &Path, hooked: bool) -> Result<i32> {
     let coords = coordinates_for(model, version)?;
     if out.exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
         return Err(Error::Tree { path: out.to_path_buf(), msg: "already exists and is not empty".into() });
@@ -341,7 +344,17 @@ fn sources(model: &Model, version: KafkaVersion, out: &Path) -> Result<i32> {
         .prefix(".okp-sources-")
         .tempdir_in(parent)
         .map_err(|e| Error::io(format!("cannot create a staging directory in {}", parent.display()), e))?;
-    let files = tree.files()?;
+    let mut files = tree.files()?;
+    if hooked {
+        let rules = rules_for(model, version)?;
+        let wanted: std::collections::BTreeSet<&str> = rules
+            .modes
+            .iter()
+            .flat_map(|&m| model.anchors.applicable(rules, version, m))
+            .map(|a| a.file.as_str())
+            .collect();
+        files.retain(|(p, _)| wanted.contains(p.as_str()));
+    }
     for (path, bytes) in &files {
         let p = staging.path().join(path);
         if let Some(d) = p.parent() {

@@ -117,3 +117,77 @@ pub fn matrix() -> Vec<(String, Vec<String>)> {
 pub fn scrub(s: &str, tmp: &Path) -> String {
     s.replace(&tmp.display().to_string(), "[TREE]")
 }
+
+/// A tree holding only the files the anchors of `version` touch (plus the
+/// marker), laid out once by `okp sources --hooked` and shared read-only.
+pub fn hooked_tree(version: &str) -> PathBuf {
+    let base = repo_root().join("target").join("okp-test-trees");
+    let dir = base.join(format!("hooked-{version}"));
+    if dir.join(".okp-source.json").is_file() {
+        return dir;
+    }
+    std::fs::create_dir_all(&base).unwrap();
+    let staging = tempfile::tempdir_in(&base).unwrap();
+    let out = staging.path().join("tree");
+    let o = okp().args(["sources", "--hooked", "--version", version, "--out"]).arg(&out).output().unwrap();
+    assert!(o.status.success(), "okp sources --hooked {version}: {}", stderr(&o));
+    let _ = std::fs::rename(&out, &dir);
+    dir
+}
+
+/// A private copy of a whole tree.
+pub fn copy_all(src: &Path) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    copy_into(src, t.path());
+    t
+}
+
+pub fn copy_into(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+            copy_into(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), &dst).unwrap();
+        }
+    }
+}
+
+/// Every file under `dir` (except okp's own .okp/ and .git/) with its bytes.
+pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, d: &Path, out: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if rel == ".okp" || rel == ".git" {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut m = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut m);
+    m
+}
+
+pub fn git_in(dir: &Path, args: &[&str]) -> Output {
+    let o = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+/// Turns `dir` into a git repository with everything committed.
+pub fn git_init_commit(dir: &Path) {
+    git_in(dir, &["init", "-q"]);
+    git_in(dir, &["config", "user.email", "test@okp.invalid"]);
+    git_in(dir, &["config", "user.name", "okp test"]);
+    git_in(dir, &["add", "-A"]);
+    git_in(dir, &["commit", "-qm", "pristine"]);
+}

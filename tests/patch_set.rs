@@ -1,0 +1,71 @@
+//! The patch set on the real sources of every (release, mode): apply lands
+//! every edit, revert restores the bytes, export is a patch `git apply`
+//! accepts and that yields the same bytes as okp apply.
+
+mod common;
+use common::*;
+
+/// (release, mode) pairs whose sources Maven Central publishes.
+fn pairs() -> Vec<(String, String)> {
+    matrix()
+        .into_iter()
+        .filter(|(v, _)| v != "4.2.2")
+        .flat_map(|(v, ms)| ms.into_iter().map(move |m| (v.clone(), m)))
+        .collect()
+}
+
+/// What okp show reports for a (release, mode): edits, new files, edited files.
+fn shown(v: &str, m: &str) -> (usize, usize, std::collections::BTreeSet<String>) {
+    let o = okp().args(["show", "--format", "json", "--version", v, "--mode", m]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let edits = j[0]["edits"].as_array().unwrap();
+    let files = edits.iter().map(|e| e[1]["file"].as_str().unwrap().to_string()).collect();
+    (edits.len(), j[0]["new_files"].as_array().unwrap().len(), files)
+}
+
+fn count_markers(files: &std::collections::BTreeMap<String, Vec<u8>>) -> (usize, usize) {
+    let text: String = files.values().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
+    (text.matches("// OBSERVER PATCH:").count(), text.matches("// END OBSERVER PATCH").count())
+}
+
+#[test]
+fn apply_revert_export_round_trip_on_every_release_and_mode() {
+    let mut summary = Vec::new();
+    for (v, m) in pairs() {
+        let pristine_dir = hooked_tree(&v);
+        let pristine = snapshot(&pristine_dir);
+        let (edits, new_files, edited) = shown(&v, &m);
+
+        // apply: every edit lands, once, marked.
+        let t = copy_all(&pristine_dir);
+        let o = okp().args(["apply", "--mode", &m, "--source"]).arg(t.path()).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{v} {m}: {}", stderr(&o));
+        let patched = snapshot(t.path());
+        assert_eq!(count_markers(&patched), (edits, edits), "{v} {m}: every edit carries one begin and one end marker");
+        assert_eq!(patched.len(), pristine.len() + new_files, "{v} {m}: new files added");
+        for (path, bytes) in &pristine {
+            let changed = patched.get(path) != Some(bytes);
+            assert_eq!(changed, edited.contains(path), "{v} {m}: {path} changed={changed}, but the mode edits {edited:?}");
+        }
+
+        // revert: byte-identical to pristine, nothing left behind.
+        let o = okp().args(["revert", "--source"]).arg(t.path()).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{v} {m}: {}", stderr(&o));
+        assert_eq!(snapshot(t.path()), pristine, "{v} {m}: revert is byte-identical");
+        assert!(!t.path().join(".okp").exists(), "{v} {m}: .okp/ removed");
+
+        // export (from the Maven Central sources jars): git apply --check, then git apply == okp apply.
+        let g = copy_all(&pristine_dir);
+        git_init_commit(g.path());
+        let patch = g.path().join("observer.patch");
+        let o = okp().args(["export", "--version", &v, "--mode", &m, "--output"]).arg(&patch).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{v} {m}: {}", stderr(&o));
+        git_in(g.path(), &["apply", "--check", "observer.patch"]);
+        git_in(g.path(), &["apply", "observer.patch"]);
+        std::fs::remove_file(&patch).unwrap();
+        assert_eq!(snapshot(g.path()), patched, "{v} {m}: git apply of the export == okp apply");
+        summary.push(format!("{v} {m}: {edits} edits, {new_files} new files"));
+    }
+    assert!(summary.len() >= 53, "{summary:?}");
+}
