@@ -180,10 +180,8 @@ impl Tx {
             .map_err(|e| Error::Usage(format!("{} is damaged ({e}); restore the files from {} by hand", jp.display(), self.dir().join("pristine").display())))?;
         let committed = matches!(self.state(), Ok(Some(s)) if s.txn == j.txn);
         let msg = match (&j.op, committed) {
-            (JournalOp::Apply, true) => {
-                self.cleanup_pristine(&j.files)?;
-                "finished an apply that had committed".to_string()
-            }
+            // The pristine copies stay: revert needs them.
+            (JournalOp::Apply, true) => "finished an apply that had committed".to_string(),
             (JournalOp::Apply, false) | (JournalOp::Revert, _) => {
                 self.restore(&j.files, &j.created_dirs)?;
                 self.remove(&self.state_path())?;
@@ -207,9 +205,25 @@ impl Tx {
             } else {
                 let p = self.pristine(&f.path);
                 match std::fs::read(&p) {
-                    Ok(b) => self.write(&target, &b)?,
-                    // No pristine copy: apply died before saving it, so it never touched the file.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Ok(b) => {
+                        if f.before_sha256.as_deref().is_some_and(|h| h != sha256(&b)) {
+                            return Err(Error::Usage(format!("{} does not hold the pristine bytes recorded for {}; restore by hand", p.display(), f.path)));
+                        }
+                        self.write(&target, &b)?
+                    }
+                    // Journals are written after every pristine copy is saved, so a
+                    // missing copy was already restored and cleaned up by an earlier,
+                    // interrupted recovery: the file must hold the pristine bytes.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        let now = std::fs::read(&target).ok().map(|b| sha256(&b));
+                        if now.is_none() || now != f.before_sha256 {
+                            return Err(Error::Usage(format!(
+                                "the pristine copy of {} is missing from {} and the file is not pristine; restore it by hand",
+                                f.path,
+                                self.dir().join("pristine").display()
+                            )));
+                        }
+                    }
                     Err(e) => return Err(Error::io(format!("cannot read {}", p.display()), e)),
                 }
             }
