@@ -19,15 +19,20 @@ fn malformed_versions_yaml_names_file_line_and_column() {
     assert!(!err.contains("panicked"));
 }
 
-#[test]
-fn unknown_field_in_anchors_yaml_points_at_it() {
+/// Runs `okp versions` with a copy of the real anchors.yaml altered by `edit`.
+fn with_altered_anchors(edit: impl Fn(String) -> String) -> (std::process::Output, String) {
     let t = tempfile::tempdir().unwrap();
     let f = t.path().join("anchors.yaml");
-    let mut text = std::fs::read_to_string(repo_root().join("anchors.yaml")).unwrap();
-    text = text.replacen("    why:", "    wyh: typo\n    why:", 1);
+    let text = edit(std::fs::read_to_string(repo_root().join("anchors.yaml")).unwrap());
     std::fs::write(&f, &text).unwrap();
     let o = okp().arg("--anchors").arg(&f).arg("versions").output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    (o, text)
+}
+
+#[test]
+fn unknown_field_in_anchors_yaml_points_at_it() {
+    let (o, text) = with_altered_anchors(|t| t.replacen("    why:", "    wyh: typo\n    why:", 1));
     let line = text.lines().position(|l| l.contains("wyh: typo")).unwrap() + 1;
     let err = stderr(&o);
     assert!(err.contains(&format!("anchors.yaml:{line}:")), "expected line {line}: {err}");
@@ -36,26 +41,22 @@ fn unknown_field_in_anchors_yaml_points_at_it() {
 
 #[test]
 fn anchor_naming_an_unknown_hook_is_refused() {
-    let t = tempfile::tempdir().unwrap();
-    let f = t.path().join("anchors.yaml");
-    let text = std::fs::read_to_string(repo_root().join("anchors.yaml")).unwrap();
-    let text = text.replacen("hooks: [promotion-gate]", "hooks: [promotion-gaet]", 1);
-    std::fs::write(&f, &text).unwrap();
-    let o = okp().arg("--anchors").arg(&f).arg("versions").output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    let (o, _) = with_altered_anchors(|t| t.replacen("hooks: [promotion-gate]", "hooks: [promotion-gaet]", 1));
     assert!(stderr(&o).contains("unknown hook `promotion-gaet`"), "{}", stderr(&o));
 }
 
 #[test]
 fn regex_anchor_without_a_reason_is_refused() {
-    let t = tempfile::tempdir().unwrap();
-    let f = t.path().join("anchors.yaml");
-    let text = std::fs::read_to_string(repo_root().join("anchors.yaml")).unwrap();
-    let text = text.replacen("    text: ", "    regex: ", 1);
-    std::fs::write(&f, &text).unwrap();
-    let o = okp().arg("--anchors").arg(&f).arg("versions").output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    let (o, _) = with_altered_anchors(|t| t.replacen("    text: ", "    regex: ", 1));
     assert!(stderr(&o).contains("needs regex_reason"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_hook_left_without_an_anchor_is_refused() {
+    // Dropping the 3.6+ HW anchor leaves hw-gate uncovered from 3.6.0 on.
+    let (o, _) = with_altered_anchors(|t| t.replace("    from: 3.6.0", "    from: 3.7.0"));
+    let err = stderr(&o);
+    assert!(err.contains("hook `hw-gate` has no anchor for 3.6.0 zk"), "{err}");
 }
 
 #[test]

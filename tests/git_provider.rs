@@ -15,19 +15,6 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&dst).unwrap();
-            copy_dir(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), &dst).unwrap();
-        }
-    }
-}
-
 /// check-anchors JSON with the source description removed (it names the provider).
 fn verdict(args: &[&std::ffi::OsStr]) -> serde_json::Value {
     let o = okp().arg("check-anchors").args(args).args(["--format", "json"]).output().unwrap();
@@ -56,7 +43,7 @@ fn git_provider_agrees_with_directory_provider() {
                 if p.is_dir() { std::fs::remove_dir_all(p).unwrap() } else { std::fs::remove_file(p).unwrap() }
             }
         }
-        copy_dir(&release_tree(v), &repo);
+        copy_into(&release_tree(v), &repo);
         git(&repo, &["add", "-A"]);
         git(&repo, &["commit", "-q", "-m", &format!("release {v}")]);
         git(&repo, &["tag", v]);
