@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 The okp authors
+package org.apache.kafka.controller;
+
+import java.io.ByteArrayOutputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import java.util.function.LongSupplier;
+
+/**
+ * The observer identity contract, run through both implementations with the same cases: the
+ * broker's kafka.observer.ObserverIds (Scala, core) and the controller's ObserverReplicas (Java,
+ * metadata). It lives in the controller's package because ObserverReplicas is package-private.
+ *
+ * Plain main, no test framework: run-contract-test.sh compiles and runs it with the real Scala
+ * compiler of each Kafka line and slf4j-simple, whose output (System.err) is captured so the
+ * change and failure logs are asserted too, and asserted identical between the two sides.
+ * Exit status 0 only if every check passed; the last line is "N passed, M failed, K skipped"
+ * (skipped: a check this machine cannot run, e.g. chmod 000 when running as root).
+ */
+public final class ObserverIdsContractTest {
+    private static final long SECOND = 1_000_000_000L;
+    private static final String IDS_ENV = "KAFKA_OBSERVER_BROKER_IDS";
+    private static final String FILE_ENV = "KAFKA_OBSERVER_IDS_FILE";
+
+    private static final ByteArrayOutputStream CAPTURED = new ByteArrayOutputStream();
+    private static int passed;
+    private static int failed;
+    private static int skipped;
+
+    /** What the cases see of either implementation. */
+    interface Registry {
+        Set<Integer> current();
+
+        boolean isObserver(int brokerId);
+    }
+
+    interface Maker {
+        Registry make(Function<String, String> env, LongSupplier nanoTime);
+    }
+
+    interface Case {
+        void run(Ctx c) throws Exception;
+    }
+
+    private static final String[] IMPLS = {"scala", "java"};
+
+    private static Maker maker(String impl) {
+        if (impl.equals("scala")) {
+            return (env, clock) -> {
+                kafka.observer.ObserverIdCache cache = new kafka.observer.ObserverIdCache(env, clock);
+                return new Registry() {
+                    public Set<Integer> current() {
+                        return fromScala(cache.current());
+                    }
+
+                    public boolean isObserver(int id) {
+                        return cache.isObserver(id);
+                    }
+                };
+            };
+        }
+        return (env, clock) -> {
+            ObserverReplicas.Cache cache = new ObserverReplicas.Cache(env, clock);
+            return new Registry() {
+                public Set<Integer> current() {
+                    return cache.current();
+                }
+
+                public boolean isObserver(int id) {
+                    return cache.isObserver(id);
+                }
+            };
+        };
+    }
+
+    private static Set<Integer> fromScala(scala.collection.immutable.Set<Object> ids) {
+        Set<Integer> out = new HashSet<>();
+        scala.collection.Iterator<Object> it = ids.iterator();
+        while (it.hasNext()) {
+            out.add((Integer) it.next());
+        }
+        return out;
+    }
+
+    /** One implementation running one case: its own directory, environment, clock and logs. */
+    static final class Ctx {
+        final String impl;
+        final Path dir;
+        final Map<String, String> env = new HashMap<>();
+        // Start just below the top of the long range so every TTL case also crosses the nanoTime
+        // wrap-around, which a wall-clock or "now > deadline" comparison would get wrong.
+        final AtomicLong clock = new AtomicLong(Long.MAX_VALUE - 2 * SECOND);
+        final List<String> logs = new ArrayList<>();
+        private final Maker maker;
+        private int mark;
+        Registry registry;
+        // Run once inside the next clock read: another caller that gets in between this caller's
+        // snapshot read and its clock read, as a second thread would.
+        Runnable interleave;
+
+        Ctx(String impl, Path dir) {
+            this.impl = impl;
+            this.maker = maker(impl);
+            this.dir = dir;
+            this.mark = CAPTURED.size();
+        }
+
+        Registry open() {
+            registry = maker.make(env::get, this::tick);
+            return registry;
+        }
+
+        Path write(String name, String content) throws IOException {
+            return writeBytes(name, content.getBytes(StandardCharsets.ISO_8859_1));
+        }
+
+        Path writeBytes(String name, byte[] content) throws IOException {
+            Path p = dir.resolve(name);
+            Files.write(p, content);
+            return p;
+        }
+
+        private long tick() {
+            Runnable other = interleave;
+            interleave = null;
+            if (other != null) {
+                other.run();
+            }
+            return clock.get();
+        }
+
+        void advance(long nanos) {
+            clock.addAndGet(nanos);
+        }
+
+        void expect(String what, Integer... ids) {
+            Set<Integer> want = new TreeSet<>(Arrays.asList(ids));
+            Set<Integer> got = new TreeSet<>(registry.current());
+            check(impl + ": " + what, want.equals(got), "want " + want + ", got " + got);
+        }
+
+        /** Log lines written since the last call, as "LEVEL message" with the temp dir as <dir>. */
+        List<String> newLogs() {
+            String all = new String(CAPTURED.toByteArray(), StandardCharsets.UTF_8);
+            String fresh = all.substring(Math.min(mark, all.length()));
+            mark = CAPTURED.size();
+            List<String> out = new ArrayList<>();
+            for (String line : fresh.split("\n")) {
+                int sep = line.indexOf(" - ");
+                if (sep < 0) {
+                    continue;
+                }
+                String level = line.substring(0, line.indexOf(' '));
+                String msg = line.substring(sep + 3).replace(dir.toString(), "<dir>");
+                out.add(level + " " + msg);
+            }
+            logs.addAll(out);
+            return out;
+        }
+
+        void expectLogs(String what, String... want) {
+            List<String> got = newLogs();
+            check(impl + ": " + what, got.equals(Arrays.asList(want)),
+                "want " + Arrays.asList(want) + "\n        got  " + got);
+        }
+    }
+
+    static void skip(String name) {
+        skipped++;
+        System.out.println("skip " + name);
+    }
+
+    static void check(String name, boolean ok, String detail) {
+        if (ok) {
+            passed++;
+            System.out.println("ok   " + name);
+        } else {
+            failed++;
+            System.out.println("FAIL " + name + "\n        " + detail);
+        }
+    }
+
+    // ---- the cases ----
+
+    static void noSourceMeansNoObservers(Ctx c) {
+        c.env.put(FILE_ENV, c.dir.resolve("absent.ids").toString());
+        c.open();
+        c.expect("no file, no env: empty");
+        check(c.impl + ": no file, no env: isObserver false", !c.registry.isObserver(0), "0 is an observer");
+        c.expectLogs("no file, no env: nothing logged (the set did not change)");
+    }
+
+    static void envWhenFileMissing(Ctx c) {
+        c.env.put(FILE_ENV, c.dir.resolve("absent.ids").toString());
+        c.env.put(IDS_ENV, " 3, 4\t5 # 6");
+        c.open();
+        c.expect("env used while the file is absent, same format", 3, 4, 5);
+        check(c.impl + ": isObserver(4)", c.registry.isObserver(4), "4 is not an observer");
+        check(c.impl + ": !isObserver(6)", !c.registry.isObserver(6), "6 is an observer");
+        c.expectLogs("initial load logs the change from []",
+            "INFO Observer broker ids changed: before=[] after=[3, 4, 5] added=[3, 4, 5] removed=[] "
+                + "source=env KAFKA_OBSERVER_BROKER_IDS (no file <dir>/absent.ids)");
+    }
+
+    static void fileNamedByEnvWinsOverIdsEnv(Ctx c) throws IOException {
+        c.write("mine.ids", "7\n");
+        c.env.put(FILE_ENV, c.dir.resolve("mine.ids").toString());
+        c.env.put(IDS_ENV, "3");
+        c.open();
+        c.expect("KAFKA_OBSERVER_IDS_FILE names the file; an existing file beats the env ids", 7);
+        c.expectLogs("source is the file",
+            "INFO Observer broker ids changed: before=[] after=[7] added=[7] removed=[] source=file <dir>/mine.ids");
+    }
+
+    static void defaultPath(Ctx c) {
+        if (Files.exists(java.nio.file.Paths.get("/opt/kafka/observer.ids"))) {
+            skip(c.impl + ": default path (/opt/kafka/observer.ids exists on this machine)");
+            return;
+        }
+        c.env.put(FILE_ENV, "  ");
+        c.env.put(IDS_ENV, "9");
+        c.open();
+        c.expect("blank KAFKA_OBSERVER_IDS_FILE means the default path", 9);
+        c.expectLogs("the default path is /opt/kafka/observer.ids",
+            "INFO Observer broker ids changed: before=[] after=[9] added=[9] removed=[] "
+                + "source=env KAFKA_OBSERVER_BROKER_IDS (no file /opt/kafka/observer.ids)");
+    }
+
+    static void format(Ctx c) throws IOException {
+        String text = "# observers for zone c\n"
+            + "3,4\n"
+            + "   # indented comment 99\n"
+            + "5 6\t7\n"
+            + "8,,9 , 10,\n"
+            + "banana,11 %%@@!! -1 +12 3.0 0x13 2147483647 2147483648 99999999999 007\n"
+            + "14 # trailing comment 15\n"
+            + "#16\r\n"
+            + "17\r\n"
+            + "\u00e9\u00ff 18\u00a0 19\n";
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        bytes.write(text.getBytes(StandardCharsets.ISO_8859_1));
+        bytes.write(new byte[] {0, (byte) 0xc3, (byte) 0x28, ' ', '2', '0', '\n'});
+        c.writeBytes("f.ids", bytes.toByteArray());
+        c.env.put(FILE_ENV, c.dir.resolve("f.ids").toString());
+        c.open();
+        // 18\u00a0 is one token (no-break space is not a separator), so it is ignored.
+        c.expect("comments, commas/whitespace, junk, signs, overflow, leading zeros, CRLF, binary",
+            3, 4, 5, 6, 7, 8, 9, 10, 11, 2147483647, 14, 17, 19, 20);
+        c.newLogs();
+        c.write("f.ids", "");
+        c.advance(5 * SECOND);
+        c.expect("an empty file means no observers (it is not a failure)");
+    }
+
+    static void ttl(Ctx c) throws IOException {
+        Path f = c.write("t.ids", "1");
+        c.env.put(FILE_ENV, f.toString());
+        c.open();
+        c.expect("first read", 1);
+        c.newLogs();
+        c.write("t.ids", "2");
+        c.advance(SECOND);
+        c.expect("cached 1 s later (nanoTime + 5 s has wrapped, nanoTime itself not yet)", 1);
+        c.advance(4 * SECOND - 1);
+        c.expect("cached until 5 s have passed (nanoTime about to wrap)", 1);
+        c.advance(1);
+        c.expect("re-read at exactly 5 s, across the nanoTime wrap", 2);
+        c.expectLogs("change logged with before/after/added/removed",
+            "INFO Observer broker ids changed: before=[1] after=[2] added=[2] removed=[1] source=file <dir>/t.ids");
+        c.write("t.ids", "2, 2 ,2");
+        c.advance(5 * SECOND);
+        c.expect("same set again", 2);
+        c.expectLogs("no log when the set did not change");
+        c.write("t.ids", "3");
+        c.advance(-SECOND);
+        c.expect("clock going backwards does not expire the cache", 2);
+    }
+
+    static void unreadableKeepsLastGood(Ctx c) throws IOException {
+        Path f = c.write("u.ids", "1,2");
+        c.env.put(FILE_ENV, f.toString());
+        c.env.put(IDS_ENV, "8");
+        c.open();
+        c.expect("first read", 1, 2);
+        c.newLogs();
+        // A directory cannot be read as a file even by root, unlike chmod 000.
+        Files.delete(f);
+        Files.createDirectory(f);
+        c.advance(5 * SECOND);
+        c.expect("unreadable file keeps the last good set (not the env ids)", 1, 2);
+        c.expectLogs("one WARN naming the file and the kept set",
+            "WARN Cannot read observer ids file <dir>/u.ids (java.io.IOException: Is a directory); "
+                + "keeping last good set [1, 2]");
+        c.advance(SECOND);
+        c.expect("still kept within the next 5 s", 1, 2);
+        c.expectLogs("no extra WARN within 5 s (one retry per period, not per call)");
+        c.advance(4 * SECOND);
+        c.expect("still kept after the retry", 1, 2);
+        check(c.impl + ": retry after 5 s warns again", c.newLogs().size() == 1, "expected one WARN");
+        Files.delete(f);
+        c.write("u.ids", "2,3");
+        c.advance(5 * SECOND);
+        c.expect("readable again: new set", 2, 3);
+        c.expectLogs("recovery logged as a change",
+            "INFO Observer broker ids changed: before=[1, 2] after=[2, 3] added=[3] removed=[1] source=file <dir>/u.ids");
+
+    }
+
+    static void permissionDeniedKeepsLastGood(Ctx c) throws IOException {
+        Path f = c.write("p.ids", "5");
+        Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("---------"));
+        boolean enforced = !Files.isReadable(f);
+        Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rw-------"));
+        if (!enforced) {
+            skip(c.impl + ": chmod 000 keeps the last good set (root reads any file)");
+            return;
+        }
+        c.env.put(FILE_ENV, f.toString());
+        c.open();
+        c.expect("first read", 5);
+        c.newLogs();
+        Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("---------"));
+        c.advance(5 * SECOND);
+        c.expect("chmod 000 keeps the last good set", 5);
+        c.expectLogs("WARN names the permission problem",
+            "WARN Cannot read observer ids file <dir>/p.ids (java.nio.file.AccessDeniedException: <dir>/p.ids); "
+                + "keeping last good set [5]");
+        Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rw-------"));
+    }
+
+    static void racingReloadsLogOnce(Ctx c) throws IOException {
+        Path f = c.write("r.ids", "1");
+        c.env.put(FILE_ENV, f.toString());
+        c.open();
+        c.expect("first read", 1);
+        c.newLogs();
+        c.write("r.ids", "2");
+        c.advance(5 * SECOND);
+        c.interleave = () -> c.registry.current();
+        c.expect("two callers reload at once: both see the new set", 2);
+        c.expectLogs("the change is logged once",
+            "INFO Observer broker ids changed: before=[1] after=[2] added=[2] removed=[1] source=file <dir>/r.ids");
+        Files.delete(f);
+        Files.createDirectory(f);
+        c.advance(5 * SECOND);
+        c.interleave = () -> c.registry.current();
+        c.expect("two callers fail at once: both keep the last good set", 2);
+        check(c.impl + ": the failure is logged once", c.newLogs().size() == 1, "expected one WARN");
+    }
+
+    static void failureBeforeFirstGoodRead(Ctx c) throws IOException {
+        Path f = c.dir.resolve("d.ids");
+        Files.createDirectory(f);
+        c.env.put(FILE_ENV, f.toString());
+        c.env.put(IDS_ENV, "8");
+        c.open();
+        c.expect("unreadable from the start: empty set, env ids not used");
+        c.expectLogs("WARN with the empty kept set",
+            "WARN Cannot read observer ids file <dir>/d.ids (java.io.IOException: Is a directory); "
+                + "keeping last good set []");
+    }
+
+    static void deletedFileFallsBackToEnv(Ctx c) throws IOException {
+        Path f = c.write("x.ids", "1");
+        c.env.put(FILE_ENV, f.toString());
+        c.env.put(IDS_ENV, "5");
+        c.open();
+        c.expect("file first", 1);
+        c.newLogs();
+        Files.delete(f);
+        c.advance(5 * SECOND);
+        c.expect("deleted file: env ids", 5);
+        c.expectLogs("switch to env logged",
+            "INFO Observer broker ids changed: before=[1] after=[5] added=[5] removed=[1] "
+                + "source=env KAFKA_OBSERVER_BROKER_IDS (no file <dir>/x.ids)");
+        c.env.remove(IDS_ENV);
+        c.advance(5 * SECOND);
+        c.expect("deleted file, no env: no observers");
+        c.expectLogs("switch to none logged",
+            "INFO Observer broker ids changed: before=[5] after=[] added=[] removed=[5] "
+                + "source=none (no file <dir>/x.ids, KAFKA_OBSERVER_BROKER_IDS unset)");
+        c.write("x.ids", "1");
+        c.advance(5 * SECOND);
+        c.expect("file recreated: file again", 1);
+    }
+
+    static void javaSetIsUnmodifiable(Ctx c) throws IOException {
+        c.env.put(FILE_ENV, c.write("m.ids", "1").toString());
+        Set<Integer> ids = c.open().current();
+        if (!c.impl.equals("java")) {
+            return; // the Scala side returns an immutable Set by type; the adapter copies it
+        }
+        boolean threw = false;
+        try {
+            ids.add(2);
+        } catch (UnsupportedOperationException e) {
+            threw = true;
+        }
+        check("java: current() is unmodifiable", threw, "add() succeeded");
+    }
+
+    // ---- the real objects, wired to the real process environment, in a child JVM ----
+
+    static void realWiring(Path dir) throws Exception {
+        Path wired = dir.resolve("wired.ids");
+        Files.write(wired, "# wired\n41 42\n".getBytes(StandardCharsets.US_ASCII));
+        String viaFile = child(wired.toString(), "99");
+        check("wiring: file named by KAFKA_OBSERVER_IDS_FILE",
+            viaFile.equals("scala=[41, 42] java=[41, 42] 41:true,true 99:false,false"), "child printed " + viaFile);
+        String viaEnv = child(dir.resolve("absent.ids").toString(), "43,44");
+        check("wiring: KAFKA_OBSERVER_BROKER_IDS when the file is absent",
+            viaEnv.equals("scala=[43, 44] java=[43, 44] 41:false,false 99:false,false"), "child printed " + viaEnv);
+    }
+
+    private static String child(String file, String ids) throws Exception {
+        String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
+        ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+            ObserverIdsContractTest.class.getName(), "--child");
+        pb.environment().put(FILE_ENV, file);
+        pb.environment().put(IDS_ENV, ids);
+        pb.redirectError(ProcessBuilder.Redirect.DISCARD);
+        Process p = pb.start();
+        String out;
+        try (InputStream in = p.getInputStream()) {
+            out = new String(readAll(in), StandardCharsets.UTF_8).trim();
+        }
+        p.waitFor();
+        return out;
+    }
+
+    private static byte[] readAll(InputStream in) throws IOException {
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
+        byte[] chunk = new byte[4096];
+        for (int n; (n = in.read(chunk)) > 0; ) {
+            buf.write(chunk, 0, n);
+        }
+        return buf.toByteArray();
+    }
+
+    private static void childMain() {
+        System.out.println("scala=" + new TreeSet<>(fromScala(kafka.observer.ObserverIds.current()))
+            + " java=" + new TreeSet<>(ObserverReplicas.current())
+            + " 41:" + kafka.observer.ObserverIds.isObserver(41) + "," + ObserverReplicas.isObserver(41)
+            + " 99:" + kafka.observer.ObserverIds.isObserver(99) + "," + ObserverReplicas.isObserver(99));
+    }
+
+    public static void main(String[] args) throws Exception {
+        // slf4j-simple reads these when the first logger is created, which is after this point.
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "info");
+        System.setProperty("org.slf4j.simpleLogger.showThreadName", "false");
+        if (args.length == 1 && args[0].equals("--child")) {
+            childMain();
+            return;
+        }
+        System.setErr(new PrintStream(CAPTURED, true, "UTF-8"));
+
+        Map<String, Case> cases = new LinkedHashMap<>();
+        cases.put("noSourceMeansNoObservers", ObserverIdsContractTest::noSourceMeansNoObservers);
+        cases.put("envWhenFileMissing", ObserverIdsContractTest::envWhenFileMissing);
+        cases.put("fileNamedByEnvWinsOverIdsEnv", ObserverIdsContractTest::fileNamedByEnvWinsOverIdsEnv);
+        cases.put("defaultPath", ObserverIdsContractTest::defaultPath);
+        cases.put("format", ObserverIdsContractTest::format);
+        cases.put("ttl", ObserverIdsContractTest::ttl);
+        cases.put("unreadableKeepsLastGood", ObserverIdsContractTest::unreadableKeepsLastGood);
+        cases.put("permissionDeniedKeepsLastGood", ObserverIdsContractTest::permissionDeniedKeepsLastGood);
+        cases.put("racingReloadsLogOnce", ObserverIdsContractTest::racingReloadsLogOnce);
+        cases.put("failureBeforeFirstGoodRead", ObserverIdsContractTest::failureBeforeFirstGoodRead);
+        cases.put("deletedFileFallsBackToEnv", ObserverIdsContractTest::deletedFileFallsBackToEnv);
+        cases.put("javaSetIsUnmodifiable", ObserverIdsContractTest::javaSetIsUnmodifiable);
+
+        Path root = Files.createTempDirectory("okp-observer-contract");
+        try {
+            for (Map.Entry<String, Case> e : cases.entrySet()) {
+                System.out.println("# " + e.getKey());
+                Map<String, List<String>> logsByImpl = new HashMap<>();
+                for (String impl : IMPLS) {
+                    Ctx c = new Ctx(impl, Files.createDirectory(root.resolve(e.getKey() + "-" + impl)));
+                    try {
+                        e.getValue().run(c);
+                    } catch (Exception ex) {
+                        check(impl + ": " + e.getKey() + " ran without throwing", false, ex.toString());
+                    }
+                    c.newLogs();
+                    logsByImpl.put(impl, c.logs);
+                }
+                check("same logs from scala and java", logsByImpl.get("scala").equals(logsByImpl.get("java")),
+                    "scala " + logsByImpl.get("scala") + "\n        java  " + logsByImpl.get("java"));
+            }
+            System.out.println("# realWiring");
+            realWiring(root);
+        } finally {
+            deleteTree(root.toFile());
+        }
+        System.out.println(passed + " passed, " + failed + " failed, " + skipped + " skipped");
+        System.exit(failed == 0 && passed > 0 ? 0 : 1);
+    }
+
+    private static void deleteTree(File f) {
+        File[] children = f.listFiles();
+        if (children != null) {
+            for (File child : children) {
+                deleteTree(child);
+            }
+        }
+        f.delete();
+    }
+}
