@@ -99,6 +99,11 @@ enum Command {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Build patched jars: splice from the release's jars (default), or Gradle in a checkout.
+    ///
+    /// Exit 0 when built, 1 when a compile or the Gradle build failed, 2 on bad
+    /// input, 3 when a tool is missing or Maven Central cannot be reached.
+    Build(BuildArgs),
     /// Lay out a release's sources from its Maven Central sources jars as a tree.
     Sources {
         #[arg(long, value_name = "V")]
@@ -116,6 +121,42 @@ enum Command {
 enum ListFormat {
     Table,
     Json,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    Splice,
+    Gradle,
+}
+
+#[derive(Args, Debug)]
+struct BuildArgs {
+    /// The release (with --source, default: the checkout's own version).
+    #[arg(long, value_name = "V", conflicts_with = "all")]
+    version: Option<KafkaVersion>,
+    /// zk or kraft; needed when the release supports both (with --all: only this mode).
+    #[arg(long, value_name = "M")]
+    mode: Option<Mode>,
+    /// A patched checkout to build with its own ./gradlew (implies --backend gradle).
+    #[arg(long, value_name = "DIR")]
+    source: Option<PathBuf>,
+    /// splice (from the release's jars; default without --source) or gradle (default with --source).
+    #[arg(long, value_enum)]
+    backend: Option<Backend>,
+    /// Where the jars and okp-build.json go (default: okp-out/<version>-<mode>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = crate::build::gradle::Progress::Auto)]
+    progress: crate::build::gradle::Progress,
+    /// Splice-compile every (release, mode) of the matrix and print the result matrix.
+    #[arg(long, conflicts_with_all = ["source", "version"])]
+    all: bool,
+    /// With --all: only the reference releases (the matrix CI compiles).
+    #[arg(long, requires = "all")]
+    reference: bool,
+    /// With --all: check only (build into a temporary directory, keep nothing but the matrix).
+    #[arg(long, requires = "all")]
+    check: bool,
 }
 
 #[derive(Args, Debug)]
@@ -173,6 +214,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             Ok(EXIT_OK)
         }
         Command::CheckAnchors(args) => check_anchors(&model, args),
+        Command::Build(args) => build(&model, cli.patches.as_deref(), args),
         Command::Show { version, mode, format } => patch::show(&model, cli.patches.as_deref(), version, mode, format == ListFormat::Json),
         Command::Apply { target, force, dry_run, commit } => patch::apply(
             &model,
@@ -379,4 +421,124 @@ fn sources(model: &Model, version: KafkaVersion, out: &Path, hooked: bool) -> Re
     })?;
     eprintln!("okp: wrote {} files of Kafka {version} to {}", files.len(), out.display());
     Ok(EXIT_OK)
+}
+
+fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> {
+    use crate::build::{gradle, splice};
+    let maven = Maven::from_env();
+    if args.all {
+        let releases: Vec<&Release> = model
+            .matrix
+            .releases
+            .iter()
+            .filter(|r| !args.reference || r.reference)
+            .filter(|r| args.mode.map_or(true, |m| r.supports(m)))
+            .collect();
+        let base = args.out.clone().unwrap_or_else(|| PathBuf::from("okp-out"));
+        let scratch = if args.check { Some(tempfile::tempdir().map_err(|e| Error::io("cannot create a scratch directory", e))?) } else { None };
+        let root = scratch.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_else(|| base.clone());
+        let mut rows = Vec::new();
+        let mut failed = 0;
+        for r in releases {
+            for m in modes_of(r, args.mode)? {
+                let out = root.join(format!("{}-{m}", r.version));
+                let t = std::time::Instant::now();
+                let result = match &r.no_sources_jar {
+                    Some(_) => "skipped: no sources jar on Maven Central".to_string(),
+                    None => match splice::splice(model, patches, &maven, r, m, &out)? {
+                        splice::SpliceOutcome::Built(rec) => {
+                            let n: usize = rec.jars.iter().map(|j| j.splice.replaced.len() + j.splice.added.len() + j.splice.removed.len()).sum();
+                            format!("ok ({n} classes changed in {})", rec.jars.iter().map(|j| j.splice.jar.clone()).collect::<Vec<_>>().join(", "))
+                        }
+                        splice::SpliceOutcome::CompileFailed(f) => {
+                            failed += 1;
+                            eprintln!("okp: {} {m}: {} compile failed:\n{}", r.version, f.module, f.output);
+                            format!("COMPILE FAILED ({})", f.module)
+                        }
+                    },
+                };
+                let secs = t.elapsed().as_secs_f64();
+                eprintln!("okp: {} {m}: {result} in {secs:.1}s", r.version);
+                rows.push(serde_json::json!({"release": r.version, "mode": m, "family": r.family, "result": result, "seconds": (secs * 10.0).round() / 10.0}));
+            }
+        }
+        let mut table = format!("{:<8} {:<6} {:<6} {:>7}  {}\n", "release", "mode", "family", "seconds", "result");
+        for row in &rows {
+            table.push_str(&format!(
+                "{:<8} {:<6} {:<6} {:>7}  {}\n",
+                row["release"].as_str().unwrap_or_default(),
+                row["mode"].as_str().unwrap_or_default(),
+                row["family"].as_str().unwrap_or_default(),
+                row["seconds"],
+                row["result"].as_str().unwrap_or_default()
+            ));
+        }
+        table.push_str(&format!("\n{} (release, mode) builds, {failed} failed\n", rows.len()));
+        print(&table)?;
+        std::fs::create_dir_all(&base).map_err(|e| Error::io(format!("cannot create {}", base.display()), e))?;
+        let json = serde_json::to_string_pretty(&serde_json::json!({"okp_version": env!("CARGO_PKG_VERSION"), "builds": rows})).unwrap_or_default();
+        std::fs::write(base.join("build-matrix.json"), json + "\n").map_err(|e| Error::io("cannot write build-matrix.json", e))?;
+        return Ok(if failed == 0 { EXIT_OK } else { EXIT_DRIFT });
+    }
+
+    let backend = args.backend.unwrap_or(if args.source.is_some() { Backend::Gradle } else { Backend::Splice });
+    let (version, root) = match (&args.source, args.version) {
+        (Some(dir), v) => {
+            let tree = DirTree::open(dir)?;
+            (tree_version(&tree, v)?, Some(dir.clone()))
+        }
+        (None, Some(v)) => (v, None),
+        (None, None) => return Err(Error::Usage("pass --version V (splice from Maven Central) or --source DIR (Gradle in a checkout)".into())),
+    };
+    let release = model.matrix.require(version)?;
+    let mode = match (args.mode, release.modes.as_slice()) {
+        (Some(m), _) => modes_of(release, Some(m)).map(|_| m)?,
+        (None, [m]) => *m,
+        (None, _) => return Err(Error::Usage(format!("release {version} supports zk and kraft: pass --mode"))),
+    };
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("okp-out").join(format!("{version}-{mode}")));
+    match backend {
+        Backend::Gradle => {
+            let root = root.ok_or_else(|| Error::Usage("the gradle backend needs --source DIR (a patched checkout)".into()))?;
+            match gradle::build(&root, release, mode, &out, args.progress)? {
+                gradle::Outcome::Built(jars) => {
+                    for j in &jars {
+                        eprintln!("okp: built {}", j.display());
+                    }
+                    Ok(EXIT_OK)
+                }
+                gradle::Outcome::Failed { task, tail, log } => {
+                    eprintln!("{tail}");
+                    eprintln!(
+                        "okp: gradle failed{}; full log: {}",
+                        task.map(|t| format!(" in task {t}")).unwrap_or_default(),
+                        log.display()
+                    );
+                    Ok(EXIT_DRIFT)
+                }
+            }
+        }
+        Backend::Splice => match splice::splice(model, patches, &maven, release, mode, &out)? {
+            splice::SpliceOutcome::Built(rec) => {
+                for j in &rec.jars {
+                    eprintln!(
+                        "okp: {}: {} classes replaced, {} added, {} removed, {} entries unchanged; sha256 {}",
+                        j.path.display(),
+                        j.splice.replaced.len(),
+                        j.splice.added.len(),
+                        j.splice.removed.len(),
+                        j.splice.unchanged,
+                        j.sha256
+                    );
+                }
+                eprintln!("okp: record: {}", out.join("okp-build.json").display());
+                Ok(EXIT_OK)
+            }
+            splice::SpliceOutcome::CompileFailed(f) => {
+                eprintln!("{}", f.output.trim_end());
+                eprintln!("okp: the {} compile failed: {}", f.module, f.command);
+                Ok(EXIT_DRIFT)
+            }
+        },
+    }
 }

@@ -3,6 +3,7 @@
 
 mod anchor;
 mod apply;
+mod build;
 mod check;
 mod cli;
 mod error;

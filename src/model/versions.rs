@@ -102,6 +102,8 @@ struct RawMatrix {
 #[serde(deny_unknown_fields)]
 struct RawRelease {
     version: String,
+    #[serde(default)]
+    reference: bool,
     family: String,
     modes: Vec<Mode>,
     #[serde(default)]
@@ -121,6 +123,8 @@ struct RawRelease {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Release {
     pub version: KafkaVersion,
+    /// One of the reference implementation's matrix (the releases CI compiles and verifies).
+    pub reference: bool,
     pub family: String,
     pub modes: Vec<Mode>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -213,6 +217,7 @@ impl Matrix {
             }
             releases.push(Release {
                 version,
+                reference: r.reference,
                 family: r.family,
                 modes: r.modes,
                 kraft_note: r.kraft_note,

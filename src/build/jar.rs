@@ -1,0 +1,138 @@
+//! Splicing a jar: a copy of the upstream jar in which exactly the classes of
+//! the recompiled sources are replaced (and those the new compile no longer
+//! emits dropped); every other entry is copied raw, byte for byte.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::Path;
+
+use zip::write::SimpleFileOptions;
+
+use super::classfile;
+use crate::error::{Error, Result};
+
+/// A source file that was recompiled: its package directory and file name,
+/// which is how a class's `SourceFile` attribute and path name their origin.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SourceKey {
+    pub package_dir: String,
+    pub file_name: String,
+}
+
+impl SourceKey {
+    /// From a repository path like `core/src/main/scala/kafka/cluster/Partition.scala`.
+    pub fn from_repo_path(path: &str) -> Option<SourceKey> {
+        let rest = ["/src/main/scala/", "/src/main/java/"].iter().find_map(|root| path.split_once(root).map(|(_, r)| r))?;
+        let (dir, name) = rest.rsplit_once('/')?;
+        Some(SourceKey { package_dir: dir.to_string(), file_name: name.to_string() })
+    }
+
+    /// Whether the class at jar `entry` came from this source.
+    fn owns(&self, entry: &str, source_file: Option<&str>) -> bool {
+        let dir = entry.rsplit_once('/').map_or("", |(d, _)| d);
+        dir == self.package_dir && source_file == Some(self.file_name.as_str())
+    }
+}
+
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct SpliceReport {
+    pub jar: String,
+    /// Upstream classes replaced by a recompiled class of the same name.
+    pub replaced: Vec<String>,
+    /// Classes the recompile emitted that upstream did not have.
+    pub added: Vec<String>,
+    /// Upstream classes of the recompiled sources that the recompile no longer emits.
+    pub removed: Vec<String>,
+    /// Entries copied raw.
+    pub unchanged: usize,
+}
+
+/// Writes `out`: `upstream` with the classes of `sources` swapped for `compiled`
+/// (jar entry name -> bytes). Entry order and timestamps are kept, so the same
+/// inputs give the same bytes.
+pub fn splice(upstream: &Path, out: &Path, sources: &[SourceKey], compiled: &BTreeMap<String, Vec<u8>>) -> Result<SpliceReport> {
+    let zerr = |e: zip::result::ZipError| Error::Source(format!("{}: {e}", upstream.display()));
+    let mut zin = zip::ZipArchive::new(File::open(upstream).map_err(|e| Error::io(format!("cannot open {}", upstream.display()), e))?).map_err(zerr)?;
+    let tmp = out.with_extension("jar.okp-tmp");
+    let mut zout = zip::ZipWriter::new(File::create(&tmp).map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?);
+    let mut report = SpliceReport { jar: out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), ..Default::default() };
+    let mut written = BTreeSet::new();
+    let mut stamp = None;
+    for i in 0..zin.len() {
+        let (name, owned, time) = {
+            let mut f = zin.by_index(i).map_err(zerr)?;
+            let name = f.name().to_string();
+            let time = f.last_modified();
+            let mut owned = false;
+            if name.ends_with(".class") {
+                let mut b = Vec::with_capacity(f.size() as usize);
+                f.read_to_end(&mut b).map_err(|e| Error::io(format!("reading {name} in {}", upstream.display()), e))?;
+                let info = classfile::parse(&b).map_err(|e| Error::Source(format!("{name} in {}: {e}", upstream.display())))?;
+                owned = sources.iter().any(|s| s.owns(&name, info.source_file.as_deref()));
+            }
+            (name, owned, time)
+        };
+        stamp = stamp.or(time);
+        if !owned {
+            zout.raw_copy_file(zin.by_index_raw(i).map_err(zerr)?).map_err(zerr)?;
+            report.unchanged += 1;
+            continue;
+        }
+        match compiled.get(&name) {
+            Some(bytes) => {
+                write_entry(&mut zout, &name, bytes, time).map_err(zerr)?;
+                written.insert(name.clone());
+                report.replaced.push(name);
+            }
+            None => report.removed.push(name),
+        }
+    }
+    for (name, bytes) in compiled {
+        if !written.contains(name) {
+            write_entry(&mut zout, name, bytes, stamp).map_err(zerr)?;
+            report.added.push(name.clone());
+        }
+    }
+    zout.finish().map_err(zerr)?;
+    std::fs::rename(&tmp, out).map_err(|e| Error::io(format!("cannot move {} into place", out.display()), e))?;
+    Ok(report)
+}
+
+fn write_entry<W: Write + std::io::Seek>(z: &mut zip::ZipWriter<W>, name: &str, bytes: &[u8], time: Option<zip::DateTime>) -> zip::result::ZipResult<()> {
+    let opts = SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .last_modified_time(time.unwrap_or_default())
+        .unix_permissions(0o644);
+    z.start_file(name, opts)?;
+    z.write_all(bytes).map_err(zip::result::ZipError::Io)
+}
+
+/// Every entry of a jar with its bytes (for checks).
+pub fn entries(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
+    let zerr = |e: zip::result::ZipError| Error::Source(format!("{}: {e}", path.display()));
+    let mut z = zip::ZipArchive::new(File::open(path).map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?).map_err(zerr)?;
+    let mut out = BTreeMap::new();
+    for i in 0..z.len() {
+        let mut f = z.by_index(i).map_err(zerr)?;
+        let mut b = Vec::new();
+        f.read_to_end(&mut b).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        out.insert(f.name().to_string(), b);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_keys_come_from_repo_paths() {
+        let k = SourceKey::from_repo_path("core/src/main/scala/kafka/cluster/Partition.scala").unwrap();
+        assert_eq!(k.package_dir, "kafka/cluster");
+        assert_eq!(k.file_name, "Partition.scala");
+        assert!(k.owns("kafka/cluster/Partition$.class", Some("Partition.scala")));
+        assert!(!k.owns("kafka/server/Partition.class", Some("Partition.scala")));
+        assert!(!k.owns("kafka/cluster/Replica.class", Some("Replica.scala")));
+    }
+}

@@ -1,0 +1,299 @@
+//! The splice backend: patched jars for a release without a checkout and
+//! without Gradle. It takes the release's sources jars and binary jars from
+//! Maven Central, recompiles only the patched compilation units (our new files
+//! and every upstream file an edit touches) with the release's own Scala
+//! compiler and javac --release, against the release's jars, and swaps exactly
+//! the classes those sources produce into copies of the upstream jars.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use super::classfile;
+use super::jar::{self, SourceKey, SpliceReport};
+use crate::apply;
+use crate::error::{Error, Result};
+use crate::maven::Maven;
+use crate::model::{Coordinate, Mode, Model, Release};
+use crate::patchset::PatchSet;
+use crate::source::ReleaseTree;
+use crate::tx::sha256;
+
+/// The registry classes every edited class must reference, per source module.
+fn registry_for(module: &str) -> &'static str {
+    match module {
+        "metadata" => "org/apache/kafka/controller/ObserverReplicas",
+        _ => "kafka/observer/ObserverIds",
+    }
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct JarResult {
+    pub module: String,
+    pub upstream: String,
+    pub upstream_sha256: String,
+    pub path: PathBuf,
+    pub sha256: String,
+    pub splice: SpliceReport,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct BuildRecord {
+    pub okp_version: String,
+    pub release: String,
+    pub mode: String,
+    pub family: String,
+    pub patch_set_hash: String,
+    pub backend: String,
+    pub compilers: BTreeMap<String, String>,
+    /// Repository paths recompiled (our new files and the edited upstream files).
+    pub sources: Vec<String>,
+    pub jars: Vec<JarResult>,
+    pub seconds: BTreeMap<String, f64>,
+}
+
+/// Why a splice build did not produce jars: the compiler's own words.
+#[derive(Debug)]
+pub struct CompileFailure {
+    pub module: String,
+    pub command: String,
+    pub output: String,
+}
+
+pub enum SpliceOutcome {
+    Built(BuildRecord),
+    CompileFailed(CompileFailure),
+}
+
+fn java_bin(tool: &str) -> PathBuf {
+    match std::env::var_os("JAVA_HOME") {
+        Some(h) => Path::new(&h).join("bin").join(tool),
+        None => PathBuf::from(tool),
+    }
+}
+
+/// Runs a compiler; Ok(Err(output)) when it ran and rejected the sources.
+fn run(cmd: &mut Command, what: &str) -> Result<std::result::Result<(), String>> {
+    let o = cmd.output().map_err(|e| Error::External(format!("cannot run {what}: {e}")))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    Ok(if o.status.success() { Ok(()) } else { Err(text) })
+}
+
+fn show(cmd: &Command) -> String {
+    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    for a in cmd.get_args() {
+        let a = a.to_string_lossy();
+        // Classpaths are long and machine-specific: name them, do not print them.
+        if a.len() > 200 {
+            s.push_str(" <classpath>");
+        } else {
+            s.push(' ');
+            s.push_str(&a);
+        }
+    }
+    s
+}
+
+/// Every .class file under `dir` as (jar entry name, bytes).
+fn classes_under(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
+    fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> std::io::Result<()> {
+        for e in std::fs::read_dir(d)? {
+            let p = e?.path();
+            if p.is_dir() {
+                walk(root, &p, out)?;
+            } else if p.extension().is_some_and(|x| x == "class") {
+                let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy().replace('\\', "/");
+                out.insert(rel, std::fs::read(&p)?);
+            }
+        }
+        Ok(())
+    }
+    let mut out = BTreeMap::new();
+    if dir.exists() {
+        walk(dir, dir, &mut out).map_err(|e| Error::io(format!("reading classes in {}", dir.display()), e))?;
+    }
+    Ok(out)
+}
+
+/// scalac options matching the upstream build's code generation: the
+/// release's Java target and Kafka's optimizer settings (inline-kafka).
+fn scalac_options(release: &Release) -> Vec<String> {
+    let mut o = vec!["-release".into(), release.java_release.to_string(), "-encoding".into(), "utf8".into(), "-nowarn".into(), "-opt:l:inline".into()];
+    if release.version.major == 2 && release.version.minor == 7 {
+        o.push("-opt-inline-from:scala.**".into());
+    }
+    o.push("-opt-inline-from:org.apache.kafka.**".into());
+    o.push("-opt-inline-from:kafka.**".into());
+    o
+}
+
+pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Release, mode: Mode, out: &Path) -> Result<SpliceOutcome> {
+    if let Some(why) = &release.no_sources_jar {
+        return Err(Error::Usage(format!("release {}: {why}; the splice build needs the sources of the files it patches", release.version)));
+    }
+    let ps = PatchSet::load(patches, model)?;
+    let eff = ps.effective(model, release, release.version, mode);
+    let mut seconds = BTreeMap::new();
+    let t0 = Instant::now();
+
+    // Pristine sources from the sources jars; the plan gives the patched bytes in memory.
+    let tree = ReleaseTree::open(maven, &release.version.to_string(), &release.sources)?;
+    let targets = crate::check::check_tree(&model.anchors, release, release.version, &[mode], &tree)?;
+    if !targets.iter().all(|t| t.ok()) {
+        let rep = crate::check::Report { targets };
+        eprint!("{}", crate::report::check_report(&rep, crate::report::Format::Table, false));
+        return Err(Error::Usage(format!("anchor drift in {} {mode}: nothing was built", release.version)));
+    }
+    let plan = apply::plan(&eff, &tree)?;
+    let work = out.join("work");
+    let _ = std::fs::remove_dir_all(&work);
+    for c in &plan.changes {
+        let p = work.join("src").join(&c.path);
+        std::fs::create_dir_all(p.parent().unwrap_or(&work)).map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
+        std::fs::write(&p, &c.after).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+    }
+    seconds.insert("prepare".into(), t0.elapsed().as_secs_f64());
+
+    // Group the recompiled files by module (core, metadata).
+    let mut by_module: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for c in &plan.changes {
+        let module = c.path.split('/').next().unwrap_or_default().to_string();
+        by_module.entry(module).or_default().push(c.path.clone());
+    }
+    let mut compilers = BTreeMap::new();
+    let javac_version = Command::new(java_bin("javac")).arg("-version").output().map(|o| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)).trim().to_string()).unwrap_or_default();
+
+    let mut jars = Vec::new();
+    for (module, files) in &by_module {
+        let coord: &Coordinate = release.sources.get(module).ok_or_else(|| Error::Source(format!("{module}: not a source module of {}", release.version)))?;
+        let t = Instant::now();
+        let classpath = maven.classpath(coord)?;
+        let cp = std::env::join_paths(&classpath).map_err(|e| Error::Source(format!("classpath: {e}")))?;
+        let classes_dir = work.join(format!("classes-{module}"));
+        std::fs::create_dir_all(&classes_dir).map_err(|e| Error::io("cannot create the classes directory", e))?;
+        let src: Vec<PathBuf> = files.iter().map(|f| work.join("src").join(f)).collect();
+        let scala: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "scala")).collect();
+        let java: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "java")).collect();
+        seconds.insert(format!("classpath-{module}"), t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        if !scala.is_empty() {
+            let compiler = Coordinate { group: "org.scala-lang".into(), artifact: "scala-compiler".into(), version: release.scala.clone() };
+            let ccp = std::env::join_paths(maven.classpath(&compiler)?).map_err(|e| Error::Source(format!("classpath: {e}")))?;
+            let mut cmd = Command::new(java_bin("java"));
+            cmd.arg("-Xss8m").arg("-Xmx2g").arg("-cp").arg(&ccp).arg("scala.tools.nsc.Main");
+            cmd.arg("-d").arg(&classes_dir).arg("-classpath").arg(&cp).args(scalac_options(release));
+            // Java sources of the same module are given to scalac too (it reads them for types); javac compiles them below.
+            cmd.args(&scala).args(&java);
+            compilers.insert("scalac".into(), format!("{compiler} {}", scalac_options(release).join(" ")));
+            if let Err(output) = run(&mut cmd, "scalac")? {
+                return Ok(SpliceOutcome::CompileFailed(CompileFailure { module: module.clone(), command: show(&cmd), output }));
+            }
+        }
+        if !java.is_empty() {
+            let rel = if module == "metadata" { release.java_release_metadata.unwrap_or(release.java_release) } else { release.java_release };
+            let mut cp_java = std::ffi::OsString::from(&classes_dir);
+            cp_java.push(if cfg!(windows) { ";" } else { ":" });
+            cp_java.push(&cp);
+            let mut cmd = Command::new(java_bin("javac"));
+            cmd.arg("--release").arg(rel.to_string()).arg("-encoding").arg("UTF-8").arg("-nowarn").arg("-proc:none");
+            cmd.arg("-d").arg(&classes_dir).arg("-cp").arg(&cp_java).args(&java);
+            compilers.insert("javac".into(), format!("{javac_version} --release {rel}"));
+            if let Err(output) = run(&mut cmd, "javac")? {
+                return Ok(SpliceOutcome::CompileFailed(CompileFailure { module: module.clone(), command: show(&cmd), output }));
+            }
+        }
+        seconds.insert(format!("compile-{module}"), t.elapsed().as_secs_f64());
+
+        // Splice into a copy of the upstream jar and check the result.
+        let t = Instant::now();
+        let compiled = classes_under(&classes_dir)?;
+        let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
+        let name = format!("{}-{}.jar", coord.artifact, coord.version);
+        let dest = out.join(&name);
+        let keys: Vec<SourceKey> = files.iter().filter_map(|f| SourceKey::from_repo_path(f)).collect();
+        let report = jar::splice(&upstream, &dest, &keys, &compiled)?;
+        check_splice(&upstream, &dest, &report, module, files, &plan, &compiled)?;
+        seconds.insert(format!("splice-{module}"), t.elapsed().as_secs_f64());
+        let up_bytes = std::fs::read(&upstream).map_err(|e| Error::io("cannot read the upstream jar", e))?;
+        let new_bytes = std::fs::read(&dest).map_err(|e| Error::io("cannot read the spliced jar", e))?;
+        jars.push(JarResult {
+            module: module.clone(),
+            upstream: coord.to_string(),
+            upstream_sha256: sha256(&up_bytes),
+            path: dest,
+            sha256: sha256(&new_bytes),
+            splice: report,
+        });
+    }
+    // Keep the patched sources beside the jars: they are what was compiled.
+    let record = BuildRecord {
+        okp_version: env!("CARGO_PKG_VERSION").to_string(),
+        release: release.version.to_string(),
+        mode: mode.to_string(),
+        family: eff.family.clone(),
+        patch_set_hash: eff.hash.clone(),
+        backend: "splice".into(),
+        compilers,
+        sources: plan.changes.iter().map(|c| c.path.clone()).collect(),
+        jars,
+        seconds,
+    };
+    let json = serde_json::to_string_pretty(&record).unwrap_or_default() + "\n";
+    std::fs::write(out.join("okp-build.json"), json).map_err(|e| Error::io("cannot write okp-build.json", e))?;
+    Ok(SpliceOutcome::Built(record))
+}
+
+/// The checks a spliced jar must pass before anyone deploys it.
+fn check_splice(
+    upstream: &Path,
+    spliced: &Path,
+    report: &SpliceReport,
+    module: &str,
+    files: &[String],
+    plan: &apply::Plan,
+    compiled: &BTreeMap<String, Vec<u8>>,
+) -> Result<()> {
+    let before = jar::entries(upstream)?;
+    let after = jar::entries(spliced)?;
+    let touched: std::collections::BTreeSet<&String> = report.replaced.iter().chain(&report.added).chain(&report.removed).collect();
+    // 1. Nothing outside the recompiled sources changed.
+    for (name, bytes) in &before {
+        if !touched.contains(name) && after.get(name) != Some(bytes) {
+            return Err(Error::External(format!("{}: {name} changed although no recompiled source owns it", spliced.display())));
+        }
+    }
+    for name in after.keys() {
+        if !before.contains_key(name) && !touched.contains(name) {
+            return Err(Error::External(format!("{}: unexpected new entry {name}", spliced.display())));
+        }
+    }
+    // 2. Each edited upstream file's classes reference the observer registry, and keep the upstream class-file target.
+    let registry = registry_for(module);
+    for f in files {
+        let edited = plan.changes.iter().any(|c| &c.path == f && c.before.is_some());
+        let Some(key) = SourceKey::from_repo_path(f) else { continue };
+        let mut references = false;
+        for (name, bytes) in compiled.iter().filter(|(n, _)| n.rsplit_once('/').map(|(d, _)| d) == Some(key.package_dir.as_str())) {
+            let info = classfile::parse(bytes).map_err(|e| Error::External(format!("{name}: {e}")))?;
+            if info.source_file.as_deref() != Some(key.file_name.as_str()) {
+                continue;
+            }
+            references |= info.references(registry);
+            if let Some(old) = before.get(name) {
+                let old_major = classfile::parse(old).map(|c| c.major).unwrap_or(0);
+                if old_major != info.major {
+                    return Err(Error::External(format!(
+                        "{name}: compiled for Java {} but upstream targets Java {}",
+                        classfile::java_release(info.major),
+                        classfile::java_release(old_major)
+                    )));
+                }
+            }
+        }
+        if edited && !references {
+            return Err(Error::External(format!("{f}: no recompiled class references {registry}; the hook edits did not reach the bytecode")));
+        }
+    }
+    Ok(())
+}
