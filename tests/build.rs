@@ -134,3 +134,18 @@ fn gradle_backend_needs_a_wrapper() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("has no ./gradlew"), "{}", stderr(&o));
 }
+
+#[test]
+fn every_reference_release_and_mode_splice_compiles() {
+    // The reference matrix, each (release, mode) compiled with its own compilers;
+    // the table lands in okp-out/build-matrix.json of the scratch directory.
+    let out = tempfile::tempdir().unwrap();
+    let o = okp().args(["build", "--all", "--reference", "--check", "--out"]).arg(out.path()).output().unwrap();
+    let table = stdout(&o);
+    println!("{table}");
+    assert_eq!(o.status.code(), Some(0), "{table}\n{}", stderr(&o));
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(out.path().join("build-matrix.json")).unwrap()).unwrap();
+    let rows = m["builds"].as_array().unwrap();
+    assert_eq!(rows.len(), 20, "17 reference releases, 3 of them in both modes");
+    assert!(rows.iter().all(|r| r["result"].as_str().unwrap().starts_with("ok (")), "{table}");
+}

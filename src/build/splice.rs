@@ -116,16 +116,32 @@ fn classes_under(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
     Ok(out)
 }
 
+/// Scala versions whose optimizer cannot run on this machine's JDK 17: their
+/// bundled ASM cannot read class files of major version 61, so every
+/// optimized emit fails ("Unsupported class file major version 61"). They
+/// compile with the optimizer off: the same semantics, less inlining.
+fn optimizer_unusable(scala: &str) -> bool {
+    let patch = |s: &str| s.strip_prefix("2.13.").and_then(|p| p.parse::<u32>().ok());
+    patch(scala).is_some_and(|p| p < 5)
+}
+
 /// scalac options matching the upstream build's code generation: the
-/// release's Java target and Kafka's optimizer settings (inline-kafka).
-fn scalac_options(release: &Release) -> Vec<String> {
-    let mut o = vec!["-release".into(), release.java_release.to_string(), "-encoding".into(), "utf8".into(), "-nowarn".into(), "-opt:l:inline".into()];
+/// release's Java target and Kafka's optimizer settings (inline-kafka), and
+/// a note when they had to differ.
+fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
+    let mut o = vec!["-release".into(), release.java_release.to_string(), "-encoding".into(), "utf8".into(), "-nowarn".into()];
+    if optimizer_unusable(&release.scala) {
+        o.push("-opt:l:none".into());
+        let why = format!("optimizer off: scalac {} cannot read JDK 17 class files (major 61) in its optimizer", release.scala);
+        return (o, Some(why));
+    }
+    o.push("-opt:l:inline".into());
     if release.version.major == 2 && release.version.minor == 7 {
         o.push("-opt-inline-from:scala.**".into());
     }
     o.push("-opt-inline-from:org.apache.kafka.**".into());
     o.push("-opt-inline-from:kafka.**".into());
-    o
+    (o, None)
 }
 
 pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Release, mode: Mode, out: &Path) -> Result<SpliceOutcome> {
@@ -182,10 +198,14 @@ pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Re
             let ccp = std::env::join_paths(maven.classpath(&compiler)?).map_err(|e| Error::Source(format!("classpath: {e}")))?;
             let mut cmd = Command::new(java_bin("java"));
             cmd.arg("-Xss8m").arg("-Xmx2g").arg("-cp").arg(&ccp).arg("scala.tools.nsc.Main");
-            cmd.arg("-d").arg(&classes_dir).arg("-classpath").arg(&cp).args(scalac_options(release));
+            let (options, note) = scalac_options(release);
+            cmd.arg("-d").arg(&classes_dir).arg("-classpath").arg(&cp).args(&options);
             // Java sources of the same module are given to scalac too (it reads them for types); javac compiles them below.
             cmd.args(&scala).args(&java);
-            compilers.insert("scalac".into(), format!("{compiler} {}", scalac_options(release).join(" ")));
+            compilers.insert("scalac".into(), format!("{compiler} {}", options.join(" ")));
+            if let Some(note) = note {
+                compilers.insert("scalac_note".into(), note);
+            }
             if let Err(output) = run(&mut cmd, "scalac")? {
                 return Ok(SpliceOutcome::CompileFailed(CompileFailure { module: module.clone(), command: show(&cmd), output }));
             }
