@@ -104,6 +104,94 @@ enum Command {
     /// Exit 0 when built, 1 when a compile or the Gradle build failed, 2 on bad
     /// input, 3 when a tool is missing or Maven Central cannot be reached.
     Build(BuildArgs),
+    /// Make a bundle signing key pair (minisign format): PREFIX.key (secret, mode 0600) and PREFIX.pub.
+    ///
+    /// The password comes from OKP_KEY_PASSWORD or a prompt on a terminal; the
+    /// secret key is never printed.
+    Keygen {
+        /// Path prefix of the two files to create (never overwritten).
+        #[arg(long, value_name = "PREFIX")]
+        out: PathBuf,
+        /// No password on the secret key (for CI secret stores).
+        #[arg(long)]
+        unencrypted: bool,
+    },
+    /// Package a build's patched jars as a signed, reproducible bundle for one target.
+    ///
+    /// Writes okp-observer-<V>-<mode>-<target>.tar.gz and its .sha256, .sha512,
+    /// .minisig (and .asc with --gpg-sign). Exit 0 when written, 2 on bad input
+    /// (a build directory that does not match its record, native code for
+    /// another target, a wrong key password), 3 when gpg fails.
+    Bundle {
+        /// A directory written by `okp build --version V --mode M --out DIR`.
+        #[arg(long, value_name = "DIR")]
+        build: PathBuf,
+        /// linux-x86_64 or linux-aarch64 (also x86_64, amd64, aarch64, arm64, linux/arm64, ...).
+        #[arg(long, value_name = "TARGET")]
+        target: crate::bundle::Target,
+        /// The minisign secret key to sign with (see `okp keygen`).
+        #[arg(long, value_name = "SECKEY")]
+        key: PathBuf,
+        /// Where the bundle and its sidecars go (default: the build directory).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Also sign with gpg, as this key, into a detached .asc (the Apache convention).
+        #[arg(long, value_name = "KEYID")]
+        gpg_sign: Option<String>,
+    },
+    /// Verify a bundle before it is unpacked: signature, checksums, manifest, files, paths.
+    ///
+    /// Exit 0 when it verifies, 1 when it does not, 2 on bad input (no such file, unreadable key).
+    VerifyBundle {
+        /// The bundle (.tar.gz); its .minisig, .sha256 and .sha512 are read from beside it.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// The minisign public key: a .pub file, or its base64 line (RW...).
+        #[arg(long, value_name = "KEY")]
+        pubkey: String,
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Verify a bundle, then run its install.sh on a Kafka installation.
+    ///
+    /// Exit 0 when installed (or already installed), 1 when the bundle does not
+    /// verify, 2 when the installation does not match (nothing changed), 3 when a step failed.
+    Install {
+        /// The bundle (.tar.gz).
+        #[arg(value_name = "BUNDLE")]
+        bundle: PathBuf,
+        /// The Kafka installation (the directory holding bin/ and libs/).
+        #[arg(long, value_name = "DIR")]
+        kafka_home: PathBuf,
+        /// The minisign public key the bundle must be signed with.
+        #[arg(long, value_name = "KEY", required_unless_present = "allow_unverified")]
+        pubkey: Option<String>,
+        /// Install a well-formed bundle whose signature or checksum files do not verify.
+        #[arg(long)]
+        allow_unverified: bool,
+        /// Say what would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Install although this machine is not the bundle's target (the jars are architecture-independent).
+        #[arg(long)]
+        ignore_arch: bool,
+        /// Accept installed jars that are not byte-identical to Maven Central's (your own build of the release).
+        #[arg(long)]
+        accept_local_jars: bool,
+    },
+    /// Put back the original jars an installed bundle replaced, and remove its records.
+    ///
+    /// Exit 0 when rolled back (or nothing was installed), 2 when refused (nothing changed), 3 when a step failed.
+    Rollback {
+        #[arg(long, value_name = "DIR")]
+        kafka_home: PathBuf,
+        /// Say what would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Restore even jars that changed after the install.
+        #[arg(long)]
+        force: bool,
+    },
     /// Lay out a release's sources from its Maven Central sources jars as a tree.
     Sources {
         #[arg(long, value_name = "V")]
@@ -241,6 +329,19 @@ pub fn run(cli: Cli) -> Result<i32> {
             patch::export(&model, cli.patches.as_deref(), version, mode, tree.as_ref(), output.as_deref())
         }
         Command::Sources { version, out, hooked } => sources(&model, version, &out, hooked),
+        Command::Keygen { out, unencrypted } => crate::bundle::keygen(&out, unencrypted),
+        Command::Bundle { build, target, key, out, gpg_sign } => crate::bundle::bundle(&model, &build, target, &key, out.as_deref(), gpg_sign.as_deref()),
+        Command::VerifyBundle { file, pubkey, format } => crate::bundle::verify_bundle(&file, &pubkey, format == ListFormat::Json),
+        Command::Install { bundle, kafka_home, pubkey, allow_unverified, dry_run, ignore_arch, accept_local_jars } => crate::bundle::install(
+            &bundle,
+            &kafka_home,
+            pubkey.as_deref(),
+            allow_unverified,
+            &crate::bundle::ScriptFlags { dry_run, ignore_arch, accept_local_jars, force: false },
+        ),
+        Command::Rollback { kafka_home, dry_run, force } => {
+            crate::bundle::rollback(&kafka_home, &crate::bundle::ScriptFlags { dry_run, ignore_arch: false, accept_local_jars: false, force })
+        }
     }
 }
 

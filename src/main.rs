@@ -4,6 +4,7 @@
 mod anchor;
 mod apply;
 mod build;
+mod bundle;
 mod check;
 mod cli;
 mod error;

@@ -1,0 +1,41 @@
+STATE_DIR_NAME=.okp-observer
+
+say() { printf '%s: %s\n' "$SCRIPT" "$*" >&2; }
+refuse() { say "refused: $*"; say "nothing was changed"; exit 2; }
+fail() { say "failed: $*"; exit 3; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+
+sha256_of() {
+  [ -f "$1" ] || fail "$1 is missing"
+  if command -v sha256sum >/dev/null 2>&1; then
+    sha256sum <"$1" | awk '{print $1}'
+  elif command -v shasum >/dev/null 2>&1; then
+    shasum -a 256 <"$1" | awk '{print $1}'
+  elif command -v openssl >/dev/null 2>&1; then
+    openssl dgst -sha256 -r <"$1" | awk '{print $1}'
+  else
+    fail "none of sha256sum, shasum or openssl is installed"
+  fi
+}
+
+# copy_checked FROM TO SHA256: copies FROM to a temporary file beside TO (same
+# file system), checks the copy's sha256, then renames it over TO (atomic).
+copy_checked() {
+  tmp="$(dirname "$2")/.okp-tmp.$(basename "$2")"
+  rm -f "$tmp"
+  cp -p "$1" "$tmp" || fail "cannot copy $1 to $tmp"
+  got=$(sha256_of "$tmp")
+  if [ "$got" != "$3" ]; then
+    rm -f "$tmp"
+    fail "the copy of $1 has sha256 $got, expected $3"
+  fi
+  mv -f "$tmp" "$2" || fail "cannot rename $tmp to $2"
+}
+
+# kafka_home DIR: the absolute path of DIR, which must look like a Kafka installation.
+kafka_home() {
+  [ -d "$1" ] || refuse "$1 is not a directory"
+  [ -f "$1/bin/kafka-run-class.sh" ] && [ -d "$1/libs" ] ||
+    refuse "$1 is not a Kafka installation (no bin/kafka-run-class.sh or libs/)"
+  (cd "$1" && pwd) || fail "cannot enter $1"
+}

@@ -1,0 +1,98 @@
+#!/bin/sh
+# rollback.sh: puts back the original jars that an okp bundle's install.sh
+# replaced in a Kafka installation, from KAFKA_HOME/.okp-observer/backup/, and
+# then removes KAFKA_HOME/.okp-observer/. Needs nothing from the bundle: install
+# keeps a copy of this script in KAFKA_HOME/.okp-observer/rollback.sh.
+#
+#   sh rollback.sh [--dry-run] [--force] KAFKA_HOME
+#
+# Before writing anything it checks that every backup is intact (the sha256
+# recorded at install) and that every jar in libs/ is still the bundle's jar or
+# already the original; a jar that changed since install (an upgrade, a manual
+# edit) is refused unless --force, which overwrites it with the original.
+# Each jar is restored by copy beside, check, rename (atomic). A running
+# broker keeps the jars it opened: restart it to load the originals.
+#
+# Idempotent: with nothing installed it says so and exits 0; an interrupted run
+# is completed by running it again.
+#
+# Exit status: 0 rolled back or nothing to roll back; 2 refused (nothing
+# changed); 3 a step failed (see the message; run again).
+set -eu
+SCRIPT=okp-rollback
+
+{{COMMON}}
+dry_run=0
+force=0
+home=''
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dry-run) dry_run=1 ;;
+    --force) force=1 ;;
+    -h|--help) usage; exit 0 ;;
+    -*) refuse "unknown option $1 (see --help)" ;;
+    *) [ -z "$home" ] || refuse "one KAFKA_HOME only (got $home and $1)"; home=$1 ;;
+  esac
+  shift
+done
+[ -n "$home" ] || refuse "usage: sh rollback.sh [--dry-run] [--force] KAFKA_HOME"
+
+home=$(kafka_home "$home")
+libs="$home/libs"
+state="$home/$STATE_DIR_NAME"
+
+record=''
+for r in "$state/installed" "$state/installing"; do
+  [ -f "$r" ] && record=$r && break
+done
+if [ -z "$record" ]; then
+  # Empty directories are what a rollback interrupted at its very end leaves.
+  rmdir "$state/backup" "$state" 2>/dev/null || true
+  [ ! -e "$state" ] || refuse "$state exists but holds no installation record; inspect it by hand"
+  say "no okp bundle is installed in $home; nothing to roll back"
+  exit 0
+fi
+bundle=$(sed -n 's/^bundle=//p' "$record")
+jars=$(sed -n 's/^jar=//p' "$record")
+
+todo=''
+while read -r jar original patched; do
+  [ -n "$jar" ] || continue
+  have=$(sha256_of "$libs/$jar")
+  [ "$have" = "$original" ] && continue
+  [ -f "$state/backup/$jar" ] || fail "libs/$jar is not the original and its backup $state/backup/$jar is missing"
+  backup=$(sha256_of "$state/backup/$jar")
+  [ "$backup" = "$original" ] ||
+    refuse "the backup of $jar is damaged (sha256 $backup, recorded $original)"
+  if [ "$have" != "$patched" ]; then
+    [ "$force" = 1 ] ||
+      refuse "libs/$jar changed after $bundle was installed (sha256 $have); pass --force to overwrite it with the original"
+    say "libs/$jar changed after install (sha256 $have); overwriting it with the original (--force)"
+  fi
+  todo="$todo $jar"
+done <<JARS_EOF
+$jars
+JARS_EOF
+
+if [ "$dry_run" = 1 ]; then
+  say "dry run: would roll $bundle back in $home, restoring:${todo:- nothing (every jar is already the original)}"
+  exit 0
+fi
+
+for jar in $todo; do
+  original=$(printf '%s\n' "$jars" | awk -v j="$jar" '$1 == j { print $2 }')
+  copy_checked "$state/backup/$jar" "$libs/$jar" "$original"
+  say "restored libs/$jar"
+done
+# Every jar is the original now: the backups, then the record, then the directory.
+while read -r jar original patched; do
+  [ -n "$jar" ] || continue
+  rm -f "$state/backup/$jar"
+done <<JARS_EOF
+$jars
+JARS_EOF
+rm -f "$state/MANIFEST.json" "$state/rollback.sh"
+rm -f "$state/installing" "$state/installed"
+rmdir "$state/backup" 2>/dev/null || true
+rmdir "$state" || fail "$state holds files okp did not write; the jars are restored, remove it by hand"
+say "rolled $bundle back in $home; restart the broker to load the original jars"

@@ -1,0 +1,212 @@
+//! `okp bundle`: from a build directory (patched jars + okp-build.json) to a
+//! signed, reproducible bundle and its sidecars. Stages: read and check the
+//! build record against the jars and the release matrix → gather the upstream
+//! identity → lay out the files (pure, `layout`) → check native code for the
+//! target → manifest → archive → sign → write everything atomically → verify
+//! the result as a user would.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::archive;
+use super::layout::{self, JarInput};
+use super::manifest::{Artifact, Build, BuildRecord, Identity, Manifest};
+use super::sign;
+use super::target::{self, Target};
+use super::verify;
+use crate::error::{Error, Result};
+use crate::maven::Maven;
+use crate::model::{Coordinate, Mode, Model};
+use crate::tx::sha256;
+use crate::version::KafkaVersion;
+
+pub struct Options<'a> {
+    pub build_dir: &'a Path,
+    pub target: Target,
+    pub key: &'a Path,
+    pub out: &'a Path,
+    pub gpg_key: Option<&'a str>,
+}
+
+/// What was written.
+pub struct Made {
+    pub bundle: PathBuf,
+    pub sidecars: Vec<PathBuf>,
+    pub manifest: Manifest,
+    pub size: u64,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))
+}
+
+/// One file name component made of the characters a jar name needs, so it can
+/// stand unquoted in the install script and in a path.
+fn plain_file_name(s: &str) -> bool {
+    !s.is_empty() && !s.starts_with('.') && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
+fn bad(dir: &Path, msg: String) -> Error {
+    Error::Tree { path: dir.join("okp-build.json"), msg }
+}
+
+/// An entry of a jar, by name (LICENSE, NOTICE at its root).
+fn jar_entry(jar: &[u8], name: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut z = zip::ZipArchive::new(std::io::Cursor::new(jar)).ok()?;
+    let mut e = z.by_name(name).ok()?;
+    let mut v = Vec::new();
+    e.read_to_end(&mut v).ok()?;
+    Some(v)
+}
+
+/// Reads the build record and checks it against the jars beside it and the matrix.
+fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<layout::Inputs> {
+    let record_path = dir.join("okp-build.json");
+    let text = std::fs::read(&record_path).map_err(|e| {
+        Error::io(format!("cannot read {} (bundle a directory written by `okp build --version V --mode M --out DIR`)", record_path.display()), e)
+    })?;
+    let rec: BuildRecord = serde_json::from_slice(&text).map_err(|e| bad(dir, format!("not an okp build record: {e}")))?;
+    let release_v: KafkaVersion = rec.release.parse().map_err(|e: String| bad(dir, e))?;
+    let mode: Mode = rec.mode.parse().map_err(|e: String| bad(dir, e))?;
+    let release = model.matrix.require(release_v)?;
+    if !release.supports(mode) {
+        return Err(bad(dir, format!("release {release_v} has no {mode} mode")));
+    }
+    let id = Identity { release: release_v, mode, target };
+
+    // The jars must be exactly the mode's set, each the bytes the record describes.
+    let wanted: Vec<&String> = release.jars.get(&mode).map(|v| v.iter().collect()).unwrap_or_default();
+    let mut have: Vec<&String> = rec.jars.iter().map(|j| &j.module).collect();
+    have.sort();
+    let mut want_sorted = wanted.clone();
+    want_sorted.sort();
+    if have != want_sorted {
+        return Err(bad(dir, format!("jars for modules {have:?}, but {release_v} {mode} replaces {want_sorted:?}")));
+    }
+    let mut jars = Vec::new();
+    for j in &rec.jars {
+        let coord: Coordinate = j.upstream.parse().map_err(|e: String| bad(dir, e))?;
+        let expected_name = format!("{}-{}.jar", coord.artifact, coord.version);
+        if j.splice.jar != expected_name || !plain_file_name(&j.splice.jar) || coord.version != rec.release {
+            return Err(bad(dir, format!("jar {} does not match its upstream {} of release {}", j.splice.jar, j.upstream, rec.release)));
+        }
+        let bytes = read(&dir.join(&j.splice.jar))?;
+        let got = sha256(&bytes);
+        if got != j.sha256 {
+            return Err(Error::Tree {
+                path: dir.join(&j.splice.jar),
+                msg: format!("sha256 {got}, but okp-build.json records {}: the jar changed after the build", j.sha256),
+            });
+        }
+        jars.push(JarInput {
+            file_name: j.splice.jar.clone(),
+            bytes,
+            module: j.module.clone(),
+            upstream: Artifact { coordinate: j.upstream.clone(), sha256: j.upstream_sha256.clone() },
+            replaced: j.splice.replaced.clone(),
+            added: j.splice.added.clone(),
+            removed: j.splice.removed.clone(),
+        });
+    }
+    jars.sort_by(|a, b| a.file_name.cmp(&b.file_name));
+
+    // The upstream sources the build read: the release's sources jars, by sha256.
+    let modules: Vec<(&String, &Coordinate)> = release.sources.iter().filter(|(m, _)| jars.iter().any(|j| &j.module == *m)).collect();
+    let wanted_sources: Vec<(Coordinate, Option<&str>)> = modules.iter().map(|(_, c)| ((*c).clone(), Some("sources"))).collect();
+    let paths = maven.ensure(&wanted_sources)?;
+    let mut sources = BTreeMap::new();
+    for ((module, c), p) in modules.into_iter().zip(paths) {
+        sources.insert(module.clone(), Artifact { coordinate: format!("{c}:sources"), sha256: sha256(&read(&p)?) });
+    }
+
+    let core = jars.iter().find(|j| j.module == "core").ok_or_else(|| bad(dir, "no core jar".into()))?;
+    let license = jar_entry(&core.bytes, "LICENSE").ok_or_else(|| bad(dir, format!("{} has no LICENSE entry to ship", core.file_name)))?;
+    let notice = jar_entry(&core.bytes, "NOTICE").ok_or_else(|| bad(dir, format!("{} has no NOTICE entry to ship", core.file_name)))?;
+    Ok(layout::Inputs {
+        id,
+        family: rec.family,
+        patch_set_hash: rec.patch_set_hash,
+        build: Build { backend: rec.backend, compilers: rec.compilers, recompiled_sources: rec.sources },
+        sources,
+        jars,
+        license,
+        upstream_notice: String::from_utf8_lossy(&notice).into_owned(),
+    })
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(format!("cannot create a file in {}", dir.display()), e))?;
+    std::io::Write::write_all(&mut tmp, bytes).and_then(|_| tmp.as_file().sync_all()).map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    tmp.persist(path).map_err(|e| Error::io(format!("cannot write {}", path.display()), e.error))?;
+    Ok(())
+}
+
+pub fn make(model: &Model, o: &Options) -> Result<Made> {
+    let maven = Maven::from_env();
+    let inputs = inputs(model, &maven, o.build_dir, o.target)?;
+    let files = layout::files(&inputs);
+
+    let mut native = Vec::new();
+    let mut problems = Vec::new();
+    for f in &files {
+        match target::scan(&f.path, &f.bytes, o.target) {
+            Ok(found) => native.extend(found),
+            Err(p) => problems.extend(p),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Error::Usage(format!("native code in the bundle does not fit {}:\n  {}", o.target, problems.join("\n  "))));
+    }
+    let manifest = layout::manifest(&inputs, &files, native);
+    let mut all = files;
+    all.push(archive::File { path: super::manifest::FILE_NAME.into(), mode: archive::MODE_FILE, bytes: manifest.to_json().into_bytes() });
+
+    let name = inputs.id.name();
+    let file_name = format!("{name}.tar.gz");
+    let mtime = archive::source_date_epoch().map_err(Error::Usage)?;
+    let bytes = archive::write(&name, &all, mtime).map_err(|e| Error::io("cannot write the bundle archive", e))?;
+
+    // Sign before writing anything, so a wrong password leaves no half-made bundle.
+    let sk = sign::load_secret(o.key)?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let minisig = sign::sign(&sk, &bytes, &sign::trusted_comment(&file_name, &inputs.id, &inputs.patch_set_hash, now))?;
+    let (s256, s512) = verify::sidecars(&file_name, &bytes);
+
+    std::fs::create_dir_all(o.out).map_err(|e| Error::io(format!("cannot create {}", o.out.display()), e))?;
+    let bundle = o.out.join(&file_name);
+    let mut sidecars = Vec::new();
+    for (ext, content) in [("sha256", s256.as_bytes()), ("sha512", s512.as_bytes()), ("minisig", minisig.as_bytes())] {
+        let p = o.out.join(format!("{file_name}.{ext}"));
+        write_atomic(&p, content)?;
+        sidecars.push(p);
+    }
+    write_atomic(&bundle, &bytes)?;
+    // A stale .asc from an earlier run would sign other bytes.
+    let asc = o.out.join(format!("{file_name}.asc"));
+    let _ = std::fs::remove_file(&asc);
+    if let Some(k) = o.gpg_key {
+        sidecars.push(sign::gpg_sign(&bundle, k)?);
+    }
+
+    // Check the result the way a user will.
+    let pk = minisign::PublicKey::from_secret_key(&sk).map_err(|e| Error::Usage(format!("cannot derive the public key: {e}")))?;
+    let outcome = verify::verify(&verify::Inputs {
+        file_name: &file_name,
+        bundle: &bytes,
+        pubkey: Some(&pk),
+        minisig: Some(&minisig),
+        sha256_file: Some(&s256),
+        sha512_file: Some(&s512),
+    });
+    if !outcome.verified() {
+        return Err(Error::External(format!("the bundle okp just wrote does not verify (a defect in okp):\n{}", verify::render(&outcome, &file_name))));
+    }
+    Ok(Made { bundle, sidecars, manifest, size: bytes.len() as u64 })
+}

@@ -1,0 +1,210 @@
+//! Signing keys and signatures, minisign-compatible (Ed25519 over the BLAKE2b
+//! prehash, the format `minisign -V` checks), through the `minisign` crate.
+//!
+//! The trusted comment (signed together with the signature) binds the bundle's
+//! file name, release, mode, target and patch set, so a valid signature cannot
+//! be moved onto another bundle or a renamed one. Secret keys are never
+//! printed; their password comes from OKP_KEY_PASSWORD or a prompt on a
+//! terminal, never from a flag (flags end up in shell history and `ps`).
+
+use std::io::{Cursor, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use minisign::{PublicKey, PublicKeyBox, SecretKey, SecretKeyBox, SignatureBox};
+
+use super::manifest::Identity;
+use crate::error::{Error, Result};
+
+pub const PASSWORD_ENV: &str = "OKP_KEY_PASSWORD";
+
+fn crypto(context: &str, e: minisign::PError) -> Error {
+    Error::Usage(format!("{context}: {e}"))
+}
+
+fn read_text(path: &Path, what: &str) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| Error::io(format!("cannot read the {what} {}", path.display()), e))
+}
+
+/// The key id as minisign prints it (16 upper-case hex digits).
+fn key_id(keynum: &[u8]) -> String {
+    let mut n = [0u8; 8];
+    n.copy_from_slice(&keynum[..8]);
+    format!("{:016X}", u64::from_le_bytes(n))
+}
+
+/// The password: OKP_KEY_PASSWORD, or asked on the terminal (twice when `confirm`).
+fn password(purpose: &str, confirm: bool) -> Result<String> {
+    if let Ok(p) = std::env::var(PASSWORD_ENV) {
+        return Ok(p);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::Usage(format!(
+            "{purpose} needs a password: set {PASSWORD_ENV}, or run on a terminal to be asked (for CI keys without a password: okp keygen --unencrypted)"
+        )));
+    }
+    let ask = |prompt: &str| rpassword::prompt_password(prompt).map_err(|e| Error::io("cannot read the password from the terminal", e));
+    let p = ask(&format!("{purpose}: password: "))?;
+    if confirm && ask("again: ")? != p {
+        return Err(Error::Usage("the passwords differ".into()));
+    }
+    Ok(p)
+}
+
+/// The files `okp keygen` wrote.
+pub struct KeyFiles {
+    pub secret: PathBuf,
+    pub public: PathBuf,
+    pub id: String,
+    pub public_box: String,
+}
+
+/// Writes PREFIX.key (mode 0600, never overwritten) and PREFIX.pub.
+pub fn keygen(prefix: &Path, unencrypted: bool) -> Result<KeyFiles> {
+    let secret = PathBuf::from(format!("{}.key", prefix.display()));
+    let public = PathBuf::from(format!("{}.pub", prefix.display()));
+    for p in [&secret, &public] {
+        if p.exists() {
+            return Err(Error::Tree { path: p.clone(), msg: "already exists; okp never overwrites a key (move it away first)".into() });
+        }
+    }
+    let kp = if unencrypted {
+        minisign::KeyPair::generate_unencrypted_keypair()
+    } else {
+        let pw = password("new secret key", true)?;
+        if pw.is_empty() {
+            return Err(Error::Usage("an empty password protects nothing; use --unencrypted to say so".into()));
+        }
+        minisign::KeyPair::generate_encrypted_keypair(Some(pw))
+    }
+    .map_err(|e| crypto("cannot generate a key", e))?;
+    let id = key_id(kp.pk.keynum());
+    let comment = if unencrypted { format!("okp secret key {id} (unencrypted)") } else { format!("okp secret key {id}") };
+    let sk_box = kp.sk.to_box(Some(&comment)).map_err(|e| crypto("cannot encode the secret key", e))?;
+    let pk_box = kp.pk.to_box().map_err(|e| crypto("cannot encode the public key", e))?.into_string();
+    if let Some(d) = secret.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d).map_err(|e| Error::io(format!("cannot create {}", d.display()), e))?;
+    }
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&secret)
+            .map_err(|e| Error::io(format!("cannot create {}", secret.display()), e))?;
+        f.write_all(&sk_box.to_bytes()).and_then(|_| f.sync_all()).map_err(|e| Error::io(format!("cannot write {}", secret.display()), e))?;
+    }
+    std::fs::write(&public, &pk_box).map_err(|e| Error::io(format!("cannot write {}", public.display()), e))?;
+    Ok(KeyFiles { secret, public, id, public_box: pk_box })
+}
+
+/// Loads a secret key; asks for the password only when the key has one.
+pub fn load_secret(path: &Path) -> Result<SecretKey> {
+    let text = read_text(path, "secret key")?;
+    let encoded = text.lines().nth(1).map(str::trim).unwrap_or_default();
+    use ct_codecs::Decoder;
+    let raw = ct_codecs::Base64::decode_to_vec(encoded, None)
+        .map_err(|_| Error::Usage(format!("{}: not a minisign secret key (second line is not base64)", path.display())))?;
+    // Bytes 2..4 name the key derivation: "\0\0" none (unencrypted), "Sc" scrypt.
+    let sk_box = SecretKeyBox::from_string(&text).map_err(|e| crypto(&path.display().to_string(), e))?;
+    let sk = match raw.get(2..4) {
+        Some([0, 0]) => sk_box.into_unencrypted_secret_key(),
+        Some(b"Sc") => sk_box.into_secret_key(Some(password(&format!("secret key {}", path.display()), false)?)),
+        _ => return Err(Error::Usage(format!("{}: not a minisign secret key", path.display()))),
+    };
+    sk.map_err(|e| crypto(&format!("cannot open the secret key {}", path.display()), e))
+}
+
+/// A public key from a file (minisign's two-line .pub) or given inline (the
+/// base64 line, `RW…`, as `minisign -P` takes it).
+pub fn load_public(arg: &str) -> Result<PublicKey> {
+    let p = Path::new(arg);
+    let text = if p.is_file() {
+        read_text(p, "public key")?
+    } else if arg.starts_with("RW") && !arg.contains('/') {
+        return PublicKey::from_base64(arg.trim()).map_err(|e| crypto("the public key given inline", e));
+    } else {
+        return Err(Error::Tree { path: p.to_path_buf(), msg: "no such public key file".into() });
+    };
+    PublicKeyBox::from_string(&text)
+        .and_then(|b| b.into_public_key())
+        .map_err(|e| crypto(&format!("{}: not a minisign public key", arg), e))
+}
+
+/// The trusted comment of a bundle signature: tab-separated `key:value` pairs,
+/// minisign's own `timestamp` and `file` first.
+pub fn trusted_comment(file_name: &str, id: &Identity, patch_set: &str, timestamp: u64) -> String {
+    format!(
+        "timestamp:{timestamp}\tfile:{file_name}\tokp-bundle:{}\trelease:{}\tmode:{}\ttarget:{}\tpatch_set:{patch_set}",
+        id.name(),
+        id.release,
+        id.mode,
+        id.target
+    )
+}
+
+/// Reads the pairs back out of a trusted comment.
+pub fn comment_fields(comment: &str) -> std::collections::BTreeMap<String, String> {
+    comment.split('\t').filter_map(|kv| kv.split_once(':')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// Signs `data`; the result is the text of a `.minisig` file.
+pub fn sign(sk: &SecretKey, data: &[u8], trusted: &str) -> Result<String> {
+    let pk = PublicKey::from_secret_key(sk).map_err(|e| crypto("cannot derive the public key", e))?;
+    let untrusted = format!("signature from okp secret key {}", key_id(pk.keynum()));
+    let sig = minisign::sign(Some(&pk), sk, Cursor::new(data), Some(trusted), Some(&untrusted)).map_err(|e| crypto("cannot sign", e))?;
+    Ok(sig.into_string())
+}
+
+/// Checks a `.minisig` text over `data`; returns the trusted comment.
+pub fn verify(pk: &PublicKey, data: &[u8], minisig: &str) -> std::result::Result<String, String> {
+    let sig = SignatureBox::from_string(minisig).map_err(|e| format!("not a minisign signature: {e}"))?;
+    minisign::verify(pk, &sig, Cursor::new(data), true, false, false).map_err(|e| e.to_string())?;
+    sig.trusted_comment().map_err(|e| e.to_string())
+}
+
+/// Runs gpg for a detached ASCII-armoured signature (`FILE.asc`), the Apache convention.
+pub fn gpg_sign(file: &Path, key_id: &str) -> Result<PathBuf> {
+    let asc = PathBuf::from(format!("{}.asc", file.display()));
+    let gpg = std::env::var("OKP_GPG").unwrap_or_else(|_| "gpg".into());
+    let o = std::process::Command::new(&gpg)
+        .args(["--batch", "--yes", "--armor", "--detach-sign", "--local-user", key_id, "--output"])
+        .arg(&asc)
+        .arg(file)
+        .stdin(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| Error::External(format!("cannot run {gpg}: {e}")))?;
+    if !o.status.success() {
+        let _ = std::fs::remove_file(&asc);
+        return Err(Error::External(format!("{gpg} could not sign with key {key_id}: {}", String::from_utf8_lossy(&o.stderr).trim())));
+    }
+    Ok(asc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Mode;
+
+    fn id() -> Identity {
+        Identity { release: "3.9.2".parse().unwrap(), mode: Mode::Kraft, target: super::super::target::Target::LinuxX86_64 }
+    }
+
+    #[test]
+    fn a_signature_verifies_and_binds_its_comment() {
+        let kp = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+        let tc = trusted_comment("b.tar.gz", &id(), "abc", 7);
+        let sig = sign(&kp.sk, b"bundle bytes", &tc).unwrap();
+        assert_eq!(verify(&kp.pk, b"bundle bytes", &sig).unwrap(), tc);
+        assert!(verify(&kp.pk, b"bundle bytez", &sig).is_err());
+        let f = comment_fields(&tc);
+        assert_eq!(f["release"], "3.9.2");
+        assert_eq!(f["target"], "linux-x86_64");
+        assert_eq!(f["okp-bundle"], "okp-observer-3.9.2-kraft-linux-x86_64");
+        // Another key, or an edited trusted comment, fails.
+        let other = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+        assert!(verify(&other.pk, b"bundle bytes", &sig).is_err());
+        let edited = sig.replace("target:linux-x86_64", "target:linux-aarch64");
+        assert!(verify(&kp.pk, b"bundle bytes", &edited).is_err());
+    }
+}
