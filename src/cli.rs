@@ -288,6 +288,9 @@ struct CheckArgs {
     /// List every anchor, not only the drifted ones.
     #[arg(long, short)]
     verbose: bool,
+    /// Also write the report as evidence: DIR/check-anchors.{txt,json}, stamped with okp's version and the time.
+    #[arg(long, value_name = "DIR")]
+    evidence: Option<PathBuf>,
 }
 
 pub fn run(cli: Cli) -> Result<i32> {
@@ -447,6 +450,13 @@ fn check_anchors(model: &Model, args: CheckArgs) -> Result<i32> {
         }
     }
     print(&report::check_report(&report, args.format, args.verbose))?;
+    if let Some(dir) = &args.evidence {
+        let stamp = format!("okp {} check-anchors, written {}\n\n", env!("CARGO_PKG_VERSION"), report::utc_now());
+        let table = report::check_report(&report, Format::Table, true);
+        write_atomic(&dir.join("check-anchors.txt"), format!("{stamp}{table}").as_bytes())?;
+        write_atomic(&dir.join("check-anchors.json"), report::check_report(&report, Format::Json, false).as_bytes())?;
+        eprintln!("okp: evidence written to {}", dir.display());
+    }
     Ok(if report.ok() { EXIT_OK } else { EXIT_DRIFT })
 }
 
@@ -577,7 +587,7 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
         table.push_str(&format!("\n{} (release, mode) builds, {failed} failed\n", rows.len()));
         print(&table)?;
         std::fs::create_dir_all(&base).map_err(|e| Error::io(format!("cannot create {}", base.display()), e))?;
-        let json = serde_json::to_string_pretty(&serde_json::json!({"okp_version": env!("CARGO_PKG_VERSION"), "builds": rows})).unwrap_or_default();
+        let json = serde_json::to_string_pretty(&serde_json::json!({"okp_version": env!("CARGO_PKG_VERSION"), "written_at": report::utc_now(), "builds": rows})).unwrap_or_default();
         std::fs::write(base.join("build-matrix.json"), json + "\n").map_err(|e| Error::io("cannot write build-matrix.json", e))?;
         return Ok(if failed == 0 { EXIT_OK } else { EXIT_DRIFT });
     }
@@ -642,4 +652,14 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
             }
         },
     }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(format!("cannot write in {}", dir.display()), e))?;
+    tmp.write_all(bytes).map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+    tmp.persist(path).map_err(|e| Error::io(format!("cannot write {}", path.display()), e.error))?;
+    Ok(())
 }

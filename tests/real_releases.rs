@@ -6,7 +6,11 @@ use common::*;
 
 #[test]
 fn every_release_of_the_matrix_passes_check_anchors() {
-    let o = okp().args(["check-anchors", "--all", "--format", "json"]).output().unwrap();
+    let ev = tempfile::tempdir().unwrap();
+    let o = okp().args(["check-anchors", "--all", "--format", "json", "--evidence"]).arg(ev.path()).output().unwrap();
+    let txt = std::fs::read_to_string(ev.path().join("check-anchors.txt")).unwrap();
+    assert!(txt.starts_with("okp ") && txt.contains("every anchor matched exactly once"), "{txt}");
+    assert_eq!(std::fs::read(ev.path().join("check-anchors.json")).unwrap(), o.stdout, "the json evidence is the report");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
     let failing: Vec<String> = v["targets"]
         .as_array()
