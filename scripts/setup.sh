@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what okp and its tests need on a fresh Debian machine: Maven (okp
-# fetches Kafka releases from Maven Central through it), a JDK, git, and the
+# fetches Kafka releases from Maven Central through it), a JDK, git, minisign,
+# gnupg, shellcheck and dash (the bundle tests' independent checkers), and the
 # Rust toolchain's presence is checked. Idempotent; does nothing when all is there.
 set -euo pipefail
 
@@ -8,6 +9,11 @@ need=()
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+# Independent checkers of okp's bundles (tests/bundle.rs): signatures, gpg, the shell scripts.
+command -v minisign >/dev/null 2>&1 || need+=(minisign)
+command -v gpg >/dev/null 2>&1 || need+=(gnupg)
+command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
+command -v dash >/dev/null 2>&1 || need+=(dash)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -17,6 +17,10 @@ use crate::error::{Error, Result};
 
 pub const PASSWORD_ENV: &str = "OKP_KEY_PASSWORD";
 
+/// A secret key's bytes: algorithm ids (6), salt (32), limits (16), key id (8),
+/// Ed25519 key (64), checksum (32).
+const UNENCRYPTED_KEY_BYTES: usize = 158;
+
 fn crypto(context: &str, e: minisign::PError) -> Error {
     Error::Usage(format!("{context}: {e}"))
 }
@@ -108,6 +112,10 @@ pub fn load_secret(path: &Path) -> Result<SecretKey> {
     // Bytes 2..4 name the key derivation: "\0\0" none (unencrypted), "Sc" scrypt.
     let sk_box = SecretKeyBox::from_string(&text).map_err(|e| crypto(&path.display().to_string(), e))?;
     let sk = match raw.get(2..4) {
+        // minisign's own unencrypted keys (`minisign -G -W`) carry an all-zero checksum,
+        // which the crate rejects; their integrity is checked when signing instead
+        // (the signature is verified against the key's public half before use).
+        Some([0, 0]) if raw.len() == UNENCRYPTED_KEY_BYTES && raw[UNENCRYPTED_KEY_BYTES - 32..].iter().all(|&b| b == 0) => SecretKey::from_bytes(&raw),
         Some([0, 0]) => sk_box.into_unencrypted_secret_key(),
         Some(b"Sc") => sk_box.into_secret_key(Some(password(&format!("secret key {}", path.display()), false)?)),
         _ => return Err(Error::Usage(format!("{}: not a minisign secret key", path.display()))),
@@ -119,13 +127,11 @@ pub fn load_secret(path: &Path) -> Result<SecretKey> {
 /// base64 line, `RW…`, as `minisign -P` takes it).
 pub fn load_public(arg: &str) -> Result<PublicKey> {
     let p = Path::new(arg);
-    let text = if p.is_file() {
-        read_text(p, "public key")?
-    } else if arg.starts_with("RW") && !arg.contains('/') {
-        return PublicKey::from_base64(arg.trim()).map_err(|e| crypto("the public key given inline", e));
-    } else {
-        return Err(Error::Tree { path: p.to_path_buf(), msg: "no such public key file".into() });
-    };
+    if !p.is_file() {
+        return PublicKey::from_base64(arg.trim())
+            .map_err(|_| Error::Tree { path: p.to_path_buf(), msg: "no such public key file (nor a minisign public key in base64)".into() });
+    }
+    let text = read_text(p, "public key")?;
     PublicKeyBox::from_string(&text)
         .and_then(|b| b.into_public_key())
         .map_err(|e| crypto(&format!("{}: not a minisign public key", arg), e))

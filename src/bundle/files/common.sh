@@ -35,7 +35,8 @@ copy_checked() {
 # kafka_home DIR: the absolute path of DIR, which must look like a Kafka installation.
 kafka_home() {
   [ -d "$1" ] || refuse "$1 is not a directory"
-  [ -f "$1/bin/kafka-run-class.sh" ] && [ -d "$1/libs" ] ||
+  if [ ! -f "$1/bin/kafka-run-class.sh" ] || [ ! -d "$1/libs" ]; then
     refuse "$1 is not a Kafka installation (no bin/kafka-run-class.sh or libs/)"
+  fi
   (cd "$1" && pwd) || fail "cannot enter $1"
 }

@@ -67,8 +67,13 @@ libs="$home/libs"
 state="$home/$STATE_DIR_NAME"
 
 # 1. Kafka of this release, Scala 2.13.
-[ -f "$libs/kafka_2.13-$RELEASE.jar" ] && [ -f "$libs/kafka-clients-$RELEASE.jar" ] ||
-  refuse "$home is not Kafka $RELEASE for Scala 2.13: libs/ lacks kafka_2.13-$RELEASE.jar or kafka-clients-$RELEASE.jar (it has: $(cd "$libs" && ls kafka_2.1*-*.jar kafka-clients-*.jar 2>/dev/null | tr '\n' ' '))"
+if [ ! -f "$libs/kafka_2.13-$RELEASE.jar" ] || [ ! -f "$libs/kafka-clients-$RELEASE.jar" ]; then
+  found=''
+  for f in "$libs"/kafka_2.1*-*.jar "$libs"/kafka-clients-*.jar; do
+    [ -e "$f" ] && found="$found $(basename "$f")"
+  done
+  refuse "$home is not Kafka $RELEASE for Scala 2.13: libs/ lacks kafka_2.13-$RELEASE.jar or kafka-clients-$RELEASE.jar (it has:${found:- neither})"
+fi
 for f in "$libs"/kafka_2.1*-*.jar "$libs"/kafka-clients-*.jar; do
   [ -e "$f" ] || continue
   name=$(basename "$f")
@@ -83,8 +88,9 @@ for record in "$state/installed" "$state/installing"; do
   if [ -f "$record" ]; then
     other=$(sed -n 's/^bundle=//p' "$record")
     other_ps=$(sed -n 's/^patch_set=//p' "$record")
-    [ "$other" = "$BUNDLE" ] && [ "$other_ps" = "$PATCH_SET" ] ||
+    if [ "$other" != "$BUNDLE" ] || [ "$other_ps" != "$PATCH_SET" ]; then
       refuse "$home has okp bundle $other (patch set $other_ps) installed; roll it back first: sh $state/rollback.sh $home"
+    fi
   fi
 done
 todo=''

@@ -1,0 +1,875 @@
+//! okp bundle / verify-bundle / keygen / install / rollback, checked with
+//! independent tools: the real `minisign` (Debian package), `sha256sum -c`,
+//! `sha512sum -c`, GNU tar, gpg, and a directory laid out like a Kafka
+//! installation holding the real upstream jars from Maven Central.
+//!
+//! The patched jars come from real splice builds of 3.9.2 kraft and 2.7.2 zk,
+//! built once per build directory (target/okp-test-bundles/) and shared.
+
+mod common;
+use common::*;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const NAME_3_9: &str = "okp-observer-3.9.2-kraft-linux-x86_64";
+
+fn m2() -> PathBuf {
+    std::env::var_os("OKP_MAVEN_REPO_LOCAL").map(Into::into).unwrap_or_else(|| Path::new(&std::env::var("HOME").unwrap()).join(".m2/repository"))
+}
+
+/// A splice build of (version, mode), made once per build directory.
+fn built(version: &str, mode: &str) -> PathBuf {
+    let base = repo_root().join("target").join("okp-test-bundles");
+    let dir = base.join(format!("build-{version}-{mode}"));
+    if dir.join("okp-build.json").is_file() {
+        return dir;
+    }
+    std::fs::create_dir_all(&base).unwrap();
+    let staging = tempfile::tempdir_in(&base).unwrap();
+    let out = staging.path().join("b");
+    let o = okp().args(["build", "--version", version, "--mode", mode, "--out"]).arg(&out).output().unwrap();
+    assert!(o.status.success(), "okp build {version} {mode}: {}", stderr(&o));
+    std::fs::remove_dir_all(out.join("work")).unwrap();
+    // Another test binary may have won the race; both are the same build.
+    let _ = std::fs::rename(&out, &dir);
+    dir
+}
+
+/// An unencrypted key pair in a fresh directory: (dir, secret, public).
+fn keys() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let prefix = d.path().join("ci");
+    let o = okp().args(["keygen", "--unencrypted", "--out"]).arg(&prefix).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    (d, prefix.with_extension("key"), prefix.with_extension("pub"))
+}
+
+/// One shared key pair and the 3.9.2 kraft x86_64 bundle made with it, for
+/// tests that only read them. Returns (key dir, out dir).
+fn shared() -> &'static (tempfile::TempDir, tempfile::TempDir) {
+    static S: OnceLock<(tempfile::TempDir, tempfile::TempDir)> = OnceLock::new();
+    S.get_or_init(|| {
+        let (kd, key, _) = keys();
+        let out = tempfile::tempdir().unwrap();
+        let o = bundle(&built("3.9.2", "kraft"), "x86_64", &key, out.path());
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        (kd, out)
+    })
+}
+
+fn shared_pub() -> PathBuf {
+    shared().0.path().join("ci.pub")
+}
+
+fn shared_bundle() -> PathBuf {
+    shared().1.path().join(format!("{NAME_3_9}.tar.gz"))
+}
+
+fn bundle(build: &Path, target: &str, key: &Path, out: &Path) -> Output {
+    okp().args(["bundle", "--target", target, "--build"]).arg(build).arg("--key").arg(key).arg("--out").arg(out).output().unwrap()
+}
+
+/// Copies a bundle and its sidecars into `dir`.
+fn copy_bundle(src: &Path, dir: &Path) -> PathBuf {
+    let name = src.file_name().unwrap().to_str().unwrap();
+    for ext in ["", ".minisig", ".sha256", ".sha512"] {
+        std::fs::copy(format!("{}{ext}", src.display()), dir.join(format!("{name}{ext}"))).unwrap();
+    }
+    dir.join(name)
+}
+
+fn verify(file: &Path, pubkey: &Path) -> Output {
+    okp().arg("verify-bundle").arg(file).arg("--pubkey").arg(pubkey).output().unwrap()
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
+}
+
+/// A directory laid out like a Kafka installation of `version`: bin/, config/,
+/// and libs/ with the release's real jars from the Maven local repository.
+fn kafka_home(version: &str) -> tempfile::TempDir {
+    let h = tempfile::tempdir().unwrap();
+    let bin = h.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for script in ["kafka-run-class.sh", "kafka-server-start.sh", "kafka-topics.sh"] {
+        std::fs::write(bin.join(script), format!("#!/bin/bash\n# {script} of Kafka {version}\nexec \"$(dirname \"$0\")\"/kafka-run-class.sh \"$@\"\n")).unwrap();
+        std::fs::set_permissions(bin.join(script), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::create_dir_all(h.path().join("config")).unwrap();
+    std::fs::write(h.path().join("config/server.properties"), "broker.id=1\nlog.dirs=/tmp/kafka-logs\n").unwrap();
+    let libs = h.path().join("libs");
+    std::fs::create_dir_all(&libs).unwrap();
+    let kafka = m2().join("org/apache/kafka");
+    let mut n = 0;
+    for artifact in ["kafka_2.13", "kafka-clients", "kafka-metadata", "kafka-raft", "kafka-server-common", "kafka-storage"] {
+        let jar = kafka.join(artifact).join(version).join(format!("{artifact}-{version}.jar"));
+        if jar.is_file() {
+            std::fs::copy(&jar, libs.join(jar.file_name().unwrap())).unwrap();
+            n += 1;
+        }
+    }
+    assert!(n >= 2, "the Maven local repository lacks the {version} jars");
+    // A third-party jar, as the real libs/ is full of them.
+    let scala = std::fs::read_dir(m2().join("org/scala-lang/scala-library")).unwrap().next().unwrap().unwrap().path();
+    let scala_jar = std::fs::read_dir(&scala).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "jar")).unwrap();
+    std::fs::copy(&scala_jar, libs.join(scala_jar.file_name().unwrap())).unwrap();
+    h
+}
+
+/// Every file and directory under `dir` with its bytes and permission bits.
+fn tree(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
+    fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, (Vec<u8>, u32)>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            let mode = meta.permissions().mode() & 0o7777;
+            if meta.is_dir() {
+                out.insert(format!("{rel}/"), (vec![], mode));
+                walk(root, &p, out);
+            } else {
+                out.insert(rel, (std::fs::read(&p).unwrap(), mode));
+            }
+        }
+    }
+    let mut m = BTreeMap::new();
+    walk(dir, dir, &mut m);
+    m
+}
+
+fn manifest_of(bundle: &Path) -> serde_json::Value {
+    let o = run(Command::new("tar").arg("-xzOf").arg(bundle).arg(format!("{NAME_3_9}/MANIFEST.json")));
+    assert!(o.status.success());
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn real_minisign_and_sha_sums_accept_the_bundle() {
+    let b = shared_bundle();
+    let dir = b.parent().unwrap();
+    let o = run(Command::new("minisign").arg("-V").arg("-p").arg(shared_pub()).arg("-m").arg(&b));
+    assert!(o.status.success(), "minisign -V: {}{}", stdout(&o), stderr(&o));
+    let said = stdout(&o) + &stderr(&o);
+    for bound in [&format!("file:{NAME_3_9}.tar.gz"), "release:3.9.2", "mode:kraft", "target:linux-x86_64", "patch_set:"] {
+        assert!(said.contains(bound), "trusted comment lacks {bound}: {said}");
+    }
+    for tool in ["sha256sum", "sha512sum"] {
+        let ext = &tool[..6];
+        let o = run(Command::new(tool).arg("-c").arg(format!("{NAME_3_9}.tar.gz.{ext}")).current_dir(dir));
+        assert!(o.status.success(), "{tool} -c: {}{}", stdout(&o), stderr(&o));
+        assert_eq!(stdout(&o).trim(), format!("{NAME_3_9}.tar.gz: OK"));
+    }
+    let o = verify(&b, &shared_pub());
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).ends_with(&format!("{NAME_3_9}.tar.gz: verified\n")), "{}", stdout(&o));
+    // The public key given inline (its base64 line), as minisign -P takes it.
+    let inline = std::fs::read_to_string(shared_pub()).unwrap().lines().nth(1).unwrap().to_string();
+    let o = okp().arg("verify-bundle").arg(&b).args(["--pubkey", &inline, "--format", "json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["verified"], true);
+    assert_eq!(v["manifest"]["release"], "3.9.2");
+}
+
+#[test]
+fn the_manifest_describes_the_bundle() {
+    let b = shared_bundle();
+    let m = manifest_of(&b);
+    assert_eq!(m["schema"], "okp-bundle/1");
+    assert_eq!(m["name"], NAME_3_9);
+    assert_eq!((m["release"].as_str(), m["mode"].as_str(), m["target"].as_str()), (Some("3.9.2"), Some("kraft"), Some("linux-x86_64")));
+    assert_eq!(m["architecture_independent"], true);
+    assert_eq!(m["native_libraries"], serde_json::json!([]));
+    assert_eq!(m["build"]["backend"], "splice");
+    assert!(m["build"]["compilers"]["scalac"].as_str().unwrap().contains("scala-compiler:2.13.15"));
+    let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(built("3.9.2", "kraft").join("okp-build.json")).unwrap()).unwrap();
+    assert_eq!(m["patch_set_hash"], rec["patch_set_hash"]);
+    // Upstream identity: each jar's Maven Central coordinate and the sha256 of the real file there.
+    for j in m["jars"].as_array().unwrap() {
+        let coord = j["upstream"]["coordinate"].as_str().unwrap();
+        let parts: Vec<&str> = coord.split(':').collect();
+        let up = m2().join(parts[0].replace('.', "/")).join(parts[1]).join(parts[2]).join(format!("{}-{}.jar", parts[1], parts[2]));
+        let o = run(Command::new("sha256sum").arg(&up));
+        assert!(stdout(&o).starts_with(j["upstream"]["sha256"].as_str().unwrap()), "{coord}");
+    }
+    for (module, a) in m["upstream"]["sources"].as_object().unwrap() {
+        assert!(a["coordinate"].as_str().unwrap().ends_with(":3.9.2:sources"), "{module}");
+    }
+    // Every file's sha256, recomputed with sha256sum from an extraction by GNU tar.
+    let x = tempfile::tempdir().unwrap();
+    assert!(run(Command::new("tar").arg("-xzf").arg(&b).current_dir(x.path())).status.success());
+    let root = x.path().join(NAME_3_9);
+    let files = m["files"].as_object().unwrap();
+    let on_disk: Vec<String> = tree(&root).into_keys().filter(|k| !k.ends_with('/') && k != "MANIFEST.json").collect();
+    assert_eq!(on_disk, files.keys().cloned().collect::<Vec<_>>());
+    for (path, info) in files {
+        let o = run(Command::new("sha256sum").arg(root.join(path)));
+        assert!(stdout(&o).starts_with(info["sha256"].as_str().unwrap()), "{path}");
+    }
+    let notice = std::fs::read_to_string(root.join("NOTICE")).unwrap();
+    assert!(notice.contains("MODIFIED BUILD OF APACHE KAFKA"));
+    assert!(notice.contains("The Apache Software Foundation"), "upstream NOTICE carried");
+    assert!(std::fs::read_to_string(root.join("LICENSE")).unwrap().contains("Apache License"));
+    assert!(std::fs::read_to_string(root.join("config/observer.ids.template")).unwrap().contains("KAFKA_OBSERVER_IDS_FILE"));
+    assert_eq!(std::fs::metadata(root.join("install.sh")).unwrap().permissions().mode() & 0o777, 0o755);
+}
+
+#[test]
+fn the_install_scripts_are_posix_sh() {
+    let x = tempfile::tempdir().unwrap();
+    assert!(run(Command::new("tar").arg("-xzf").arg(shared_bundle()).current_dir(x.path())).status.success());
+    for script in ["install.sh", "rollback.sh"] {
+        let p = x.path().join(NAME_3_9).join(script);
+        let o = run(Command::new("dash").arg("-n").arg(&p));
+        assert!(o.status.success(), "dash -n {script}: {}", stderr(&o));
+        assert!(std::fs::read_to_string(&p).unwrap().starts_with("#!/bin/sh\n"));
+        // scripts/setup.sh installs shellcheck; every finding, down to style, fails.
+        let o = run(Command::new("shellcheck").args(["-s", "sh"]).arg(&p));
+        assert!(o.status.success(), "shellcheck {script}:\n{}", stdout(&o));
+        let o = run(Command::new("sh").arg(&p).arg("--help"));
+        assert_eq!(o.status.code(), Some(0));
+        assert!(stdout(&o).contains("Exit status"), "{script} --help: {}", stdout(&o));
+    }
+}
+
+#[test]
+fn two_bundles_in_a_row_are_identical_bytes() {
+    let build = built("3.9.2", "kraft");
+    let (_k1, key1, _) = keys();
+    let (_k2, key2, _) = keys();
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    assert_eq!(bundle(&build, "linux-x86_64", &key1, a.path()).status.code(), Some(0));
+    assert_eq!(bundle(&build, "amd64", &key2, b.path()).status.code(), Some(0));
+    let read = |d: &Path, ext: &str| std::fs::read(d.join(format!("{NAME_3_9}.tar.gz{ext}"))).unwrap();
+    assert!(read(a.path(), "") == read(b.path(), ""), "two bundles of the same build differ");
+    assert_eq!(read(a.path(), ".sha256"), read(b.path(), ".sha256"));
+    assert_eq!(read(a.path(), ".sha512"), read(b.path(), ".sha512"));
+    assert_eq!(read(a.path(), ""), std::fs::read(shared_bundle()).unwrap(), "and the same as the shared one");
+    // The key is not part of the bundle, only of the signature.
+    assert_ne!(read(a.path(), ".minisig"), read(b.path(), ".minisig"));
+
+    // What makes it so, as GNU tar and the gzip header show it.
+    let bytes = read(a.path(), "");
+    assert_eq!(&bytes[..10], &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 255], "gzip: no name, mtime 0, level 9, OS unknown");
+    let o = run(Command::new("tar").args(["--numeric-owner", "--full-time", "-tvzf"]).arg(a.path().join(format!("{NAME_3_9}.tar.gz"))));
+    let listing = stdout(&o);
+    let names: Vec<&str> = listing.lines().map(|l| l.rsplit(' ').next().unwrap()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "entries sorted");
+    for l in listing.lines() {
+        assert!(l.contains(" 0/0 ") && l.contains("1970-01-01 00:00:00"), "{l}");
+    }
+
+    // SOURCE_DATE_EPOCH sets the entries' mtime, reproducibly.
+    let (c, d) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for dir in [&c, &d] {
+        let o = okp()
+            .env("SOURCE_DATE_EPOCH", "1700000000")
+            .args(["bundle", "--target", "x86_64", "--build"])
+            .arg(&build)
+            .arg("--key")
+            .arg(&key1)
+            .arg("--out")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    assert_eq!(read(c.path(), ""), read(d.path(), ""));
+    assert_ne!(read(c.path(), ""), read(a.path(), ""));
+    let o = run(Command::new("tar").args(["--numeric-owner", "--full-time", "-tvzf"]).arg(c.path().join(format!("{NAME_3_9}.tar.gz"))).env("TZ", "UTC"));
+    assert!(stdout(&o).lines().all(|l| l.contains("2023-11-14 22:13:20")), "{}", stdout(&o));
+}
+
+/// Offsets spread over `len` bytes, plus the first and last ones.
+fn offsets(len: usize, n: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..n).map(|i| i * len / n + (i * 7919) % (len / n).max(1)).collect();
+    v.extend([0, 1, len / 2, len - 1]);
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Flips bit 0 of `file_ext` (the bundle: "") at each offset, in two worker
+/// threads with private copies, and checks that verification fails every time.
+fn each_flip_fails(file_ext: &str, offsets: &[usize], expect: &str) {
+    std::thread::scope(|s| {
+        for chunk in offsets.chunks(offsets.len().div_ceil(2)) {
+            s.spawn(move || {
+                let dir = tempfile::tempdir().unwrap();
+                let b = copy_bundle(&shared_bundle(), dir.path());
+                let target = PathBuf::from(format!("{}{file_ext}", b.display()));
+                let original = std::fs::read(&target).unwrap();
+                for &off in chunk {
+                    let mut bytes = original.clone();
+                    bytes[off] ^= 0x01;
+                    std::fs::write(&target, &bytes).unwrap();
+                    let o = verify(&b, &shared_pub());
+                    assert_eq!(o.status.code(), Some(1), "byte {off} of {file_ext:?} flipped, yet: {}", stdout(&o));
+                    assert!(stdout(&o).contains(expect), "byte {off} of {file_ext:?}: {}", stdout(&o));
+                }
+                std::fs::write(&target, &original).unwrap();
+                assert_eq!(verify(&b, &shared_pub()).status.code(), Some(0), "restored");
+            });
+        }
+    });
+}
+
+#[test]
+fn flipping_bytes_of_the_bundle_fails_verification() {
+    let len = std::fs::metadata(shared_bundle()).unwrap().len() as usize;
+    each_flip_fails("", &offsets(len, 40), "FAILED   signature");
+}
+
+#[test]
+fn flipping_bytes_of_the_signature_and_checksum_files_fails_verification() {
+    let sig = std::fs::read(format!("{}.minisig", shared_bundle().display())).unwrap();
+    // Line 1 is the untrusted (unsigned, free-text) comment; after it every byte
+    // counts: the signature, the trusted comment (each byte), the global signature.
+    let signed_from = sig.iter().position(|&c| c == b'\n').unwrap() + 1;
+    let comment = (signed_from..sig.len()).filter(|&i| sig[i] == b'\n').nth(1).unwrap();
+    let offsets: Vec<usize> = (signed_from..sig.len() - 1).filter(|&i| i % 4 == 0 || ((comment - 250..comment).contains(&i) && i % 2 == 0)).collect();
+    assert!(offsets.len() > 150, "{}", offsets.len());
+    each_flip_fails(".minisig", &offsets, "FAILED   signature");
+    for ext in [".sha256", ".sha512"] {
+        let len = std::fs::metadata(format!("{}{ext}", shared_bundle().display())).unwrap().len() as usize;
+        each_flip_fails(ext, &offsets_upto(len - 1, 16), &format!("FAILED   sha{} file", &ext[4..]));
+    }
+}
+
+fn offsets_upto(len: usize, n: usize) -> Vec<usize> {
+    offsets(len, n).into_iter().filter(|&o| o < len).collect()
+}
+
+/// Rewrites the bundle's tar with `alter` applied to its files, keeping entry
+/// order and headers (as an attacker with a tar tool would), and re-gzips it.
+fn repack(bundle: &[u8], alter: impl Fn(&str, &mut Vec<u8>)) -> Vec<u8> {
+    let mut tar_in = tar::Archive::new(flate2::read::GzDecoder::new(bundle));
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(9)));
+    for e in tar_in.entries().unwrap() {
+        let mut e = e.unwrap();
+        let mut data = Vec::new();
+        e.read_to_end(&mut data).unwrap();
+        let path = e.path().unwrap().to_string_lossy().into_owned();
+        alter(&path, &mut data);
+        let mut h = e.header().clone();
+        h.set_size(data.len() as u64);
+        h.set_cksum();
+        builder.append(&h, data.as_slice()).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+/// Signs `file` with the secret key and writes fresh sidecars, as a holder of the key would.
+fn resign(file: &Path, key: &Path) {
+    let text = std::fs::read_to_string(key).unwrap();
+    let sk = minisign::SecretKeyBox::from_string(&text).unwrap().into_unencrypted_secret_key().unwrap();
+    let bytes = std::fs::read(file).unwrap();
+    let name = file.file_name().unwrap().to_str().unwrap();
+    let tc = format!("timestamp:0\tfile:{name}\tokp-bundle:{NAME_3_9}\trelease:3.9.2\tmode:kraft\ttarget:linux-x86_64\tpatch_set:");
+    let sig = minisign::sign(None, &sk, std::io::Cursor::new(&bytes), Some(&tc), None).unwrap();
+    std::fs::write(format!("{}.minisig", file.display()), sig.to_string()).unwrap();
+    for tool in ["sha256sum", "sha512sum"] {
+        let o = run(Command::new(tool).arg(name).current_dir(file.parent().unwrap()));
+        std::fs::write(format!("{}.{}", file.display(), &tool[..6]), o.stdout).unwrap();
+    }
+}
+
+#[test]
+fn flipping_bytes_of_the_manifest_fails_verification_even_when_re_signed() {
+    let (_kd, key, public) = keys();
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join(format!("{NAME_3_9}.tar.gz"));
+    let original = std::fs::read(shared_bundle()).unwrap();
+    let manifest_text = String::from_utf8(std::process::Command::new("tar").arg("-xzOf").arg(shared_bundle()).arg(format!("{NAME_3_9}/MANIFEST.json")).output().unwrap().stdout).unwrap();
+    // Offsets inside the "files" section: hashes, sizes, modes, names and JSON structure.
+    let files_at = manifest_text.find("\"files\"").unwrap();
+    let region = manifest_text.len() - files_at;
+    for off in offsets(region, 40).into_iter().map(|o| files_at + o) {
+        let tampered = repack(&original, |path, data| {
+            if path.ends_with("/MANIFEST.json") {
+                data[off] ^= 0x01;
+            }
+        });
+        // With the original signature: the signature fails.
+        std::fs::write(&b, &tampered).unwrap();
+        std::fs::copy(format!("{}.minisig", shared_bundle().display()), format!("{}.minisig", b.display())).unwrap();
+        let o = verify(&b, &shared_pub());
+        assert_eq!(o.status.code(), Some(1), "manifest byte {off}: {}", stdout(&o));
+        assert!(stdout(&o).contains("FAILED   signature"));
+        // Re-signed by a key holder: the manifest no longer matches the files it lists.
+        resign(&b, &key);
+        let o = verify(&b, &public);
+        assert_eq!(o.status.code(), Some(1), "manifest byte {off} ({:?}), re-signed: {}", &manifest_text[off.saturating_sub(8)..off + 8], stdout(&o));
+        assert!(
+            stdout(&o).contains("FAILED   manifest") || stdout(&o).contains("FAILED   files") || stdout(&o).contains("FAILED   trusted comment"),
+            "manifest byte {off}: {}",
+            stdout(&o)
+        );
+    }
+    // A file changed inside, re-signed: its sha256 no longer matches the manifest.
+    let tampered = repack(&original, |path, data| {
+        if path.ends_with("/install.sh") {
+            let i = data.len() / 2;
+            data[i] ^= 0x01;
+        }
+    });
+    std::fs::write(&b, &tampered).unwrap();
+    resign(&b, &key);
+    let o = verify(&b, &public);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("FAILED   files") && stdout(&o).contains("install.sh: sha256"), "{}", stdout(&o));
+}
+
+/// A .tar.gz with one hand-made entry besides a plain file, named like a bundle.
+fn evil_tar(kind: &str) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default()));
+    let mut ok = tar::Header::new_gnu();
+    ok.set_size(2);
+    ok.set_mode(0o644);
+    ok.set_entry_type(tar::EntryType::Regular);
+    builder.append_data(&mut ok, format!("{NAME_3_9}/MANIFEST.json"), &b"{}"[..]).unwrap();
+    let mut h = tar::Header::new_gnu();
+    h.set_mode(0o644);
+    let name = |h: &mut tar::Header, n: &str| {
+        // Written into the raw header field: tar::Builder itself refuses `..` and absolute paths.
+        let field = &mut h.as_old_mut().name;
+        field.fill(0);
+        field[..n.len()].copy_from_slice(n.as_bytes());
+    };
+    match kind {
+        "dotdot" => {
+            name(&mut h, &format!("{NAME_3_9}/../../okp-evil"));
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_size(5);
+        }
+        "absolute" => {
+            name(&mut h, "/tmp/okp-evil-absolute");
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_size(5);
+        }
+        "symlink" => {
+            name(&mut h, &format!("{NAME_3_9}/libs"));
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_link_name("/etc").unwrap();
+            h.set_size(0);
+        }
+        "hardlink" => {
+            name(&mut h, &format!("{NAME_3_9}/passwd"));
+            h.set_entry_type(tar::EntryType::Link);
+            h.set_link_name("/etc/passwd").unwrap();
+            h.set_size(0);
+        }
+        "device" => {
+            name(&mut h, &format!("{NAME_3_9}/sda"));
+            h.set_entry_type(tar::EntryType::Block);
+            h.set_size(0);
+        }
+        _ => unreachable!(),
+    }
+    h.set_cksum();
+    let data: &[u8] = if h.size().unwrap() == 5 { b"evil\n" } else { b"" };
+    builder.append(&h, data).unwrap();
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+#[test]
+fn unsafe_entries_are_refused_before_anything_is_written() {
+    let (_kd, key, public) = keys();
+    for (kind, says) in [
+        ("dotdot", "climbs out with `..`"),
+        ("absolute", "absolute path"),
+        ("symlink", "a symbolic link"),
+        ("hardlink", "a hard link"),
+        ("device", "a device"),
+    ] {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("in");
+        let tmp = work.path().join("tmp");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&tmp).unwrap();
+        let b = dir.join(format!("{NAME_3_9}.tar.gz"));
+        std::fs::write(&b, evil_tar(kind)).unwrap();
+        resign(&b, &key);
+        let o = verify(&b, &public);
+        assert_eq!(o.status.code(), Some(1), "{kind}: {}", stdout(&o));
+        assert!(stdout(&o).contains("ok       signature"), "{kind}: the signature holds, the content does not");
+        assert!(stdout(&o).contains(says), "{kind}: {}", stdout(&o));
+
+        let home = kafka_home("3.9.2");
+        let before = tree(home.path());
+        let o = okp()
+            .env("TMPDIR", &tmp)
+            .current_dir(&dir)
+            .arg("install")
+            .arg(&b)
+            .arg("--kafka-home")
+            .arg(home.path())
+            .arg("--pubkey")
+            .arg(&public)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{kind}: {}", stderr(&o));
+        assert!(stderr(&o).contains("refusing to install"), "{kind}: {}", stderr(&o));
+        assert_eq!(tree(home.path()), before, "{kind}: the installation changed");
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{kind}: something was unpacked");
+        assert!(!work.path().join("okp-evil").exists() && !Path::new("/tmp/okp-evil-absolute").exists(), "{kind}: escaped");
+        // Not even --allow-unverified unpacks it.
+        let o = okp().env("TMPDIR", &tmp).arg("install").arg(&b).arg("--kafka-home").arg(home.path()).arg("--allow-unverified").output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{kind}: {}", stderr(&o));
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+        assert_eq!(tree(home.path()), before);
+    }
+}
+
+fn install(bundle: &Path, home: &Path, pubkey: Option<&Path>, extra: &[&str]) -> Output {
+    let mut c = okp();
+    c.arg("install").arg(bundle).arg("--kafka-home").arg(home).args(extra);
+    if let Some(p) = pubkey {
+        c.arg("--pubkey").arg(p);
+    }
+    c.output().unwrap()
+}
+
+fn rollback(home: &Path, extra: &[&str]) -> Output {
+    okp().arg("rollback").arg("--kafka-home").arg(home).args(extra).output().unwrap()
+}
+
+#[test]
+fn install_then_rollback_round_trips_byte_for_byte() {
+    let b = shared_bundle();
+    let home = kafka_home("3.9.2");
+    let before = tree(home.path());
+    let o = install(&b, home.path(), Some(&shared_pub()), &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(tree(home.path()), before, "--dry-run changed nothing");
+
+    let o = install(&b, home.path(), Some(&shared_pub()), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let after = tree(home.path());
+    let m = manifest_of(&b);
+    for j in m["jars"].as_array().unwrap() {
+        let path = j["path"].as_str().unwrap();
+        let o = run(Command::new("sha256sum").arg(home.path().join(path)));
+        assert!(stdout(&o).starts_with(j["sha256"].as_str().unwrap()), "{path} is the bundle's jar");
+        let o = run(Command::new("sha256sum").arg(home.path().join(".okp-observer/backup").join(Path::new(path).file_name().unwrap())));
+        assert!(stdout(&o).starts_with(j["upstream"]["sha256"].as_str().unwrap()), "{path}: the backup is the original");
+    }
+    let changed: Vec<&String> = after.keys().filter(|k| before.get(*k) != after.get(*k)).collect();
+    assert!(changed.iter().all(|k| k.starts_with("libs/kafka") || k.starts_with(".okp-observer")), "install touched {changed:?}");
+    assert!(!after.keys().any(|k| k.starts_with("libs/") && k.ends_with(".jar") && !before.contains_key(k)), "no extra jar on the classpath");
+
+    let o = install(&b, home.path(), Some(&shared_pub()), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("already installed"), "{}", stderr(&o));
+    assert_eq!(tree(home.path()), after, "a second install changed something");
+
+    let o = rollback(home.path(), &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(tree(home.path()), after);
+    let o = rollback(home.path(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(tree(home.path()), before, "rollback is not byte for byte");
+    let o = rollback(home.path(), &[]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("nothing to roll back"));
+}
+
+#[test]
+fn the_bundle_scripts_work_without_okp_on_a_zk_release() {
+    // 2.7.2 zk, unpacked with GNU tar, installed and rolled back with plain sh (dash).
+    let (_kd, key, _) = keys();
+    let out = tempfile::tempdir().unwrap();
+    let o = bundle(&built("2.7.2", "zk"), "x86_64", &key, out.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let name = "okp-observer-2.7.2-zk-linux-x86_64";
+    assert!(run(Command::new("tar").arg("-xzf").arg(out.path().join(format!("{name}.tar.gz"))).current_dir(out.path())).status.success());
+    let home = kafka_home("2.7.2");
+    let before = tree(home.path());
+    let sh = |script: &Path, args: &[&str]| run(Command::new("dash").arg(script).args(args).arg(home.path()));
+    let o = sh(&out.path().join(name).join("install.sh"), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let changed: Vec<String> = tree(home.path()).into_iter().filter(|(k, v)| before.get(k) != Some(v)).map(|(k, _)| k).filter(|k| !k.starts_with(".okp-observer")).collect();
+    assert_eq!(changed, vec!["libs/kafka_2.13-2.7.2.jar".to_string()], "zk replaces only the core jar");
+    let o = sh(&out.path().join(name).join("install.sh"), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("already installed"));
+    let o = sh(&home.path().join(".okp-observer/rollback.sh"), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(tree(home.path()), before);
+}
+
+#[test]
+fn install_refuses_an_installation_that_does_not_match() {
+    let b = shared_bundle();
+    let pk = shared_pub();
+    let refused = |home: &Path, extra: &[&str], says: &str| {
+        let before = tree(home);
+        let o = install(&b, home, Some(&pk), extra);
+        assert_eq!(o.status.code(), Some(2), "{says}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "expected `{says}` in {}", stderr(&o));
+        assert!(stderr(&o).contains("nothing was changed"));
+        assert_eq!(tree(home), before, "{says}: changed");
+    };
+    // Another release.
+    let other = kafka_home("2.7.2");
+    refused(other.path(), &[], "is not Kafka 3.9.2 for Scala 2.13");
+    // Not a Kafka installation.
+    let empty = tempfile::tempdir().unwrap();
+    refused(empty.path(), &[], "is not a Kafka installation");
+    // Mixed releases in libs/.
+    let mixed = kafka_home("3.9.2");
+    std::fs::copy(m2().join("org/apache/kafka/kafka_2.13/2.7.2/kafka_2.13-2.7.2.jar"), mixed.path().join("libs/kafka_2.13-2.7.2.jar")).unwrap();
+    refused(mixed.path(), &[], "mixes releases");
+    // A jar that is neither Maven Central's nor ours.
+    let local = kafka_home("3.9.2");
+    let jar = local.path().join("libs/kafka-metadata-3.9.2.jar");
+    let mut bytes = std::fs::read(&jar).unwrap();
+    bytes.extend(b"local build");
+    std::fs::write(&jar, &bytes).unwrap();
+    refused(local.path(), &[], "--accept-local-jars");
+    // ... accepted when told, and rolled back to exactly those bytes.
+    let before = tree(local.path());
+    let o = install(&b, local.path(), Some(&pk), &["--accept-local-jars"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(rollback(local.path(), &[]).status.code(), Some(0));
+    assert_eq!(tree(local.path()), before);
+    // Another okp bundle installed.
+    let taken = kafka_home("3.9.2");
+    std::fs::create_dir_all(taken.path().join(".okp-observer")).unwrap();
+    std::fs::write(taken.path().join(".okp-observer/installed"), "bundle=okp-observer-3.9.2-zk-linux-x86_64\npatch_set=abc\n").unwrap();
+    refused(taken.path(), &[], "roll it back first");
+    // Another architecture (the bundle for the other one than this machine's).
+    let here = String::from_utf8(run(Command::new("uname").arg("-m")).stdout).unwrap();
+    let other_target = if here.trim() == "aarch64" { "x86_64" } else { "aarch64" };
+    let (_kd, key, public) = keys();
+    let out = tempfile::tempdir().unwrap();
+    assert_eq!(bundle(&built("3.9.2", "kraft"), other_target, &key, out.path()).status.code(), Some(0));
+    let foreign = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.to_string_lossy().ends_with(".tar.gz")).unwrap();
+    let home = kafka_home("3.9.2");
+    let before = tree(home.path());
+    let o = install(&foreign, home.path(), Some(&public), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--ignore-arch"));
+    assert_eq!(tree(home.path()), before);
+    let o = install(&foreign, home.path(), Some(&public), &["--ignore-arch"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Rollback refuses a jar changed after install, unless --force.
+    let jar = home.path().join("libs/kafka_2.13-3.9.2.jar");
+    let mut bytes = std::fs::read(&jar).unwrap();
+    bytes.push(0);
+    std::fs::write(&jar, &bytes).unwrap();
+    let mid = tree(home.path());
+    let o = rollback(home.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("changed after"), "{}", stderr(&o));
+    assert_eq!(tree(home.path()), mid);
+    let o = rollback(home.path(), &["--force"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(tree(home.path()), before);
+}
+
+#[test]
+fn install_refuses_a_bundle_that_does_not_verify_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = copy_bundle(&shared_bundle(), dir.path());
+    let home = kafka_home("3.9.2");
+    let before = tree(home.path());
+    // Another key.
+    let (_kd, _key, other_pub) = keys();
+    let o = install(&b, home.path(), Some(&other_pub), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("refusing to install") && stderr(&o).contains("FAILED   signature"), "{}", stderr(&o));
+    assert_eq!(tree(home.path()), before);
+    // No signature beside it.
+    std::fs::remove_file(format!("{}.minisig", b.display())).unwrap();
+    let o = install(&b, home.path(), Some(&shared_pub()), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no signature file"));
+    assert_eq!(tree(home.path()), before);
+    // Neither a key nor --allow-unverified: a usage error.
+    let o = install(&b, home.path(), None, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // Told: a well-formed bundle installs, with a warning.
+    let o = install(&b, home.path(), None, &["--allow-unverified"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("WITHOUT a verified signature"), "{}", stderr(&o));
+    assert_eq!(rollback(home.path(), &[]).status.code(), Some(0));
+    assert_eq!(tree(home.path()), before);
+}
+
+/// The first 64 bytes of an ELF shared object for `machine` (62 x86_64, 183 aarch64).
+fn elf_header(machine: u16) -> Vec<u8> {
+    let mut h = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 0];
+    h.extend([0u8; 8]);
+    h.extend(3u16.to_le_bytes());
+    h.extend(machine.to_le_bytes());
+    h.extend([0u8; 44]);
+    h
+}
+
+#[test]
+fn native_code_must_be_for_the_target() {
+    // A copy of the real build in which the metadata jar carries an aarch64 .so.
+    let build = tempfile::tempdir().unwrap();
+    copy_into(&built("3.9.2", "kraft"), build.path());
+    let jar = build.path().join("kafka-metadata-3.9.2.jar");
+    let mut zin = zip::ZipArchive::new(std::fs::File::open(&jar).unwrap()).unwrap();
+    let mut zout = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for i in 0..zin.len() {
+        zout.raw_copy_file(zin.by_index(i).unwrap()).unwrap();
+    }
+    zout.start_file("native/linux-aarch64/libobserver.so", zip::write::SimpleFileOptions::default()).unwrap();
+    zout.write_all(&elf_header(183)).unwrap();
+    let bytes = zout.finish().unwrap().into_inner();
+    std::fs::write(&jar, &bytes).unwrap();
+    let rec_path = build.path().join("okp-build.json");
+    let old = String::from_utf8(run(Command::new("sha256sum").arg(built("3.9.2", "kraft").join("kafka-metadata-3.9.2.jar"))).stdout).unwrap();
+    let new = String::from_utf8(run(Command::new("sha256sum").arg(&jar)).stdout).unwrap();
+    let rec = std::fs::read_to_string(&rec_path).unwrap().replace(&old[..64], &new[..64]);
+    std::fs::write(&rec_path, rec).unwrap();
+
+    let (_kd, key, public) = keys();
+    let out = tempfile::tempdir().unwrap();
+    let o = bundle(build.path(), "linux-x86_64", &key, out.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("libs/kafka-metadata-3.9.2.jar!native/linux-aarch64/libobserver.so: built for aarch64, but the bundle targets linux-x86_64"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "nothing written");
+
+    let o = bundle(build.path(), "arm64", &key, out.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let b = out.path().join("okp-observer-3.9.2-kraft-linux-aarch64.tar.gz");
+    let o = verify(&b, &public);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("1 native libraries, all ELF for linux-aarch64"), "{}", stdout(&o));
+    let m = run(Command::new("tar").arg("-xzOf").arg(&b).arg("okp-observer-3.9.2-kraft-linux-aarch64/MANIFEST.json"));
+    let m: serde_json::Value = serde_json::from_slice(&m.stdout).unwrap();
+    assert_eq!(m["architecture_independent"], false);
+    assert_eq!(m["native_libraries"][0]["elf_machine"], 183);
+
+    // A jar changed after the build (its sha256 no longer the record's) is refused.
+    std::fs::write(&jar, b"not the built jar").unwrap();
+    let o = bundle(build.path(), "arm64", &key, tempfile::tempdir().unwrap().path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("changed after the build"), "{}", stderr(&o));
+}
+
+#[test]
+fn keys_encrypted_and_interoperable_with_minisign() {
+    let d = tempfile::tempdir().unwrap();
+    let prefix = d.path().join("release");
+    let o = okp().env("OKP_KEY_PASSWORD", "correct horse").arg("keygen").arg("--out").arg(&prefix).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let secret = std::fs::read_to_string(prefix.with_extension("key")).unwrap();
+    let secret_line = secret.lines().nth(1).unwrap();
+    assert!(!stdout(&o).contains(secret_line) && !stderr(&o).contains(secret_line), "the secret key was printed");
+    assert_eq!(stdout(&o), std::fs::read_to_string(prefix.with_extension("pub")).unwrap(), "stdout is the public key");
+    assert_eq!(std::fs::metadata(prefix.with_extension("key")).unwrap().permissions().mode() & 0o777, 0o600);
+    // Never overwritten.
+    let o = okp().env("OKP_KEY_PASSWORD", "x").arg("keygen").arg("--out").arg(&prefix).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(prefix.with_extension("key")).unwrap(), secret);
+    // No password source: refused, not hung on a prompt.
+    let o = okp().env_remove("OKP_KEY_PASSWORD").arg("keygen").arg("--out").arg(d.path().join("other")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("OKP_KEY_PASSWORD"), "{}", stderr(&o));
+
+    let build = built("3.9.2", "kraft");
+    let out = tempfile::tempdir().unwrap();
+    let o = okp().env("OKP_KEY_PASSWORD", "wrong").args(["bundle", "--target", "x86_64", "--build"]).arg(&build).arg("--key").arg(prefix.with_extension("key")).arg("--out").arg(out.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Wrong password"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "nothing written with a wrong password");
+    let o = okp().env("OKP_KEY_PASSWORD", "correct horse").args(["bundle", "--target", "x86_64", "--build"]).arg(&build).arg("--key").arg(prefix.with_extension("key")).arg("--out").arg(out.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let b = out.path().join(format!("{NAME_3_9}.tar.gz"));
+    let o = run(Command::new("minisign").arg("-Vq").arg("-p").arg(prefix.with_extension("pub")).arg("-m").arg(&b));
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // A key made by minisign itself signs bundles okp and minisign accept.
+    let mk = d.path().join("mini");
+    let o = run(Command::new("minisign").arg("-G").arg("-W").arg("-p").arg(mk.with_extension("pub")).arg("-s").arg(mk.with_extension("key")));
+    assert!(o.status.success(), "minisign -G: {}", stderr(&o));
+    let out2 = tempfile::tempdir().unwrap();
+    let o = bundle(&build, "x86_64", &mk.with_extension("key"), out2.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let b2 = out2.path().join(format!("{NAME_3_9}.tar.gz"));
+    assert!(run(Command::new("minisign").arg("-Vq").arg("-p").arg(mk.with_extension("pub")).arg("-m").arg(&b2)).status.success());
+    assert_eq!(verify(&b2, &mk.with_extension("pub")).status.code(), Some(0));
+    // And a signature minisign makes with okp's unencrypted key verifies in okp.
+    let (_kd, key, public) = keys();
+    let o = run(Command::new("minisign").arg("-S").arg("-s").arg(&key).arg("-m").arg(&b2).arg("-t").arg(format!(
+        "file:{NAME_3_9}.tar.gz\tokp-bundle:{NAME_3_9}\trelease:3.9.2\tmode:kraft\ttarget:linux-x86_64\tpatch_set:{}",
+        manifest_of(&b2)["patch_set_hash"].as_str().unwrap()
+    )));
+    assert!(o.status.success(), "minisign -S with okp's key: {}", stderr(&o));
+    let o = verify(&b2, &public);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}
+
+#[test]
+fn gpg_sign_writes_a_detached_signature_gpg_verifies() {
+    let gnupg = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(gnupg.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let gpg = |args: &[&str]| run(Command::new("gpg").env("GNUPGHOME", gnupg.path()).args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""]).args(args));
+    let o = gpg(&["--quick-gen-key", "okp test <release@okp.invalid>", "ed25519", "sign", "never"]);
+    assert!(o.status.success(), "gpg key: {}", stderr(&o));
+    let (_kd, key, _) = keys();
+    let out = tempfile::tempdir().unwrap();
+    let o = okp()
+        .env("GNUPGHOME", gnupg.path())
+        .args(["bundle", "--target", "x86_64", "--gpg-sign", "release@okp.invalid", "--build"])
+        .arg(built("3.9.2", "kraft"))
+        .arg("--key")
+        .arg(&key)
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let b = out.path().join(format!("{NAME_3_9}.tar.gz"));
+    let asc = out.path().join(format!("{NAME_3_9}.tar.gz.asc"));
+    assert!(std::fs::read_to_string(&asc).unwrap().starts_with("-----BEGIN PGP SIGNATURE-----"));
+    let o = run(Command::new("gpg").env("GNUPGHOME", gnupg.path()).arg("--verify").arg(&asc).arg(&b));
+    assert!(o.status.success(), "gpg --verify: {}", stderr(&o));
+    // An unknown gpg key is an external failure.
+    let o = okp()
+        .env("GNUPGHOME", gnupg.path())
+        .args(["bundle", "--target", "x86_64", "--gpg-sign", "nobody@okp.invalid", "--build"])
+        .arg(built("3.9.2", "kraft"))
+        .arg("--key")
+        .arg(&key)
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(!asc.exists(), "no stale .asc left beside the bundle");
+    let _ = Command::new("gpgconf").env("GNUPGHOME", gnupg.path()).args(["--kill", "gpg-agent"]).output();
+}
+
+#[test]
+fn bad_input_is_exit_2() {
+    let (_kd, key, public) = keys();
+    let o = okp().args(["bundle", "--target", "sparc", "--build", "x", "--key"]).arg(&key).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("linux-x86_64 or linux-aarch64"), "{}", stderr(&o));
+    let empty = tempfile::tempdir().unwrap();
+    let o = bundle(empty.path(), "x86_64", &key, empty.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("okp-build.json"), "{}", stderr(&o));
+    let o = verify(&empty.path().join("missing.tar.gz"), &public);
+    assert_eq!(o.status.code(), Some(2));
+    let o = verify(&shared_bundle(), &empty.path().join("missing.pub"));
+    assert_eq!(o.status.code(), Some(2));
+    let o = rollback(empty.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a Kafka installation"));
+}
