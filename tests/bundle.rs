@@ -606,6 +606,72 @@ fn the_bundle_scripts_work_without_okp_on_a_zk_release() {
     assert_eq!(tree(home.path()), before);
 }
 
+/// A directory with `cp` and `mv` stand-ins that run the real tools, except
+/// that the `fail_at`-th call of `tool` fails (as a full disk or a kill would).
+fn failing_tools(tool: &str, fail_at: usize) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for t in ["cp", "mv"] {
+        let real = String::from_utf8(run(Command::new("sh").arg("-c").arg(format!("command -v {t}"))).stdout).unwrap();
+        let fail = if t == tool { fail_at } else { 0 };
+        let count = d.path().join(format!("{t}.count"));
+        let script = format!(
+            "#!/bin/sh\nn=$(cat '{c}' 2>/dev/null || echo 0); n=$((n + 1)); echo \"$n\" > '{c}'\n[ \"$n\" -ne {fail} ] || {{ echo \"{t}: injected failure\" >&2; exit 1; }}\nexec {real} \"$@\"\n",
+            c = count.display(),
+            real = real.trim()
+        );
+        let p = d.path().join(t);
+        std::fs::write(&p, script).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    d
+}
+
+#[test]
+fn an_install_failing_at_any_copy_or_rename_is_finished_or_rolled_back_cleanly() {
+    let x = tempfile::tempdir().unwrap();
+    assert!(run(Command::new("tar").arg("-xzf").arg(shared_bundle()).current_dir(x.path())).status.success());
+    let scripts = x.path().join(NAME_3_9);
+    let template = kafka_home("3.9.2");
+    let before = tree(template.path());
+    let path = std::env::var("PATH").unwrap();
+    let sh = |script: &str, home: &Path, shims: Option<&Path>| {
+        let p = shims.map(|s| format!("{}:{path}", s.display())).unwrap_or_else(|| path.clone());
+        run(Command::new("sh").arg(scripts.join(script)).arg(home).env("PATH", p))
+    };
+    let mut injected = 0;
+    for tool in ["cp", "mv"] {
+        for fail_at in 1.. {
+            // Then finish by running install again, or give up by rolling back.
+            let mut done = false;
+            for finish in ["install.sh", "rollback.sh"] {
+                let shims = failing_tools(tool, fail_at);
+                let home = tempfile::tempdir().unwrap();
+                copy_into(template.path(), home.path());
+                let o = sh("install.sh", home.path(), Some(shims.path()));
+                if o.status.code() == Some(0) {
+                    done = true;
+                    break;
+                }
+                assert_eq!(o.status.code(), Some(3), "{tool} #{fail_at}: {}", stderr(&o));
+                assert!(stderr(&o).contains("failed:"), "{}", stderr(&o));
+                let o = sh(finish, home.path(), None);
+                assert_eq!(o.status.code(), Some(0), "{tool} #{fail_at}, then {finish}: {}", stderr(&o));
+                if finish == "install.sh" {
+                    let o = sh("rollback.sh", home.path(), None);
+                    assert_eq!(o.status.code(), Some(0), "{tool} #{fail_at}: {}", stderr(&o));
+                }
+                assert_eq!(tree(home.path()), before, "{tool} failing at call {fail_at}, then {finish}: not back to the original bytes");
+                injected += 1;
+            }
+            if done {
+                break;
+            }
+        }
+    }
+    // 2 backups, rollback.sh, MANIFEST.json, 2 jars (cp) and those plus the two records (mv).
+    assert!(injected >= 2 * (6 + 8), "failures injected: {injected}");
+}
+
 #[test]
 fn install_refuses_an_installation_that_does_not_match() {
     let b = shared_bundle();

@@ -29,7 +29,12 @@ copy_checked() {
     rm -f "$tmp"
     fail "the copy of $1 has sha256 $got, expected $3"
   fi
-  mv -f "$tmp" "$2" || fail "cannot rename $tmp to $2"
+  mv -f "$tmp" "$2" || { rm -f "$tmp"; fail "cannot rename $tmp to $2"; }
+}
+
+# remove_leftovers: temporary files of an interrupted run (names only okp uses).
+remove_leftovers() {
+  rm -f "$libs"/.okp-tmp.* "$state"/.okp-tmp.* "$state"/backup/.okp-tmp.*
 }
 
 # kafka_home DIR: the absolute path of DIR, which must look like a Kafka installation.

@@ -136,6 +136,7 @@ fi
 
 # Write: backups, the record of intent, the jars, then the commit record.
 mkdir -p "$state/backup" || fail "cannot create $state/backup"
+remove_leftovers
 for jar in $todo; do
   [ -f "$state/backup/$jar" ] || copy_checked "$libs/$jar" "$state/backup/$jar" "$(sha256_of "$libs/$jar")"
 done

@@ -46,10 +46,22 @@ for r in "$state/installed" "$state/installing"; do
   [ -f "$r" ] && record=$r && break
 done
 if [ -z "$record" ]; then
-  # Empty directories are what a rollback interrupted at its very end leaves.
-  rmdir "$state/backup" "$state" 2>/dev/null || true
-  [ ! -e "$state" ] || refuse "$state exists but holds no installation record; inspect it by hand"
-  say "no okp bundle is installed in $home; nothing to roll back"
+  if [ ! -e "$state" ]; then
+    say "no okp bundle is installed in $home; nothing to roll back"
+    exit 0
+  fi
+  # Install writes its record before it replaces any jar, so without one no jar
+  # was replaced: what is here are backups and copies of an interrupted install
+  # (or the empty directories of a rollback interrupted at its very end).
+  if [ "$dry_run" = 1 ]; then
+    say "dry run: would remove $state, left by an install that never replaced a jar"
+    exit 0
+  fi
+  remove_leftovers
+  rm -f "$state"/backup/*.jar "$state/rollback.sh" "$state/MANIFEST.json"
+  rmdir "$state/backup" 2>/dev/null || true
+  rmdir "$state" 2>/dev/null || fail "$state holds files okp did not write; inspect it by hand"
+  say "removed $state, left by an install that never replaced a jar; nothing else to roll back"
   exit 0
 fi
 bundle=$(sed -n 's/^bundle=//p' "$record")
@@ -84,7 +96,8 @@ for jar in $todo; do
   copy_checked "$state/backup/$jar" "$libs/$jar" "$original"
   say "restored libs/$jar"
 done
-# Every jar is the original now: the backups, then the record, then the directory.
+# Every jar is the original now: leftovers, the backups, then the record, then the directory.
+remove_leftovers
 while read -r jar original patched; do
   [ -n "$jar" ] || continue
   rm -f "$state/backup/$jar"
