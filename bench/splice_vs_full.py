@@ -40,6 +40,13 @@ def main():
     cc_file = os.path.join(M2, "okp-classpath", f"org.scala-lang-scala-compiler-{scala_version}.txt")
     # Everything but the core jar itself: the module is what is being compiled.
     cp = [p for p in open(cp_file).read().strip().split(os.pathsep) if not os.path.basename(p).startswith("kafka_2.13-")]
+    # Kafka's build compiles core against log4j as a compile-only dependency, so the
+    # published POM lacks it; the full compile needs it (the splice build does not).
+    extra = {"3": "ch.qos.reload4j:reload4j:1.2.25", "2": "log4j:log4j:1.2.17"}.get(a.version.split(".")[0])
+    if extra:
+        g, art, v = extra.split(":")
+        subprocess.run(["mvn", "-q", "-B", "dependency:get", f"-Dartifact={extra}", "-Dtransitive=false"], check=True, capture_output=True)
+        cp.append(os.path.join(M2, g.replace(".", "/"), art, v, f"{art}-{v}.jar"))
     out = os.path.join(work, "full-classes")
     os.makedirs(out)
     argfile = os.path.join(work, "files.txt")
