@@ -70,8 +70,15 @@ fn shared_bundle() -> PathBuf {
     shared().1.path().join(format!("{NAME_3_9}.tar.gz"))
 }
 
+/// `okp bundle`, for the caller to add environment or flags to.
+fn bundle_cmd(build: &Path, target: &str, key: &Path, out: &Path) -> assert_cmd::Command {
+    let mut c = okp();
+    c.args(["bundle", "--target", target, "--build"]).arg(build).arg("--key").arg(key).arg("--out").arg(out);
+    c
+}
+
 fn bundle(build: &Path, target: &str, key: &Path, out: &Path) -> Output {
-    okp().args(["bundle", "--target", target, "--build"]).arg(build).arg("--key").arg(key).arg("--out").arg(out).output().unwrap()
+    bundle_cmd(build, target, key, out).output().unwrap()
 }
 
 /// Copies a bundle and its sidecars into `dir`.
@@ -270,16 +277,7 @@ fn two_bundles_in_a_row_are_identical_bytes() {
     // SOURCE_DATE_EPOCH sets the entries' mtime, reproducibly.
     let (c, d) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     for dir in [&c, &d] {
-        let o = okp()
-            .env("SOURCE_DATE_EPOCH", "1700000000")
-            .args(["bundle", "--target", "x86_64", "--build"])
-            .arg(&build)
-            .arg("--key")
-            .arg(&key1)
-            .arg("--out")
-            .arg(dir.path())
-            .output()
-            .unwrap();
+        let o = bundle_cmd(&build, "x86_64", &key1, dir.path()).env("SOURCE_DATE_EPOCH", "1700000000").output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     }
     assert_eq!(read(c.path(), ""), read(d.path(), ""));
@@ -849,11 +847,11 @@ fn keys_encrypted_and_interoperable_with_minisign() {
 
     let build = built("3.9.2", "kraft");
     let out = tempfile::tempdir().unwrap();
-    let o = okp().env("OKP_KEY_PASSWORD", "wrong").args(["bundle", "--target", "x86_64", "--build"]).arg(&build).arg("--key").arg(prefix.with_extension("key")).arg("--out").arg(out.path()).output().unwrap();
+    let o = bundle_cmd(&build, "x86_64", &prefix.with_extension("key"), out.path()).env("OKP_KEY_PASSWORD", "wrong").output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("Wrong password"), "{}", stderr(&o));
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "nothing written with a wrong password");
-    let o = okp().env("OKP_KEY_PASSWORD", "correct horse").args(["bundle", "--target", "x86_64", "--build"]).arg(&build).arg("--key").arg(prefix.with_extension("key")).arg("--out").arg(out.path()).output().unwrap();
+    let o = bundle_cmd(&build, "x86_64", &prefix.with_extension("key"), out.path()).env("OKP_KEY_PASSWORD", "correct horse").output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let b = out.path().join(format!("{NAME_3_9}.tar.gz"));
     let o = run(Command::new("minisign").arg("-Vq").arg("-p").arg(prefix.with_extension("pub")).arg("-m").arg(&b));
@@ -889,16 +887,7 @@ fn gpg_sign_writes_a_detached_signature_gpg_verifies() {
     assert!(o.status.success(), "gpg key: {}", stderr(&o));
     let (_kd, key, _) = keys();
     let out = tempfile::tempdir().unwrap();
-    let o = okp()
-        .env("GNUPGHOME", gnupg.path())
-        .args(["bundle", "--target", "x86_64", "--gpg-sign", "release@okp.invalid", "--build"])
-        .arg(built("3.9.2", "kraft"))
-        .arg("--key")
-        .arg(&key)
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let o = bundle_cmd(&built("3.9.2", "kraft"), "x86_64", &key, out.path()).env("GNUPGHOME", gnupg.path()).args(["--gpg-sign", "release@okp.invalid"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let b = out.path().join(format!("{NAME_3_9}.tar.gz"));
     let asc = out.path().join(format!("{NAME_3_9}.tar.gz.asc"));
@@ -906,16 +895,7 @@ fn gpg_sign_writes_a_detached_signature_gpg_verifies() {
     let o = run(Command::new("gpg").env("GNUPGHOME", gnupg.path()).arg("--verify").arg(&asc).arg(&b));
     assert!(o.status.success(), "gpg --verify: {}", stderr(&o));
     // An unknown gpg key is an external failure.
-    let o = okp()
-        .env("GNUPGHOME", gnupg.path())
-        .args(["bundle", "--target", "x86_64", "--gpg-sign", "nobody@okp.invalid", "--build"])
-        .arg(built("3.9.2", "kraft"))
-        .arg("--key")
-        .arg(&key)
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let o = bundle_cmd(&built("3.9.2", "kraft"), "x86_64", &key, out.path()).env("GNUPGHOME", gnupg.path()).args(["--gpg-sign", "nobody@okp.invalid"]).output().unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(!asc.exists(), "no stale .asc left beside the bundle");
     let _ = Command::new("gpgconf").env("GNUPGHOME", gnupg.path()).args(["--kill", "gpg-agent"]).output();

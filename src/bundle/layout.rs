@@ -60,8 +60,7 @@ pub struct Inputs {
     pub upstream_notice: String,
 }
 
-/// Every file of the bundle except the manifest, and the manifest describing
-/// them (given the native libraries the caller found in them).
+/// Every file of the bundle except the manifest.
 pub fn files(i: &Inputs) -> Vec<File> {
     let id = &i.id;
     let name = id.name();
@@ -69,33 +68,7 @@ pub fn files(i: &Inputs) -> Vec<File> {
     let okp_version = env!("CARGO_PKG_VERSION");
     let jars_data: String =
         i.jars.iter().map(|j| format!("\n{} {} {}", j.file_name, j.upstream.sha256, sha256(&j.bytes))).collect::<String>() + "\n";
-    let install = render(
-        INSTALL_SH,
-        &[
-            ("OKP_VERSION", okp_version),
-            ("NAME", &name),
-            ("RELEASE", &release),
-            ("MODE", id.mode.as_str()),
-            ("TARGET", id.target.as_str()),
-            ("MACHINES", &id.target.uname_machines().join(" ")),
-            ("PATCH_SET", &i.patch_set_hash),
-            ("JARS", &jars_data),
-            ("COMMON", COMMON_SH),
-        ],
-    );
     let sources: String = i.build.recompiled_sources.iter().map(|s| format!("  {s}\n")).collect();
-    let notice = render(
-        NOTICE,
-        &[
-            ("NAME", &name),
-            ("RELEASE", &release),
-            ("MODE", id.mode.as_str()),
-            ("TARGET", id.target.as_str()),
-            ("PATCH_SET", &i.patch_set_hash),
-            ("SOURCES", &sources),
-            ("UPSTREAM_NOTICE", i.upstream_notice.trim_end()),
-        ],
-    );
     let file_list: String = i
         .jars
         .iter()
@@ -110,19 +83,23 @@ pub fn files(i: &Inputs) -> Vec<File> {
             )
         })
         .collect();
-    let docs = render(
-        INSTALL_MD,
-        &[
-            ("NAME", &name),
-            ("RELEASE", &release),
-            ("MODE", id.mode.as_str()),
-            ("TARGET", id.target.as_str()),
-            ("PATCH_SET", &i.patch_set_hash),
-            ("OKP_VERSION", okp_version),
-            ("BACKEND", &i.build.backend),
-            ("FILES", file_list.trim_end()),
-        ],
-    );
+    // One set of values for every template; each uses the placeholders it needs.
+    let vars = [
+        ("OKP_VERSION", okp_version),
+        ("NAME", &name),
+        ("RELEASE", &release),
+        ("MODE", id.mode.as_str()),
+        ("TARGET", id.target.as_str()),
+        ("MACHINES", &id.target.uname_machines().join(" ")),
+        ("PATCH_SET", &i.patch_set_hash),
+        ("BACKEND", &i.build.backend),
+        ("JARS", &jars_data),
+        ("SOURCES", &sources),
+        ("FILES", file_list.trim_end()),
+        ("UPSTREAM_NOTICE", i.upstream_notice.trim_end()),
+        ("COMMON", COMMON_SH),
+    ];
+    let (install, notice, docs) = (render(INSTALL_SH, &vars), render(NOTICE, &vars), render(INSTALL_MD, &vars));
     let text = |path: &str, mode: u32, s: String| File { path: path.into(), mode, bytes: s.into_bytes() };
     let mut files = vec![
         text("install.sh", MODE_EXEC, install),
@@ -137,7 +114,8 @@ pub fn files(i: &Inputs) -> Vec<File> {
     files
 }
 
-/// The manifest of `files` (which must not include the manifest itself).
+/// The manifest of `files` (which must not include the manifest itself), given
+/// the native libraries the caller found in them.
 pub fn manifest(i: &Inputs, files: &[File], native: Vec<NativeLib>) -> Manifest {
     Manifest {
         schema: manifest::SCHEMA.into(),

@@ -5,6 +5,37 @@ refuse() { say "refused: $*"; say "nothing was changed"; exit 2; }
 fail() { say "failed: $*"; exit 3; }
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 
+# parse_args "ALLOWED OPTIONS" "USAGE" ARGS...: sets $opts (the allowed options
+# given, space-separated) and $home (the one operand); refuses anything else.
+parse_args() {
+  allowed=$1
+  usage_line=$2
+  shift 2
+  opts=' '
+  home=''
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      -h|--help) usage; exit 0 ;;
+      -*)
+        case " $allowed " in
+          *" $1 "*) opts="$opts$1 " ;;
+          *) refuse "unknown option $1 (see --help)" ;;
+        esac ;;
+      *) [ -z "$home" ] || refuse "one KAFKA_HOME only (got $home and $1)"; home=$1 ;;
+    esac
+    shift
+  done
+  [ -n "$home" ] || refuse "usage: $usage_line"
+}
+
+# has_opt OPTION: whether parse_args saw OPTION.
+has_opt() {
+  case "$opts" in
+    *" $1 "*) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+
 sha256_of() {
   [ -f "$1" ] || fail "$1 is missing"
   if command -v sha256sum >/dev/null 2>&1; then

@@ -44,22 +44,8 @@ JARS='{{JARS}}'
 # ---- end of okp data ----
 
 {{COMMON}}
-dry_run=0
-ignore_arch=0
-accept_local=0
-home=''
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --dry-run) dry_run=1 ;;
-    --ignore-arch) ignore_arch=1 ;;
-    --accept-local-jars) accept_local=1 ;;
-    -h|--help) usage; exit 0 ;;
-    -*) refuse "unknown option $1 (see --help)" ;;
-    *) [ -z "$home" ] || refuse "one KAFKA_HOME only (got $home and $1)"; home=$1 ;;
-  esac
-  shift
-done
-[ -n "$home" ] || refuse "usage: sh install.sh [--dry-run] [--ignore-arch] [--accept-local-jars] KAFKA_HOME"
+parse_args "--dry-run --ignore-arch --accept-local-jars" \
+  "sh install.sh [--dry-run] [--ignore-arch] [--accept-local-jars] KAFKA_HOME" "$@"
 
 here=$(cd "$(dirname "$0")" && pwd) || fail "cannot find the bundle directory"
 home=$(kafka_home "$home")
@@ -105,7 +91,7 @@ while read -r jar upstream patched; do
     todo="$todo $jar"
   elif [ -f "$state/backup/$jar" ]; then
     refuse "libs/$jar (sha256 $have) changed after this bundle was installed; roll back (rollback.sh --force) or restore it"
-  elif [ "$accept_local" = 1 ]; then
+  elif has_opt --accept-local-jars; then
     say "libs/$jar is not the Maven Central jar (sha256 $have, Maven Central $upstream); accepted (--accept-local-jars): it is backed up as is"
     todo="$todo $jar"
   else
@@ -120,7 +106,7 @@ machine=$(uname -m 2>/dev/null || echo unknown)
 case " $MACHINES " in
   *" $machine "*) ;;
   *)
-    [ "$ignore_arch" = 1 ] ||
+    has_opt --ignore-arch ||
       refuse "this machine is $machine but the bundle is for $TARGET; use the bundle for this machine, or pass --ignore-arch"
     say "this machine is $machine, the bundle is for $TARGET; continuing (--ignore-arch; the jars are architecture-independent)" ;;
 esac
@@ -129,7 +115,7 @@ if [ -z "$todo" ] && [ -f "$state/installed" ]; then
   say "$BUNDLE is already installed in $home; nothing to do"
   exit 0
 fi
-if [ "$dry_run" = 1 ]; then
+if has_opt --dry-run; then
   say "dry run: would install $BUNDLE into $home, replacing:${todo:- nothing (every jar is in place; would record the installation)}"
   exit 0
 fi

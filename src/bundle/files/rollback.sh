@@ -22,20 +22,7 @@ set -eu
 SCRIPT=okp-rollback
 
 {{COMMON}}
-dry_run=0
-force=0
-home=''
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --dry-run) dry_run=1 ;;
-    --force) force=1 ;;
-    -h|--help) usage; exit 0 ;;
-    -*) refuse "unknown option $1 (see --help)" ;;
-    *) [ -z "$home" ] || refuse "one KAFKA_HOME only (got $home and $1)"; home=$1 ;;
-  esac
-  shift
-done
-[ -n "$home" ] || refuse "usage: sh rollback.sh [--dry-run] [--force] KAFKA_HOME"
+parse_args "--dry-run --force" "sh rollback.sh [--dry-run] [--force] KAFKA_HOME" "$@"
 
 home=$(kafka_home "$home")
 libs="$home/libs"
@@ -53,7 +40,7 @@ if [ -z "$record" ]; then
   # Install writes its record before it replaces any jar, so without one no jar
   # was replaced: what is here are backups and copies of an interrupted install
   # (or the empty directories of a rollback interrupted at its very end).
-  if [ "$dry_run" = 1 ]; then
+  if has_opt --dry-run; then
     say "dry run: would remove $state, left by an install that never replaced a jar"
     exit 0
   fi
@@ -77,7 +64,7 @@ while read -r jar original patched; do
   [ "$backup" = "$original" ] ||
     refuse "the backup of $jar is damaged (sha256 $backup, recorded $original)"
   if [ "$have" != "$patched" ]; then
-    [ "$force" = 1 ] ||
+    has_opt --force ||
       refuse "libs/$jar changed after $bundle was installed (sha256 $have); pass --force to overwrite it with the original"
     say "libs/$jar changed after install (sha256 $have); overwriting it with the original (--force)"
   fi
@@ -86,7 +73,7 @@ done <<JARS_EOF
 $jars
 JARS_EOF
 
-if [ "$dry_run" = 1 ]; then
+if has_opt --dry-run; then
   say "dry run: would roll $bundle back in $home, restoring:${todo:- nothing (every jar is already the original)}"
   exit 0
 fi
