@@ -182,6 +182,35 @@ fn real_minisign_and_sha_sums_accept_the_bundle() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["verified"], true);
     assert_eq!(v["manifest"]["release"], "3.9.2");
+    // Renamed, the bundle no longer is what its signature and manifest say.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = copy_bundle(&b, dir.path());
+    let renamed = dir.path().join("okp-observer-3.9.2-kraft-linux-aarch64.tar.gz");
+    for ext in ["", ".minisig", ".sha256", ".sha512"] {
+        std::fs::rename(format!("{}{ext}", copy.display()), format!("{}{ext}", renamed.display())).unwrap();
+    }
+    let o = verify(&renamed, &shared_pub());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("the file is called okp-observer-3.9.2-kraft-linux-aarch64.tar.gz"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("file is \"okp-observer-3.9.2-kraft-linux-x86_64.tar.gz\""), "{}", stdout(&o));
+}
+
+/// The verify report with hashes, key ids and times replaced.
+fn scrub_report(s: &str) -> String {
+    let hex = regex::Regex::new(r"[0-9a-fA-F]{16,}").unwrap();
+    let ts = regex::Regex::new(r"timestamp:\d+").unwrap();
+    ts.replace_all(&hex.replace_all(s, "[HEX]"), "timestamp:[T]").into_owned()
+}
+
+#[test]
+fn verify_reports_read_like_this() {
+    insta::assert_snapshot!("verified", scrub_report(&stdout(&verify(&shared_bundle(), &shared_pub()))));
+    let (_kd, key, public) = keys();
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join(format!("{NAME_3_9}.tar.gz"));
+    std::fs::write(&b, evil_tar("symlink")).unwrap();
+    resign(&b, &key);
+    insta::assert_snapshot!("symlink_refused", scrub_report(&stdout(&verify(&b, &public))));
 }
 
 #[test]
