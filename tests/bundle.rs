@@ -940,6 +940,18 @@ fn bad_input_is_exit_2() {
     let o = bundle(empty.path(), "x86_64", &key, empty.path());
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("okp-build.json"), "{}", stderr(&o));
+    // A build record whose values would reach the install script unquoted is refused, nothing written.
+    let build = tempfile::tempdir().unwrap();
+    copy_into(&built("3.9.2", "kraft"), build.path());
+    let rec = build.path().join("okp-build.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+    v["jars"][0]["upstream_sha256"] = "x'; rm -rf \"$HOME\"; echo '".into();
+    std::fs::write(&rec, serde_json::to_vec(&v).unwrap()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = bundle(build.path(), "x86_64", &key, out.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("64 lower-case hex digits"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
     let o = verify(&empty.path().join("missing.tar.gz"), &public);
     assert_eq!(o.status.code(), Some(2));
     let o = verify(&shared_bundle(), &empty.path().join("missing.pub"));

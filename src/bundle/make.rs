@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::archive;
 use super::layout::{self, JarInput};
-use super::manifest::{Artifact, Build, BuildRecord, Identity, Manifest};
+use super::manifest::{is_sha256, Artifact, Build, BuildRecord, Identity, Manifest};
 use super::sign;
 use super::target::{self, Target};
 use super::verify;
@@ -84,8 +84,15 @@ fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<la
     if have != want_sorted {
         return Err(bad(dir, format!("jars for modules {have:?}, but {release_v} {mode} replaces {want_sorted:?}")));
     }
+    // These values end up inside install.sh: only hex may pass.
+    if !is_sha256(&rec.patch_set_hash) {
+        return Err(bad(dir, format!("patch_set_hash `{}` is not a sha256", rec.patch_set_hash)));
+    }
     let mut jars = Vec::new();
     for j in &rec.jars {
+        if !is_sha256(&j.upstream_sha256) || !is_sha256(&j.sha256) {
+            return Err(bad(dir, format!("jar {}: sha256 values must be 64 lower-case hex digits", j.splice.jar)));
+        }
         let coord: Coordinate = j.upstream.parse().map_err(|e: String| bad(dir, e))?;
         let expected_name = format!("{}-{}.jar", coord.artifact, coord.version);
         if j.splice.jar != expected_name || !plain_file_name(&j.splice.jar) || coord.version != rec.release {
@@ -165,6 +172,9 @@ pub fn make(model: &Model, o: &Options) -> Result<Made> {
         return Err(Error::Usage(format!("native code in the bundle does not fit {}:\n  {}", o.target, problems.join("\n  "))));
     }
     let manifest = layout::manifest(&inputs, &files, native);
+    if let Err(problems) = manifest.validate() {
+        return Err(Error::Usage(format!("the bundle's manifest would be inconsistent:\n  {}", problems.join("\n  "))));
+    }
     let mut all = files;
     all.push(archive::File { path: super::manifest::FILE_NAME.into(), mode: archive::MODE_FILE, bytes: manifest.to_json().into_bytes() });
 
@@ -179,6 +189,19 @@ pub fn make(model: &Model, o: &Options) -> Result<Made> {
     let minisig = sign::sign(&sk, &bytes, &sign::trusted_comment(&file_name, &inputs.id, &inputs.patch_set_hash, now))?;
     let (s256, s512) = verify::sidecars(&file_name, &bytes);
 
+    // Check the result the way a user will, before anything is written.
+    let pk = minisign::PublicKey::from_secret_key(&sk).map_err(|e| Error::Usage(format!("cannot derive the public key: {e}")))?;
+    let outcome = verify::verify(&verify::Inputs {
+        file_name: &file_name,
+        bundle: &bytes,
+        pubkey: Some(&pk),
+        minisig: Some(&minisig),
+        sha256_file: Some(&s256),
+        sha512_file: Some(&s512),
+    });
+    if !outcome.verified() {
+        return Err(Error::External(format!("the bundle okp just made does not verify (a defect in okp); nothing was written:\n{}", verify::render(&outcome, &file_name))));
+    }
     std::fs::create_dir_all(o.out).map_err(|e| Error::io(format!("cannot create {}", o.out.display()), e))?;
     let bundle = o.out.join(&file_name);
     let mut sidecars = Vec::new();
@@ -195,18 +218,5 @@ pub fn make(model: &Model, o: &Options) -> Result<Made> {
         sidecars.push(sign::gpg_sign(&bundle, k)?);
     }
 
-    // Check the result the way a user will.
-    let pk = minisign::PublicKey::from_secret_key(&sk).map_err(|e| Error::Usage(format!("cannot derive the public key: {e}")))?;
-    let outcome = verify::verify(&verify::Inputs {
-        file_name: &file_name,
-        bundle: &bytes,
-        pubkey: Some(&pk),
-        minisig: Some(&minisig),
-        sha256_file: Some(&s256),
-        sha512_file: Some(&s512),
-    });
-    if !outcome.verified() {
-        return Err(Error::External(format!("the bundle okp just wrote does not verify (a defect in okp):\n{}", verify::render(&outcome, &file_name))));
-    }
     Ok(Made { bundle, sidecars, manifest, size: bytes.len() as u64 })
 }

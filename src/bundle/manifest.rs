@@ -111,7 +111,7 @@ pub fn mode_string(mode: u32) -> String {
     format!("{mode:04o}")
 }
 
-fn is_sha256(s: &str) -> bool {
+pub fn is_sha256(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
