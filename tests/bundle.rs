@@ -123,8 +123,12 @@ fn kafka_home(version: &str) -> tempfile::TempDir {
     }
     assert!(n >= 2, "the Maven local repository lacks the {version} jars");
     // A third-party jar, as the real libs/ is full of them.
-    let scala = std::fs::read_dir(m2().join("org/scala-lang/scala-library")).unwrap().next().unwrap().unwrap().path();
-    let scala_jar = std::fs::read_dir(&scala).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "jar")).unwrap();
+    let scala_jar = std::fs::read_dir(m2().join("org/scala-lang/scala-library"))
+        .unwrap()
+        .flat_map(|v| std::fs::read_dir(v.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jar") && !p.to_string_lossy().ends_with("-sources.jar"))
+        .expect("a scala-library jar in the Maven local repository");
     std::fs::copy(&scala_jar, libs.join(scala_jar.file_name().unwrap())).unwrap();
     h
 }
