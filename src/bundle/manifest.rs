@@ -274,7 +274,8 @@ mod tests {
 
     #[test]
     fn inconsistencies_are_named() {
-        let cases: Vec<(fn(&mut Manifest), &str)> = vec![
+        type Alter = fn(&mut Manifest);
+        let cases: Vec<(Alter, &str)> = vec![
             (|m| m.schema = "okp-bundle/2".into(), "schema"),
             (|m| m.release = "3.9".into(), "release"),
             (|m| m.target = "amd64".into(), "canonically"),
