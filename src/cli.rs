@@ -422,7 +422,7 @@ fn check_anchors(model: &Model, args: CheckArgs) -> Result<i32> {
         None => {
             let releases: Vec<&Release> = match args.version {
                 Some(v) => vec![model.matrix.require(v)?],
-                None => model.matrix.releases.iter().filter(|r| args.mode.map_or(true, |m| r.supports(m))).collect(),
+                None => model.matrix.releases.iter().filter(|r| args.mode.is_none_or(|m| r.supports(m))).collect(),
             };
             if let (Some(_), [r]) = (args.version, releases.as_slice()) {
                 if let Some(why) = &r.no_sources_jar {
@@ -543,7 +543,7 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
             .releases
             .iter()
             .filter(|r| !args.reference || r.reference)
-            .filter(|r| args.mode.map_or(true, |m| r.supports(m)))
+            .filter(|r| args.mode.is_none_or(|m| r.supports(m)))
             .collect();
         let base = args.out.clone().unwrap_or_else(|| PathBuf::from("okp-out"));
         let scratch = if args.check { Some(tempfile::tempdir().map_err(|e| Error::io("cannot create a scratch directory", e))?) } else { None };

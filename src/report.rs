@@ -29,7 +29,7 @@ fn count(report: &Report) -> (usize, usize) {
 
 fn check_table(report: &Report, verbose: bool) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "{:<8} {:<6} {:<8} {:>7}  {}", "release", "mode", "family", "anchors", "result");
+    let _ = writeln!(s, "{:<8} {:<6} {:<8} {:>7}  result", "release", "mode", "family", "anchors");
     for t in &report.targets {
         let good = t.anchors.iter().filter(|a| a.status == Status::Ok).count();
         let result = match &t.skipped {
@@ -187,7 +187,7 @@ fn check_junit(report: &Report) -> String {
 
 pub fn versions_table(m: &Matrix) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "{:<8} {:<9} {:<8} {:<8} {:<5} {}", "release", "modes", "family", "scala", "java", "jars replaced (zk | kraft)");
+    let _ = writeln!(s, "{:<8} {:<9} {:<8} {:<8} {:<5} jars replaced (zk | kraft)", "release", "modes", "family", "scala", "java");
     let mut notes: Vec<String> = Vec::new();
     for r in &m.releases {
         let modes = r.modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(",");

@@ -52,7 +52,7 @@ fn duplicated_anchor_is_ambiguous_with_every_location() {
         lines.splice(at..at, copy);
     });
     assert_eq!(code, 1);
-    assert!(out.contains(&format!("found 2 times, at lines")), "{out}");
+    assert!(out.contains(&"found 2 times, at lines".to_string()), "{out}");
     assert!(out.contains(&a.id));
     insta::assert_snapshot!("duplicated", out);
 }

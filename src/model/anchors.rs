@@ -103,7 +103,7 @@ pub struct Anchor {
 
 impl Anchor {
     pub fn covers(&self, v: KafkaVersion) -> bool {
-        self.from <= v && self.to.map_or(true, |to| v <= to)
+        self.from <= v && self.to.is_none_or(|to| v <= to)
     }
 }
 

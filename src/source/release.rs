@@ -38,7 +38,7 @@ impl ReleaseTree {
     }
 
     /// The jar entry a repository path maps to: (module dir, entry name).
-    fn locate<'p>(path: &'p str) -> Option<(&'p str, &'p str)> {
+    fn locate(path: &str) -> Option<(&str, &str)> {
         let (module, rest) = path.split_once('/')?;
         ROOTS.iter().find_map(|(root, ext)| {
             let entry = rest.strip_prefix(root)?;
