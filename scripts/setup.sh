@@ -14,6 +14,8 @@ command -v minisign >/dev/null 2>&1 || need+=(minisign)
 command -v gpg >/dev/null 2>&1 || need+=(gnupg)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 command -v dash >/dev/null 2>&1 || need+=(dash)
+# unzip lists and extracts jar entries in tests/build.rs, independently of okp.
+command -v unzip >/dev/null 2>&1 || need+=(unzip)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
