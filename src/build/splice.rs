@@ -28,7 +28,7 @@ fn registry_for(module: &str) -> &'static str {
     }
 }
 
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct JarResult {
     pub module: String,
     pub upstream: String,
@@ -38,7 +38,9 @@ pub struct JarResult {
     pub splice: SpliceReport,
 }
 
-#[derive(Debug, serde::Serialize)]
+/// okp-build.json: what a build produced and from what. Written by the
+/// splice backend, read back by `okp bundle`.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct BuildRecord {
     pub okp_version: String,
     pub release: String,
@@ -50,6 +52,7 @@ pub struct BuildRecord {
     /// Repository paths recompiled (our new files and the edited upstream files).
     pub sources: Vec<String>,
     pub jars: Vec<JarResult>,
+    #[serde(default)]
     pub seconds: BTreeMap<String, f64>,
 }
 

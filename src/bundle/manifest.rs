@@ -197,37 +197,8 @@ impl Manifest {
     }
 }
 
-/// The parts of okp-build.json a bundle is made from. Read leniently (a newer
-/// record may carry more), checked strictly where it matters (in `bundle`).
-#[derive(Debug, Deserialize)]
-pub struct BuildRecord {
-    pub release: String,
-    pub mode: String,
-    pub family: String,
-    pub patch_set_hash: String,
-    pub backend: String,
-    pub compilers: BTreeMap<String, String>,
-    pub sources: Vec<String>,
-    pub jars: Vec<BuildJar>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct BuildJar {
-    pub module: String,
-    pub upstream: String,
-    pub upstream_sha256: String,
-    pub sha256: String,
-    pub splice: BuildSplice,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct BuildSplice {
-    /// The jar's file name (beside okp-build.json).
-    pub jar: String,
-    pub replaced: Vec<String>,
-    pub added: Vec<String>,
-    pub removed: Vec<String>,
-}
+/// okp-build.json, as the splice backend writes it.
+pub use crate::build::splice::BuildRecord;
 
 #[cfg(test)]
 mod tests {
