@@ -372,10 +372,10 @@ public final class ObserverIdsContractTest {
         c.env.put(FILE_ENV, f.toString());
         c.env.put(IDS_ENV, "8");
         c.open();
-        c.expect("unreadable from the start: empty set, env ids not used");
-        c.expectLogs("WARN with the empty kept set",
-            "WARN Cannot read observer ids file <dir>/d.ids (java.io.IOException: Is a directory); "
-                + "keeping last good set []");
+        c.expect("unreadable from the start: fails safe to the env ids", 8);
+        c.expectLogs("WARN naming the env fallback",
+            "WARN Cannot read observer ids file <dir>/d.ids (java.io.IOException: Is a directory) "
+                + "before any good read; using env KAFKA_OBSERVER_BROKER_IDS: [8]");
     }
 
     static void deletedFileFallsBackToEnv(Ctx c) throws IOException {

@@ -26,8 +26,9 @@ import org.slf4j.LoggerFactory
  * a comment that runs to the end of its line; a token that is not a plain decimal number in
  * 0..2147483647 is ignored, because a stray character written at 3 a.m. must not stop a broker.
  *
- * A file that exists but cannot be read keeps the last good set and logs a WARN; nothing here
- * throws. Every change of the set is logged at INFO with before/after/added/removed.
+ * A file that exists but cannot be read keeps the last good set and logs a WARN; before the first
+ * good read there is none, so it fails safe to `KAFKA_OBSERVER_BROKER_IDS`. Nothing here throws.
+ * Every change of the set is logged at INFO with before/after/added/removed.
  *
  * The KRaft controller holds the same rules in `org.apache.kafka.controller.ObserverReplicas`
  * (metadata must not depend on core); a change here must be made there too, and
@@ -88,11 +89,19 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
     } catch {
       // The timestamp still advances, so a broken file costs one read and one WARN per 5 s,
       // not one per call on the fetch path.
-      case NonFatal(e) =>
-        val source = if (seen == null) "none" else seen.source
-        if (snapshot.compareAndSet(seen, new Snapshot(before, source, now)))
+      case NonFatal(e) if seen != null =>
+        if (snapshot.compareAndSet(seen, new Snapshot(before, seen.source, now)))
           log.warn(s"Cannot read observer ids file $path ($e); keeping last good set ${show(before)}")
         before
+      // No good read yet, so no last good set: fail safe to the env ids rather than to none,
+      // which would let every observer into the ISR until the file is readable.
+      case NonFatal(e) =>
+        val fromEnv = env.apply(ObserverIds.IdsEnv)
+        val kept = if (fromEnv == null) Set.empty[Int] else parse(fromEnv)
+        val shown = if (fromEnv == null) "unset" else show(kept)
+        if (snapshot.compareAndSet(null, new Snapshot(kept, s"env ${ObserverIds.IdsEnv} (file unreadable)", now)))
+          log.warn(s"Cannot read observer ids file $path ($e) before any good read; using env ${ObserverIds.IdsEnv}: $shown")
+        kept
     }
   }
 

@@ -110,11 +110,22 @@ final class ObserverReplicas {
             } catch (Exception e) {
                 // The timestamp still advances, so a broken file costs one read and one WARN per
                 // 5 s, not one per call on the request path.
-                String source = seen == null ? "none" : seen.source;
-                if (snapshot.compareAndSet(seen, new Snapshot(before, source, now))) {
-                    LOG.warn("Cannot read observer ids file {} ({}); keeping last good set {}", path, e, show(before));
+                if (seen != null) {
+                    if (snapshot.compareAndSet(seen, new Snapshot(before, seen.source, now))) {
+                        LOG.warn("Cannot read observer ids file {} ({}); keeping last good set {}", path, e, show(before));
+                    }
+                    return before;
                 }
-                return before;
+                // No good read yet, so no last good set: fail safe to the env ids rather than to
+                // none, which would let every observer into the ISR until the file is readable.
+                String fromEnv = env.apply(IDS_ENV);
+                Set<Integer> kept = fromEnv == null ? Collections.<Integer>emptySet() : parse(fromEnv);
+                String shown = fromEnv == null ? "unset" : show(kept);
+                if (snapshot.compareAndSet(null, new Snapshot(kept, "env " + IDS_ENV + " (file unreadable)", now))) {
+                    LOG.warn("Cannot read observer ids file {} ({}) before any good read; using env {}: {}",
+                        path, e, IDS_ENV, shown);
+                }
+                return kept;
             }
         }
 
