@@ -20,9 +20,6 @@ fn unzip_entry(jar: &Path, entry: &str) -> Vec<u8> {
     o.stdout
 }
 
-fn m2() -> std::path::PathBuf {
-    std::env::var_os("OKP_MAVEN_REPO_LOCAL").map(Into::into).unwrap_or_else(|| Path::new(&std::env::var("HOME").unwrap()).join(".m2/repository"))
-}
 
 #[test]
 fn splice_build_changes_only_the_patched_classes_and_they_call_the_registry() {

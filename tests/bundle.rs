@@ -18,25 +18,11 @@ use std::sync::OnceLock;
 
 const NAME_3_9: &str = "okp-observer-3.9.2-kraft-linux-x86_64";
 
-fn m2() -> PathBuf {
-    std::env::var_os("OKP_MAVEN_REPO_LOCAL").map(Into::into).unwrap_or_else(|| Path::new(&std::env::var("HOME").unwrap()).join(".m2/repository"))
-}
-
 /// A splice build of (version, mode), made once per build directory.
 fn built(version: &str, mode: &str) -> PathBuf {
-    let base = repo_root().join("target").join("okp-test-bundles");
-    let dir = base.join(format!("build-{version}-{mode}"));
-    if dir.join("okp-build.json").is_file() {
-        return dir;
-    }
-    std::fs::create_dir_all(&base).unwrap();
-    let staging = tempfile::tempdir_in(&base).unwrap();
-    let out = staging.path().join("b");
-    let o = okp().args(["build", "--version", version, "--mode", mode, "--out"]).arg(&out).output().unwrap();
-    assert!(o.status.success(), "okp build {version} {mode}: {}", stderr(&o));
-    std::fs::remove_dir_all(out.join("work")).unwrap();
-    // Another test binary may have won the race; both are the same build.
-    let _ = std::fs::rename(&out, &dir);
+    let dir = cached_output("okp-test-bundles", &format!("build-{version}-{mode}"), "okp-build.json", &["build", "--version", version, "--mode", mode]);
+    // The compile's scratch files are not part of a build's output.
+    let _ = std::fs::remove_dir_all(dir.join("work"));
     dir
 }
 

@@ -25,24 +25,34 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A pristine tree of a real release's sources (from its Maven Central
-/// sources jars, through `okp sources`), laid out once per build directory
-/// and shared read-only by the tests. Tests copy what they alter.
-pub fn release_tree(version: &str) -> PathBuf {
-    let base = repo_root().join("target").join("okp-test-trees");
-    let dir = base.join(version);
-    if dir.join(".okp-source.json").is_file() {
+/// The Maven local repository okp and its tests use.
+pub fn m2() -> PathBuf {
+    std::env::var_os("OKP_MAVEN_REPO_LOCAL").map(Into::into).unwrap_or_else(|| Path::new(&std::env::var("HOME").unwrap()).join(".m2/repository"))
+}
+
+/// The output of `okp <args> --out DIR`, made once per build directory under
+/// target/`group`/`name` and shared read-only; `marker` is a file the output
+/// always holds. Concurrent test binaries may race; both outputs are the same.
+pub fn cached_output(group: &str, name: &str, marker: &str, args: &[&str]) -> PathBuf {
+    let base = repo_root().join("target").join(group);
+    let dir = base.join(name);
+    if dir.join(marker).is_file() {
         return dir;
     }
     std::fs::create_dir_all(&base).unwrap();
     let staging = tempfile::tempdir_in(&base).unwrap();
-    let out = staging.path().join("tree");
-    let o = okp().args(["sources", "--version", version, "--out"]).arg(&out).output().unwrap();
-    assert!(o.status.success(), "okp sources {version} failed: {}", stderr(&o));
-    // Another test may have won the race; either tree is the same release.
+    let out = staging.path().join("out");
+    let o = okp().args(args).arg("--out").arg(&out).output().unwrap();
+    assert!(o.status.success(), "okp {args:?} failed: {}", stderr(&o));
     let _ = std::fs::rename(&out, &dir);
-    assert!(dir.join(".okp-source.json").is_file());
+    assert!(dir.join(marker).is_file());
     dir
+}
+
+/// A pristine tree of a real release's sources (from its Maven Central
+/// sources jars, through `okp sources`). Tests copy what they alter.
+pub fn release_tree(version: &str) -> PathBuf {
+    cached_output("okp-test-trees", version, ".okp-source.json", &["sources", "--version", version])
 }
 
 /// Copies the files of `src` that okp reads (the anchored ones and the
@@ -119,20 +129,9 @@ pub fn scrub(s: &str, tmp: &Path) -> String {
 }
 
 /// A tree holding only the files the anchors of `version` touch (plus the
-/// marker), laid out once by `okp sources --hooked` and shared read-only.
+/// marker), laid out by `okp sources --hooked`.
 pub fn hooked_tree(version: &str) -> PathBuf {
-    let base = repo_root().join("target").join("okp-test-trees");
-    let dir = base.join(format!("hooked-{version}"));
-    if dir.join(".okp-source.json").is_file() {
-        return dir;
-    }
-    std::fs::create_dir_all(&base).unwrap();
-    let staging = tempfile::tempdir_in(&base).unwrap();
-    let out = staging.path().join("tree");
-    let o = okp().args(["sources", "--hooked", "--version", version, "--out"]).arg(&out).output().unwrap();
-    assert!(o.status.success(), "okp sources --hooked {version}: {}", stderr(&o));
-    let _ = std::fs::rename(&out, &dir);
-    dir
+    cached_output("okp-test-trees", &format!("hooked-{version}"), ".okp-source.json", &["sources", "--hooked", "--version", version])
 }
 
 /// A private copy of a whole tree.
