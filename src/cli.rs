@@ -104,6 +104,13 @@ enum Command {
     /// Exit 0 when built, 1 when a compile or the Gradle build failed, 2 on bad
     /// input, 3 when a tool is missing or Maven Central cannot be reached.
     Build(BuildArgs),
+    /// Start a real patched cluster on 127.0.0.1 and prove the observer semantics (scenarios S1–S8 and more).
+    ///
+    /// Writes the evidence to DIR/<release>-<mode>[-upstream]/ and the matrix
+    /// page DIR/VERIFY.md. Exit 0 when every scenario passed (with --upstream:
+    /// when every gate scenario failed, as it must on unpatched jars), 1 when
+    /// not, 2 on bad input, 3 when Java, Maven or a port is unavailable.
+    Verify(VerifyArgs),
     /// Make a bundle signing key pair (minisign format): PREFIX.key (secret, mode 0600) and PREFIX.pub.
     ///
     /// The password comes from OKP_KEY_PASSWORD or a prompt on a terminal; the
@@ -248,6 +255,42 @@ struct BuildArgs {
 }
 
 #[derive(Args, Debug)]
+struct VerifyArgs {
+    /// The release (default: 3.9.2, the last release with both modes).
+    #[arg(long, value_name = "V")]
+    version: Option<KafkaVersion>,
+    /// zk or kraft (default: zk where the release has it, else kraft).
+    #[arg(long, value_name = "M")]
+    mode: Option<Mode>,
+    /// Run on the release's unpatched jars: the negative control.
+    #[arg(long, conflicts_with = "jars")]
+    upstream: bool,
+    /// A directory written by `okp build` (default: a splice build, cached per patch-set hash).
+    #[arg(long, value_name = "DIR")]
+    jars: Option<PathBuf>,
+    /// Comma-separated scenario ids (default: all; with --upstream: the gates INIT,LAT,S4).
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    scenarios: Vec<String>,
+    /// replica.lag.time.max.ms of the brokers.
+    #[arg(long, value_name = "MS", default_value_t = 3000)]
+    lag_ms: u64,
+    /// ZooKeeper / KRaft broker session timeout.
+    #[arg(long, value_name = "MS", default_value_t = 4000)]
+    session_ms: u64,
+    /// Where the evidence goes.
+    #[arg(long, value_name = "DIR", default_value = "evidence")]
+    evidence: PathBuf,
+    /// Keep the run directory (configs, node logs) even when everything passed.
+    #[arg(long)]
+    keep: bool,
+    /// First of 14 consecutive loopback ports (default: the first free block from 29100).
+    #[arg(long, value_name = "PORT")]
+    base_port: Option<u16>,
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    format: ListFormat,
+}
+
+#[derive(Args, Debug)]
 struct TreeTarget {
     /// The release (default: what the checkout's gradle.properties says).
     #[arg(long, value_name = "V")]
@@ -306,6 +349,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         }
         Command::CheckAnchors(args) => check_anchors(&model, args),
         Command::Build(args) => build(&model, cli.patches.as_deref(), args),
+        Command::Verify(args) => verify(&model, cli.patches.as_deref(), args),
         Command::Show { version, mode, format } => patch::show(&model, cli.patches.as_deref(), version, mode, format == ListFormat::Json),
         Command::Apply { target, force, dry_run, commit } => patch::apply(
             &model,
@@ -655,6 +699,60 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory.
+fn verify(model: &Model, patches: Option<&Path>, args: VerifyArgs) -> Result<i32> {
+    use crate::scenarios::{self, Flavor};
+    let version = args.version.unwrap_or(crate::version::KafkaVersion::new(3, 9, 2));
+    let release = model.matrix.require(version)?.clone();
+    if let Some(why) = &release.no_sources_jar {
+        if !args.upstream && args.jars.is_none() {
+            return Err(Error::Usage(format!("release {version}: {why}; okp verify needs a splice build (give --jars DIR from another build, or --upstream)")));
+        }
+    }
+    let mode = match args.mode {
+        Some(m) if !release.supports(m) => {
+            let why = release.kraft_note.clone().unwrap_or_else(|| format!("{version} has no {m} mode"));
+            return Err(Error::Usage(format!("release {version} does not support {m}: {why}")));
+        }
+        Some(m) => m,
+        None if release.supports(Mode::Zk) => Mode::Zk,
+        None => Mode::Kraft,
+    };
+    let flavor = if args.upstream { Flavor::Upstream } else { Flavor::Patched };
+    let ids: Vec<String> = if !args.scenarios.is_empty() {
+        args.scenarios.clone()
+    } else if args.upstream {
+        scenarios::SCENARIOS.iter().filter(|s| s.gate).map(|s| s.id.to_string()).collect()
+    } else {
+        scenarios::SCENARIOS.iter().map(|s| s.id.to_string()).collect()
+    };
+    let mut selected = Vec::new();
+    for id in &ids {
+        match scenarios::by_id(id.trim()) {
+            Some(s) => selected.push(s),
+            None => {
+                let known: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).collect();
+                return Err(Error::Usage(format!("unknown scenario `{id}`; known: {}", known.join(", "))));
+            }
+        }
+    }
+    if args.lag_ms < 500 || args.session_ms < 1000 {
+        return Err(Error::Usage("--lag-ms must be at least 500 and --session-ms at least 1000".into()));
+    }
+    let opts = crate::verify::Options {
+        release,
+        mode,
+        flavor,
+        jars: args.jars,
+        scenarios: selected,
+        timers: crate::cluster::Timers { lag_ms: args.lag_ms, session_ms: args.session_ms },
+        evidence: args.evidence,
+        keep: args.keep,
+        base_port: args.base_port,
+        json: args.format == ListFormat::Json,
+    };
+    crate::verify::run(model, patches, opts)
+}
+
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;

@@ -7,6 +7,7 @@ mod build;
 mod bundle;
 mod check;
 mod cli;
+mod cluster;
 mod error;
 mod gitwt;
 mod maven;
@@ -14,8 +15,10 @@ mod model;
 mod patch;
 mod patchset;
 mod report;
+mod scenarios;
 mod source;
 mod tx;
+mod verify;
 mod version;
 
 use clap::Parser;

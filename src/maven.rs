@@ -63,7 +63,15 @@ impl Maven {
     /// runtime dependencies, as mvn resolves them. Cached beside the local
     /// repository (okp-classpath/), so a warm cache runs no mvn.
     pub fn classpath(&self, c: &Coordinate) -> Result<Vec<PathBuf>> {
-        let cache = self.repo_local.join("okp-classpath").join(format!("{}-{}-{}.txt", c.group, c.artifact, c.version));
+        self.classpath_of(std::slice::from_ref(c), &format!("{}-{}-{}", c.group, c.artifact, c.version))
+    }
+
+    /// The runtime classpath of several artifacts resolved together (one
+    /// version per group:artifact, as Maven mediates it), with the first
+    /// artifact's jar leading. `key` names the cache file.
+    pub fn classpath_of(&self, deps: &[Coordinate], key: &str) -> Result<Vec<PathBuf>> {
+        let first = deps.first().ok_or_else(|| Error::Source("classpath of nothing".into()))?;
+        let cache = self.repo_local.join("okp-classpath").join(format!("{key}.txt"));
         if let Ok(text) = std::fs::read_to_string(&cache) {
             let paths: Vec<PathBuf> = std::env::split_paths(text.trim()).collect();
             if !paths.is_empty() && paths.iter().all(|p| p.is_file()) {
@@ -73,10 +81,10 @@ impl Maven {
         let work = tempfile::tempdir().map_err(|e| Error::io("cannot create a temporary directory for mvn", e))?;
         let pom = work.path().join("pom.xml");
         let out = work.path().join("classpath.txt");
-        let dep = format!(
-            "<dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version></dependency>",
-            c.group, c.artifact, c.version
-        );
+        let dep: String = deps
+            .iter()
+            .map(|c| format!("<dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version></dependency>", c.group, c.artifact, c.version))
+            .collect();
         let xml = format!(
             "<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n  <modelVersion>4.0.0</modelVersion>\n  <groupId>okp.fetch</groupId>\n  <artifactId>classpath</artifactId>\n  <version>0</version>\n  <packaging>pom</packaging>\n  <dependencies>{dep}</dependencies>\n</project>\n"
         );
@@ -89,19 +97,22 @@ impl Maven {
         }
         cmd.arg(format!("org.apache.maven.plugins:maven-dependency-plugin:{DEPENDENCY_PLUGIN_VERSION}:build-classpath"));
         cmd.arg(format!("-Dmdep.outputFile={}", out.display())).arg("-Dmdep.includeScope=runtime");
-        eprintln!("okp: resolving the classpath of {c} with mvn");
+        let names = deps.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
+        eprintln!("okp: resolving the classpath of {names} with mvn");
         let o = cmd.output().map_err(|e| Error::External(format!("cannot run `{}` ({e}); install Maven or set OKP_MVN", self.mvn)))?;
         if !o.status.success() {
             let log = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-            return Err(classify_failure(&log, &c.to_string()));
+            return Err(classify_failure(&log, &names));
         }
         let text = std::fs::read_to_string(&out).map_err(|e| Error::io("mvn wrote no classpath", e))?;
         let mut paths: Vec<PathBuf> = std::env::split_paths(text.trim()).collect();
-        // The artifact itself leads, then its dependencies in mvn's order.
-        paths.insert(0, self.ensure(&[(c.clone(), None)])?.remove(0));
+        // The first artifact leads, then the rest in mvn's order.
+        let lead = self.ensure(&[(first.clone(), None)])?.remove(0);
+        paths.retain(|p| p != &lead);
+        paths.insert(0, lead);
         if let Some(d) = cache.parent() {
             let _ = std::fs::create_dir_all(d);
-            let joined = std::env::join_paths(&paths).map_err(|e| Error::Source(format!("classpath of {c}: {e}")))?;
+            let joined = std::env::join_paths(&paths).map_err(|e| Error::Source(format!("classpath of {names}: {e}")))?;
             let _ = std::fs::write(&cache, joined.to_string_lossy().as_bytes());
         }
         Ok(paths)

@@ -1,0 +1,642 @@
+//! A local Kafka cluster of real processes on 127.0.0.1 for one release and
+//! mode: ZooKeeper plus brokers 1–4, or controllers 101–103 plus brokers 1–4.
+//! Broker 4 is the observer. Each node has its own directory (config, data,
+//! stdout.log, observer.ids), so scenarios can give nodes different files.
+//!
+//! The cluster owns every process it starts and stops them all in `down`, in
+//! Drop, and from the Ctrl-C handler. The typed helpers here (describe,
+//! produce, consume, …) run the release's own tools and write each command and
+//! its output to the run's journal, which becomes the evidence.
+
+pub mod journal;
+pub mod node;
+pub mod probe;
+pub mod runtime;
+pub mod tools;
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::model::Mode;
+use journal::Journal;
+use node::{Node, Role};
+use runtime::Runtime;
+use tools::{Output, PartitionState, Runner, Tool};
+
+pub const OBSERVER: i32 = 4;
+pub const BROKERS: [i32; 4] = [1, 2, 3, 4];
+pub const CONTROLLERS: [i32; 3] = [101, 102, 103];
+
+/// Shortened timers, so a suite takes minutes (all configurable from the CLI).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Timers {
+    /// replica.lag.time.max.ms
+    pub lag_ms: u64,
+    /// zookeeper.session.timeout.ms / broker.session.timeout.ms
+    pub session_ms: u64,
+}
+
+pub struct Cluster {
+    pub mode: Mode,
+    pub rt: Runtime,
+    pub timers: Timers,
+    pub run_dir: PathBuf,
+    pub base_port: u16,
+    pub nodes: Vec<Node>,
+    pub tools: Runner,
+    pub journal: Journal,
+    server_jvm: Vec<String>,
+    pub cluster_id: Option<String>,
+}
+
+impl Cluster {
+    /// Configures and starts the whole cluster, waiting until every node is ready.
+    pub fn up(mode: Mode, rt: Runtime, timers: Timers, run_dir: &Path, base_port: Option<u16>, journal: Journal) -> Result<Cluster> {
+        node::install_interrupt_handler();
+        let base_port = match base_port {
+            Some(p) => p,
+            None => free_port_block()?,
+        };
+        let (server_log, tool_log) = rt.write_logging(run_dir)?;
+        let server_jvm = vec!["-Xms64m".into(), "-Xmx320m".into(), "-XX:+UseSerialGC".into(), "-XX:TieredStopAtLevel=1".into(), "-Djava.awt.headless=true".into(), server_log];
+        let tool_jvm = vec!["-Xms16m".into(), "-Xmx128m".into(), "-XX:+UseSerialGC".into(), "-XX:TieredStopAtLevel=1".into(), "-Xshare:auto".into(), tool_log];
+        let index = rt.class_index()?;
+        let classes = tools::resolve(&index);
+        let scratch = run_dir.join("tools");
+        std::fs::create_dir_all(&scratch).map_err(|e| Error::io(format!("cannot create {}", scratch.display()), e))?;
+        let runner = Runner::new(rt.java.clone(), rt.classpath_string(), tool_jvm, classes, scratch);
+        let mut c = Cluster { mode, rt, timers, run_dir: run_dir.to_path_buf(), base_port, nodes: Vec::new(), tools: runner, journal, server_jvm, cluster_id: None };
+        c.configure()?;
+        let t0 = Instant::now();
+        c.start_all()?;
+        c.journal.note(&format!("cluster up in {:.1} s (ports {}..{})", t0.elapsed().as_secs_f64(), base_port, base_port + 13));
+        Ok(c)
+    }
+
+    pub fn broker_port(&self, id: i32) -> u16 {
+        self.base_port + id as u16
+    }
+
+    fn controller_port(&self, id: i32) -> u16 {
+        self.base_port + 10 + (id - 100) as u16
+    }
+
+    fn configure(&mut self) -> Result<()> {
+        let server_class = self.tools.class(Tool::Server)?.to_string();
+        let voters = CONTROLLERS.iter().map(|id| format!("{id}@127.0.0.1:{}", self.controller_port(*id))).collect::<Vec<_>>().join(",");
+        let mut nodes = Vec::new();
+        if self.mode == Mode::Zk {
+            let dir = self.run_dir.join("zk");
+            mkdir(&dir.join("data"))?;
+            let cfg = format!(
+                "dataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\ntickTime=500\nmaxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n",
+                dir.join("data").display(),
+                self.base_port
+            );
+            write(&dir.join("zoo.cfg"), &cfg)?;
+            let zk_class = self.tools.class(Tool::ZooKeeper)?.to_string();
+            let argv = self.server_argv(&zk_class, &dir.join("zoo.cfg"));
+            nodes.push(Node::new("zk", Role::ZooKeeper, 0, self.base_port, dir, argv, vec![]));
+        } else {
+            for id in CONTROLLERS {
+                let dir = self.run_dir.join(format!("c{id}"));
+                mkdir(&dir.join("data"))?;
+                let port = self.controller_port(id);
+                let props = format!(
+                    "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={voters}\ncontroller.listener.names=CONTROLLER\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT\nlisteners=CONTROLLER://127.0.0.1:{port}\nlog.dirs={}\nnum.io.threads=2\nnum.network.threads=2\nbackground.threads=2\nbroker.session.timeout.ms={}\nbroker.heartbeat.interval.ms=1000\n",
+                    dir.join("data").display(),
+                    self.timers.session_ms
+                );
+                write(&dir.join("server.properties"), &props)?;
+                let argv = self.server_argv(&server_class, &dir.join("server.properties"));
+                let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), dir.join("observer.ids").display().to_string())];
+                nodes.push(Node::new(&format!("controller-{id}"), Role::Controller, id, port, dir, argv, env));
+            }
+        }
+        for id in BROKERS {
+            let dir = self.run_dir.join(format!("b{id}"));
+            mkdir(&dir.join("data"))?;
+            let port = self.broker_port(id);
+            let mut props = String::new();
+            if self.mode == Mode::Zk {
+                props.push_str(&format!("broker.id={id}\nzookeeper.connect=127.0.0.1:{}\nzookeeper.session.timeout.ms={}\n", self.base_port, self.timers.session_ms));
+            } else {
+                props.push_str(&format!(
+                    "process.roles=broker\nnode.id={id}\ncontroller.quorum.voters={voters}\ncontroller.listener.names=CONTROLLER\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\ninter.broker.listener.name=PLAINTEXT\nbroker.session.timeout.ms={}\nbroker.heartbeat.interval.ms=1000\n",
+                    self.timers.session_ms
+                ));
+            }
+            props.push_str(&format!("listeners=PLAINTEXT://127.0.0.1:{port}\nadvertised.listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={}\n", dir.join("data").display()));
+            props.push_str(&format!(
+                "num.partitions=1\ndefault.replication.factor=3\noffsets.topic.replication.factor=3\noffsets.topic.num.partitions=4\ntransaction.state.log.replication.factor=3\ntransaction.state.log.min.isr=2\ntransaction.state.log.num.partitions=4\ngroup.initial.rebalance.delay.ms=0\nauto.leader.rebalance.enable=false\nreplica.lag.time.max.ms={}\nreplica.fetch.wait.max.ms=200\nnum.network.threads=2\nnum.io.threads=2\nnum.replica.fetchers=1\nbackground.threads=2\nnum.recovery.threads.per.data.dir=1\nlog.cleaner.enable=false\nlog.flush.offset.checkpoint.interval.ms=1000\n",
+                self.timers.lag_ms
+            ));
+            write(&dir.join("server.properties"), &props)?;
+            let argv = self.server_argv(&server_class, &dir.join("server.properties"));
+            let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), dir.join("observer.ids").display().to_string())];
+            nodes.push(Node::new(&format!("broker-{id}"), Role::Broker, id, port, dir, argv, env));
+        }
+        self.nodes = nodes;
+        let all: Vec<i32> = self.kafka_nodes();
+        self.set_observers(&all, "4\n")?;
+        let listing: Vec<String> = self.nodes.iter().map(|n| format!("{} port {} dir {}", n.name, n.port, n.dir.display())).collect();
+        self.journal.note(&format!("nodes:\n  {}", listing.join("\n  ")));
+        Ok(())
+    }
+
+    fn server_argv(&self, class: &str, config: &Path) -> Vec<String> {
+        let mut a = self.server_jvm.clone();
+        a.push(class.to_string());
+        a.push(config.display().to_string());
+        a
+    }
+
+    /// Every node that reads an observer.ids file (brokers, and KRaft controllers).
+    pub fn kafka_nodes(&self) -> Vec<i32> {
+        self.nodes.iter().filter(|n| n.role != Role::ZooKeeper).map(|n| n.id).collect()
+    }
+
+    pub fn controllers(&self) -> Vec<i32> {
+        self.nodes.iter().filter(|n| n.role == Role::Controller).map(|n| n.id).collect()
+    }
+
+    fn ready_marker(&self, role: Role) -> &'static str {
+        match (role, self.mode) {
+            (Role::ZooKeeper, _) => "binding to port",
+            (_, Mode::Zk) => "] started (kafka.server.KafkaServer)",
+            (_, Mode::Kraft) => "Kafka Server started",
+        }
+    }
+
+    fn start_all(&mut self) -> Result<()> {
+        if self.mode == Mode::Kraft {
+            self.format_storage()?;
+        } else {
+            let cp = self.rt.classpath_string();
+            let java = self.rt.java.clone();
+            let zk = self.node_mut_by_role(Role::ZooKeeper)?;
+            zk.start(&java, &cp)?;
+            let port = zk.port;
+            let t0 = Instant::now();
+            while TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_millis(200)).is_err() {
+                if t0.elapsed() > Duration::from_secs(30) {
+                    let zk = self.node_mut_by_role(Role::ZooKeeper)?;
+                    return Err(Error::External(format!("ZooKeeper did not listen on 127.0.0.1:{port} within 30 s; last lines:\n{}", zk.tail(20))));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        let ids: Vec<i32> = self.kafka_nodes();
+        for id in &ids {
+            self.start_node(*id)?;
+        }
+        for id in &ids {
+            self.wait_node_ready(*id)?;
+        }
+        Ok(())
+    }
+
+    fn format_storage(&mut self) -> Result<()> {
+        let mut raw = [0u8; 16];
+        getrandom(&mut raw)?;
+        let id = <ct_codecs::Base64UrlSafeNoPadding as ct_codecs::Encoder>::encode_to_string(raw).map_err(|e| Error::Source(format!("cluster id: {e}")))?;
+        self.cluster_id = Some(id.clone());
+        let mut running = Vec::new();
+        for n in &self.nodes {
+            let cfg = n.dir.join("server.properties").display().to_string();
+            running.push((n.name.clone(), self.tools.spawn(Tool::Storage, &["format".into(), "-t".into(), id.clone(), "-c".into(), cfg], None)?));
+        }
+        for (name, r) in running {
+            let out = r.finish(Duration::from_secs(120));
+            self.journal.tool(&format!("format {name}"), &out);
+            if !out.ok() {
+                return Err(Error::External(format!("formatting {name} failed (rc {}): {}", out.rc, out.stderr.lines().last().unwrap_or(""))));
+            }
+        }
+        Ok(())
+    }
+
+    fn node_mut_by_role(&mut self, role: Role) -> Result<&mut Node> {
+        self.nodes.iter_mut().find(|n| n.role == role).ok_or_else(|| Error::Source(format!("no {role:?} node")))
+    }
+
+    pub fn node(&self, id: i32) -> &Node {
+        self.nodes.iter().find(|n| n.id == id && n.role != Role::ZooKeeper).expect("node ids are fixed by the topology")
+    }
+
+    pub fn node_mut(&mut self, id: i32) -> &mut Node {
+        self.nodes.iter_mut().find(|n| n.id == id && n.role != Role::ZooKeeper).expect("node ids are fixed by the topology")
+    }
+
+    pub fn start_node(&mut self, id: i32) -> Result<()> {
+        let cp = self.rt.classpath_string();
+        let java = self.rt.java.clone();
+        self.node_mut(id).start(&java, &cp)
+    }
+
+    pub fn wait_node_ready(&mut self, id: i32) -> Result<Duration> {
+        let marker = self.ready_marker(self.node(id).role);
+        self.node_mut(id).wait_ready(marker, Duration::from_secs(120))
+    }
+
+    /// Starts a stopped node and waits for it; returns the seconds it took.
+    pub fn restart(&mut self, id: i32) -> Result<f64> {
+        let t0 = Instant::now();
+        self.start_node(id)?;
+        self.wait_node_ready(id)?;
+        let s = t0.elapsed().as_secs_f64();
+        self.journal.note(&format!("started {} again: ready in {s:.1} s", self.node(id).name));
+        Ok(s)
+    }
+
+    pub fn kill9(&mut self, id: i32) {
+        self.node_mut(id).kill9();
+        self.journal.note(&format!("kill -9 {}", self.node(id).name));
+    }
+
+    pub fn freeze(&mut self, id: i32) {
+        self.node_mut(id).freeze();
+        self.journal.note(&format!("SIGSTOP {}", self.node(id).name));
+    }
+
+    pub fn thaw(&mut self, id: i32) {
+        self.node_mut(id).thaw();
+        self.journal.note(&format!("SIGCONT {}", self.node(id).name));
+    }
+
+    /// Brokers that are running and not frozen, except `exclude`: the only ones a tool may bootstrap from.
+    pub fn bootstrap(&mut self, exclude: &[i32]) -> String {
+        let mut hosts = Vec::new();
+        for id in BROKERS {
+            if exclude.contains(&id) {
+                continue;
+            }
+            let n = self.node_mut(id);
+            if n.is_running() && !n.is_frozen() {
+                hosts.push(format!("127.0.0.1:{}", n.port));
+            }
+        }
+        hosts.join(",")
+    }
+
+    /// Writes observer.ids on the given nodes (temp file + rename, as an operator's tool should).
+    pub fn set_observers(&mut self, ids: &[i32], content: &str) -> Result<()> {
+        for id in ids {
+            let path = self.node(*id).observer_file();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path).map_err(|e| Error::io(format!("cannot remove {}", path.display()), e))?;
+            }
+            let tmp = path.with_extension("ids.tmp");
+            write(&tmp, content)?;
+            std::fs::rename(&tmp, &path).map_err(|e| Error::io(format!("cannot rename onto {}", path.display()), e))?;
+        }
+        let names: Vec<String> = ids.iter().map(|i| self.node(*i).name.clone()).collect();
+        self.journal.note(&format!("observer.ids := {:?} on {}", content.trim_end(), names.join(", ")));
+        Ok(())
+    }
+
+    /// Runs a tool and journals it.
+    pub fn tool(&mut self, t: Tool, args: &[String], stdin: Option<&Path>, timeout: Duration) -> Result<Output> {
+        let out = self.tools.run(t, args, stdin, timeout)?;
+        self.journal.tool(t.label(), &out);
+        Ok(out)
+    }
+
+    /// The state of partition 0 of `topic`, asked of the live brokers.
+    pub fn describe(&mut self, topic: &str) -> Result<Option<PartitionState>> {
+        let boot = self.bootstrap(&[]);
+        let out = self.tool(Tool::Topics, &args(&["--bootstrap-server", &boot, "--describe", "--topic", topic]), None, Duration::from_secs(30))?;
+        Ok(tools::parse_describe(&out.stdout, topic, 0))
+    }
+
+    /// Partition 0 of `topic` as the first live broker's metadata cache has it
+    /// (okp's own Metadata request: milliseconds, no JVM). None when no broker answers.
+    pub fn probe_state(&mut self, topic: &str) -> Option<PartitionState> {
+        for id in BROKERS {
+            let n = self.node_mut(id);
+            if !n.is_running() || n.is_frozen() {
+                continue;
+            }
+            let port = n.port;
+            if let Some(s) = probe::Probe::connect(port).and_then(|mut p| p.partition(topic, 0)) {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    /// The high watermark of partition 0 of `topic`, asked of its leader.
+    pub fn probe_hw(&mut self, topic: &str) -> Option<i64> {
+        let leader = self.probe_state(topic)?.leader?;
+        let n = self.node_mut(leader);
+        if !n.is_running() || n.is_frozen() {
+            return None;
+        }
+        let port = n.port;
+        probe::Probe::connect(port)?.high_watermark(topic, 0)
+    }
+
+    /// Waits until `pred` holds for partition 0 of `topic`: polls with the probe
+    /// every 200 ms, then confirms with the release's own describe (the state
+    /// returned is the tool's). Every state seen is given to `each`, for
+    /// invariants that must hold at every poll; distinct states are journaled.
+    pub fn wait_state(
+        &mut self,
+        topic: &str,
+        timeout: Duration,
+        mut pred: impl FnMut(&PartitionState) -> bool,
+        mut each: impl FnMut(&PartitionState),
+    ) -> Result<(Option<PartitionState>, f64)> {
+        let t0 = Instant::now();
+        let mut last_seen: Option<PartitionState> = None;
+        let mut last_tool: Option<PartitionState> = None;
+        loop {
+            let probed = self.probe_state(topic);
+            if let Some(s) = &probed {
+                each(s);
+                if last_seen.as_ref() != Some(s) {
+                    self.journal.note(&format!("probe {topic}: {}", s.show()));
+                    last_seen = Some(s.clone());
+                }
+            }
+            // Confirm with the tool when the probe says yes (or cannot answer).
+            if probed.as_ref().is_none_or(|s| pred(s)) {
+                if let Some(s) = self.describe(topic)? {
+                    each(&s);
+                    if pred(&s) {
+                        return Ok((Some(s), t0.elapsed().as_secs_f64()));
+                    }
+                    last_tool = Some(s);
+                }
+            }
+            if t0.elapsed() > timeout {
+                if last_tool.is_none() {
+                    self.describe(topic)?;
+                }
+                return Ok((None, t0.elapsed().as_secs_f64()));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Polls partition 0 of `topic` for `hold` (probe every 250 ms, the tool at
+    /// the end) and returns every state for which `bad` held, with its time.
+    pub fn watch(&mut self, topic: &str, hold: Duration, bad: impl Fn(&PartitionState) -> bool) -> Result<(usize, Vec<String>)> {
+        let t0 = Instant::now();
+        let mut polls = 0;
+        let mut violations = Vec::new();
+        let mut last: Option<PartitionState> = None;
+        while t0.elapsed() < hold {
+            if let Some(s) = self.probe_state(topic) {
+                polls += 1;
+                if bad(&s) {
+                    violations.push(format!("+{:.1}s {}", t0.elapsed().as_secs_f64(), s.show()));
+                }
+                if last.as_ref() != Some(&s) {
+                    self.journal.note(&format!("probe {topic}: {}", s.show()));
+                    last = Some(s);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        if let Some(s) = self.describe(topic)? {
+            polls += 1;
+            if bad(&s) {
+                violations.push(format!("+{:.1}s (describe) {}", t0.elapsed().as_secs_f64(), s.show()));
+            }
+        }
+        Ok((polls, violations))
+    }
+
+    pub fn create_topic(&mut self, topic: &str, assignment: &str, configs: &[&str]) -> Result<Output> {
+        Ok(self.create_topics(&[(topic, assignment, configs)])?.remove(0))
+    }
+
+    /// Creates topics with explicit replica assignments, one tool JVM each, all at once.
+    pub fn create_topics(&mut self, topics: &[(&str, &str, &[&str])]) -> Result<Vec<Output>> {
+        let boot = self.bootstrap(&[]);
+        let mut running = Vec::new();
+        for (topic, assignment, configs) in topics {
+            let mut a = args(&["--bootstrap-server", &boot, "--create", "--topic", topic, "--replica-assignment", assignment]);
+            for c in *configs {
+                a.push("--config".into());
+                a.push(c.to_string());
+            }
+            running.push(self.tools.spawn(Tool::Topics, &a, None)?);
+        }
+        let mut outs = Vec::new();
+        for r in running {
+            let out = r.finish(Duration::from_secs(60));
+            self.journal.tool(Tool::Topics.label(), &out);
+            outs.push(out);
+        }
+        Ok(outs)
+    }
+
+    /// Produces `n` unique records with acks=all through the console producer.
+    pub fn produce(&mut self, topic: &str, tag: &str, n: usize, exclude: &[i32]) -> Result<Produced> {
+        self.produce_during(topic, tag, n, exclude, None)
+    }
+
+    /// As `produce`, running `during` once the producer JVM has started (to kill a broker mid-stream).
+    pub fn produce_during(&mut self, topic: &str, tag: &str, n: usize, exclude: &[i32], during: Option<&mut dyn FnMut(&mut Cluster)>) -> Result<Produced> {
+        let values: Vec<String> = (0..n).map(|i| format!("{tag}-{i:06}")).collect();
+        let input = self.run_dir.join("tools").join(format!("input-{tag}.txt"));
+        write(&input, &(values.join("\n") + "\n"))?;
+        let boot = self.bootstrap(exclude);
+        let a = args(&[
+            "--bootstrap-server",
+            &boot,
+            "--topic",
+            topic,
+            "--request-required-acks",
+            "all",
+            "--producer-property",
+            "acks=all",
+            "--producer-property",
+            "linger.ms=5",
+            "--producer-property",
+            "delivery.timeout.ms=30000",
+            "--producer-property",
+            "request.timeout.ms=10000",
+        ]);
+        let running = self.tools.spawn(Tool::Producer, &a, Some(&input))?;
+        if let Some(f) = during {
+            f(self);
+        }
+        let out = running.finish(Duration::from_secs(90));
+        self.journal.tool(Tool::Producer.label(), &out);
+        let errors = out.stderr.lines().filter(|l| l.contains("Error when sending message")).count();
+        let ok = out.ok() && errors == 0;
+        Ok(Produced { values: if ok { values } else { Vec::new() }, sent: n, errors, rc: out.rc })
+    }
+
+    /// Reads partition 0 of `topic` from the earliest offset (assign mode: no group coordinator needed).
+    pub fn consume(&mut self, topic: &str, max: usize, read_committed: bool, exclude: &[i32]) -> Result<Vec<String>> {
+        let boot = self.bootstrap(exclude);
+        let max_s = max.to_string();
+        let mut a = args(&["--bootstrap-server", &boot, "--topic", topic, "--partition", "0", "--offset", "earliest", "--max-messages", &max_s, "--timeout-ms", "15000"]);
+        if read_committed {
+            a.extend(args(&["--isolation-level", "read_committed"]));
+        }
+        let out = self.tool(Tool::Consumer, &a, None, Duration::from_secs(60))?;
+        Ok(out.stdout.lines().map(str::to_string).collect())
+    }
+
+    /// The end offset (high watermark for a read_uncommitted reader) of partition 0.
+    pub fn end_offset(&mut self, topic: &str, exclude: &[i32]) -> Result<Option<i64>> {
+        let boot = self.bootstrap(exclude);
+        let flag = if self.rt.version.major == 2 { "--broker-list" } else { "--bootstrap-server" };
+        let out = self.tool(Tool::Offsets, &args(&[flag, &boot, "--topic", topic, "--time", "-1"]), None, Duration::from_secs(30))?;
+        Ok(tools::parse_offset(&out.stdout, topic, 0))
+    }
+
+    pub fn elect(&mut self, topic: &str, kind: &str, exclude: &[i32]) -> Result<Output> {
+        let boot = self.bootstrap(exclude);
+        self.tool(Tool::Elect, &args(&["--bootstrap-server", &boot, "--election-type", kind, "--topic", topic, "--partition", "0"]), None, Duration::from_secs(60))
+    }
+
+    pub fn segment(&self, broker: i32, topic: &str) -> PathBuf {
+        self.node(broker).dir.join("data").join(format!("{topic}-0")).join("00000000000000000000.log")
+    }
+
+    /// Size and sha256 of a replica's first segment (None when it has none).
+    pub fn segment_digest(&self, broker: i32, topic: &str) -> Option<(u64, String)> {
+        use sha2::Digest;
+        let bytes = std::fs::read(self.segment(broker, topic)).ok()?;
+        Some((bytes.len() as u64, crate::patchset::hex(&sha2::Sha256::digest(&bytes))))
+    }
+
+    /// Batch headers of a replica's first segment, through DumpLogSegments.
+    pub fn dump_batches(&mut self, broker: i32, topic: &str) -> Result<Vec<String>> {
+        let seg = self.segment(broker, topic).display().to_string();
+        let out = self.tool(Tool::Dump, &args(&["--deep-iteration", "--files", &seg]), None, Duration::from_secs(60))?;
+        Ok(tools::batch_lines(&out.stdout))
+    }
+
+    /// Waits until `broker`'s segment of `topic` equals the leader's byte for byte.
+    pub fn wait_replica_identical(&mut self, broker: i32, leader: i32, topic: &str, timeout: Duration) -> (bool, f64) {
+        let t0 = Instant::now();
+        loop {
+            let a = self.segment_digest(broker, topic);
+            let b = self.segment_digest(leader, topic);
+            if a.is_some() && a == b {
+                return (true, t0.elapsed().as_secs_f64());
+            }
+            if t0.elapsed() > timeout {
+                return (false, t0.elapsed().as_secs_f64());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The node id of the active controller.
+    pub fn active_controller(&mut self) -> Result<Option<i32>> {
+        if self.mode == Mode::Kraft {
+            let boot = self.bootstrap(&[]);
+            let out = self.tool(Tool::Quorum, &args(&["--bootstrap-server", &boot, "describe", "--status"]), None, Duration::from_secs(30))?;
+            return Ok(out.stdout.lines().find_map(|l| l.trim().strip_prefix("LeaderId:").and_then(|v| v.trim().parse().ok())));
+        }
+        let zk = format!("127.0.0.1:{}", self.base_port);
+        let out = self.tool(Tool::ZooKeeperShell, &args(&[&zk, "get", "/controller"]), None, Duration::from_secs(30))?;
+        Ok(out.stdout.lines().find_map(|l| {
+            let at = l.find("\"brokerid\":")? + "\"brokerid\":".len();
+            l[at..].trim().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+        }))
+    }
+
+    /// Lines of every Kafka node's log (all starts) containing one of `needles`, prefixed with the node's name.
+    pub fn grep_logs(&self, needles: &[&str]) -> Vec<String> {
+        let mut out = Vec::new();
+        for n in &self.nodes {
+            for l in n.whole_log().lines() {
+                if needles.iter().any(|x| l.contains(x)) {
+                    out.push(format!("{}: {l}", n.name));
+                }
+            }
+        }
+        out
+    }
+
+    /// Each running node's resident set size in MiB.
+    pub fn rss(&mut self) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        for n in &mut self.nodes {
+            if let Some(pid) = n.pid() {
+                if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+                    if let Some(kb) = s.lines().find_map(|l| l.strip_prefix("VmRSS:").and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())) {
+                        m.insert(n.name.clone(), kb / 1024);
+                    }
+                }
+            }
+        }
+        m
+    }
+
+    /// Stops everything: brokers, then controllers or ZooKeeper.
+    pub fn down(&mut self) {
+        let t0 = Instant::now();
+        for n in self.nodes.iter_mut().rev() {
+            n.thaw();
+        }
+        for n in self.nodes.iter_mut().rev() {
+            n.stop(Duration::from_secs(3));
+        }
+        self.journal.note(&format!("cluster stopped in {:.1} s", t0.elapsed().as_secs_f64()));
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for n in &mut self.nodes {
+            n.kill9();
+        }
+    }
+}
+
+pub struct Produced {
+    /// The records acknowledged (all of them when the producer reported no error; none otherwise).
+    pub values: Vec<String>,
+    pub sent: usize,
+    pub errors: usize,
+    pub rc: i32,
+}
+
+impl Produced {
+    pub fn all_acked(&self) -> bool {
+        self.values.len() == self.sent
+    }
+}
+
+pub fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+fn mkdir(p: &Path) -> Result<()> {
+    std::fs::create_dir_all(p).map_err(|e| Error::io(format!("cannot create {}", p.display()), e))
+}
+
+fn write(p: &Path, text: &str) -> Result<()> {
+    std::fs::write(p, text).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))
+}
+
+fn getrandom(buf: &mut [u8]) -> Result<()> {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf)).map_err(|e| Error::io("cannot read /dev/urandom", e))
+}
+
+/// The first block of 14 consecutive loopback ports, from 29100 up, that all bind.
+fn free_port_block() -> Result<u16> {
+    let mut base = 29100u16;
+    while base < 40000 {
+        let all_free = (0..14u16).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok());
+        if all_free {
+            return Ok(base);
+        }
+        base += 20;
+    }
+    Err(Error::External("no block of 14 free ports on 127.0.0.1 between 29100 and 40000".into()))
+}

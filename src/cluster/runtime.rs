@@ -1,0 +1,232 @@
+//! A runnable Kafka for one release, assembled from Maven Central: the
+//! release's own runtime classpath (kafka_2.13 plus kafka-tools, as their POMs
+//! resolve), a logging binding where the POMs name none, and — for a patched
+//! run — the spliced jars in place of their upstream twins.
+//!
+//! Not here: starting processes (node.rs) or deciding which tool class to run
+//! (tools.rs reads the jar index this module builds).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::build::splice::BuildRecord;
+use crate::error::{Error, Result};
+use crate::maven::Maven;
+use crate::model::Coordinate;
+use crate::version::KafkaVersion;
+
+/// log4j 2 for Kafka 4.0.x, whose POMs name no log4j version at all; 4.1 on
+/// name theirs in kafka-server's POM and that one is used.
+const LOG4J2_FALLBACK: &str = "2.24.3";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Logging {
+    /// log4j 1 API (log4j 1.2.17 or reload4j): `-Dlog4j.configuration`.
+    Log4j1,
+    /// log4j 2: `-Dlog4j2.configurationFile`.
+    Log4j2,
+}
+
+pub struct Runtime {
+    pub version: KafkaVersion,
+    pub java: PathBuf,
+    pub java_version: String,
+    pub classpath: Vec<PathBuf>,
+    pub logging: Logging,
+    /// Extra artifacts added to the POM's classpath, and why.
+    pub added: Vec<String>,
+    /// (upstream jar, patched jar, sha256 of the patched jar) for a patched run.
+    pub swapped: Vec<(PathBuf, PathBuf, String)>,
+}
+
+impl Runtime {
+    /// Resolves the release's runtime classpath; with `build`, swaps in its jars.
+    pub fn assemble(maven: &Maven, version: KafkaVersion, build: Option<&BuildRecord>) -> Result<Runtime> {
+        let v = version.to_string();
+        let kafka = |artifact: &str| Coordinate { group: "org.apache.kafka".into(), artifact: artifact.into(), version: v.clone() };
+        let mut deps = vec![kafka("kafka_2.13"), kafka("kafka-tools")];
+        let (logging, added) = logging_binding(maven, version)?;
+        deps.extend(added.iter().cloned());
+        let mut classpath = maven.classpath_of(&deps, &format!("okp-verify-runtime-{v}"))?;
+        let mut swapped = Vec::new();
+        if let Some(rec) = build {
+            if rec.release != v {
+                return Err(Error::Usage(format!("the build record is for {} but the run is for {v}", rec.release)));
+            }
+            for jar in &rec.jars {
+                // `upstream` is the coordinate group:artifact:version; Maven names the jar artifact-version.jar.
+                let parts: Vec<&str> = jar.upstream.split(':').collect();
+                let file = match parts.as_slice() {
+                    [_, a, v] => format!("{a}-{v}.jar"),
+                    _ => jar.upstream.clone(),
+                };
+                let slot = classpath.iter().position(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == file));
+                let Some(slot) = slot else {
+                    return Err(Error::Source(format!("patched {} has no upstream twin {} on the {v} runtime classpath", jar.path.display(), jar.upstream)));
+                };
+                if !jar.path.is_file() {
+                    return Err(Error::Usage(format!("{}: named in okp-build.json but missing", jar.path.display())));
+                }
+                swapped.push((classpath[slot].clone(), jar.path.clone(), jar.sha256.clone()));
+                classpath[slot] = jar.path.clone();
+            }
+        }
+        check_one_binding(&classpath, &v)?;
+        let java = java_bin();
+        let java_version = std::process::Command::new(&java)
+            .arg("-version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or_default().to_string())
+            .map_err(|e| Error::External(format!("cannot run {} ({e}); okp verify needs a JDK (set JAVA_HOME)", java.display())))?;
+        Ok(Runtime {
+            version,
+            java,
+            java_version,
+            classpath,
+            logging,
+            added: added.iter().map(|c| c.to_string()).collect(),
+            swapped,
+        })
+    }
+
+    pub fn classpath_string(&self) -> String {
+        std::env::join_paths(&self.classpath).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+
+    /// Class name → jar file name, for every class on the classpath.
+    pub fn class_index(&self) -> Result<BTreeMap<String, String>> {
+        let mut index = BTreeMap::new();
+        for jar in &self.classpath {
+            let f = std::fs::File::open(jar).map_err(|e| Error::io(format!("cannot open {}", jar.display()), e))?;
+            let Ok(z) = zip::ZipArchive::new(f) else { continue };
+            let name = jar.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            for entry in z.file_names() {
+                if let Some(c) = entry.strip_suffix(".class") {
+                    index.entry(c.replace('/', ".")).or_insert_with(|| name.clone());
+                }
+            }
+        }
+        Ok(index)
+    }
+
+    /// The logging configuration files for servers (INFO on stdout) and tools
+    /// (WARN on stderr, so a tool's stdout is only its output).
+    pub fn write_logging(&self, dir: &Path) -> Result<(String, String)> {
+        let (server, tool, prop) = match self.logging {
+            Logging::Log4j1 => (LOG4J1_SERVER.to_string(), LOG4J1_TOOL.to_string(), "log4j.configuration"),
+            Logging::Log4j2 => (LOG4J2_SERVER.to_string(), LOG4J2_SERVER.replace("rootLogger.level = info", "rootLogger.level = warn").replace("appender.out.type = Console", "appender.out.type = Console\nappender.out.target = SYSTEM_ERR"), "log4j2.configurationFile"),
+        };
+        let s = dir.join("log-server.properties");
+        let t = dir.join("log-tool.properties");
+        std::fs::write(&s, server).map_err(|e| Error::io(format!("cannot write {}", s.display()), e))?;
+        std::fs::write(&t, tool).map_err(|e| Error::io(format!("cannot write {}", t.display()), e))?;
+        Ok((format!("-D{prop}=file:{}", s.display()), format!("-D{prop}=file:{}", t.display())))
+    }
+}
+
+const LOG4J1_SERVER: &str = "log4j.rootLogger=INFO, out
+log4j.appender.out=org.apache.log4j.ConsoleAppender
+log4j.appender.out.layout=org.apache.log4j.PatternLayout
+log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.kafka.request.logger=WARN
+";
+
+const LOG4J1_TOOL: &str = "log4j.rootLogger=WARN, err
+log4j.appender.err=org.apache.log4j.ConsoleAppender
+log4j.appender.err.Target=System.err
+log4j.appender.err.layout=org.apache.log4j.PatternLayout
+log4j.appender.err.layout.ConversionPattern=[%d] %p %m (%c)%n
+";
+
+const LOG4J2_SERVER: &str = "status = warn
+appender.out.type = Console
+appender.out.name = OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = OUT
+logger.zk.name = org.apache.zookeeper
+logger.zk.level = warn
+";
+
+/// The binding the binary distribution ships and the POMs leave out.
+/// 2.x: kafka-tools already brings log4j 1.2.17 and slf4j-log4j12 (adding
+/// another would make two). 3.x: reload4j. 4.x: log4j 2 at kafka-server's version.
+fn logging_binding(maven: &Maven, v: KafkaVersion) -> Result<(Logging, Vec<Coordinate>)> {
+    let c = |g: &str, a: &str, ver: &str| Coordinate { group: g.into(), artifact: a.into(), version: ver.into() };
+    Ok(match v.major {
+        2 => (Logging::Log4j1, vec![]),
+        3 => (Logging::Log4j1, vec![c("ch.qos.reload4j", "reload4j", "1.2.25"), c("org.slf4j", "slf4j-reload4j", "1.7.36")]),
+        _ => {
+            let l = log4j2_version(maven, v)?;
+            (Logging::Log4j2, vec![c("org.apache.logging.log4j", "log4j-slf4j-impl", &l), c("org.apache.logging.log4j", "log4j-core", &l)])
+        }
+    })
+}
+
+fn log4j2_version(maven: &Maven, v: KafkaVersion) -> Result<String> {
+    let server = Coordinate { group: "org.apache.kafka".into(), artifact: "kafka-server".into(), version: v.to_string() };
+    let pom = maven.path(&server, None).with_extension("pom");
+    if !pom.is_file() {
+        // The POM arrives with the runtime classpath; fetch it alone on a cold cache.
+        let _ = maven.classpath(&server);
+    }
+    let text = std::fs::read_to_string(&pom).unwrap_or_default();
+    Ok(pom_dependency_version(&text, "log4j-core").unwrap_or_else(|| LOG4J2_FALLBACK.to_string()))
+}
+
+/// The `<version>` of the dependency `artifact` in a POM's text.
+fn pom_dependency_version(pom: &str, artifact: &str) -> Option<String> {
+    let at = pom.find(&format!("<artifactId>{artifact}</artifactId>"))?;
+    let rest = &pom[at..];
+    let end = rest.find("</dependency>").unwrap_or(rest.len());
+    let block = &rest[..end];
+    let v0 = block.find("<version>")? + "<version>".len();
+    let v1 = block[v0..].find("</version>")? + v0;
+    Some(block[v0..v1].trim().to_string())
+}
+
+/// Exactly one SLF4J binding: none logs nothing, two log unpredictably.
+fn check_one_binding(cp: &[PathBuf], v: &str) -> Result<()> {
+    let bindings: Vec<String> = cp
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .filter(|n| n.starts_with("slf4j-log4j12-") || n.starts_with("slf4j-reload4j-") || n.starts_with("log4j-slf4j-impl-") || n.starts_with("log4j-slf4j2-impl-"))
+        .collect();
+    if bindings.len() == 1 {
+        Ok(())
+    } else {
+        Err(Error::Source(format!("the {v} runtime classpath has {} SLF4J bindings ({}); expected exactly one", bindings.len(), bindings.join(", "))))
+    }
+}
+
+pub fn java_bin() -> PathBuf {
+    match std::env::var_os("JAVA_HOME") {
+        Some(h) => Path::new(&h).join("bin").join("java"),
+        None => PathBuf::from("java"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_dependency_version_from_a_pom() {
+        let pom = "<dependency><groupId>x</groupId><artifactId>log4j-api</artifactId><version>1</version></dependency>\
+                   <dependency><groupId>x</groupId><artifactId>log4j-core</artifactId><version>2.25.4</version></dependency>";
+        assert_eq!(pom_dependency_version(pom, "log4j-core").as_deref(), Some("2.25.4"));
+        assert_eq!(pom_dependency_version(pom, "log4j-slf4j-impl"), None);
+    }
+
+    #[test]
+    fn wants_exactly_one_binding() {
+        let one = vec![PathBuf::from("/r/slf4j-reload4j-1.7.36.jar"), PathBuf::from("/r/slf4j-api-1.7.36.jar")];
+        assert!(check_one_binding(&one, "3.9.2").is_ok());
+        let two = vec![PathBuf::from("/r/slf4j-reload4j-1.7.36.jar"), PathBuf::from("/r/slf4j-log4j12-1.7.30.jar")];
+        assert!(check_one_binding(&two, "2.7.2").is_err());
+        assert!(check_one_binding(&[], "2.7.2").is_err());
+    }
+}

@@ -1,0 +1,328 @@
+//! The release's own command-line tools, run as JVMs on the release's
+//! classpath: which class each tool is in this release, running it with a
+//! timeout, and parsing the outputs the scenarios assert on.
+//!
+//! Tool classes moved between packages from release to release (3.7, 3.8,
+//! 4.0, 4.3). Nothing here hard-codes a range: each tool has an ordered list of
+//! candidate classes, resolved once per run against the classpath's jar index.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::node;
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tool {
+    Server,
+    ZooKeeper,
+    ZooKeeperShell,
+    Storage,
+    Topics,
+    Producer,
+    Consumer,
+    Elect,
+    Offsets,
+    Dump,
+    Quorum,
+    Perf,
+}
+
+impl Tool {
+    pub const ALL: [Tool; 12] = [
+        Tool::Server,
+        Tool::ZooKeeper,
+        Tool::ZooKeeperShell,
+        Tool::Storage,
+        Tool::Topics,
+        Tool::Producer,
+        Tool::Consumer,
+        Tool::Elect,
+        Tool::Offsets,
+        Tool::Dump,
+        Tool::Quorum,
+        Tool::Perf,
+    ];
+
+    /// Candidate classes, newest home first.
+    fn candidates(self) -> &'static [&'static str] {
+        match self {
+            Tool::Server => &["kafka.Kafka"],
+            Tool::ZooKeeper => &["org.apache.zookeeper.server.ZooKeeperServerMain"],
+            Tool::ZooKeeperShell => &["org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka", "org.apache.zookeeper.ZooKeeperMain"],
+            Tool::Storage => &["kafka.tools.StorageTool", "org.apache.kafka.tools.StorageTool"],
+            Tool::Topics => &["org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"],
+            Tool::Producer => &["org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"],
+            Tool::Consumer => &["org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"],
+            Tool::Elect => &["org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"],
+            Tool::Offsets => &["org.apache.kafka.tools.GetOffsetShell", "kafka.tools.GetOffsetShell"],
+            Tool::Dump => &["org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"],
+            Tool::Quorum => &["org.apache.kafka.tools.MetadataQuorumCommand", "kafka.admin.MetadataQuorumCommand"],
+            Tool::Perf => &["org.apache.kafka.tools.ProducerPerformance"],
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Tool::Server => "server",
+            Tool::ZooKeeper => "zookeeper",
+            Tool::ZooKeeperShell => "zookeeper-shell",
+            Tool::Storage => "storage",
+            Tool::Topics => "topics",
+            Tool::Producer => "console-producer",
+            Tool::Consumer => "console-consumer",
+            Tool::Elect => "leader-election",
+            Tool::Offsets => "get-offsets",
+            Tool::Dump => "dump-log",
+            Tool::Quorum => "metadata-quorum",
+            Tool::Perf => "producer-perf",
+        }
+    }
+}
+
+/// Tool → (class, jar it was found in), for the tools this release has.
+pub fn resolve(index: &BTreeMap<String, String>) -> BTreeMap<Tool, (String, String)> {
+    let mut out = BTreeMap::new();
+    for t in Tool::ALL {
+        if let Some((c, jar)) = t.candidates().iter().find_map(|c| index.get(*c).map(|j| (c.to_string(), j.clone()))) {
+            out.insert(t, (c, jar));
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub argv: Vec<String>,
+    pub rc: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub secs: f64,
+    pub timed_out: bool,
+}
+
+impl Output {
+    pub fn ok(&self) -> bool {
+        self.rc == 0 && !self.timed_out
+    }
+}
+
+/// A tool JVM started in the background (a producer while a broker is killed).
+pub struct Running {
+    argv: Vec<String>,
+    child: Child,
+    out: PathBuf,
+    err: PathBuf,
+    t0: Instant,
+}
+
+pub struct Runner {
+    pub java: PathBuf,
+    pub classpath: String,
+    pub jvm: Vec<String>,
+    pub classes: BTreeMap<Tool, (String, String)>,
+    pub scratch: PathBuf,
+    seq: u32,
+}
+
+impl Runner {
+    pub fn new(java: PathBuf, classpath: String, jvm: Vec<String>, classes: BTreeMap<Tool, (String, String)>, scratch: PathBuf) -> Runner {
+        Runner { java, classpath, jvm, classes, scratch, seq: 0 }
+    }
+
+    pub fn class(&self, t: Tool) -> Result<&str> {
+        self.classes.get(&t).map(|(c, _)| c.as_str()).ok_or_else(|| Error::Source(format!("this release has no {} tool (looked for {})", t.label(), t.candidates().join(", "))))
+    }
+
+    pub fn spawn(&mut self, t: Tool, args: &[String], stdin: Option<&Path>) -> Result<Running> {
+        let class = self.class(t)?.to_string();
+        self.seq += 1;
+        let out = self.scratch.join(format!("tool-{:04}.out", self.seq));
+        let err = self.scratch.join(format!("tool-{:04}.err", self.seq));
+        let fo = File::create(&out).map_err(|e| Error::io(format!("cannot create {}", out.display()), e))?;
+        let fe = File::create(&err).map_err(|e| Error::io(format!("cannot create {}", err.display()), e))?;
+        let input = match stdin {
+            Some(p) => Stdio::from(File::open(p).map_err(|e| Error::io(format!("cannot open {}", p.display()), e))?),
+            None => Stdio::null(),
+        };
+        let mut argv: Vec<String> = vec!["java".into()];
+        argv.extend(self.jvm.iter().cloned());
+        argv.push(class);
+        argv.extend(args.iter().cloned());
+        let mut cmd = Command::new(&self.java);
+        cmd.env("CLASSPATH", &self.classpath).env_remove("JAVA_TOOL_OPTIONS");
+        cmd.args(&argv[1..]).stdin(input).stdout(fo).stderr(fe).process_group(0);
+        let child = cmd.spawn().map_err(|e| Error::External(format!("cannot run {} ({e})", self.java.display())))?;
+        node::register(child.id() as i32);
+        Ok(Running { argv, child, out, err, t0: Instant::now() })
+    }
+
+    pub fn run(&mut self, t: Tool, args: &[String], stdin: Option<&Path>, timeout: Duration) -> Result<Output> {
+        let r = self.spawn(t, args, stdin)?;
+        Ok(r.finish(timeout))
+    }
+}
+
+impl Running {
+    /// Waits for the tool, killing it at `timeout`.
+    pub fn finish(mut self, timeout: Duration) -> Output {
+        let pid = self.child.id() as i32;
+        let mut timed_out = false;
+        let rc = loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => break s.code().unwrap_or(-1),
+                Ok(None) if self.t0.elapsed() > timeout => {
+                    // SAFETY: signals the tool's own process group.
+                    unsafe {
+                        libc::kill(-pid, libc::SIGKILL);
+                    }
+                    let _ = self.child.wait();
+                    timed_out = true;
+                    break -9;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(_) => break -1,
+            }
+        };
+        node::unregister(pid);
+        let read = |p: &Path| std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        let out = Output { argv: self.argv.clone(), rc, stdout: read(&self.out), stderr: read(&self.err), secs: self.t0.elapsed().as_secs_f64(), timed_out };
+        let _ = std::fs::remove_file(&self.out);
+        let _ = std::fs::remove_file(&self.err);
+        out
+    }
+}
+
+/// One partition as TopicCommand --describe prints it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PartitionState {
+    pub leader: Option<i32>,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    /// Eligible leader replicas (3.9 on prints them; empty otherwise).
+    pub elr: Vec<i32>,
+}
+
+impl PartitionState {
+    pub fn in_isr(&self, id: i32) -> bool {
+        self.isr.contains(&id)
+    }
+
+    pub fn show(&self) -> String {
+        let j = |v: &[i32]| v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+        let leader = self.leader.map(|l| l.to_string()).unwrap_or_else(|| "none".into());
+        let elr = if self.elr.is_empty() { String::new() } else { format!(" Elr: {}", j(&self.elr)) };
+        format!("Leader: {leader} Replicas: {} Isr: {}{elr}", j(&self.replicas), j(&self.isr))
+    }
+}
+
+fn ids(v: &str) -> Vec<i32> {
+    v.split(',').filter_map(|s| s.trim().parse().ok()).collect()
+}
+
+/// Partition `p` of `topic` from describe output. Fields are read as
+/// `Key: value` pairs, never by column: 3.9 and 4.x add Elr columns.
+pub fn parse_describe(stdout: &str, topic: &str, p: u32) -> Option<PartitionState> {
+    for line in stdout.lines() {
+        let fields: BTreeMap<String, String> = line
+            .split('\t')
+            .filter_map(|f| f.split_once(':'))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
+        if fields.get("Topic").map(String::as_str) != Some(topic) || fields.get("Partition").and_then(|x| x.parse::<u32>().ok()) != Some(p) {
+            continue;
+        }
+        let leader = fields.get("Leader").and_then(|l| l.parse::<i32>().ok()).filter(|l| *l >= 0);
+        return Some(PartitionState {
+            leader,
+            replicas: fields.get("Replicas").map(|v| ids(v)).unwrap_or_default(),
+            isr: fields.get("Isr").map(|v| ids(v)).unwrap_or_default(),
+            elr: fields.get("Elr").map(|v| ids(v)).unwrap_or_default(),
+        });
+    }
+    None
+}
+
+/// The `offset` of `topic:p:offset` lines (GetOffsetShell).
+pub fn parse_offset(stdout: &str, topic: &str, p: u32) -> Option<i64> {
+    let prefix = format!("{topic}:{p}:");
+    stdout.lines().find_map(|l| l.trim().strip_prefix(&prefix).and_then(|o| o.trim().parse().ok()))
+}
+
+/// Batch headers of a DumpLogSegments --deep-iteration output, without the
+/// fields that describe where the dump ran rather than what the log holds.
+pub fn batch_lines(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("baseOffset:"))
+        .map(|l| {
+            // `position` is the byte offset in the file, equal for equal files; keep it.
+            l.trim().to_string()
+        })
+        .collect()
+}
+
+/// ProducerPerformance's summary: records, and latency percentiles in ms.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct PerfSummary {
+    pub records: u64,
+    pub avg_ms: f64,
+    pub max_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+pub fn parse_perf(stdout: &str) -> Option<PerfSummary> {
+    // "300 records sent, 99.6 records/sec (0.01 MB/sec), 11.23 ms avg latency, 77.00 ms max latency, 5 ms 50th, 40 ms 95th, 77 ms 99th, 77 ms 99.9th."
+    let line = stdout.lines().rev().find(|l| l.contains("records sent") && l.contains("50th"))?;
+    let num_before = |tag: &str| -> Option<f64> {
+        let at = line.find(tag)?;
+        line[..at].trim_end().rsplit(|c: char| c == ' ' || c == ',').find(|s| !s.is_empty())?.parse().ok()
+    };
+    let records = line.split_whitespace().next()?.parse().ok()?;
+    Some(PerfSummary {
+        records,
+        avg_ms: num_before("ms avg latency")?,
+        max_ms: num_before("ms max latency")?,
+        p50_ms: num_before("ms 50th")?,
+        p99_ms: num_before("ms 99th")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_lines_of_every_shape() {
+        let old = "Topic: obs\tPartitionCount: 1\tReplicationFactor: 4\tConfigs: min.insync.replicas=2\n\tTopic: obs\tPartition: 0\tLeader: 1\tReplicas: 1,2,3,4\tIsr: 1,2,3\n";
+        let s = parse_describe(old, "obs", 0).unwrap();
+        assert_eq!((s.leader, s.replicas.clone(), s.isr.clone()), (Some(1), vec![1, 2, 3, 4], vec![1, 2, 3]));
+        let new = "\tTopic: obs\tPartition: 0\tLeader: none\tReplicas: 1,2,3,4\tIsr: \tElr: 2,3\tLastKnownElr: 1\n";
+        let s = parse_describe(new, "obs", 0).unwrap();
+        assert_eq!((s.leader, s.isr.clone(), s.elr.clone()), (None, vec![], vec![2, 3]));
+        assert_eq!(s.show(), "Leader: none Replicas: 1,2,3,4 Isr:  Elr: 2,3");
+        assert!(parse_describe(new, "other", 0).is_none());
+        let minus = "\tTopic: t\tPartition: 0\tLeader: -1\tReplicas: 4\tIsr: 4\n";
+        assert_eq!(parse_describe(minus, "t", 0).unwrap().leader, None);
+    }
+
+    #[test]
+    fn perf_summary() {
+        let out = "150 records sent, 29.9 records/sec\n300 records sent, 99.6 records/sec (0.01 MB/sec), 11.23 ms avg latency, 77.00 ms max latency, 5 ms 50th, 40 ms 95th, 77 ms 99th, 77 ms 99.9th.\n";
+        let p = parse_perf(out).unwrap();
+        assert_eq!(p.records, 300);
+        assert_eq!((p.avg_ms, p.max_ms, p.p50_ms, p.p99_ms), (11.23, 77.0, 5.0, 77.0));
+    }
+
+    #[test]
+    fn offsets() {
+        assert_eq!(parse_offset("obs:0:1500\n", "obs", 0), Some(1500));
+        assert_eq!(parse_offset("obs:1:3\n", "obs", 0), None);
+    }
+}

@@ -1,0 +1,223 @@
+//! Crashes: leader (S1), ISR follower (S2), observer (S3), every primary
+//! (S4), and the controller (S8). Crashes are kill -9 of the node's whole
+//! process group; every killed node is started again before the scenario ends.
+
+use std::time::{Duration, Instant};
+
+use super::{round, Ctx, Flavor, Outcome};
+use crate::cluster::{Cluster, OBSERVER};
+use crate::error::Result;
+
+fn bound(x: &Ctx, extra_s: u64) -> Duration {
+    x.lag() + x.session() + Duration::from_secs(extra_s)
+}
+
+/// S1: kill -9 the leader of obs; a primary takes over, never the observer; no acked record is lost.
+pub fn s1_leader_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    let before = x.state("obs")?;
+    let Some(old) = before.leader else {
+        o.check("obs has a leader before the crash", false, before.show());
+        return Ok(());
+    };
+    o.fact("leader_before", old);
+    x.c.kill9(old);
+    let mut observer_led = Vec::new();
+    let (s, secs) = x.c.wait_state("obs", bound(x, 10), |s| s.leader.is_some_and(|l| l != old), |s| {
+        if s.leader == Some(OBSERVER) {
+            observer_led.push(s.show());
+        }
+    })?;
+    o.fact("new_leader_seconds", round(secs));
+    o.check("a new leader is elected", s.is_some(), format!("after {secs:.1} s: {}", s.as_ref().map(|s| s.show()).unwrap_or_default()));
+    o.check("the observer is never leader at any poll", observer_led.is_empty(), observer_led.join("; "));
+    x.wait(o, "obs", bound(x, 10), "the dead leader leaves the ISR; the ISR keeps ≥ 2 primaries and no observer", "isr_shrink_seconds", |s| {
+        !s.in_isr(old) && s.isr.len() >= 2 && !s.in_isr(OBSERVER)
+    })?;
+    x.produce_obs(o, "S1", 300, &[old])?;
+    x.read_back(o, "S1", &[old])?;
+    let restart = x.c.restart(old)?;
+    o.fact("restart_seconds", round(restart));
+    x.wait(o, "obs", Duration::from_secs(60), "the old leader rejoins the ISR", "rejoin_seconds", |s| s.in_isr(old))?;
+    Ok(())
+}
+
+/// S2: kill -9 an ISR follower: the leader stays, the ISR shrinks, writes go on.
+pub fn s2_follower_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    let before = x.state("obs")?;
+    let leader = before.leader;
+    let Some(f) = before.isr.iter().copied().find(|i| Some(*i) != leader && *i != OBSERVER) else {
+        o.check("obs has an ISR follower", false, before.show());
+        return Ok(());
+    };
+    o.fact("follower", f);
+    x.c.kill9(f);
+    let mut moved = Vec::new();
+    let (s, secs) = x.c.wait_state("obs", bound(x, 10), |s| !s.in_isr(f), |s| {
+        if s.leader != leader {
+            moved.push(s.show());
+        }
+    })?;
+    o.fact("isr_shrink_seconds", round(secs));
+    o.check("the crashed follower leaves the ISR", s.is_some(), format!("after {secs:.1} s: {}", s.as_ref().map(|s| s.show()).unwrap_or_default()));
+    o.check("the leader never changes", moved.is_empty(), moved.join("; "));
+    let s = x.state("obs")?;
+    o.check("the observer stays out of the ISR", !s.in_isr(OBSERVER), s.show());
+    x.produce_obs(o, "S2", 300, &[f])?;
+    let restart = x.c.restart(f)?;
+    o.fact("restart_seconds", round(restart));
+    x.wait(o, "obs", Duration::from_secs(60), "the follower rejoins the ISR", "rejoin_seconds", |s| s.in_isr(f))?;
+    x.read_back(o, "S2", &[])?;
+    Ok(())
+}
+
+/// S3: kill -9 the observer while a producer runs: no error, ISR and leader
+/// unchanged; after restart its log is byte-identical to the leader's.
+pub fn s3_observer_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    let before = x.state("obs")?;
+    let mut kill = |c: &mut Cluster| {
+        std::thread::sleep(Duration::from_millis(1500));
+        c.kill9(OBSERVER);
+    };
+    let p = x.c.produce_during("obs", "S3", 1000, &[OBSERVER], Some(&mut kill))?;
+    x.sent += p.sent;
+    x.ledger.extend(p.values.iter().cloned());
+    o.check("S3: 1000 records acked with acks=all while the observer was killed, 0 errors", p.all_acked(), format!("sent {}, errors {}, rc {}", p.sent, p.errors, p.rc));
+    let expect_isr = before.isr.clone();
+    let leader = before.leader;
+    x.hold(o, "obs", Duration::from_secs(3), "leader and ISR unchanged while the observer is down", |s| s.leader != leader || s.isr != expect_isr)?;
+    let restart = x.c.restart(OBSERVER)?;
+    o.fact("restart_seconds", round(restart));
+    let leader = leader.unwrap_or(1);
+    let (same, secs) = x.c.wait_replica_identical(OBSERVER, leader, "obs", Duration::from_secs(45));
+    o.fact("identical_after_restart_seconds", round(secs));
+    let (sa, sb) = (x.c.segment_digest(leader, "obs"), x.c.segment_digest(OBSERVER, "obs"));
+    o.fact("segment_leader", &sa);
+    o.fact("segment_observer", &sb);
+    o.check("after restart the observer's segment is byte-identical to the leader's", same, format!("after {secs:.1} s: {sa:?} vs {sb:?}"));
+    let a = x.c.dump_batches(leader, "obs")?;
+    let b = x.c.dump_batches(OBSERVER, "obs")?;
+    o.check("dump-log batches equal (offsets, producer ids, sequences, CRCs)", !a.is_empty() && a == b, format!("{} vs {} batch lines", a.len(), b.len()));
+    x.read_back(o, "S3", &[])?;
+    Ok(())
+}
+
+/// S4: kill -9 brokers 1, 2, 3. With unclean election enabled the partition
+/// must show no leader (never the observer); an explicit unclean election is
+/// refused; after promotion (observer.ids emptied everywhere) an explicit
+/// unclean election makes 4 the leader and every acked record is readable.
+pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    let leader = x.state("obs")?.leader.unwrap_or(1);
+    let (same, secs) = x.c.wait_replica_identical(OBSERVER, leader, "obs", Duration::from_secs(30));
+    o.check("before the crash the observer holds the leader's log", same, format!("after {secs:.1} s"));
+    let primaries = [1, 2, 3];
+    for id in primaries {
+        x.c.kill9(id);
+    }
+    let t_kill = Instant::now();
+    let mut observer_led = Vec::new();
+    let (s, secs) = x.c.wait_state("obs", bound(x, 15), |s| s.leader.is_none(), |s| {
+        if s.leader == Some(OBSERVER) {
+            observer_led.push(s.show());
+        }
+    })?;
+    o.fact("leader_none_seconds", round(secs));
+    o.check("the partition goes leaderless (Leader: none) although unclean election is enabled", s.is_some(), format!("after {secs:.1} s: {}", s.map(|s| s.show()).unwrap_or_default()));
+    x.hold(o, "obs", Duration::from_secs(10), "no leader for 10 s more: the observer is never elected by itself", |s| s.leader.is_some())?;
+    let observer_led_count = observer_led.len();
+    o.check("the observer was never leader before promotion", observer_led_count == 0, observer_led.join("; "));
+    let refused = x.c.elect("obs", "unclean", &[])?;
+    o.check("an explicit unclean election is refused while 4 is an observer", !refused.ok(), format!("rc {}: {}", refused.rc, last_line(&refused.stdout, &refused.stderr)));
+    // Promote: empty observer.ids on every node (brokers and controllers), then elect.
+    let all = x.c.kafka_nodes();
+    let t_promote = Instant::now();
+    x.c.set_observers(&all, "")?;
+    let mut elected = None;
+    let mut attempts = 0;
+    while t_promote.elapsed() < x.ttl() + Duration::from_secs(20) {
+        attempts += 1;
+        let out = x.c.elect("obs", "unclean", &[])?;
+        if out.ok() {
+            elected = Some(t_promote.elapsed().as_secs_f64());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1000));
+    }
+    o.fact("promote_to_elected_seconds", elected.map(round));
+    o.fact("election_attempts", attempts);
+    o.check("after promotion an explicit unclean election succeeds", elected.is_some(), format!("{attempts} attempts"));
+    x.wait(o, "obs", Duration::from_secs(15), "broker 4 leads obs", "leader_4_seconds", |s| s.leader == Some(OBSERVER))?;
+    o.fact("kill_to_serving_seconds", round(t_kill.elapsed().as_secs_f64()));
+    x.read_back(o, "S4", &[])?;
+    // Back to the normal topology, in the runbook's order: bring 1–3 back while
+    // 4 is still promoted (a leader that is an observer could not add them to
+    // the ISR: in KRaft the controllers reject an ISR that holds an observer),
+    // hand leadership back with a preferred election, and only then demote 4.
+    for id in primaries {
+        x.c.start_node(id)?;
+    }
+    for id in primaries {
+        x.c.wait_node_ready(id)?;
+    }
+    x.wait(o, "obs", Duration::from_secs(90), "brokers 1–3 restarted and back in the ISR", "primaries_rejoin_seconds", |s| primaries.iter().all(|p| s.in_isr(*p)))?;
+    let mut pref = x.c.elect("obs", "preferred", &[])?;
+    for _ in 0..10 {
+        if pref.ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1000));
+        pref = x.c.elect("obs", "preferred", &[])?;
+    }
+    o.check("a preferred election hands leadership back to broker 1", pref.ok(), format!("rc {}", pref.rc));
+    x.c.set_observers(&all, "4\n")?;
+    if x.flavor == Flavor::Patched {
+        x.wait(o, "obs", x.lag() + x.ttl() + Duration::from_secs(20), "broker 4 is demoted (out of the ISR) once it no longer leads", "demoted_seconds", |s| {
+            !s.in_isr(OBSERVER) && s.leader.is_some_and(|l| l != OBSERVER)
+        })?;
+    }
+    x.produce_obs(o, "S4-after", 200, &[])?;
+    x.read_back(o, "S4-final", &[])?;
+    Ok(())
+}
+
+/// S8: kill -9 the active controller; the new one still leaves the observer
+/// out of a new partition's ISR and refuses it as preferred leader.
+pub fn s8_controller_failover(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    let Some(old) = x.c.active_controller()? else {
+        o.check("the active controller is known", false, "no controller id in the tool output");
+        return Ok(());
+    };
+    o.fact("controller_before", old);
+    x.c.kill9(old);
+    let t0 = Instant::now();
+    let mut new = None;
+    while t0.elapsed() < Duration::from_secs(40) {
+        if let Some(id) = x.c.active_controller()?.filter(|id| *id != old) {
+            new = Some(id);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    o.fact("controller_after", new);
+    o.fact("failover_seconds", round(secs));
+    o.check("a new controller takes over", new.is_some(), format!("{old} → {new:?} in {secs:.1} s"));
+    let restart = x.c.restart(old)?;
+    o.fact("restart_seconds", round(restart));
+    // Wait until every broker is registered again before creating the topic, so 4 is live at creation.
+    std::thread::sleep(x.session());
+    let created = x.c.create_topic("s8", "4:1:2:3", &["min.insync.replicas=2"])?;
+    o.check("topic s8 created with broker 4 first in its assignment", created.ok(), format!("rc {}", created.rc));
+    let s = x.wait(o, "s8", Duration::from_secs(20), "s8 has a leader", "s8_leader_seconds", |s| s.leader.is_some())?;
+    if let Some(s) = s {
+        o.check("the new controller left 4 out of the initial ISR and did not make it leader", !s.in_isr(OBSERVER) && s.leader != Some(OBSERVER), s.show());
+    }
+    let pref = x.c.elect("s8", "preferred", &[])?;
+    let s = x.state("s8")?;
+    o.check("a preferred election does not make the observer leader", s.leader != Some(OBSERVER), format!("election rc {}: {}; {}", pref.rc, last_line(&pref.stdout, &pref.stderr), s.show()));
+    Ok(())
+}
+
+fn last_line(stdout: &str, stderr: &str) -> String {
+    let text = format!("{stdout}\n{stderr}");
+    text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('\t') && !l.trim_start().starts_with("at ")).last().unwrap_or("").chars().take(200).collect()
+}

@@ -1,0 +1,240 @@
+//! The scenario suite okp verify runs on a live cluster: the reference
+//! implementation's S1–S8 plus the initial-ISR, latency, transaction and
+//! demotion checks. Each scenario asserts with numbers (`Check`s) and records
+//! facts and timings; each leaves the cluster as it found it: every node up,
+//! observer.ids = `4` everywhere, broker 4 outside every ISR.
+//!
+//! Not here: processes and tools (cluster/), the report (verify.rs).
+
+mod failures;
+mod promotion;
+mod write_path;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::cluster::tools::PartitionState;
+use crate::cluster::{Cluster, Produced, OBSERVER};
+use crate::error::{Error, Result};
+
+/// Whether the jars under test carry the patch set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Flavor {
+    Patched,
+    /// Unpatched upstream jars of the same release: the negative control.
+    Upstream,
+}
+
+pub struct Scenario {
+    pub id: &'static str,
+    pub title: &'static str,
+    /// A gate scenario must fail on upstream jars: it is what tells the two apart.
+    pub gate: bool,
+    run: fn(&mut Ctx, &mut Outcome) -> Result<()>,
+}
+
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario { id: "INIT", title: "observer absent from the initial ISR; acks=all writes; observer log identical", gate: true, run: write_path::init },
+    Scenario { id: "LAT", title: "acks=all latency with the observer present, and with it frozen (HW gate)", gate: true, run: write_path::latency },
+    Scenario { id: "S1", title: "leader crash", gate: false, run: failures::s1_leader_crash },
+    Scenario { id: "S2", title: "ISR follower crash", gate: false, run: failures::s2_follower_crash },
+    Scenario { id: "S3", title: "observer crash while producing; logs byte-identical after restart", gate: false, run: failures::s3_observer_crash },
+    Scenario { id: "TXN", title: "transactional topic: read_committed view and batches identical on the observer", gate: false, run: write_path::transactions },
+    Scenario { id: "S5", title: "promotion of a lagging observer (HW never moves backwards)", gate: false, run: promotion::s5_lagging_promotion },
+    Scenario { id: "DEM", title: "live promotion and demotion of a follower", gate: false, run: promotion::demotion },
+    Scenario { id: "S6", title: "observer.ids inconsistent across nodes", gate: false, run: promotion::s6_inconsistent },
+    Scenario { id: "S7", title: "observer.ids garbage, unreadable, deleted: set frozen, writes continue", gate: false, run: promotion::s7_bad_file },
+    Scenario { id: "S8", title: "controller failover: the new controller still filters the initial ISR and refuses observer leaders", gate: false, run: failures::s8_controller_failover },
+    Scenario { id: "S4", title: "all primaries down: no observer leader even with unclean election; promote, elect, serve", gate: true, run: failures::s4_all_primaries_down },
+];
+
+pub fn by_id(id: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.id.eq_ignore_ascii_case(id))
+}
+
+/// The topics every scenario shares, created once before the first scenario
+/// (assignment, configs). Broker 4 is the observer in each.
+pub const TOPICS: &[(&str, &str, &[&str])] = &[
+    ("obs", "1:2:3:4", &["min.insync.replicas=2", "unclean.leader.election.enable=true"]),
+    ("rf3", "1:2:4", &["min.insync.replicas=2"]),
+    ("tx", "2:3:1:4", &["min.insync.replicas=2"]),
+    ("lat", "1:2:3:4", &["min.insync.replicas=2"]),
+    ("lag", "1:2:3:4", &["min.insync.replicas=2"]),
+];
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Check {
+    pub name: String,
+    pub pass: bool,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Outcome {
+    pub id: String,
+    pub title: String,
+    pub gate: bool,
+    pub pass: bool,
+    pub seconds: f64,
+    pub checks: Vec<Check>,
+    pub facts: BTreeMap<String, serde_json::Value>,
+    pub error: Option<String>,
+    /// The journal file of this scenario, relative to the run's evidence directory.
+    pub evidence: String,
+}
+
+impl Outcome {
+    pub fn check(&mut self, name: &str, pass: bool, detail: impl Into<String>) -> bool {
+        self.checks.push(Check { name: name.to_string(), pass, detail: detail.into() });
+        pass
+    }
+
+    pub fn fact(&mut self, name: &str, v: impl serde::Serialize) {
+        self.facts.insert(name.to_string(), serde_json::to_value(v).unwrap_or(serde_json::Value::Null));
+    }
+}
+
+/// What a scenario works with: the cluster and the ledger of acknowledged
+/// records of topic `obs` (every one must be readable at every read-back).
+pub struct Ctx<'a> {
+    pub c: &'a mut Cluster,
+    pub flavor: Flavor,
+    pub ledger: Vec<String>,
+    /// Records ever sent to `obs`, acknowledged or not (how many to read back).
+    pub sent: usize,
+}
+
+impl Ctx<'_> {
+    pub fn lag(&self) -> Duration {
+        Duration::from_millis(self.c.timers.lag_ms)
+    }
+
+    pub fn session(&self) -> Duration {
+        Duration::from_millis(self.c.timers.session_ms)
+    }
+
+    /// How long a hook takes, at most, to see an edited observer.ids (its cache TTL is 5 s).
+    pub fn ttl(&self) -> Duration {
+        Duration::from_secs(5)
+    }
+
+    pub fn state(&mut self, topic: &str) -> Result<PartitionState> {
+        self.c.describe(topic)?.ok_or_else(|| Error::External(format!("describe of {topic} printed no partition 0")))
+    }
+
+    /// Produces `n` records to `obs`, journals the outcome, and records what was acked.
+    pub fn produce_obs(&mut self, o: &mut Outcome, tag: &str, n: usize, exclude: &[i32]) -> Result<Produced> {
+        let p = self.c.produce("obs", tag, n, exclude)?;
+        self.sent += p.sent;
+        self.ledger.extend(p.values.iter().cloned());
+        o.check(&format!("{tag}: {n} records acked with acks=all, 0 errors"), p.all_acked(), format!("sent {}, errors {}, rc {}", p.sent, p.errors, p.rc));
+        Ok(p)
+    }
+
+    /// Reads `obs` back from the earliest offset: every acked record must be there, once.
+    pub fn read_back(&mut self, o: &mut Outcome, label: &str, exclude: &[i32]) -> Result<bool> {
+        let got = self.c.consume("obs", self.sent, false, exclude)?;
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        for v in &got {
+            *seen.entry(v.as_str()).or_default() += 1;
+        }
+        let missing = self.ledger.iter().filter(|v| !seen.contains_key(v.as_str())).count();
+        let dups = seen.values().filter(|n| **n > 1).count();
+        o.fact(&format!("{label}_read_back"), serde_json::json!({"acked": self.ledger.len(), "read": got.len(), "missing": missing, "duplicated": dups}));
+        Ok(o.check(
+            &format!("{label}: every acked record read back (zero loss, no duplicates)"),
+            missing == 0 && dups == 0,
+            format!("acked {}, read {}, missing {missing}, duplicated {dups}", self.ledger.len(), got.len()),
+        ))
+    }
+
+    /// Watches `topic` for `hold`, failing the check if `bad` is ever true.
+    pub fn hold(&mut self, o: &mut Outcome, topic: &str, hold: Duration, name: &str, bad: impl Fn(&PartitionState) -> bool) -> Result<bool> {
+        let (polls, violations) = self.c.watch(topic, hold, bad)?;
+        Ok(o.check(name, violations.is_empty() && polls > 0, if violations.is_empty() { format!("held for {:.1} s over {polls} polls", hold.as_secs_f64()) } else { violations.join("; ") }))
+    }
+
+    /// Waits until `pred` holds for `topic`; records the time as fact `fact`.
+    pub fn wait(&mut self, o: &mut Outcome, topic: &str, timeout: Duration, name: &str, fact: &str, pred: impl Fn(&PartitionState) -> bool) -> Result<Option<PartitionState>> {
+        let (s, secs) = self.c.wait_state(topic, timeout, &pred, |_| {})?;
+        o.fact(fact, round(secs));
+        o.check(name, s.is_some(), match &s {
+            Some(s) => format!("after {secs:.1} s: {}", s.show()),
+            None => format!("not within {:.0} s", timeout.as_secs_f64()),
+        });
+        Ok(s)
+    }
+
+    /// Observer files back to `4` everywhere, and broker 4 out of the ISR of `topic`.
+    pub fn restore_observer(&mut self, o: &mut Outcome, topic: &str) -> Result<()> {
+        let all = self.c.kafka_nodes();
+        self.c.set_observers(&all, "4\n")?;
+        if self.flavor == Flavor::Patched {
+            let t = self.lag() + self.ttl() + Duration::from_secs(20);
+            self.wait(o, topic, t, "restored: broker 4 is an observer again (out of the ISR)", "restore_seconds", |s| !s.in_isr(OBSERVER))?;
+        }
+        Ok(())
+    }
+}
+
+pub fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Runs the selected scenarios in suite order on a cluster whose topics exist.
+pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]) -> Vec<Outcome> {
+    let mut ctx = Ctx { c, flavor, ledger: Vec::new(), sent: 0 };
+    let mut outcomes = Vec::new();
+    for s in SCENARIOS.iter().filter(|s| selected.iter().any(|x| x.id == s.id)) {
+        let stem = s.id.to_string();
+        ctx.c.journal.begin(&stem, &format!("{} — {}", s.id, s.title));
+        let mut o = Outcome {
+            id: s.id.into(),
+            title: s.title.into(),
+            gate: s.gate,
+            pass: false,
+            seconds: 0.0,
+            checks: Vec::new(),
+            facts: BTreeMap::new(),
+            error: None,
+            evidence: ctx.c.journal.current().to_string(),
+        };
+        eprintln!("okp: verify: {} {} …", s.id, s.title);
+        let t0 = Instant::now();
+        let r = (s.run)(&mut ctx, &mut o);
+        o.seconds = round(t0.elapsed().as_secs_f64());
+        if let Err(e) = r {
+            o.error = Some(e.to_string());
+        }
+        o.pass = o.error.is_none() && !o.checks.is_empty() && o.checks.iter().all(|c| c.pass);
+        for ch in &o.checks {
+            ctx.c.journal.note(&format!("CHECK {} {} — {}", if ch.pass { "PASS" } else { "FAIL" }, ch.name, ch.detail));
+        }
+        if let Some(e) = &o.error {
+            ctx.c.journal.note(&format!("ERROR {e}"));
+        }
+        ctx.c.journal.note(&format!("{} {} in {:.1} s", s.id, if o.pass { "PASSED" } else { "FAILED" }, o.seconds));
+        eprintln!("okp: verify: {} {} in {:.1} s", s.id, if o.pass { "passed" } else { "FAILED" }, o.seconds);
+        // A scenario that errored may have left nodes down: bring them back for the next one.
+        if o.error.is_some() {
+            recover(ctx.c);
+        }
+        outcomes.push(o);
+    }
+    outcomes
+}
+
+/// Best effort after an error: thaw and start every node, observer files back to `4`.
+fn recover(c: &mut Cluster) {
+    let ids = c.kafka_nodes();
+    for id in &ids {
+        c.node_mut(*id).thaw();
+    }
+    let _ = c.set_observers(&ids, "4\n");
+    for id in &ids {
+        if !c.node_mut(*id).is_running() {
+            let _ = c.restart(*id);
+        }
+    }
+}
