@@ -123,21 +123,23 @@ fn classes_under(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
 /// (path, whether it must still be created). Mapping scalac's classes from an
 /// archive instead of loading them saves about 1.5 s per compile. Keyed by
 /// the JDK's version, since an archive only serves the JVM that wrote it.
-fn cds_archive(maven: &Maven, scala: &str) -> Option<(PathBuf, bool)> {
+/// A class-data-sharing archive for the JVM that runs `what` on this JDK:
+/// (path, true) when it must still be dumped. None with OKP_NO_CDS.
+pub(crate) fn cds_archive(maven: &Maven, what: &str) -> Option<(PathBuf, bool)> {
     let v = std::env::var("OKP_NO_CDS").is_err().then(|| {
         Command::new(java_bin("java")).arg("-version").output().ok().map(|o| String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or_default().to_string())
     })??;
     let key: String = v.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).collect();
     let dir = maven.repo_local.join("okp-cds");
     std::fs::create_dir_all(&dir).ok()?;
-    let archive = dir.join(format!("scalac-{scala}-{key}.jsa"));
+    let archive = dir.join(format!("{what}-{key}.jsa"));
     let exists = archive.is_file();
     Some((archive, !exists))
 }
 
 /// Where this process's JVM writes a new archive: private to the process, so
 /// concurrent builds never write one file; the rename publishes it whole.
-fn cds_staging(archive: &Path) -> PathBuf {
+pub(crate) fn cds_staging(archive: &Path) -> PathBuf {
     archive.with_extension(format!("jsa.{}.tmp", std::process::id()))
 }
 
@@ -228,7 +230,7 @@ pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Re
             // A compile of a few files is short-lived: C1-only JIT and the serial
             // collector cut its wall time by about a third on a 2-core machine.
             cmd.args(["-Xss8m", "-Xmx2g", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]);
-            let cds = cds_archive(maven, &release.scala);
+            let cds = cds_archive(maven, &format!("scalac-{}", release.scala));
             match &cds {
                 Some((archive, false)) => {
                     cmd.arg(format!("-XX:SharedArchiveFile={}", archive.display()));

@@ -63,6 +63,10 @@ impl Cluster {
         let (server_log, tool_log) = rt.write_logging(run_dir)?;
         let server_jvm = vec!["-Xms64m".into(), "-Xmx320m".into(), "-XX:+UseSerialGC".into(), "-XX:TieredStopAtLevel=1".into(), "-Djava.awt.headless=true".into(), server_log];
         let tool_jvm = vec!["-Xms16m".into(), "-Xmx128m".into(), "-XX:+UseSerialGC".into(), "-XX:TieredStopAtLevel=1".into(), "-Xshare:auto".into(), tool_log];
+        let mut tool_jvm = tool_jvm;
+        if let Some((archive, false)) = &rt.tool_cds {
+            tool_jvm.push(format!("-XX:SharedArchiveFile={}", archive.display()));
+        }
         let index = rt.class_index()?;
         let classes = tools::resolve(&index);
         let scratch = run_dir.join("tools");
@@ -72,8 +76,27 @@ impl Cluster {
         c.configure()?;
         let t0 = Instant::now();
         c.start_all()?;
+        c.train_tool_cds();
         c.journal.note(&format!("cluster up in {:.1} s (ports {}..{})", t0.elapsed().as_secs_f64(), base_port, base_port + 13));
         Ok(c)
+    }
+
+    /// On the first run with this classpath: one tool call that dumps the
+    /// classes it loaded into a CDS archive, which every later tool JVM maps
+    /// (tool start-up dominates a suite's wall time).
+    fn train_tool_cds(&mut self) {
+        let Some((archive, true)) = self.rt.tool_cds.clone() else { return };
+        let staging = crate::build::splice::cds_staging(&archive);
+        let boot = self.bootstrap(&[]);
+        self.tools.jvm.push(format!("-XX:ArchiveClassesAtExit={}", staging.display()));
+        let out = self.tools.run(Tool::Topics, &args(&["--bootstrap-server", &boot, "--list"]), None, Duration::from_secs(60));
+        self.tools.jvm.pop();
+        if out.is_ok_and(|o| o.ok()) && std::fs::rename(&staging, &archive).is_ok() {
+            self.tools.jvm.push(format!("-XX:SharedArchiveFile={}", archive.display()));
+            self.journal.note(&format!("tool JVMs now map the class-data-sharing archive {}", archive.display()));
+        } else {
+            let _ = std::fs::remove_file(&staging);
+        }
     }
 
     pub fn broker_port(&self, id: i32) -> u16 {

@@ -38,6 +38,8 @@ pub struct Runtime {
     pub added: Vec<String>,
     /// (upstream jar, patched jar, sha256 of the patched jar) for a patched run.
     pub swapped: Vec<(PathBuf, PathBuf, String)>,
+    /// Class-data-sharing archive for tool JVMs on this classpath: (path, still to be dumped).
+    pub tool_cds: Option<(PathBuf, bool)>,
 }
 
 impl Runtime {
@@ -79,7 +81,14 @@ impl Runtime {
             .output()
             .map(|o| String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or_default().to_string())
             .map_err(|e| Error::External(format!("cannot run {} ({e}); okp verify needs a JDK (set JAVA_HOME)", java.display())))?;
+        let tool_cds = {
+            use sha2::Digest;
+            let joined = std::env::join_paths(&classpath).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let digest = crate::patchset::hex(&sha2::Sha256::digest(joined.as_bytes()));
+            crate::build::splice::cds_archive(maven, &format!("kafka-tools-{v}-{}", &digest[..16]))
+        };
         Ok(Runtime {
+            tool_cds,
             version,
             java,
             java_version,

@@ -152,7 +152,12 @@ impl Ctx<'_> {
     /// Watches `topic` for `hold`, failing the check if `bad` is ever true.
     pub fn hold(&mut self, o: &mut Outcome, topic: &str, hold: Duration, name: &str, bad: impl Fn(&PartitionState) -> bool) -> Result<bool> {
         let (polls, violations) = self.c.watch(topic, hold, bad)?;
-        Ok(o.check(name, violations.is_empty() && polls > 0, if violations.is_empty() { format!("held for {:.1} s over {polls} polls", hold.as_secs_f64()) } else { violations.join("; ") }))
+        let detail = match violations.as_slice() {
+            [] => format!("held for {:.1} s over {polls} polls", hold.as_secs_f64()),
+            [one] => format!("1 of {polls} polls: {one}"),
+            [first, .., last] => format!("{} of {polls} polls; first {first}; last {last}", violations.len()),
+        };
+        Ok(o.check(name, violations.is_empty() && polls > 0, detail))
     }
 
     /// Waits until `pred` holds for `topic`; records the time as fact `fact`.
