@@ -564,7 +564,7 @@ impl Cluster {
             return Ok(out.stdout.lines().find_map(|l| l.trim().strip_prefix("LeaderId:").and_then(|v| v.trim().parse().ok())));
         }
         let zk = format!("127.0.0.1:{}", self.base_port);
-        let out = self.tool(Tool::ZooKeeperShell, &args(&[&zk, "get", "/controller"]), None, Duration::from_secs(30))?;
+        let out = self.tool(Tool::ZooKeeperShell, &args(&["-server", &zk, "get", "/controller"]), None, Duration::from_secs(30))?;
         Ok(out.stdout.lines().find_map(|l| {
             let at = l.find("\"brokerid\":")? + "\"brokerid\":".len();
             l[at..].trim().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
