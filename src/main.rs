@@ -13,6 +13,7 @@ mod maven;
 mod model;
 mod patch;
 mod patchset;
+mod port;
 mod report;
 mod source;
 mod tx;
