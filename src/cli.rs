@@ -417,17 +417,16 @@ pub(crate) fn modes_of(release: &Release, mode: Option<Mode>) -> Result<Vec<Mode
     }
 }
 
-/// Coordinates of a release's sources; for a release newer than the matrix,
-/// the newest known release's artifacts at the new version.
+/// Coordinates of a release's sources; for a release not in the matrix (newer, or
+/// between two listed ones), the nearest older release's artifacts at its version.
 fn coordinates_for(model: &Model, v: KafkaVersion) -> Result<std::collections::BTreeMap<String, Coordinate>> {
     if let Some(r) = model.matrix.get(v) {
         return Ok(r.sources.clone());
     }
-    let newest = model.matrix.newest();
-    if v > newest.version {
-        return Ok(newest.sources.iter().map(|(d, c)| (d.clone(), c.at_version(&v.to_string()))).collect());
+    match model.matrix.releases.iter().rev().find(|r| r.version < v) {
+        Some(older) => Ok(older.sources.iter().map(|(d, c)| (d.clone(), c.at_version(&v.to_string()))).collect()),
+        None => Err(Error::UnknownRelease { version: v.to_string(), supported: model.matrix.supported_list() }),
     }
-    Err(Error::UnknownRelease { version: v.to_string(), supported: model.matrix.supported_list() })
 }
 
 /// The release whose rules (modes, family, anchor range) apply to version `v`.
@@ -521,7 +520,7 @@ fn diff(model: Model, versions: Option<&Path>, anchors: Option<&Path>, args: Dif
             (_, Some(r), Some(repo)) => Box::new(GitTree::open(repo, r)?),
             _ => {
                 let v = version.ok_or_else(|| Error::Usage(format!("say which release to diff {which}: --{which} V, --{which}-source DIR or --git REPO --{which}-rev REV")))?;
-                let hint = format!("diff against a checkout with --{which}-source DIR or --git REPO --{which}-rev REV");
+                let hint = format!("okp diff reads a checkout instead with --{which}-source DIR or --git REPO --{which}-rev REV");
                 if let Some(why) = model.matrix.get(v).and_then(|r| r.no_sources_jar.as_ref()) {
                     return Err(Error::Usage(format!("release {v}: {why}; {hint}")));
                 }

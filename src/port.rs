@@ -443,7 +443,7 @@ pub fn compare(anchors: &[&Anchor], to_version: Option<KafkaVersion>, from: &Fil
             }),
         };
         let Some(new_owned) = new_files.get(&a.file).cloned().flatten() else {
-            r.note = Some(format!("{} is not in the new release", a.file));
+            r.note = Some(format!("{} is not in {}", a.file, to_version.map_or("the new tree".to_string(), |v| v.to_string())));
             out.push(r);
             continue;
         };

@@ -53,12 +53,12 @@ fn title(r: &PortReport) -> String {
 /// One sentence: what the report concludes and what to do next.
 pub fn verdict_line(r: &PortReport) -> String {
     let to = r.to.label();
-    let changed = r.anchors.iter().filter(|a| a.carries && a.status == SiteStatus::Changed).count();
+    let changed = r.anchors.iter().filter(|a| a.carries && a.needs_review()).count();
     let lost = r.anchors.iter().filter(|a| !a.carries || a.range_note.is_some()).count();
     match r.verdict {
         Verdict::CarriesOver => format!("carries over: all {} anchors hold in {to} and no code around them changed", r.anchors.len()),
         Verdict::CarriesOverReview => format!(
-            "carries over with review: all {} anchors hold in {to}, but the code around {changed} site(s) changed; read the diffs before shipping",
+            "carries over with review: all {} anchors hold in {to}, but the code at or calling {changed} site(s) changed; read the diffs before shipping",
             r.anchors.len()
         ),
         Verdict::Drift => format!("DRIFT: {lost} of {} anchors do not carry over to {to}; each needs a decision (okp diff --write writes the worksheet)", r.anchors.len()),
@@ -158,6 +158,16 @@ fn table(r: &PortReport, color: bool) -> String {
         let (shown, more) = capped(&a.diff);
         if !shown.is_empty() {
             let _ = writeln!(s, "  upstream change around the site ({} -> {}):", r.from.label(), r.to.label());
+            for l in shown {
+                let _ = writeln!(s, "    {}", paint(l, color));
+            }
+            if more > 0 {
+                let _ = writeln!(s, "    ... {more} more diff lines (--format json has them all)");
+            }
+        }
+        let (shown, more) = capped(&a.callers);
+        if !shown.is_empty() {
+            let _ = writeln!(s, "  changed calls of the site elsewhere in the file:");
             for l in shown {
                 let _ = writeln!(s, "    {}", paint(l, color));
             }
@@ -279,6 +289,17 @@ fn evidence_md(r: &PortReport, a: &AnchorPort, heading: &str) -> String {
             let _ = writeln!(s, "({more} more diff lines in `--format json`)");
         }
     }
+    let (shown, more) = capped(&a.callers);
+    if !shown.is_empty() {
+        s.push_str("\nchanged calls of the site elsewhere in the file:\n\n```diff\n");
+        for l in shown {
+            let _ = writeln!(s, "{l}");
+        }
+        s.push_str("```\n");
+        if more > 0 {
+            let _ = writeln!(s, "({more} more diff lines in `--format json`)");
+        }
+    }
     if !a.candidates.is_empty() {
         let _ = writeln!(s, "\nre-anchoring candidates in {}:\n\n| line | score | similarity | same method | same class | text |\n|---:|---:|---:|---|---|---|", r.to.label());
         for c in &a.candidates {
@@ -329,8 +350,10 @@ pub fn worksheet(r: &PortReport, versions_file: &str) -> String {
         n += 1;
         let task = if a.range_note.is_some() && a.carries {
             format!("Range of `{}`: it holds in {}, but anchors.yaml's range excludes it; extend the range or say why not.", a.anchor, r.to.label())
-        } else if a.carries {
+        } else if a.carries && a.status == SiteStatus::Changed {
             format!("Review `{}`: the anchor holds, but upstream changed the code around it; confirm the hook's rule still holds there.", a.anchor)
+        } else if a.carries {
+            format!("Review the callers of `{}`'s site: upstream changed calls of it; confirm every path still goes through the hook.", a.anchor)
         } else {
             format!(
                 "Re-anchor `{}`: close it with `to: {}` in anchors.yaml and add an anchor `from: {}` at the new site (candidates below), or record that the hook is gone.",
