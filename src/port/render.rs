@@ -61,7 +61,7 @@ pub fn verdict_line(r: &PortReport) -> String {
             "carries over with review: all {} anchors hold in {to}, but the code at or calling {changed} site(s) changed; read the diffs before shipping",
             r.anchors.len()
         ),
-        Verdict::Drift => format!("DRIFT: {lost} of {} anchors do not carry over to {to}; each needs a decision (okp diff --write writes the worksheet)", r.anchors.len()),
+        Verdict::Drift => format!("DRIFT: {lost} of {} anchors do not carry over to {to}; each needs a decision", r.anchors.len()),
     }
 }
 
@@ -185,7 +185,8 @@ fn table(r: &PortReport, color: bool) -> String {
             }
         }
     }
-    let _ = writeln!(s, "\n{}", verdict_line(r));
+    let hint = if r.verdict == Verdict::Drift { " (`okp diff --write` writes the porting worksheet)" } else { "" };
+    let _ = writeln!(s, "\n{}{hint}", verdict_line(r));
     s
 }
 
@@ -354,6 +355,14 @@ pub fn worksheet(r: &PortReport, versions_file: &str) -> String {
             format!("Review `{}`: the anchor holds, but upstream changed the code around it; confirm the hook's rule still holds there.", a.anchor)
         } else if a.carries {
             format!("Review the callers of `{}`'s site: upstream changed calls of it; confirm every path still goes through the hook.", a.anchor)
+        } else if a.range_note.is_some() {
+            format!(
+                "Re-anchor `{}` (anchors.yaml already ends it before {}): add an anchor `from: {}` at the new site (candidates below), or drop its hooks for {}.",
+                a.anchor,
+                r.to.label(),
+                r.to.label(),
+                r.to.label()
+            )
         } else {
             format!(
                 "Re-anchor `{}`: close it with `to: {}` in anchors.yaml and add an anchor `from: {}` at the new site (candidates below), or record that the hook is gone.",
