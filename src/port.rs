@@ -314,10 +314,10 @@ fn describe_site(kind: ScopeKind, name: &str) -> String {
 fn find_site(lines: &[&str], old: &Site, near: usize) -> Option<Site> {
     let mut found: Vec<Site> = (0..lines.len())
         .filter(|&i| anchor::definition(lines[i]).is_some_and(|(k, n)| k == old.kind && n == old.name))
-        .filter_map(|i| {
+        .map(|i| {
             let end = anchor::block_end(lines, i);
             let class = anchor::scopes(lines, i, false).into_iter().find(|(_, k, _)| *k == ScopeKind::Type).map(|(_, _, n)| n);
-            Some(Site { header: i, name: old.name.clone(), kind: old.kind, class, range: (i, end.min(i + MAX_REGION)) })
+            Site { header: i, name: old.name.clone(), kind: old.kind, class, range: (i, end.min(i + MAX_REGION)) }
         })
         .collect();
     if found.iter().any(|s| s.class == old.class) {
