@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what okp and its tests need on a fresh Debian machine: Maven (okp
 # fetches Kafka releases from Maven Central through it), a JDK, git, minisign,
-# gnupg, shellcheck and dash (the bundle tests' independent checkers), and the
-# Rust toolchain's presence is checked. Idempotent; does nothing when all is there.
+# gnupg, shellcheck and dash (the bundle tests' independent checkers),
+# check-jsonschema from PyPI in a virtualenv (the ci/ workflow tests' schema
+# validator), and the Rust toolchain's presence is checked. Idempotent; does
+# nothing when all is there.
 set -euo pipefail
 
 need=()
@@ -16,11 +18,22 @@ command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 command -v dash >/dev/null 2>&1 || need+=(dash)
 # unzip lists and extracts jar entries in tests/build.rs, independently of okp.
 command -v unzip >/dev/null 2>&1 || need+=(unzip)
+# python3 with venv and pip for check-jsonschema (tests/ci_workflows.rs).
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# check-jsonschema validates ci/*.yml against the GitHub workflow schema it ships
+# (SchemaStore's); pinned, in its own virtualenv, where tests/ci_workflows.rs looks.
+CHECK_JSONSCHEMA_VERSION=0.39.0
+venv="$HOME/.local/share/okp/venv"
+if ! "$venv/bin/check-jsonschema" --version 2>/dev/null | grep -q "$CHECK_JSONSCHEMA_VERSION"; then
+  echo "setup: installing check-jsonschema $CHECK_JSONSCHEMA_VERSION into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "check-jsonschema==$CHECK_JSONSCHEMA_VERSION"
 fi
 command -v cargo >/dev/null 2>&1 || { echo "setup: cargo is missing; install Rust (rustup or apt-get install cargo)" >&2; exit 2; }
 echo "setup: ok ($(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g'); $(javac -version 2>&1); $(cargo --version))" >&2

@@ -79,6 +79,97 @@ fn looks_like_definition(l: &str) -> bool {
         || (t.contains('(') && t.trim_end().ends_with('{'))
 }
 
+/// What kind of scope a header line opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScopeKind {
+    /// A method, function or Scala `def` (local ones included).
+    Method,
+    /// A class, object, trait, interface, enum or record.
+    Type,
+}
+
+/// Words that open a statement, not a definition, although the line may look
+/// like `word(...) {`.
+const STATEMENT_WORDS: [&str; 16] =
+    ["if", "for", "while", "switch", "catch", "return", "new", "else", "try", "do", "synchronized", "throw", "case", "val", "var", "match"];
+
+/// Whether a line is the header of a method or type, and its name: `def
+/// getOutOfSyncReplicas(` is (Method, "getOutOfSyncReplicas"), `class
+/// LeaderAcceptor implements` is (Type, "LeaderAcceptor"), `if (x) {` is none.
+/// Stricter than `looks_like_definition`: statements with a block never count.
+pub fn definition(line: &str) -> Option<(ScopeKind, String)> {
+    let mut t = line.trim_start();
+    let modifiers = ["public ", "private ", "protected ", "static ", "final ", "override ", "abstract ", "synchronized ", "implicit ", "lazy ", "sealed ", "default "];
+    loop {
+        if let Some(m) = modifiers.iter().find(|m| t.starts_with(**m)) {
+            t = t[m.len()..].trim_start();
+        } else if t.starts_with("private[") || t.starts_with("protected[") {
+            t = t.split_once(']').map_or("", |(_, r)| r).trim_start();
+        } else if let Some(r) = t.strip_prefix("case ").filter(|r| r.starts_with("class ") || r.starts_with("object ")) {
+            t = r;
+        } else {
+            break;
+        }
+    }
+    let ident = |s: &str| -> Option<String> {
+        let n: String = s.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$').collect();
+        (!n.is_empty()).then_some(n)
+    };
+    for (kw, kind) in [("def ", ScopeKind::Method), ("class ", ScopeKind::Type), ("object ", ScopeKind::Type), ("trait ", ScopeKind::Type), ("interface ", ScopeKind::Type), ("enum ", ScopeKind::Type), ("record ", ScopeKind::Type)] {
+        if let Some(rest) = t.strip_prefix(kw) {
+            return ident(rest.trim_start()).map(|n| (kind, n));
+        }
+    }
+    // A Java method: `Type name(`, with no `=` before the parenthesis (an assignment).
+    let open = t.find('(')?;
+    let head = &t[..open];
+    if head.contains('=') || head.contains('.') || head.contains('"') {
+        return None;
+    }
+    let words: Vec<&str> = head.split_whitespace().collect();
+    let (name, ty) = match words.as_slice() {
+        [.., ty, name] => (*name, *ty),
+        _ => return None,
+    };
+    if STATEMENT_WORDS.contains(&words[0]) || STATEMENT_WORDS.contains(&ty) {
+        return None;
+    }
+    ident(name).filter(|n| n.len() == name.len()).map(|n| (ScopeKind::Method, n))
+}
+
+/// 0-based index of the last line of the block the header at `header` opens:
+/// the first later line indented no deeper ends it (a closing `}` or `)` is
+/// part of the block; a `) {` that ends a multi-line header is not an end).
+pub fn block_end(lines: &[&str], header: usize) -> usize {
+    let d = indent(lines[header]);
+    for (j, l) in lines.iter().enumerate().skip(header + 1) {
+        let t = l.trim();
+        if t.is_empty() || indent(l) > d {
+            continue;
+        }
+        if t.starts_with(')') && t.ends_with('{') {
+            continue;
+        }
+        return if t.starts_with('}') || t.starts_with(')') { j } else { j - 1 };
+    }
+    lines.len() - 1
+}
+
+/// The method and type definitions that enclose line `at`, innermost first,
+/// as (0-based index, kind, name). A match that is itself a header counts as
+/// its own innermost scope when `own` is set.
+pub fn scopes(lines: &[&str], at: usize, own: bool) -> Vec<(usize, ScopeKind, String)> {
+    let mut out = Vec::new();
+    if own {
+        if let Some((k, n)) = definition(lines[at]) {
+            out.push((at, k, n));
+        }
+    }
+    out.extend(enclosing(lines, at).into_iter().filter_map(|(i, l)| definition(l).map(|(k, n)| (i, k, n))));
+    out
+}
+
 /// A line (or window of lines) that resembles a missing anchor.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Candidate {
@@ -160,6 +251,29 @@ mod tests {
         assert!(check_enclosing(&l, 7, "def b").is_ok());
         let err = check_enclosing(&l, 2, "def b").unwrap_err();
         assert_eq!(err.map(|(i, _)| i), Some(1));
+    }
+
+    #[test]
+    fn definitions_are_methods_and_types_not_statements() {
+        assert_eq!(definition("  private def canAddReplicaToIsr(followerReplicaId: Int): Boolean = {"), Some((ScopeKind::Method, "canAddReplicaToIsr".into())));
+        assert_eq!(definition("        public boolean test(int brokerId) {"), Some((ScopeKind::Method, "test".into())));
+        assert_eq!(definition("    static class LeaderAcceptor implements IntPredicate {"), Some((ScopeKind::Type, "LeaderAcceptor".into())));
+        assert_eq!(definition("class Partition(val topicPartition: TopicPartition,"), Some((ScopeKind::Type, "Partition".into())));
+        assert_eq!(definition("private[cluster] case class X(a: Int)"), Some((ScopeKind::Type, "X".into())));
+        for statement in ["    if (!current.isInflight) {", "        for (BrokerState b : brokerStates) {", "    val x = foo(1) {", "      this.lock(x) {", "    return build(a) {"] {
+            assert_eq!(definition(statement), None, "{statement}");
+        }
+    }
+
+    #[test]
+    fn blocks_end_at_their_closing_brace_and_span_multi_line_headers() {
+        let l = lines(SRC);
+        assert_eq!(block_end(&l, 1), 3);
+        assert_eq!(block_end(&l, 0), 10);
+        let java = lines("  static X build(\n      int a\n  ) {\n    return a;\n  }\n  int other() {\n");
+        assert_eq!(block_end(&java, 0), 4);
+        let s: Vec<String> = scopes(&l, 8, false).into_iter().map(|(_, _, n)| n).collect();
+        assert_eq!(s, vec!["b", "Partition"]);
     }
 
     #[test]

@@ -42,6 +42,13 @@ enum Command {
     ///
     /// Exit 0 when all match, 1 on drift, 2 on bad input, 3 when Maven or git fails.
     CheckAnchors(CheckArgs),
+    /// Compare two upstream releases at every anchor and hook of the patch set, to port it.
+    ///
+    /// Per anchor: unchanged, moved, changed (with the upstream diff around the
+    /// site), gone or ambiguous, and re-anchoring candidates where it no longer
+    /// holds. Exit 0 when every anchor carries over, 1 on drift, 2 on bad input,
+    /// 3 when Maven or git fails.
+    Diff(DiffArgs),
     /// Print the effective edits of a release (and mode), readably.
     Show {
         #[arg(long, value_name = "V")]
@@ -336,6 +343,45 @@ struct CheckArgs {
     evidence: Option<PathBuf>,
 }
 
+#[derive(Args, Debug)]
+struct DiffArgs {
+    /// The release to port from (its anchors are the patch set compared); default: what the old tree declares.
+    #[arg(long, value_name = "V1")]
+    from: Option<KafkaVersion>,
+    /// The release to port to; read from its Maven Central sources jars unless a tree is given (may be newer than the matrix).
+    #[arg(long, value_name = "V2")]
+    to: Option<KafkaVersion>,
+    /// The old release as a checkout (or a tree laid out by `okp sources`) instead of Maven Central.
+    #[arg(long, value_name = "DIR", conflicts_with = "from_rev")]
+    from_source: Option<PathBuf>,
+    /// The new release as a checkout instead of Maven Central (e.g. a release with no sources jar).
+    #[arg(long, value_name = "DIR", conflicts_with = "to_rev")]
+    to_source: Option<PathBuf>,
+    /// A git repository (bare or not) holding --from-rev and --to-rev; with both, the report lists the commits that touched each hooked file.
+    #[arg(long, value_name = "REPO")]
+    git: Option<PathBuf>,
+    /// Tag, branch or commit of --git for the old release.
+    #[arg(long, value_name = "REV", requires = "git")]
+    from_rev: Option<String>,
+    /// Tag, branch or commit of --git for the new release.
+    #[arg(long, value_name = "REV", requires = "git")]
+    to_rev: Option<String>,
+    #[arg(long, value_enum, default_value_t = crate::port::render::DiffFormat::Table)]
+    format: crate::port::render::DiffFormat,
+    /// Colour the diffs: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, value_enum, default_value_t = crate::port::render::ColorChoice::Auto)]
+    color: crate::port::render::ColorChoice,
+    /// Count a changed site (the anchor holds, the code around it changed) as drift: exit 1 (the weekly sentinel's setting).
+    #[arg(long)]
+    strict: bool,
+    /// Carries over: add V2 to versions.yaml (--versions FILE, default ./versions.yaml), checked with check-anchors. Does not: write the porting worksheet.
+    #[arg(long)]
+    write: bool,
+    /// Where --write puts the porting worksheet (default: porting-V1-V2.md).
+    #[arg(long, value_name = "FILE", requires = "write")]
+    worksheet: Option<PathBuf>,
+}
+
 pub fn run(cli: Cli) -> Result<i32> {
     let model = Model::load(cli.versions.as_deref(), cli.anchors.as_deref())?;
     match cli.command {
@@ -348,6 +394,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             Ok(EXIT_OK)
         }
         Command::CheckAnchors(args) => check_anchors(&model, args),
+        Command::Diff(args) => diff(model, cli.versions.as_deref(), cli.anchors.as_deref(), args),
         Command::Build(args) => build(&model, cli.patches.as_deref(), args),
         Command::Verify(args) => verify(&model, cli.patches.as_deref(), args),
         Command::Show { version, mode, format } => patch::show(&model, cli.patches.as_deref(), version, mode, format == ListFormat::Json),
@@ -414,17 +461,16 @@ pub(crate) fn modes_of(release: &Release, mode: Option<Mode>) -> Result<Vec<Mode
     }
 }
 
-/// Coordinates of a release's sources; for a release newer than the matrix,
-/// the newest known release's artifacts at the new version.
+/// Coordinates of a release's sources; for a release not in the matrix (newer, or
+/// between two listed ones), the nearest older release's artifacts at its version.
 fn coordinates_for(model: &Model, v: KafkaVersion) -> Result<std::collections::BTreeMap<String, Coordinate>> {
     if let Some(r) = model.matrix.get(v) {
         return Ok(r.sources.clone());
     }
-    let newest = model.matrix.newest();
-    if v > newest.version {
-        return Ok(newest.sources.iter().map(|(d, c)| (d.clone(), c.at_version(&v.to_string()))).collect());
+    match model.matrix.releases.iter().rev().find(|r| r.version < v) {
+        Some(older) => Ok(older.sources.iter().map(|(d, c)| (d.clone(), c.at_version(&v.to_string()))).collect()),
+        None => Err(Error::UnknownRelease { version: v.to_string(), supported: model.matrix.supported_list() }),
     }
-    Err(Error::UnknownRelease { version: v.to_string(), supported: model.matrix.supported_list() })
 }
 
 /// The release whose rules (modes, family, anchor range) apply to version `v`.
@@ -502,6 +548,72 @@ fn check_anchors(model: &Model, args: CheckArgs) -> Result<i32> {
         eprintln!("okp: evidence written to {}", dir.display());
     }
     Ok(if report.ok() { EXIT_OK } else { EXIT_DRIFT })
+}
+
+/// `okp diff`: opens both sides, compares, prints, and with --write adds the
+/// new release or writes the porting worksheet (see `port`).
+fn diff(model: Model, versions: Option<&Path>, anchors: Option<&Path>, args: DiffArgs) -> Result<i32> {
+    use crate::port::{self, render, Side};
+    let versions_file = versions.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("versions.yaml"));
+    // --write edits a versions.yaml: diff against that same file's matrix.
+    let model = if args.write && versions.is_none() { Model::load(Some(&versions_file), anchors)? } else { model };
+    let maven = Maven::from_env();
+    let open = |which: &str, version: Option<KafkaVersion>, dir: &Option<PathBuf>, rev: &Option<String>| -> Result<(Box<dyn SourceTree>, Option<KafkaVersion>)> {
+        let tree: Box<dyn SourceTree> = match (dir, rev, &args.git) {
+            (Some(d), _, _) => Box::new(DirTree::open(d)?),
+            (_, Some(r), Some(repo)) => Box::new(GitTree::open(repo, r)?),
+            _ => {
+                let v = version.ok_or_else(|| Error::Usage(format!("say which release to diff {which}: --{which} V, --{which}-source DIR or --git REPO --{which}-rev REV")))?;
+                let hint = format!("okp diff reads a checkout instead with --{which}-source DIR or --git REPO --{which}-rev REV");
+                if let Some(why) = model.matrix.get(v).and_then(|r| r.no_sources_jar.as_ref()) {
+                    return Err(Error::Usage(format!("release {v}: {why}; {hint}")));
+                }
+                let tree = ReleaseTree::open(&maven, &v.to_string(), &coordinates_for(&model, v)?).map_err(|e| match e {
+                    Error::Source(m) if m.starts_with("not published") => Error::Source(format!("release {v} has no sources jar: {m}; {hint}")),
+                    e => e,
+                })?;
+                return Ok((Box::new(tree), Some(v)));
+            }
+        };
+        let declared = tree.declared_version()?.and_then(|d| d.parse::<KafkaVersion>().ok());
+        Ok((tree, version.or(declared)))
+    };
+    let (old_tree, from) = open("from", args.from, &args.from_source, &args.from_rev)?;
+    let (new_tree, to) = open("to", args.to, &args.to_source, &args.to_rev)?;
+    let from = from.ok_or_else(|| Error::Usage(format!("{} does not say which release it is; pass --from V1", old_tree.describe())))?;
+    let rules = model.matrix.require(from)?;
+    let (anchor_list, _) = port::patch_set(&model.anchors, rules, from);
+    let old = port::read_files(old_tree.as_ref(), &anchor_list)?;
+    let new = port::read_files(new_tree.as_ref(), &anchor_list)?;
+    let mut report = port::report(
+        &model.anchors,
+        rules,
+        Side { version: Some(from), source: old_tree.describe() },
+        Side { version: to, source: new_tree.describe() },
+        &old,
+        &new,
+    )?;
+    if let (Some(repo), Some(r1), Some(r2)) = (&args.git, &args.from_rev, &args.to_rev) {
+        let files: Vec<String> = report.files.iter().map(|f| f.file.clone()).collect();
+        let mut commits = port::commits_touching(repo, r1, r2, &files)?;
+        for f in &mut report.files {
+            f.commits = commits.remove(&f.file);
+        }
+    }
+    print(&render::render(&report, args.format, args.color.enabled()))?;
+    let code = if args.write {
+        let anchors_origin = match anchors {
+            Some(p) => crate::model::Origin::new(p.display().to_string(), std::fs::read_to_string(p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?),
+            None => crate::model::Origin::new("anchors.yaml (embedded)", crate::model::EMBEDDED_ANCHORS),
+        };
+        let worksheet = args.worksheet.clone().unwrap_or_else(|| PathBuf::from(format!("porting-{}-{}.md", report.from.label(), report.to.label())));
+        port::write::write(&report, new_tree.as_ref(), &maven, &port::write::Targets { versions: versions_file, anchors: anchors_origin, worksheet })?
+    } else if report.verdict == port::Verdict::Drift {
+        EXIT_DRIFT
+    } else {
+        EXIT_OK
+    };
+    Ok(if args.strict && code == EXIT_OK && report.verdict != port::Verdict::CarriesOver { EXIT_DRIFT } else { code })
 }
 
 /// The release a tree is: --version when given (noting a mismatch), else

@@ -14,6 +14,7 @@ mod maven;
 mod model;
 mod patch;
 mod patchset;
+mod port;
 mod report;
 mod scenarios;
 mod source;

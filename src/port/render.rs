@@ -1,0 +1,395 @@
+//! `okp diff` reports: a terminal table (diffs coloured only when asked),
+//! markdown ready for a pull request, json for machines, and the porting
+//! worksheet. Pure: every function returns a String.
+
+use std::fmt::Write;
+
+use super::{AnchorPort, PortReport, SiteStatus, Verdict};
+
+/// Diff lines shown per site in text reports (json carries all of them).
+const MAX_DIFF_LINES: usize = 40;
+/// Commits listed per file in text reports.
+const MAX_COMMITS: usize = 10;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    Table,
+    Markdown,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Auto: colour only on a terminal, and never when NO_COLOR is set (no-color.org).
+    pub fn enabled(self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal(),
+        }
+    }
+}
+
+pub fn render(r: &PortReport, format: DiffFormat, color: bool) -> String {
+    match format {
+        DiffFormat::Table => table(r, color),
+        DiffFormat::Markdown => markdown(r),
+        DiffFormat::Json => serde_json::to_string_pretty(r).unwrap_or_default() + "\n",
+    }
+}
+
+fn title(r: &PortReport) -> String {
+    let modes = r.modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ");
+    format!("okp diff {} -> {} (patch family {}, modes {modes})", r.from.label(), r.to.label(), r.family)
+}
+
+/// One sentence: what the report concludes and what to do next.
+pub fn verdict_line(r: &PortReport) -> String {
+    let to = r.to.label();
+    let changed = r.anchors.iter().filter(|a| a.carries && a.needs_review()).count();
+    let lost = r.anchors.iter().filter(|a| !a.carries || a.range_note.is_some()).count();
+    match r.verdict {
+        Verdict::CarriesOver => format!("carries over: all {} anchors hold in {to} and no code around them changed", r.anchors.len()),
+        Verdict::CarriesOverReview => format!(
+            "carries over with review: all {} anchors hold in {to}, but the code at or calling {changed} site(s) changed; read the diffs before shipping",
+            r.anchors.len()
+        ),
+        Verdict::Drift => format!("DRIFT: {lost} of {} anchors do not carry over to {to}; each needs a decision", r.anchors.len()),
+    }
+}
+
+fn at(a: &AnchorPort) -> String {
+    match (a.to_lines.as_slice(), a.delta) {
+        ([], _) => "-".into(),
+        ([l], Some(0)) => l.to_string(),
+        ([l], Some(d)) => format!("{l} ({d:+})"),
+        (ls, _) => ls.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(","),
+    }
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "NO"
+    }
+}
+
+fn capped(diff: &[String]) -> (&[String], usize) {
+    let n = diff.len().min(MAX_DIFF_LINES);
+    (&diff[..n], diff.len() - n)
+}
+
+fn paint(line: &str, color: bool) -> String {
+    if !color {
+        return line.to_string();
+    }
+    let code = match line.as_bytes().first() {
+        Some(b'+') => "32",
+        Some(b'-') => "31",
+        Some(b'@') => "36",
+        _ => return line.to_string(),
+    };
+    format!("\x1b[{code}m{line}\x1b[0m")
+}
+
+fn table(r: &PortReport, color: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", title(r));
+    let _ = writeln!(s, "  from: {}", r.from.source);
+    let _ = writeln!(s, "  to:   {}", r.to.source);
+    let _ = writeln!(s, "\n{:<38} {:<10} {:<8} {:>8} {:>13}  site", "anchor", "status", "carries", "old line", "new line");
+    for a in &r.anchors {
+        let _ = writeln!(s, "{:<38} {:<10} {:<8} {:>8} {:>13}  {}", a.anchor, a.status.as_str(), yes(a.carries), a.from_line, at(a), a.site.as_deref().unwrap_or("-"));
+    }
+    let _ = writeln!(s, "\n{:<30} {:<17} {:<8} anchors in {}", "hook", "scope", "site", r.from.label());
+    for h in &r.hooks {
+        let site = match (h.has_site, h.changed) {
+            (true, false) => "yes",
+            (true, true) => "changed",
+            (false, _) => "NONE",
+        };
+        let scope = serde_json::to_value(h.scope).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let _ = writeln!(s, "{:<30} {:<17} {:<8} {}", h.hook, scope, site, h.anchors.join(", "));
+    }
+    let _ = writeln!(s, "\nfiles");
+    for f in &r.files {
+        let what = match (f.in_from, f.in_to) {
+            (true, true) if f.added + f.removed == 0 => "identical".to_string(),
+            (true, true) => format!("+{} -{}", f.added, f.removed),
+            (true, false) => format!("GONE in {}", r.to.label()),
+            _ => format!("not in {}", r.from.label()),
+        };
+        let _ = writeln!(s, "  {}  {what}", f.file);
+        if let Some(commits) = &f.commits {
+            let _ = writeln!(s, "    {} commit(s) touched it between the two revisions", commits.len());
+            for c in commits.iter().take(MAX_COMMITS) {
+                let _ = writeln!(s, "      {} {} {}: {}", c.id, c.date, c.author, c.summary);
+            }
+            if commits.len() > MAX_COMMITS {
+                let _ = writeln!(s, "      ... {} more (--format json lists all)", commits.len() - MAX_COMMITS);
+            }
+        }
+    }
+    for a in r.anchors.iter().filter(|a| a.needs_review()) {
+        s.push('\n');
+        let _ = writeln!(s, "{} `{}` (hooks: {}){}", a.status.as_str().to_uppercase(), a.anchor, a.hooks.join(", "), if a.carries { ": the anchor still holds" } else { "" });
+        let _ = writeln!(s, "  file: {}", a.file);
+        if let Some(site) = &a.site {
+            let now = a.site_to_line.map(|l| format!("line {l}")).unwrap_or_else(|| "not found".into());
+            let _ = writeln!(s, "  site: {site}; in {}: {now}", r.to.label());
+        }
+        for note in a.note.iter().chain(&a.range_note) {
+            let _ = writeln!(s, "  note: {note}");
+        }
+        if !a.carries {
+            s.push_str("  anchor:\n");
+            for l in &a.expected {
+                let _ = writeln!(s, "      | {l}");
+            }
+        }
+        let (shown, more) = capped(&a.diff);
+        if !shown.is_empty() {
+            let _ = writeln!(s, "  upstream change around the site ({} -> {}):", r.from.label(), r.to.label());
+            for l in shown {
+                let _ = writeln!(s, "    {}", paint(l, color));
+            }
+            if more > 0 {
+                let _ = writeln!(s, "    ... {more} more diff lines (--format json has them all)");
+            }
+        }
+        let (shown, more) = capped(&a.callers);
+        if !shown.is_empty() {
+            let _ = writeln!(s, "  changed calls of the site elsewhere in the file:");
+            for l in shown {
+                let _ = writeln!(s, "    {}", paint(l, color));
+            }
+            if more > 0 {
+                let _ = writeln!(s, "    ... {more} more diff lines (--format json has them all)");
+            }
+        }
+        if !a.candidates.is_empty() {
+            let _ = writeln!(s, "  re-anchoring candidates in {} (score = {:.0}% similarity + {:.0}% structure):", r.to.label(), super::SIMILARITY_WEIGHT * 100.0, (1.0 - super::SIMILARITY_WEIGHT) * 100.0);
+            for c in &a.candidates {
+                let _ = writeln!(s, "    line {:<5} score {:>3.0}%  {}", c.line, c.score * 100.0, components(c));
+                for l in &c.text {
+                    let _ = writeln!(s, "      | {l}");
+                }
+            }
+        }
+    }
+    let hint = if r.verdict == Verdict::Drift { " (`okp diff --write` writes the porting worksheet)" } else { "" };
+    let _ = writeln!(s, "\n{}{hint}", verdict_line(r));
+    s
+}
+
+fn components(c: &super::Ranked) -> String {
+    let mark = |b: bool| if b { "yes" } else { "no" };
+    format!(
+        "similarity {:.0}%, same method {}, same class {}{}{}",
+        c.similarity * 100.0,
+        mark(c.same_method),
+        mark(c.same_class),
+        c.scope.as_deref().map(|s| format!(", in {s}")).unwrap_or_default(),
+        c.hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default()
+    )
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// Markdown, for a pull request description or a CI job summary.
+pub fn markdown(r: &PortReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "## {}\n", title(r));
+    let _ = writeln!(s, "**{}**\n", verdict_line(r));
+    let _ = writeln!(s, "- from: {}\n- to: {}\n", r.from.source, r.to.source);
+    s.push_str("| anchor | status | carries | old line | new line | site |\n|---|---|---|---:|---:|---|\n");
+    for a in &r.anchors {
+        let _ = writeln!(s, "| `{}` | {} | {} | {} | {} | {} |", a.anchor, a.status.as_str(), yes(a.carries), a.from_line, at(a), a.site.as_deref().unwrap_or("-"));
+    }
+    let _ = writeln!(s, "\n| hook | site in {} | anchors in {} |\n|---|---|---|", r.to.label(), r.from.label());
+    for h in &r.hooks {
+        let site = match (h.has_site, h.changed) {
+            (true, false) => "yes",
+            (true, true) => "yes, code around it changed",
+            (false, _) => "**none**",
+        };
+        let _ = writeln!(s, "| {} | {site} | {} |", h.hook, h.anchors.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", "));
+    }
+    s.push_str("\n| file | change |\n|---|---|\n");
+    for f in &r.files {
+        let what = match (f.in_from, f.in_to) {
+            (true, true) if f.added + f.removed == 0 => "identical".to_string(),
+            (true, true) => format!("+{} −{}", f.added, f.removed),
+            (true, false) => format!("**gone** in {}", r.to.label()),
+            _ => format!("not in {}", r.from.label()),
+        };
+        let _ = writeln!(s, "| `{}` | {what} |", f.file);
+    }
+    for f in r.files.iter().filter(|f| f.commits.is_some()) {
+        s.push_str(&commits_md(f));
+    }
+    for a in r.anchors.iter().filter(|a| a.needs_review()) {
+        s.push('\n');
+        s.push_str(&evidence_md(r, a, "###"));
+    }
+    s
+}
+
+fn commits_md(f: &super::FilePort) -> String {
+    let mut s = String::new();
+    let commits = f.commits.as_deref().unwrap_or_default();
+    let _ = writeln!(s, "\n<details><summary>{} commit(s) touched <code>{}</code></summary>\n", commits.len(), f.file);
+    for c in commits.iter().take(MAX_COMMITS) {
+        let _ = writeln!(s, "- `{}` {} {}: {}", c.id, c.date, md_cell(&c.author), md_cell(&c.summary));
+    }
+    if commits.len() > MAX_COMMITS {
+        let _ = writeln!(s, "- … {} more", commits.len() - MAX_COMMITS);
+    }
+    s.push_str("\n</details>\n");
+    s
+}
+
+/// One anchor's evidence: what happened, the upstream diff, the candidates.
+fn evidence_md(r: &PortReport, a: &AnchorPort, heading: &str) -> String {
+    let mut s = String::new();
+    let what = if a.carries { "the anchor still holds" } else { "the anchor does not carry over" };
+    let _ = writeln!(s, "{heading} `{}`: {} ({what})\n", a.anchor, a.status.as_str());
+    let _ = writeln!(s, "- hooks: {}\n- file: `{}`, line {} in {}", a.hooks.join(", "), a.file, a.from_line, r.from.label());
+    if let Some(site) = &a.site {
+        let now = a.site_to_line.map(|l| format!("line {l}")).unwrap_or_else(|| "not found".into());
+        let _ = writeln!(s, "- site: {site}; in {}: {now}", r.to.label());
+    }
+    for note in a.note.iter().chain(&a.range_note) {
+        let _ = writeln!(s, "- {note}");
+    }
+    if !a.carries {
+        s.push_str("\nanchor:\n\n```\n");
+        for l in &a.expected {
+            let _ = writeln!(s, "{l}");
+        }
+        s.push_str("```\n");
+    }
+    let (shown, more) = capped(&a.diff);
+    if !shown.is_empty() {
+        let _ = writeln!(s, "\nupstream change around the site ({} → {}):\n\n```diff", r.from.label(), r.to.label());
+        for l in shown {
+            let _ = writeln!(s, "{l}");
+        }
+        s.push_str("```\n");
+        if more > 0 {
+            let _ = writeln!(s, "({more} more diff lines in `--format json`)");
+        }
+    }
+    let (shown, more) = capped(&a.callers);
+    if !shown.is_empty() {
+        s.push_str("\nchanged calls of the site elsewhere in the file:\n\n```diff\n");
+        for l in shown {
+            let _ = writeln!(s, "{l}");
+        }
+        s.push_str("```\n");
+        if more > 0 {
+            let _ = writeln!(s, "({more} more diff lines in `--format json`)");
+        }
+    }
+    if !a.candidates.is_empty() {
+        let _ = writeln!(s, "\nre-anchoring candidates in {}:\n\n| line | score | similarity | same method | same class | text |\n|---:|---:|---:|---|---|---|", r.to.label());
+        for c in &a.candidates {
+            let text = c.text.iter().map(|l| format!("`{}`", md_cell(l.trim()))).collect::<Vec<_>>().join("<br>");
+            let _ = writeln!(
+                s,
+                "| {} | {:.0}% | {:.0}% | {} | {} | {text}{} |",
+                c.line,
+                c.score * 100.0,
+                c.similarity * 100.0,
+                if c.same_method { "yes" } else { "no" },
+                if c.same_class { "yes" } else { "no" },
+                c.hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default()
+            );
+        }
+    }
+    let commits: Vec<&super::Commit> = r.files.iter().filter(|f| f.file == a.file).flat_map(|f| f.commits.iter().flatten()).collect();
+    if !commits.is_empty() {
+        let _ = writeln!(s, "\ncommits that touched the file: {}", commits.iter().take(MAX_COMMITS).map(|c| format!("`{}` {}", c.id, md_cell(&c.summary))).collect::<Vec<_>>().join("; "));
+    }
+    s
+}
+
+/// The porting worksheet: each decision a human must make, with its evidence.
+pub fn worksheet(r: &PortReport, versions_file: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Porting worksheet: {} → {}\n", r.from.label(), r.to.label());
+    let _ = writeln!(s, "Written by okp {} (`okp diff --write`). {}\n", env!("CARGO_PKG_VERSION"), verdict_line(r));
+    let _ = writeln!(s, "- from: {}\n- to: {}\n- patch family of {}: {} (modes {})\n", r.from.source, r.to.source, r.from.label(), r.family, r.modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", "));
+    s.push_str("## Decisions\n\n");
+    let mut n = 0;
+    for h in r.hooks.iter().filter(|h| !h.has_site) {
+        n += 1;
+        let gone = r.anchors.iter().filter(|a| h.anchors.contains(&a.anchor)).all(|a| a.status == SiteStatus::Gone);
+        let why = if gone { "its site is gone (file or method removed)" } else { "its anchor does not hold" };
+        let _ = writeln!(
+            s,
+            "{n}. [ ] Hook `{}` ({}) has no site in {}: {why}. Either find its new site (decisions below) or, if {} no longer has the {} code path, drop it for {} (modes in {versions_file}).",
+            h.hook,
+            h.site,
+            r.to.label(),
+            r.to.label(),
+            serde_json::to_value(h.scope).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            r.to.label()
+        );
+    }
+    for a in r.anchors.iter().filter(|a| a.needs_review()) {
+        n += 1;
+        let task = if a.range_note.is_some() && a.carries {
+            format!("Range of `{}`: it holds in {}, but anchors.yaml's range excludes it; extend the range or say why not.", a.anchor, r.to.label())
+        } else if a.carries && a.status == SiteStatus::Changed {
+            format!("Review `{}`: the anchor holds, but upstream changed the code around it; confirm the hook's rule still holds there.", a.anchor)
+        } else if a.carries {
+            format!("Review the callers of `{}`'s site: upstream changed calls of it; confirm every path still goes through the hook.", a.anchor)
+        } else if a.range_note.is_some() {
+            format!(
+                "Re-anchor `{}` (anchors.yaml already ends it before {}): add an anchor `from: {}` at the new site (candidates below), or drop its hooks for {}.",
+                a.anchor,
+                r.to.label(),
+                r.to.label(),
+                r.to.label()
+            )
+        } else {
+            format!(
+                "Re-anchor `{}`: close it with `to: {}` in anchors.yaml and add an anchor `from: {}` at the new site (candidates below), or record that the hook is gone.",
+                a.anchor,
+                r.from.label(),
+                r.to.label()
+            )
+        };
+        let _ = writeln!(s, "{n}. [ ] {task}");
+    }
+    if n == 0 {
+        s.push_str("None: every anchor carries over and no site changed.\n");
+    }
+    let _ = writeln!(
+        s,
+        "\nThen run `okp diff --from {} --to {} --write` again: when every anchor carries over it adds {} to {versions_file} and confirms it with check-anchors.\n",
+        r.from.label(),
+        r.to.label(),
+        r.to.label()
+    );
+    s.push_str("## Evidence\n");
+    for a in r.anchors.iter().filter(|a| a.needs_review()) {
+        s.push('\n');
+        s.push_str(&evidence_md(r, a, "###"));
+    }
+    for f in r.files.iter().filter(|f| f.commits.is_some()) {
+        s.push_str(&commits_md(f));
+    }
+    s
+}

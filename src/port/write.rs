@@ -1,0 +1,251 @@
+//! `okp diff --write`: when the old release's patch set carries over, the new
+//! release's versions.yaml entry (filled the way the file's header says: scala
+//! from the release POM, java_release from the class-file major of its jars),
+//! inserted as text so the file keeps its layout and comments, confirmed by
+//! check-anchors on the new release before the file is replaced atomically.
+//! When it does not carry over, the porting worksheet instead.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::{PortReport, Verdict};
+use crate::error::{Error, Result, EXIT_DRIFT, EXIT_OK};
+use crate::maven::Maven;
+use crate::model::{AnchorSet, Coordinate, Matrix, Origin, Release};
+use crate::source::SourceTree;
+use crate::version::KafkaVersion;
+
+/// The class whose class-file major gives `java_release` (core) and
+/// `java_release_metadata` (kafka-metadata), as versions.yaml's header says.
+const CORE_CLASS: &str = "kafka/cluster/Partition.class";
+const METADATA_CLASS: &str = "org/apache/kafka/controller/ReplicationControlManager.class";
+
+/// Where `--write` writes.
+pub struct Targets {
+    pub versions: PathBuf,
+    pub anchors: Origin,
+    pub worksheet: PathBuf,
+}
+
+/// The scala-library version a release POM depends on.
+pub fn scala_from_pom(pom: &str) -> Option<String> {
+    let at = pom.find("<artifactId>scala-library</artifactId>")?;
+    let rest = &pom[at..];
+    let end = rest.find("</dependency>").unwrap_or(rest.len());
+    let block = &rest[..end];
+    let v = block.split_once("<version>")?.1.split_once("</version>")?.0.trim();
+    (!v.is_empty() && !v.contains("${")).then(|| v.to_string())
+}
+
+fn quoted(s: &str) -> String {
+    // A JSON string is a valid YAML double-quoted scalar.
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+fn flow(items: &[String], quote: bool) -> String {
+    let items: Vec<String> = items.iter().map(|i| if quote { quoted(i) } else { i.clone() }).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// The entry's text, in the field order and style of the file's entries.
+pub fn entry_text(r: &Release) -> String {
+    let mut s = format!("  - version: {}\n", r.version);
+    s.push_str(&format!("    family: {}\n", r.family));
+    s.push_str(&format!("    modes: {}\n", flow(&r.modes.iter().map(|m| m.to_string()).collect::<Vec<_>>(), false)));
+    if let Some(n) = &r.kraft_note {
+        s.push_str(&format!("    kraft_note: {}\n", quoted(n)));
+    }
+    s.push_str(&format!("    scala: {}\n    java_release: {}\n", r.scala, r.java_release));
+    if let Some(m) = r.java_release_metadata {
+        s.push_str(&format!("    java_release_metadata: {m}\n"));
+    }
+    s.push_str("    sources:\n");
+    for (dir, c) in &r.sources {
+        s.push_str(&format!("      {dir}: {c}\n"));
+    }
+    s.push_str("    jars:\n");
+    for (m, jars) in &r.jars {
+        s.push_str(&format!("      {m}: {}\n", flow(jars, false)));
+    }
+    s.push_str("    gradle_tasks:\n");
+    for (m, tasks) in &r.gradle_tasks {
+        s.push_str(&format!("      {m}: {}\n", flow(tasks, true)));
+    }
+    s
+}
+
+/// `text` with `entry` inserted where release `v` sorts: before the first
+/// later release's entry (and before the comment lines directly above it,
+/// which belong to that entry), or at the end.
+pub fn insert_entry(text: &str, matrix: &Matrix, v: KafkaVersion, entry: &str) -> String {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let next = matrix.releases.iter().find(|r| r.version > v).and_then(|r| {
+        let needle = format!("- version: {}", r.version);
+        lines.iter().position(|l| l.trim_start().starts_with(&needle) && l.trim_end().ends_with(&r.version.to_string()))
+    });
+    match next {
+        Some(mut at) => {
+            while at > 0 && lines[at - 1].trim_start().starts_with('#') {
+                at -= 1;
+            }
+            let mut out: String = lines[..at].concat();
+            out.push_str(entry);
+            out.push_str(&lines[at..].concat());
+            out
+        }
+        None => {
+            let mut out = text.to_string();
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(entry);
+            out
+        }
+    }
+}
+
+/// Reads one class's class-file major from a jar and maps it to the Java release.
+fn java_release_of(jar: &Path, class: &str) -> Result<u32> {
+    let f = std::fs::File::open(jar).map_err(|e| Error::io(format!("cannot open {}", jar.display()), e))?;
+    let mut zip = zip::ZipArchive::new(f).map_err(|e| Error::Source(format!("{} is not a readable jar ({e})", jar.display())))?;
+    let mut entry = zip.by_name(class).map_err(|e| Error::Source(format!("{}: no {class} ({e})", jar.display())))?;
+    let mut bytes = Vec::new();
+    entry.read_to_end(&mut bytes).map_err(|e| Error::io(format!("reading {class} from {}", jar.display()), e))?;
+    let info = crate::build::classfile::parse(&bytes).map_err(|e| Error::Source(format!("{}!{class}: {e}", jar.display())))?;
+    Ok(u32::from(crate::build::classfile::java_release(info.major)))
+}
+
+/// The new release's entry: the old release's family, modes, jars and tasks;
+/// its own coordinates, Scala and Java release, read from Maven Central.
+pub fn derive_entry(maven: &Maven, template: &Release, v: KafkaVersion) -> Result<Release> {
+    let at = |c: &Coordinate| c.at_version(&v.to_string());
+    let sources: std::collections::BTreeMap<String, Coordinate> = template.sources.iter().map(|(d, c)| (d.clone(), at(c))).collect();
+    let core = sources.get("core").cloned().ok_or_else(|| Error::Usage(format!("release {} lists no core source", template.version)))?;
+    let metadata = template.java_release_metadata.map(|_| {
+        sources.get("metadata").cloned().unwrap_or(Coordinate { group: core.group.clone(), artifact: "kafka-metadata".into(), version: v.to_string() })
+    });
+    let mut wanted = vec![(core.clone(), None)];
+    wanted.extend(metadata.iter().map(|c| (c.clone(), None)));
+    let jars = maven.ensure(&wanted)?;
+    // Resolving a jar brings its POM into the local repository.
+    let pom_path = jars[0].with_extension("pom");
+    let pom = std::fs::read_to_string(&pom_path).map_err(|e| Error::io(format!("cannot read the POM of {core} ({})", pom_path.display()), e))?;
+    let scala = scala_from_pom(&pom).ok_or_else(|| Error::Source(format!("{}: no scala-library dependency with a version", pom_path.display())))?;
+    Ok(Release {
+        version: v,
+        reference: false,
+        family: template.family.clone(),
+        modes: template.modes.clone(),
+        kraft_note: template.kraft_note.clone(),
+        scala,
+        java_release: java_release_of(&jars[0], CORE_CLASS)?,
+        java_release_metadata: match jars.get(1) {
+            Some(j) => Some(java_release_of(j, METADATA_CLASS)?),
+            None => None,
+        },
+        no_sources_jar: None,
+        sources,
+        jars: template.jars.clone(),
+        gradle_tasks: template.gradle_tasks.clone(),
+    })
+}
+
+fn write_worksheet(report: &PortReport, t: &Targets) -> Result<()> {
+    let text = super::render::worksheet(report, &t.versions.display().to_string());
+    crate::cli::write_atomic(&t.worksheet, text.as_bytes())?;
+    eprintln!("okp: porting worksheet written to {}", t.worksheet.display());
+    Ok(())
+}
+
+/// `--write`: adds the new release when the patch set carries over (and a
+/// worksheet of the sites to review, if any changed); otherwise writes only
+/// the worksheet. versions.yaml changes only after check-anchors passed on
+/// the new release with the new entry, and then in one rename.
+pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &Targets) -> Result<i32> {
+    let v = report.to.version.ok_or_else(|| Error::Usage("--write needs the new release's number: pass --to V2".into()))?;
+    let text = std::fs::read_to_string(&t.versions).map_err(|e| Error::io(format!("cannot read {} (--write edits it; --versions FILE names another)", t.versions.display()), e))?;
+    let origin = Origin::new(t.versions.display().to_string(), text.clone());
+    let matrix = Matrix::parse(&origin)?;
+    if matrix.get(v).is_some() {
+        return Err(Error::Usage(format!("{v} is already in {}; --write adds a release that is not there yet", t.versions.display())));
+    }
+    if report.verdict == Verdict::Drift {
+        write_worksheet(report, t)?;
+        eprintln!("okp: {} unchanged: the patch set of {} does not carry over to {v}", t.versions.display(), report.from.label());
+        return Ok(EXIT_DRIFT);
+    }
+    let from = report.from.version.ok_or_else(|| Error::Usage("--write needs the old release's number: pass --from V1".into()))?;
+    let template = matrix.require(from)?;
+    let entry = derive_entry(maven, template, v)?;
+    let new_text = insert_entry(&text, &matrix, v, &entry_text(&entry));
+    let new_origin = Origin::new(format!("{} (with {v} added)", t.versions.display()), new_text.clone());
+    let new_matrix = Matrix::parse(&new_origin)?;
+    let anchors = AnchorSet::parse(&t.anchors)?;
+    anchors.check_coverage(&new_matrix, &t.anchors)?;
+    let release = new_matrix.require(v)?;
+    let checked = crate::check::check_tree(&anchors, release, v, &release.modes, to_tree)?;
+    let drifted: Vec<String> = checked.iter().flat_map(|t| t.anchors.iter().filter(|a| a.status != crate::check::Status::Ok).map(move |a| format!("{} {}: {}", t.mode, a.anchor, a.status.as_str()))).collect();
+    if !drifted.is_empty() {
+        write_worksheet(report, t)?;
+        eprintln!("okp: {} unchanged: check-anchors on {v} with the new entry failed: {}", t.versions.display(), drifted.join(", "));
+        return Ok(EXIT_DRIFT);
+    }
+    crate::cli::write_atomic(&t.versions, new_text.as_bytes())?;
+    let n: usize = checked.iter().map(|t| t.anchors.len()).sum();
+    eprintln!(
+        "okp: added {v} to {} (family {}, modes {}, scala {}, java {}); check-anchors passed: {n} anchor checks in {} mode(s)",
+        t.versions.display(),
+        release.family,
+        release.modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", "),
+        release.scala,
+        release.java_release,
+        checked.len()
+    );
+    if report.verdict == Verdict::CarriesOverReview {
+        write_worksheet(report, t)?;
+    }
+    Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "# header\nschema: 1\nreleases:\n  - version: 1.0.0\n    family: f1\n    modes: [zk]\n    kraft_note: \"none\"\n    scala: 2.13.1\n    java_release: 8\n    sources:\n      core: g:kafka_2.13:1.0.0\n    jars:\n      zk: [core]\n    gradle_tasks:\n      zk: [\":core:jar\"]\n  # a comment about 3.0.0\n  - version: 3.0.0\n    family: f1\n    modes: [zk]\n    kraft_note: \"none\"\n    scala: 2.13.1\n    java_release: 8\n    sources:\n      core: g:kafka_2.13:3.0.0\n    jars:\n      zk: [core]\n    gradle_tasks:\n      zk: [\":core:jar\"]\n";
+
+    fn matrix(text: &str) -> Matrix {
+        Matrix::parse(&Origin::new("v.yaml", text)).unwrap()
+    }
+
+    #[test]
+    fn an_entry_round_trips_through_the_parser() {
+        let m = matrix(FILE);
+        let mut r = m.releases[0].clone();
+        r.version = KafkaVersion::new(2, 0, 0);
+        r.sources.insert("core".into(), "g:kafka_2.13:2.0.0".parse().unwrap());
+        let text = entry_text(&r);
+        let block = &FILE[FILE.find("  - version: 1.0.0").unwrap()..FILE.find("  # a comment").unwrap()];
+        assert_eq!(text, block.replace("1.0.0", "2.0.0"), "same layout as the file's own entries");
+        let new = insert_entry(FILE, &m, r.version, &text);
+        let parsed = matrix(&new);
+        assert_eq!(parsed.releases.iter().map(|r| r.version.to_string()).collect::<Vec<_>>(), ["1.0.0", "2.0.0", "3.0.0"]);
+        assert!(new.contains("  zk: [\":core:jar\"]\n  - version: 2.0.0\n"), "inserted above the next entry's comment:\n{new}");
+        assert!(new.contains("# a comment about 3.0.0\n  - version: 3.0.0"), "the comment stays with its entry");
+        assert_eq!(new.replace(&text, ""), FILE, "nothing else changed");
+    }
+
+    #[test]
+    fn a_newest_release_goes_at_the_end() {
+        let m = matrix(FILE);
+        let new = insert_entry(FILE.trim_end_matches('\n'), &m, KafkaVersion::new(4, 0, 0), "  - version: 4.0.0\n");
+        assert!(new.ends_with("[\":core:jar\"]\n  - version: 4.0.0\n"), "{new}");
+    }
+
+    #[test]
+    fn scala_comes_from_the_scala_library_dependency() {
+        let pom = "<project><dependencies><dependency><groupId>org.scala-lang</groupId><artifactId>scala-reflect</artifactId><version>9.9</version></dependency>\n<dependency>\n <groupId>org.scala-lang</groupId>\n <artifactId>scala-library</artifactId>\n <version>2.13.16</version>\n</dependency></dependencies></project>";
+        assert_eq!(scala_from_pom(pom).as_deref(), Some("2.13.16"));
+        assert_eq!(scala_from_pom("<project/>"), None);
+        assert_eq!(scala_from_pom("<artifactId>scala-library</artifactId><version>${scala.version}</version></dependency>"), None);
+    }
+}
