@@ -29,7 +29,7 @@ pub fn s1_leader_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     })?;
     o.fact("new_leader_seconds", round(secs));
     o.check("a new leader is elected", s.is_some(), format!("after {secs:.1} s: {}", s.as_ref().map(|s| s.show()).unwrap_or_default()));
-    o.check("the observer is never leader at any poll", observer_led.is_empty(), observer_led.join("; "));
+    o.check("the observer is never leader at any poll", observer_led.is_empty(), super::polls_summary(&observer_led));
     x.wait(o, "obs", bound(x, 10), "the dead leader leaves the ISR; the ISR keeps ≥ 2 primaries and no observer", "isr_shrink_seconds", |s| {
         !s.in_isr(old) && s.isr.len() >= 2 && !s.in_isr(OBSERVER)
     })?;
@@ -59,7 +59,7 @@ pub fn s2_follower_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     })?;
     o.fact("isr_shrink_seconds", round(secs));
     o.check("the crashed follower leaves the ISR", s.is_some(), format!("after {secs:.1} s: {}", s.as_ref().map(|s| s.show()).unwrap_or_default()));
-    o.check("the leader never changes", moved.is_empty(), moved.join("; "));
+    o.check("the leader never changes", moved.is_empty(), super::polls_summary(&moved));
     let s = x.state("obs")?;
     o.check("the observer stays out of the ISR", !s.in_isr(OBSERVER), s.show());
     x.produce_obs(o, "S2", 300, &[f])?;
@@ -124,7 +124,7 @@ pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     o.check("the partition goes leaderless (Leader: none) although unclean election is enabled", s.is_some(), format!("after {secs:.1} s: {}", s.map(|s| s.show()).unwrap_or_default()));
     x.hold(o, "obs", Duration::from_secs(10), "no leader for 10 s more: the observer is never elected by itself", |s| s.leader.is_some())?;
     let observer_led_count = observer_led.len();
-    o.check("the observer was never leader before promotion", observer_led_count == 0, observer_led.join("; "));
+    o.check("the observer was never leader before promotion", observer_led_count == 0, super::polls_summary(&observer_led));
     let refused = x.c.elect("obs", "unclean", &[])?;
     o.check("an explicit unclean election is refused while 4 is an observer", !refused.ok(), format!("rc {}: {}", refused.rc, last_line(&refused.stdout, &refused.stderr)));
     // Promote: empty observer.ids on every node (brokers and controllers), then elect.

@@ -183,6 +183,15 @@ impl Ctx<'_> {
     }
 }
 
+/// "N polls; first …; last …" for the states that broke an invariant (empty when none did).
+pub fn polls_summary(bad: &[String]) -> String {
+    match bad {
+        [] => String::new(),
+        [one] => format!("1 poll: {one}"),
+        [first, .., last] => format!("{} polls; first {first}; last {last}", bad.len()),
+    }
+}
+
 pub fn round(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
