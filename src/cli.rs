@@ -817,7 +817,7 @@ fn verify(model: &Model, patches: Option<&Path>, args: VerifyArgs) -> Result<i32
     let release = model.matrix.require(version)?.clone();
     if let Some(why) = &release.no_sources_jar {
         if !args.upstream && args.jars.is_none() {
-            return Err(Error::Usage(format!("release {version}: {why}; okp verify needs a splice build (give --jars DIR from another build, or --upstream)")));
+            return Err(Error::Usage(format!("release {version}: {why}; okp verify builds its patched jars from those sources (--upstream still runs the negative control)")));
         }
     }
     let mode = match args.mode {
