@@ -264,8 +264,14 @@ struct BuildArgs {
 #[derive(Args, Debug)]
 struct VerifyArgs {
     /// The release (default: 3.9.2, the last release with both modes).
-    #[arg(long, value_name = "V")]
+    #[arg(long, value_name = "V", conflicts_with = "all")]
     version: Option<KafkaVersion>,
+    /// Every (release, mode) of the matrix, one after the other (with --reference: the reference releases).
+    #[arg(long)]
+    all: bool,
+    /// With --all: only the reference releases.
+    #[arg(long, requires = "all")]
+    reference: bool,
     /// zk or kraft (default: zk where the release has it, else kraft).
     #[arg(long, value_name = "M")]
     mode: Option<Mode>,
@@ -812,6 +818,38 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
 
 /// Writes `bytes` to `path` through a temporary file in the same directory.
 fn verify(model: &Model, patches: Option<&Path>, args: VerifyArgs) -> Result<i32> {
+    if args.all {
+        let pairs: Vec<(KafkaVersion, Mode)> = model
+            .matrix
+            .releases
+            .iter()
+            .filter(|r| !args.reference || r.reference)
+            .filter(|r| r.no_sources_jar.is_none() || args.upstream)
+            .flat_map(|r| r.modes.iter().filter(|m| args.mode.is_none_or(|x| x == **m)).map(move |m| (r.version, *m)))
+            .collect();
+        let mut worst = EXIT_OK;
+        let mut failed = Vec::new();
+        for (v, m) in pairs {
+            let one = VerifyArgs { version: Some(v), mode: Some(m), all: false, reference: false, scenarios: args.scenarios.clone(), jars: None, evidence: args.evidence.clone(), ..args };
+            let code = match verify_one(model, patches, one) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("okp: verify {v} {m}: error: {e}");
+                    e.exit_code()
+                }
+            };
+            if code != EXIT_OK {
+                failed.push(format!("{v} {m}"));
+            }
+            worst = worst.max(code);
+        }
+        eprintln!("okp: verify --all: {} failed{}; matrix: {}", failed.len(), if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) }, args.evidence.join("VERIFY.md").display());
+        return Ok(worst);
+    }
+    verify_one(model, patches, args)
+}
+
+fn verify_one(model: &Model, patches: Option<&Path>, args: VerifyArgs) -> Result<i32> {
     use crate::scenarios::{self, Flavor};
     let version = args.version.unwrap_or(crate::version::KafkaVersion::new(3, 9, 2));
     let release = model.matrix.require(version)?.clone();
