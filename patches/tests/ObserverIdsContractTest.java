@@ -23,6 +23,8 @@ import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The observer identity contract, run through both implementations with the same cases: the
@@ -31,7 +33,10 @@ import java.util.function.LongSupplier;
  *
  * Plain main, no test framework: run-contract-test.sh compiles and runs it with the real Scala
  * compiler of each Kafka line and slf4j-simple, whose output (System.err) is captured so the
- * change and failure logs are asserted too, and asserted identical between the two sides.
+ * change and failure logs are asserted too, and asserted identical between the two sides. Every
+ * OBSERVER AUDIT line is also checked against the documented format (docs/observer-ids.md): field
+ * order, value grammar, added/removed consistent with before/after, epochMs the wall clock, and
+ * registry=broker for the Scala side, registry=controller for the Java side.
  * Exit status 0 only if every check passed; the last line is "N passed, M failed, K skipped"
  * (skipped: a check this machine cannot run, e.g. chmod 000 when running as root).
  */
@@ -39,6 +44,14 @@ public final class ObserverIdsContractTest {
     private static final long SECOND = 1_000_000_000L;
     private static final String IDS_ENV = "KAFKA_OBSERVER_BROKER_IDS";
     private static final String FILE_ENV = "KAFKA_OBSERVER_IDS_FILE";
+
+    // The audit line of docs/observer-ids.md, every field in its fixed place. Sets are sorted,
+    // comma-separated, no spaces, so each value is one whitespace-free token.
+    private static final String SET = "(\\[(?:[0-9]+(?:,[0-9]+)*)?\\])";
+    private static final Pattern AUDIT = Pattern.compile("OBSERVER AUDIT registry=(broker|controller) node=- "
+        + "event=(initial|change|freeze|unfreeze) "
+        + "source=(file:\\S+|env:KAFKA_OBSERVER_BROKER_IDS|none|frozen:(?:file-missing|unreadable)) "
+        + "before=" + SET + " after=" + SET + " added=" + SET + " removed=" + SET + " epochMs=([0-9]+)");
 
     private static final ByteArrayOutputStream CAPTURED = new ByteArrayOutputStream();
     private static int passed;
@@ -109,6 +122,7 @@ public final class ObserverIdsContractTest {
         // wrap-around, which a wall-clock or "now > deadline" comparison would get wrong.
         final AtomicLong clock = new AtomicLong(Long.MAX_VALUE - 2 * SECOND);
         final List<String> logs = new ArrayList<>();
+        final long startMs = System.currentTimeMillis();
         private final Maker maker;
         private int mark;
         Registry registry;
@@ -157,7 +171,11 @@ public final class ObserverIdsContractTest {
             check(impl + ": " + what, want.equals(got), "want " + want + ", got " + got);
         }
 
-        /** Log lines written since the last call, as "LEVEL message" with the temp dir as <dir>. */
+        /**
+         * Log lines written since the last call, as "LEVEL message" with the temp dir as <dir>;
+         * audit lines are checked (see {@link #audit}) and their registry and epochMs written as
+         * <registry> and <ms>, the only fields that may differ between the two sides.
+         */
         List<String> newLogs() {
             String all = new String(CAPTURED.toByteArray(), StandardCharsets.UTF_8);
             String fresh = all.substring(Math.min(mark, all.length()));
@@ -170,10 +188,31 @@ public final class ObserverIdsContractTest {
                 }
                 String level = line.substring(0, line.indexOf(' '));
                 String msg = line.substring(sep + 3).replace(dir.toString(), "<dir>");
-                out.add(level + " " + msg);
+                out.add(level + " " + (msg.startsWith("OBSERVER AUDIT ") ? audit(msg) : msg));
             }
             logs.addAll(out);
             return out;
+        }
+
+        private String audit(String line) {
+            Matcher m = AUDIT.matcher(line);
+            if (!m.matches()) {
+                check(impl + ": audit line in the documented format", false, line);
+                return line;
+            }
+            String registry = impl.equals("scala") ? "broker" : "controller";
+            Set<Integer> before = ids(m.group(4));
+            Set<Integer> after = ids(m.group(5));
+            Set<Integer> added = new TreeSet<>(after);
+            added.removeAll(before);
+            Set<Integer> removed = new TreeSet<>(before);
+            removed.removeAll(after);
+            long epochMs = Long.parseLong(m.group(8));
+            boolean ok = m.group(1).equals(registry) && ids(m.group(6)).equals(added)
+                && ids(m.group(7)).equals(removed) && startMs <= epochMs && epochMs <= System.currentTimeMillis();
+            check(impl + ": audit line: registry=" + registry + ", added/removed agree, epochMs is now", ok, line);
+            return line.replace("registry=" + m.group(1) + " ", "registry=<registry> ")
+                .replace(" epochMs=" + m.group(8), " epochMs=<ms>");
         }
 
         void expectLogs(String what, String... want) {
@@ -181,6 +220,22 @@ public final class ObserverIdsContractTest {
             check(impl + ": " + what, got.equals(Arrays.asList(want)),
                 "want " + Arrays.asList(want) + "\n        got  " + got);
         }
+    }
+
+    /** An audit line as newLogs() shows it; sets as the log writes them, e.g. "[1,2]". */
+    static String audit(String event, String source, String before, String after, String added, String removed) {
+        return "INFO OBSERVER AUDIT registry=<registry> node=- event=" + event + " source=" + source + " before=" + before
+            + " after=" + after + " added=" + added + " removed=" + removed + " epochMs=<ms>";
+    }
+
+    static Set<Integer> ids(String shown) {
+        Set<Integer> out = new TreeSet<>();
+        for (String id : shown.substring(1, shown.length() - 1).split(",")) {
+            if (!id.isEmpty()) {
+                out.add(Integer.valueOf(id));
+            }
+        }
+        return out;
     }
 
     static void skip(String name) {
@@ -205,19 +260,29 @@ public final class ObserverIdsContractTest {
         c.open();
         c.expect("no file, no env: empty");
         check(c.impl + ": no file, no env: isObserver false", !c.registry.isObserver(0), "0 is an observer");
-        c.expectLogs("no file, no env: nothing logged (the set did not change)");
+        c.expectLogs("no file, no env: one WARN saying so, and the first evaluation audited",
+            "WARN Observer ids file <dir>/absent.ids does not exist; no good read yet and env "
+                + "KAFKA_OBSERVER_BROKER_IDS is unset, so no observers",
+            audit("initial", "none", "[]", "[]", "[]", "[]"));
+        c.advance(5 * SECOND);
+        c.expect("still empty after the retry");
+        c.expectLogs("the same condition is not logged again");
     }
 
     static void envWhenFileMissing(Ctx c) {
         c.env.put(FILE_ENV, c.dir.resolve("absent.ids").toString());
         c.env.put(IDS_ENV, " 3, 4\t5 # 6");
         c.open();
-        c.expect("env used while the file is absent, same format", 3, 4, 5);
+        c.expect("env used while the file was never read, same format", 3, 4, 5);
         check(c.impl + ": isObserver(4)", c.registry.isObserver(4), "4 is not an observer");
         check(c.impl + ": !isObserver(6)", !c.registry.isObserver(6), "6 is an observer");
-        c.expectLogs("initial load logs the change from []",
-            "INFO Observer broker ids changed: before=[] after=[3, 4, 5] added=[3, 4, 5] removed=[] "
-                + "source=env KAFKA_OBSERVER_BROKER_IDS (no file <dir>/absent.ids)");
+        c.expectLogs("WARN names the missing file and the env ids; audit of the first evaluation",
+            "WARN Observer ids file <dir>/absent.ids does not exist; no good read yet, so using env "
+                + "KAFKA_OBSERVER_BROKER_IDS: [3,4,5]",
+            audit("initial", "env:KAFKA_OBSERVER_BROKER_IDS", "[]", "[3,4,5]", "[3,4,5]", "[]"));
+        c.advance(5 * SECOND);
+        c.expect("env ids kept while the file stays missing", 3, 4, 5);
+        c.expectLogs("no WARN per retry");
     }
 
     static void fileNamedByEnvWinsOverIdsEnv(Ctx c) throws IOException {
@@ -227,7 +292,7 @@ public final class ObserverIdsContractTest {
         c.open();
         c.expect("KAFKA_OBSERVER_IDS_FILE names the file; an existing file beats the env ids", 7);
         c.expectLogs("source is the file",
-            "INFO Observer broker ids changed: before=[] after=[7] added=[7] removed=[] source=file <dir>/mine.ids");
+            audit("initial", "file:<dir>/mine.ids", "[]", "[7]", "[7]", "[]"));
     }
 
     static void defaultPath(Ctx c) {
@@ -240,8 +305,9 @@ public final class ObserverIdsContractTest {
         c.open();
         c.expect("blank KAFKA_OBSERVER_IDS_FILE means the default path", 9);
         c.expectLogs("the default path is /opt/kafka/observer.ids",
-            "INFO Observer broker ids changed: before=[] after=[9] added=[9] removed=[] "
-                + "source=env KAFKA_OBSERVER_BROKER_IDS (no file /opt/kafka/observer.ids)");
+            "WARN Observer ids file /opt/kafka/observer.ids does not exist; no good read yet, so using env "
+                + "KAFKA_OBSERVER_BROKER_IDS: [9]",
+            audit("initial", "env:KAFKA_OBSERVER_BROKER_IDS", "[]", "[9]", "[9]", "[]"));
     }
 
     static void format(Ctx c) throws IOException {
@@ -260,14 +326,27 @@ public final class ObserverIdsContractTest {
         bytes.write(new byte[] {0, (byte) 0xc3, (byte) 0x28, ' ', '2', '0', '\n'});
         c.writeBytes("f.ids", bytes.toByteArray());
         c.env.put(FILE_ENV, c.dir.resolve("f.ids").toString());
+        c.env.put(IDS_ENV, "1");
         c.open();
         // 18\u00a0 is one token (no-break space is not a separator), so it is ignored.
         c.expect("comments, commas/whitespace, junk, signs, overflow, leading zeros, CRLF, binary",
             3, 4, 5, 6, 7, 8, 9, 10, 11, 2147483647, 14, 17, 19, 20);
         c.newLogs();
+        c.write("f.ids", "# every observer promoted\n");
+        c.advance(5 * SECOND);
+        c.expect("a file with only comments means no observers (not the env ids, not a failure)");
+        c.expectLogs("promotion by editing the file is an audited change, no WARN",
+            audit("change", "file:<dir>/f.ids", "[3,4,5,6,7,8,9,10,11,14,17,19,20,2147483647]", "[]", "[]",
+                "[3,4,5,6,7,8,9,10,11,14,17,19,20,2147483647]"));
+        c.write("f.ids", "4");
+        c.advance(5 * SECOND);
+        c.expect("demoted again", 4);
+        c.newLogs();
         c.write("f.ids", "");
         c.advance(5 * SECOND);
         c.expect("an empty file means no observers (it is not a failure)");
+        c.expectLogs("the empty file is an audited change",
+            audit("change", "file:<dir>/f.ids", "[4]", "[]", "[]", "[4]"));
     }
 
     static void ttl(Ctx c) throws IOException {
@@ -283,8 +362,8 @@ public final class ObserverIdsContractTest {
         c.expect("cached until 5 s have passed (nanoTime about to wrap)", 1);
         c.advance(1);
         c.expect("re-read at exactly 5 s, across the nanoTime wrap", 2);
-        c.expectLogs("change logged with before/after/added/removed",
-            "INFO Observer broker ids changed: before=[1] after=[2] added=[2] removed=[1] source=file <dir>/t.ids");
+        c.expectLogs("change audited with before/after/added/removed",
+            audit("change", "file:<dir>/t.ids", "[1]", "[2]", "[2]", "[1]"));
         c.write("t.ids", "2, 2 ,2");
         c.advance(5 * SECOND);
         c.expect("same set again", 2);
@@ -306,22 +385,24 @@ public final class ObserverIdsContractTest {
         Files.createDirectory(f);
         c.advance(5 * SECOND);
         c.expect("unreadable file keeps the last good set (not the env ids)", 1, 2);
-        c.expectLogs("one WARN naming the file and the kept set",
+        c.expectLogs("one WARN naming the file and the kept set, and the freeze audited",
             "WARN Cannot read observer ids file <dir>/u.ids (java.io.IOException: Is a directory); "
-                + "keeping last good set [1, 2]");
+                + "keeping the last good set [1,2] (frozen) until it reads again; an empty file, not a missing one, "
+                + "means no observers",
+            audit("freeze", "frozen:unreadable", "[1,2]", "[1,2]", "[]", "[]"));
         c.advance(SECOND);
         c.expect("still kept within the next 5 s", 1, 2);
-        c.expectLogs("no extra WARN within 5 s (one retry per period, not per call)");
         c.advance(4 * SECOND);
         c.expect("still kept after the retry", 1, 2);
-        check(c.impl + ": retry after 5 s warns again", c.newLogs().size() == 1, "expected one WARN");
+        c.advance(5 * SECOND);
+        c.expect("still kept after another retry", 1, 2);
+        c.expectLogs("no WARN per retry while the condition lasts");
         Files.delete(f);
         c.write("u.ids", "2,3");
         c.advance(5 * SECOND);
         c.expect("readable again: new set", 2, 3);
-        c.expectLogs("recovery logged as a change",
-            "INFO Observer broker ids changed: before=[1, 2] after=[2, 3] added=[3] removed=[1] source=file <dir>/u.ids");
-
+        c.expectLogs("the unfreeze is audited with what changed meanwhile",
+            audit("unfreeze", "file:<dir>/u.ids", "[1,2]", "[2,3]", "[3]", "[1]"));
     }
 
     static void permissionDeniedKeepsLastGood(Ctx c) throws IOException {
@@ -342,8 +423,14 @@ public final class ObserverIdsContractTest {
         c.expect("chmod 000 keeps the last good set", 5);
         c.expectLogs("WARN names the permission problem",
             "WARN Cannot read observer ids file <dir>/p.ids (java.nio.file.AccessDeniedException: <dir>/p.ids); "
-                + "keeping last good set [5]");
+                + "keeping the last good set [5] (frozen) until it reads again; an empty file, not a missing one, "
+                + "means no observers",
+            audit("freeze", "frozen:unreadable", "[5]", "[5]", "[]", "[]"));
         Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rw-------"));
+        c.advance(5 * SECOND);
+        c.expect("readable again, same set", 5);
+        c.expectLogs("the unfreeze is audited even though the set did not change",
+            audit("unfreeze", "file:<dir>/p.ids", "[5]", "[5]", "[]", "[]"));
     }
 
     static void racingReloadsLogOnce(Ctx c) throws IOException {
@@ -357,13 +444,14 @@ public final class ObserverIdsContractTest {
         c.interleave = () -> c.registry.current();
         c.expect("two callers reload at once: both see the new set", 2);
         c.expectLogs("the change is logged once",
-            "INFO Observer broker ids changed: before=[1] after=[2] added=[2] removed=[1] source=file <dir>/r.ids");
+            audit("change", "file:<dir>/r.ids", "[1]", "[2]", "[2]", "[1]"));
         Files.delete(f);
         Files.createDirectory(f);
         c.advance(5 * SECOND);
         c.interleave = () -> c.registry.current();
         c.expect("two callers fail at once: both keep the last good set", 2);
-        check(c.impl + ": the failure is logged once", c.newLogs().size() == 1, "expected one WARN");
+        check(c.impl + ": the failure is logged once (one WARN, one audit line)", c.newLogs().size() == 2,
+            "expected two lines");
     }
 
     static void failureBeforeFirstGoodRead(Ctx c) throws IOException {
@@ -373,12 +461,31 @@ public final class ObserverIdsContractTest {
         c.env.put(IDS_ENV, "8");
         c.open();
         c.expect("unreadable from the start: fails safe to the env ids", 8);
-        c.expectLogs("WARN naming the env fallback",
-            "WARN Cannot read observer ids file <dir>/d.ids (java.io.IOException: Is a directory) "
-                + "before any good read; using env KAFKA_OBSERVER_BROKER_IDS: [8]");
+        c.expectLogs("WARN naming the failure and the env fallback",
+            "WARN Cannot read observer ids file <dir>/d.ids (java.io.IOException: Is a directory); "
+                + "no good read yet, so using env KAFKA_OBSERVER_BROKER_IDS: [8]",
+            audit("initial", "env:KAFKA_OBSERVER_BROKER_IDS", "[]", "[8]", "[8]", "[]"));
+        Files.delete(f);
+        c.advance(5 * SECOND);
+        c.expect("now missing, still no good read: still the env ids", 8);
+        c.expectLogs("the new condition is logged once, the set did not change",
+            "WARN Observer ids file <dir>/d.ids does not exist; no good read yet, so using env "
+                + "KAFKA_OBSERVER_BROKER_IDS: [8]");
     }
 
-    static void deletedFileFallsBackToEnv(Ctx c) throws IOException {
+    static void unreadableBeforeFirstGoodReadWithoutEnv(Ctx c) throws IOException {
+        Path f = c.dir.resolve("e.ids");
+        Files.createDirectory(f);
+        c.env.put(FILE_ENV, f.toString());
+        c.open();
+        c.expect("unreadable from the start, no env: no observers");
+        c.expectLogs("WARN says there is nothing to fall back to",
+            "WARN Cannot read observer ids file <dir>/e.ids (java.io.IOException: Is a directory); "
+                + "no good read yet and env KAFKA_OBSERVER_BROKER_IDS is unset, so no observers",
+            audit("initial", "none", "[]", "[]", "[]", "[]"));
+    }
+
+    static void deletedAfterGoodReadFreezes(Ctx c) throws IOException {
         Path f = c.write("x.ids", "1");
         c.env.put(FILE_ENV, f.toString());
         c.env.put(IDS_ENV, "5");
@@ -387,19 +494,50 @@ public final class ObserverIdsContractTest {
         c.newLogs();
         Files.delete(f);
         c.advance(5 * SECOND);
-        c.expect("deleted file: env ids", 5);
-        c.expectLogs("switch to env logged",
-            "INFO Observer broker ids changed: before=[1] after=[5] added=[5] removed=[1] "
-                + "source=env KAFKA_OBSERVER_BROKER_IDS (no file <dir>/x.ids)");
+        c.expect("deleted file: the last good set stays (not the env ids, not empty)", 1);
+        c.expectLogs("one WARN and the freeze audited",
+            "WARN Observer ids file <dir>/x.ids does not exist; keeping the last good set [1] (frozen) until it "
+                + "reads again; an empty file, not a missing one, means no observers",
+            audit("freeze", "frozen:file-missing", "[1]", "[1]", "[]", "[]"));
         c.env.remove(IDS_ENV);
         c.advance(5 * SECOND);
-        c.expect("deleted file, no env: no observers");
-        c.expectLogs("switch to none logged",
-            "INFO Observer broker ids changed: before=[5] after=[] added=[] removed=[5] "
-                + "source=none (no file <dir>/x.ids, KAFKA_OBSERVER_BROKER_IDS unset)");
-        c.write("x.ids", "1");
+        c.expect("still frozen 5 s later, with or without env", 1);
         c.advance(5 * SECOND);
-        c.expect("file recreated: file again", 1);
+        c.expect("still frozen 10 s later", 1);
+        c.expectLogs("no WARN per retry");
+        Files.createDirectory(f);
+        c.advance(5 * SECOND);
+        c.expect("missing, then unreadable: still frozen", 1);
+        c.expectLogs("a change of condition is logged once more",
+            "WARN Cannot read observer ids file <dir>/x.ids (java.io.IOException: Is a directory); keeping the last "
+                + "good set [1] (frozen) until it reads again; an empty file, not a missing one, means no observers",
+            audit("freeze", "frozen:unreadable", "[1]", "[1]", "[]", "[]"));
+        Files.delete(f);
+        c.write("x.ids", "");
+        c.advance(5 * SECOND);
+        c.expect("an empty file, not a deleted one, promotes the observer");
+        c.expectLogs("the unfreeze is audited with the promotion",
+            audit("unfreeze", "file:<dir>/x.ids", "[1]", "[]", "[]", "[1]"));
+    }
+
+    static void missingBeforeFirstGoodReadThenFrozen(Ctx c) throws IOException {
+        c.env.put(FILE_ENV, c.dir.resolve("y.ids").toString());
+        c.env.put(IDS_ENV, "5");
+        c.open();
+        c.expect("no file yet: env ids", 5);
+        c.newLogs();
+        Path f = c.write("y.ids", "1,2");
+        c.advance(5 * SECOND);
+        c.expect("the file appears: it wins", 1, 2);
+        c.expectLogs("the switch to the file is an audited change",
+            audit("change", "file:<dir>/y.ids", "[5]", "[1,2]", "[1,2]", "[5]"));
+        Files.delete(f);
+        c.advance(5 * SECOND);
+        c.expect("deleted after a good read: frozen at the file's set, the env ids are start-up only", 1, 2);
+        c.expectLogs("WARN and freeze",
+            "WARN Observer ids file <dir>/y.ids does not exist; keeping the last good set [1,2] (frozen) until it "
+                + "reads again; an empty file, not a missing one, means no observers",
+            audit("freeze", "frozen:file-missing", "[1,2]", "[1,2]", "[]", "[]"));
     }
 
     static void javaSetIsUnmodifiable(Ctx c) throws IOException {
@@ -422,28 +560,44 @@ public final class ObserverIdsContractTest {
     static void realWiring(Path dir) throws Exception {
         Path wired = dir.resolve("wired.ids");
         Files.write(wired, "# wired\n41 42\n".getBytes(StandardCharsets.US_ASCII));
-        String viaFile = child(wired.toString(), "99");
+        long startMs = System.currentTimeMillis();
+        String[] viaFile = child(dir, wired.toString(), "99");
+        long endMs = System.currentTimeMillis();
         check("wiring: file named by KAFKA_OBSERVER_IDS_FILE",
-            viaFile.equals("scala=[41, 42] java=[41, 42] 41:true,true 99:false,false"), "child printed " + viaFile);
-        String viaEnv = child(dir.resolve("absent.ids").toString(), "43,44");
+            viaFile[0].equals("scala=[41, 42] java=[41, 42] 41:true,true 99:false,false"), "child printed " + viaFile[0]);
+        // The real loggers and the real wall clock: one audit line from each registry.
+        for (String registry : new String[] {"broker", "controller"}) {
+            boolean found = false;
+            for (String line : viaFile[1].split("\n")) {
+                Matcher m = AUDIT.matcher(line.substring(line.indexOf(" - ") + 3));
+                found |= line.startsWith("INFO ") && m.matches() && m.group(1).equals(registry)
+                    && m.group(2).equals("initial") && m.group(3).equals("file:" + wired) && m.group(5).equals("[41,42]")
+                    && Long.parseLong(m.group(8)) >= startMs && Long.parseLong(m.group(8)) <= endMs;
+            }
+            check("wiring: the " + registry + " registry writes its audit line with the wall-clock epochMs", found,
+                "child logged " + viaFile[1]);
+        }
+        String[] viaEnv = child(dir, dir.resolve("absent.ids").toString(), "43,44");
         check("wiring: KAFKA_OBSERVER_BROKER_IDS when the file is absent",
-            viaEnv.equals("scala=[43, 44] java=[43, 44] 41:false,false 99:false,false"), "child printed " + viaEnv);
+            viaEnv[0].equals("scala=[43, 44] java=[43, 44] 41:false,false 99:false,false"), "child printed " + viaEnv[0]);
     }
 
-    private static String child(String file, String ids) throws Exception {
+    /** Runs childMain in a fresh JVM with this environment: its stdout and its log (stderr). */
+    private static String[] child(Path dir, String file, String ids) throws Exception {
         String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
         ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
             ObserverIdsContractTest.class.getName(), "--child");
         pb.environment().put(FILE_ENV, file);
         pb.environment().put(IDS_ENV, ids);
-        pb.redirectError(ProcessBuilder.Redirect.DISCARD);
+        Path err = Files.createTempFile(dir, "child", ".log");
+        pb.redirectError(err.toFile());
         Process p = pb.start();
         String out;
         try (InputStream in = p.getInputStream()) {
             out = new String(readAll(in), StandardCharsets.UTF_8).trim();
         }
         p.waitFor();
-        return out;
+        return new String[] {out, new String(Files.readAllBytes(err), StandardCharsets.UTF_8)};
     }
 
     private static byte[] readAll(InputStream in) throws IOException {
@@ -483,7 +637,9 @@ public final class ObserverIdsContractTest {
         cases.put("permissionDeniedKeepsLastGood", ObserverIdsContractTest::permissionDeniedKeepsLastGood);
         cases.put("racingReloadsLogOnce", ObserverIdsContractTest::racingReloadsLogOnce);
         cases.put("failureBeforeFirstGoodRead", ObserverIdsContractTest::failureBeforeFirstGoodRead);
-        cases.put("deletedFileFallsBackToEnv", ObserverIdsContractTest::deletedFileFallsBackToEnv);
+        cases.put("unreadableBeforeFirstGoodReadWithoutEnv", ObserverIdsContractTest::unreadableBeforeFirstGoodReadWithoutEnv);
+        cases.put("deletedAfterGoodReadFreezes", ObserverIdsContractTest::deletedAfterGoodReadFreezes);
+        cases.put("missingBeforeFirstGoodReadThenFrozen", ObserverIdsContractTest::missingBeforeFirstGoodReadThenFrozen);
         cases.put("javaSetIsUnmodifiable", ObserverIdsContractTest::javaSetIsUnmodifiable);
 
         Path root = Files.createTempDirectory("okp-observer-contract");

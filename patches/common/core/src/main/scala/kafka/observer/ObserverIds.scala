@@ -15,20 +15,26 @@ import org.slf4j.LoggerFactory
  * The broker ids that are observers: replicas that copy the whole log through the normal follower
  * fetch path but are never in the ISR and never leader. Hook sites in core call
  * `kafka.observer.ObserverIds.isObserver(id)` fully qualified, so no upstream import block changes.
+ * In ZooKeeper mode the controller's hooks run in a broker JVM and use this registry too.
  *
  * Where the ids come from, re-evaluated at most once per 5 s:
- *  1. the file named by env `KAFKA_OBSERVER_IDS_FILE` (unset or blank: `/opt/kafka/observer.ids`);
- *  1. while that file does not exist (never created, or deleted later), env
- *     `KAFKA_OBSERVER_BROKER_IDS`;
- *  1. neither: no observers, so the patched broker behaves like upstream.
+ *  1. the file named by env `KAFKA_OBSERVER_IDS_FILE` (unset or blank: `/opt/kafka/observer.ids`).
+ *     An empty file, or one with only comments, means no observers: that is how every observer is
+ *     promoted at once.
+ *  1. once that file has been read, a read that fails (the file deleted, a directory in its place,
+ *     no permission) keeps the last good set: the set is frozen until the file reads again. A
+ *     deleted file never promotes anyone (fail safe: any doubt keeps a replica out of the ISR).
+ *  1. before any good read (the file never created, or unreadable since start), env
+ *     `KAFKA_OBSERVER_BROKER_IDS`; unset, no observers, so the patched broker behaves like upstream.
  *
  * Format, for the file and the env var alike: ids separated by commas and/or whitespace; `#` starts
  * a comment that runs to the end of its line; a token that is not a plain decimal number in
  * 0..2147483647 is ignored, because a stray character written at 3 a.m. must not stop a broker.
  *
- * A file that exists but cannot be read keeps the last good set and logs a WARN; before the first
- * good read there is none, so it fails safe to `KAFKA_OBSERVER_BROKER_IDS`. Nothing here throws.
- * Every change of the set is logged at INFO with before/after/added/removed.
+ * Nothing here throws. A failed read logs one WARN when the condition starts or changes (missing,
+ * unreadable), not one per retry. Every change of the set, the first evaluation, and each freeze and
+ * unfreeze log one INFO line in the audit format of docs/observer-ids.md:
+ * `OBSERVER AUDIT registry=broker node=- event=.. source=.. before=[..] after=[..] added=[..] removed=[..] epochMs=..`
  *
  * The KRaft controller holds the same rules in `org.apache.kafka.controller.ObserverReplicas`
  * (metadata must not depend on core); a change here must be made there too, and
@@ -64,7 +70,7 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
 
   // Readers pay one volatile read of an immutable snapshot and take no lock. When the snapshot has
   // expired, every thread that notices may reload (harmless, the read is idempotent), but only the
-  // one whose compareAndSet wins publishes and logs, so a change is logged once.
+  // one whose compareAndSet wins publishes and logs, so an event is logged once.
   private[this] val snapshot = new AtomicReference[Snapshot](null)
 
   def isObserver(brokerId: Int): Boolean = current.contains(brokerId)
@@ -77,53 +83,73 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
     else reload(seen, now)
   }
 
+  // A failed read still yields a snapshot with a fresh timestamp, so a broken file costs one read
+  // per 5 s, not one per call on the fetch path.
   private def reload(seen: Snapshot, now: Long): Set[Int] = {
-    val before = if (seen == null) Set.empty[Int] else seen.ids
-    try {
-      val loaded = load(now)
-      val after = loaded.ids
-      if (snapshot.compareAndSet(seen, loaded) && after != before)
-        log.info(s"Observer broker ids changed: before=${show(before)} after=${show(after)} " +
-          s"added=${show(after -- before)} removed=${show(before -- after)} source=${loaded.source}")
-      after
-    } catch {
-      // The timestamp still advances, so a broken file costs one read and one WARN per 5 s,
-      // not one per call on the fetch path.
-      case NonFatal(e) if seen != null =>
-        if (snapshot.compareAndSet(seen, new Snapshot(before, seen.source, now)))
-          log.warn(s"Cannot read observer ids file $path ($e); keeping last good set ${show(before)}")
-        before
-      // No good read yet, so no last good set: fail safe to the env ids rather than to none,
-      // which would let every observer into the ISR until the file is readable.
-      case NonFatal(e) =>
-        val fromEnv = env.apply(ObserverIds.IdsEnv)
-        val kept = if (fromEnv == null) Set.empty[Int] else parse(fromEnv)
-        val shown = if (fromEnv == null) "unset" else show(kept)
-        if (snapshot.compareAndSet(null, new Snapshot(kept, s"env ${ObserverIds.IdsEnv} (file unreadable)", now)))
-          log.warn(s"Cannot read observer ids file $path ($e) before any good read; using env ${ObserverIds.IdsEnv}: $shown")
-        kept
+    val next =
+      try {
+        val bytes = Files.readAllBytes(Paths.get(path))
+        // Ids are ASCII; ISO-8859-1 turns each other byte into one char of an ignored token.
+        new Snapshot(parse(new String(bytes, StandardCharsets.ISO_8859_1)), "file:" + path, null, null, true, now)
+      } catch {
+        case e: NoSuchFileException => failed(seen, FileMissing, e, now)
+        case NonFatal(e) => failed(seen, Unreadable, e, now)
+      }
+    if (snapshot.compareAndSet(seen, next)) report(seen, next)
+    next.ids
+  }
+
+  // After a good read the last good set stays (frozen), whatever the failure: a deleted file must
+  // not promote every observer. Before one there is no last good set, so the env ids stand in.
+  private def failed(seen: Snapshot, fault: String, error: Throwable, now: Long): Snapshot =
+    if (seen != null && seen.fileRead) new Snapshot(seen.ids, "frozen:" + fault, fault, error, true, now)
+    else {
+      val fromEnv = env.apply(ObserverIds.IdsEnv)
+      if (fromEnv == null) new Snapshot(Set.empty, "none", fault, error, false, now)
+      else new Snapshot(parse(fromEnv), "env:" + ObserverIds.IdsEnv, fault, error, false, now)
+    }
+
+  private def report(seen: Snapshot, next: Snapshot): Unit = {
+    val conditionChanged = seen == null || seen.fault != next.fault
+    if (next.fault != null && conditionChanged) log.warn(warning(next))
+    val event =
+      if (seen == null) "initial"
+      else if (seen.fileRead && seen.fault != null && next.fault == null) "unfreeze"
+      else if (next.fileRead && next.fault != null && conditionChanged) "freeze"
+      else if (next.ids != seen.ids) "change"
+      else null
+    if (event != null) {
+      val before = if (seen == null) Set.empty[Int] else seen.ids
+      val after = next.ids
+      log.info(s"OBSERVER AUDIT registry=broker node=- event=$event source=${next.source} before=${show(before)} " +
+        s"after=${show(after)} added=${show(after -- before)} removed=${show(before -- after)} " +
+        s"epochMs=${System.currentTimeMillis()}")
     }
   }
 
-  // Only a file that does not exist hands over to the env var; any other error is a failure, so
-  // that a transient IO problem cannot flip observers to electable replicas.
-  private def load(now: Long): Snapshot =
-    try {
-      val bytes = Files.readAllBytes(Paths.get(path))
-      // Ids are ASCII; ISO-8859-1 turns each other byte into one char of an ignored token.
-      new Snapshot(parse(new String(bytes, StandardCharsets.ISO_8859_1)), "file " + path, now)
-    } catch {
-      case _: NoSuchFileException =>
-        val fromEnv = env.apply(ObserverIds.IdsEnv)
-        if (fromEnv == null) new Snapshot(Set.empty, s"none (no file $path, ${ObserverIds.IdsEnv} unset)", now)
-        else new Snapshot(parse(fromEnv), s"env ${ObserverIds.IdsEnv} (no file $path)", now)
-    }
+  private def warning(s: Snapshot): String = {
+    val what =
+      if (s.fault == FileMissing) s"Observer ids file $path does not exist"
+      else s"Cannot read observer ids file $path (${s.error})"
+    val outcome =
+      if (s.fileRead) s"keeping the last good set ${show(s.ids)} (frozen) until it reads again; " +
+        "an empty file, not a missing one, means no observers"
+      else if (s.source == "none") s"no good read yet and env ${ObserverIds.IdsEnv} is unset, so no observers"
+      else s"no good read yet, so using env ${ObserverIds.IdsEnv}: ${show(s.ids)}"
+    s"$what; $outcome"
+  }
 }
 
 private[observer] object ObserverIdCache {
   private val log = LoggerFactory.getLogger("kafka.observer.ObserverIds")
 
-  private final class Snapshot(val ids: Set[Int], val source: String, val loadedAt: Long)
+  private val FileMissing = "file-missing"
+  private val Unreadable = "unreadable"
+
+  // One evaluation: the set, where it came from (the audit line's source), the failure of this
+  // read if any (fault and error null after a good read), and whether the file was ever read.
+  private final class Snapshot(val ids: Set[Int], val source: String, val fault: String, val error: Throwable,
+                               val fileRead: Boolean, val loadedAt: Long)
 
   // `#` starts a comment wherever it stands, so "3 # was 4" does not make 4 an observer.
   private[observer] def parse(text: String): Set[Int] = {
@@ -143,5 +169,6 @@ private[observer] object ObserverIdCache {
       if (value > Int.MaxValue) -1 else value.toInt
     }
 
-  private def show(ids: Set[Int]): String = ids.toSeq.sorted.mkString("[", ", ", "]")
+  // Sorted, no spaces (one token in a key=value line), and formatted exactly like the Java side.
+  private def show(ids: Set[Int]): String = ids.toSeq.sorted.mkString("[", ",", "]")
 }

@@ -2,13 +2,13 @@
 // Copyright 2026 The okp authors
 package org.apache.kafka.controller;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Paths;
 import java.util.Collections;
 import java.util.HashSet;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicReference;
@@ -26,18 +26,24 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Same rules as {@code kafka.observer.ObserverIds} in core (metadata must not depend on core),
  * so the two must change together; patches/tests/ObserverIdsContractTest.java runs both through
- * the same cases:
+ * the same cases. Re-evaluated at most once per 5 s:
  * <ol>
  *   <li>the file named by env {@code KAFKA_OBSERVER_IDS_FILE} (unset or blank:
- *       {@code /opt/kafka/observer.ids}), re-read at most once per 5 s;</li>
- *   <li>while that file does not exist (never created, or deleted later), env
- *       {@code KAFKA_OBSERVER_BROKER_IDS};</li>
- *   <li>neither: no observers, so the controller behaves like upstream.</li>
+ *       {@code /opt/kafka/observer.ids}). An empty file, or one with only comments, means no
+ *       observers: that is how every observer is promoted at once;</li>
+ *   <li>once that file has been read, a read that fails (the file deleted, a directory in its
+ *       place, no permission) keeps the last good set: the set is frozen until the file reads
+ *       again. A deleted file never promotes anyone (fail safe);</li>
+ *   <li>before any good read (the file never created, or unreadable since start), env
+ *       {@code KAFKA_OBSERVER_BROKER_IDS}; unset, no observers, so the controller behaves like
+ *       upstream.</li>
  * </ol>
  * Format: ids separated by commas and/or whitespace; {@code #} starts a comment to the end of its
- * line; a token that is not a plain decimal number in 0..2147483647 is ignored. A file that exists
- * but cannot be read keeps the last good set and logs a WARN; nothing here throws. Every change of
- * the set is logged at INFO with before/after/added/removed.
+ * line; a token that is not a plain decimal number in 0..2147483647 is ignored. Nothing here
+ * throws. A failed read logs one WARN when the condition starts or changes (missing, unreadable),
+ * not one per retry. Every change of the set, the first evaluation, and each freeze and unfreeze
+ * log one INFO line in the audit format of docs/observer-ids.md:
+ * {@code OBSERVER AUDIT registry=controller node=- event=.. source=.. before=[..] after=[..] added=[..] removed=[..] epochMs=..}
  *
  * <p>The file must be present on every controller node, which may be machines without a broker.
  */
@@ -46,6 +52,9 @@ final class ObserverReplicas {
     static final String IDS_ENV = "KAFKA_OBSERVER_BROKER_IDS";
     static final String DEFAULT_FILE = "/opt/kafka/observer.ids";
     static final long TTL_NANOS = 5L * 1000 * 1000 * 1000;
+
+    private static final String FILE_MISSING = "file-missing";
+    private static final String UNREADABLE = "unreadable";
 
     private static final Logger LOG = LoggerFactory.getLogger(ObserverReplicas.class);
     private static final Cache SHARED = new Cache(System::getenv, System::nanoTime);
@@ -70,7 +79,7 @@ final class ObserverReplicas {
         private final String path;
         // Readers pay one volatile read of an immutable snapshot and take no lock. When it has
         // expired, every thread that notices may reload (harmless, the read is idempotent), but
-        // only the one whose compareAndSet wins publishes and logs, so a change is logged once.
+        // only the one whose compareAndSet wins publishes and logs, so an event is logged once.
         private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
 
         Cache(Function<String, String> env, LongSupplier nanoTime) {
@@ -96,65 +105,97 @@ final class ObserverReplicas {
             return reload(seen, now);
         }
 
+        // A failed read still yields a snapshot with a fresh timestamp, so a broken file costs one
+        // read per 5 s, not one per call on the request path.
         private Set<Integer> reload(Snapshot seen, long now) {
-            Set<Integer> before = seen == null ? Collections.<Integer>emptySet() : seen.ids;
-            try {
-                Snapshot loaded = load(now);
-                Set<Integer> after = loaded.ids;
-                if (snapshot.compareAndSet(seen, loaded) && !after.equals(before)) {
-                    LOG.info("Observer broker ids changed: before={} after={} added={} removed={} source={}",
-                        show(before), show(after), show(minus(after, before)), show(minus(before, after)),
-                        loaded.source);
-                }
-                return after;
-            } catch (Exception e) {
-                // The timestamp still advances, so a broken file costs one read and one WARN per
-                // 5 s, not one per call on the request path.
-                if (seen != null) {
-                    if (snapshot.compareAndSet(seen, new Snapshot(before, seen.source, now))) {
-                        LOG.warn("Cannot read observer ids file {} ({}); keeping last good set {}", path, e, show(before));
-                    }
-                    return before;
-                }
-                // No good read yet, so no last good set: fail safe to the env ids rather than to
-                // none, which would let every observer into the ISR until the file is readable.
-                String fromEnv = env.apply(IDS_ENV);
-                Set<Integer> kept = fromEnv == null ? Collections.<Integer>emptySet() : parse(fromEnv);
-                String shown = fromEnv == null ? "unset" : show(kept);
-                if (snapshot.compareAndSet(null, new Snapshot(kept, "env " + IDS_ENV + " (file unreadable)", now))) {
-                    LOG.warn("Cannot read observer ids file {} ({}) before any good read; using env {}: {}",
-                        path, e, IDS_ENV, shown);
-                }
-                return kept;
-            }
-        }
-
-        // Only a file that does not exist hands over to the env var; any other error is a failure,
-        // so that a transient IO problem cannot flip observers to electable replicas.
-        private Snapshot load(long now) throws IOException {
+            Snapshot next;
             try {
                 byte[] bytes = Files.readAllBytes(Paths.get(path));
                 // Ids are ASCII; ISO-8859-1 turns each other byte into one char of an ignored token.
-                return new Snapshot(parse(new String(bytes, StandardCharsets.ISO_8859_1)), "file " + path, now);
+                next = new Snapshot(parse(new String(bytes, StandardCharsets.ISO_8859_1)), "file:" + path,
+                    null, null, true, now);
             } catch (NoSuchFileException e) {
-                String fromEnv = env.apply(IDS_ENV);
-                if (fromEnv == null) {
-                    return new Snapshot(Collections.<Integer>emptySet(),
-                        "none (no file " + path + ", " + IDS_ENV + " unset)", now);
-                }
-                return new Snapshot(parse(fromEnv), "env " + IDS_ENV + " (no file " + path + ")", now);
+                next = failed(seen, FILE_MISSING, e, now);
+            } catch (Exception e) {
+                next = failed(seen, UNREADABLE, e, now);
             }
+            if (snapshot.compareAndSet(seen, next)) {
+                report(seen, next);
+            }
+            return next.ids;
+        }
+
+        // After a good read the last good set stays (frozen), whatever the failure: a deleted file
+        // must not promote every observer. Before one there is no last good set, so the env ids
+        // stand in.
+        private Snapshot failed(Snapshot seen, String fault, Exception error, long now) {
+            if (seen != null && seen.fileRead) {
+                return new Snapshot(seen.ids, "frozen:" + fault, fault, error, true, now);
+            }
+            String fromEnv = env.apply(IDS_ENV);
+            if (fromEnv == null) {
+                return new Snapshot(Collections.<Integer>emptySet(), "none", fault, error, false, now);
+            }
+            return new Snapshot(parse(fromEnv), "env:" + IDS_ENV, fault, error, false, now);
+        }
+
+        private void report(Snapshot seen, Snapshot next) {
+            boolean conditionChanged = seen == null || !Objects.equals(seen.fault, next.fault);
+            if (next.fault != null && conditionChanged) {
+                LOG.warn(warning(next));
+            }
+            String event;
+            if (seen == null) {
+                event = "initial";
+            } else if (seen.fileRead && seen.fault != null && next.fault == null) {
+                event = "unfreeze";
+            } else if (next.fileRead && next.fault != null && conditionChanged) {
+                event = "freeze";
+            } else if (!next.ids.equals(seen.ids)) {
+                event = "change";
+            } else {
+                return;
+            }
+            Set<Integer> before = seen == null ? Collections.<Integer>emptySet() : seen.ids;
+            Set<Integer> after = next.ids;
+            LOG.info("OBSERVER AUDIT registry=controller node=- event={} source={} before={} after={} added={} "
+                    + "removed={} epochMs={}", event, next.source, show(before), show(after),
+                show(minus(after, before)), show(minus(before, after)), System.currentTimeMillis());
+        }
+
+        private String warning(Snapshot s) {
+            String what = s.fault.equals(FILE_MISSING)
+                ? "Observer ids file " + path + " does not exist"
+                : "Cannot read observer ids file " + path + " (" + s.error + ")";
+            String outcome;
+            if (s.fileRead) {
+                outcome = "keeping the last good set " + show(s.ids) + " (frozen) until it reads again; "
+                    + "an empty file, not a missing one, means no observers";
+            } else if (s.source.equals("none")) {
+                outcome = "no good read yet and env " + IDS_ENV + " is unset, so no observers";
+            } else {
+                outcome = "no good read yet, so using env " + IDS_ENV + ": " + show(s.ids);
+            }
+            return what + "; " + outcome;
         }
     }
 
+    // One evaluation: the set, where it came from (the audit line's source), the failure of this
+    // read if any (fault and error null after a good read), and whether the file was ever read.
     private static final class Snapshot {
         final Set<Integer> ids;
         final String source;
+        final String fault;
+        final Exception error;
+        final boolean fileRead;
         final long loadedAt;
 
-        Snapshot(Set<Integer> ids, String source, long loadedAt) {
+        Snapshot(Set<Integer> ids, String source, String fault, Exception error, boolean fileRead, long loadedAt) {
             this.ids = ids;
             this.source = source;
+            this.fault = fault;
+            this.error = error;
+            this.fileRead = fileRead;
             this.loadedAt = loadedAt;
         }
     }
@@ -192,8 +233,12 @@ final class ObserverReplicas {
         return result;
     }
 
-    // Sorted, and formatted exactly like the Scala side, so both logs read the same.
+    // Sorted, no spaces (one token in a key=value line), and formatted exactly like the Scala side.
     private static String show(Set<Integer> ids) {
-        return new TreeSet<>(ids).toString();
+        StringBuilder out = new StringBuilder("[");
+        for (Integer id : new TreeSet<>(ids)) {
+            out.append(out.length() > 1 ? "," : "").append(id);
+        }
+        return out.append(']').toString();
     }
 }
