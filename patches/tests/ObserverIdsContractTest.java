@@ -228,6 +228,32 @@ public final class ObserverIdsContractTest {
             + " after=" + after + " added=" + added + " removed=" + removed + " epochMs=<ms>";
     }
 
+    // The WARN of a failed read, as newLogs() shows it: what failed; what the registry does instead.
+    // docs/observer-ids.md quotes these texts.
+    private static final String IS_A_DIRECTORY = "java.io.IOException: Is a directory";
+    private static final String NO_OBSERVERS = "no good read yet and env KAFKA_OBSERVER_BROKER_IDS is unset, so no observers";
+
+    static String warn(String what, String instead) {
+        return "WARN " + what + "; " + instead;
+    }
+
+    static String missing(String file) {
+        return "Observer ids file " + file + " does not exist";
+    }
+
+    static String unreadable(String file, String error) {
+        return "Cannot read observer ids file " + file + " (" + error + ")";
+    }
+
+    static String frozenAt(String set) {
+        return "keeping the last good set " + set + " (frozen) until it reads again; "
+            + "an empty file, not a missing one, means no observers";
+    }
+
+    static String usingEnv(String set) {
+        return "no good read yet, so using env KAFKA_OBSERVER_BROKER_IDS: " + set;
+    }
+
     static Set<Integer> ids(String shown) {
         Set<Integer> out = new TreeSet<>();
         for (String id : shown.substring(1, shown.length() - 1).split(",")) {
@@ -261,8 +287,7 @@ public final class ObserverIdsContractTest {
         c.expect("no file, no env: empty");
         check(c.impl + ": no file, no env: isObserver false", !c.registry.isObserver(0), "0 is an observer");
         c.expectLogs("no file, no env: one WARN saying so, and the first evaluation audited",
-            "WARN Observer ids file <dir>/absent.ids does not exist; no good read yet and env "
-                + "KAFKA_OBSERVER_BROKER_IDS is unset, so no observers",
+            warn(missing("<dir>/absent.ids"), NO_OBSERVERS),
             audit("initial", "none", "[]", "[]", "[]", "[]"));
         c.advance(5 * SECOND);
         c.expect("still empty after the retry");
@@ -277,8 +302,7 @@ public final class ObserverIdsContractTest {
         check(c.impl + ": isObserver(4)", c.registry.isObserver(4), "4 is not an observer");
         check(c.impl + ": !isObserver(6)", !c.registry.isObserver(6), "6 is an observer");
         c.expectLogs("WARN names the missing file and the env ids; audit of the first evaluation",
-            "WARN Observer ids file <dir>/absent.ids does not exist; no good read yet, so using env "
-                + "KAFKA_OBSERVER_BROKER_IDS: [3,4,5]",
+            warn(missing("<dir>/absent.ids"), usingEnv("[3,4,5]")),
             audit("initial", "env:KAFKA_OBSERVER_BROKER_IDS", "[]", "[3,4,5]", "[3,4,5]", "[]"));
         c.advance(5 * SECOND);
         c.expect("env ids kept while the file stays missing", 3, 4, 5);
@@ -305,8 +329,7 @@ public final class ObserverIdsContractTest {
         c.open();
         c.expect("blank KAFKA_OBSERVER_IDS_FILE means the default path", 9);
         c.expectLogs("the default path is /opt/kafka/observer.ids",
-            "WARN Observer ids file /opt/kafka/observer.ids does not exist; no good read yet, so using env "
-                + "KAFKA_OBSERVER_BROKER_IDS: [9]",
+            warn(missing("/opt/kafka/observer.ids"), usingEnv("[9]")),
             audit("initial", "env:KAFKA_OBSERVER_BROKER_IDS", "[]", "[9]", "[9]", "[]"));
     }
 
@@ -386,9 +409,7 @@ public final class ObserverIdsContractTest {
         c.advance(5 * SECOND);
         c.expect("unreadable file keeps the last good set (not the env ids)", 1, 2);
         c.expectLogs("one WARN naming the file and the kept set, and the freeze audited",
-            "WARN Cannot read observer ids file <dir>/u.ids (java.io.IOException: Is a directory); "
-                + "keeping the last good set [1,2] (frozen) until it reads again; an empty file, not a missing one, "
-                + "means no observers",
+            warn(unreadable("<dir>/u.ids", IS_A_DIRECTORY), frozenAt("[1,2]")),
             audit("freeze", "frozen:unreadable", "[1,2]", "[1,2]", "[]", "[]"));
         c.advance(SECOND);
         c.expect("still kept within the next 5 s", 1, 2);
@@ -422,9 +443,7 @@ public final class ObserverIdsContractTest {
         c.advance(5 * SECOND);
         c.expect("chmod 000 keeps the last good set", 5);
         c.expectLogs("WARN names the permission problem",
-            "WARN Cannot read observer ids file <dir>/p.ids (java.nio.file.AccessDeniedException: <dir>/p.ids); "
-                + "keeping the last good set [5] (frozen) until it reads again; an empty file, not a missing one, "
-                + "means no observers",
+            warn(unreadable("<dir>/p.ids", "java.nio.file.AccessDeniedException: <dir>/p.ids"), frozenAt("[5]")),
             audit("freeze", "frozen:unreadable", "[5]", "[5]", "[]", "[]"));
         Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rw-------"));
         c.advance(5 * SECOND);
@@ -462,15 +481,13 @@ public final class ObserverIdsContractTest {
         c.open();
         c.expect("unreadable from the start: fails safe to the env ids", 8);
         c.expectLogs("WARN naming the failure and the env fallback",
-            "WARN Cannot read observer ids file <dir>/d.ids (java.io.IOException: Is a directory); "
-                + "no good read yet, so using env KAFKA_OBSERVER_BROKER_IDS: [8]",
+            warn(unreadable("<dir>/d.ids", IS_A_DIRECTORY), usingEnv("[8]")),
             audit("initial", "env:KAFKA_OBSERVER_BROKER_IDS", "[]", "[8]", "[8]", "[]"));
         Files.delete(f);
         c.advance(5 * SECOND);
         c.expect("now missing, still no good read: still the env ids", 8);
         c.expectLogs("the new condition is logged once, the set did not change",
-            "WARN Observer ids file <dir>/d.ids does not exist; no good read yet, so using env "
-                + "KAFKA_OBSERVER_BROKER_IDS: [8]");
+            warn(missing("<dir>/d.ids"), usingEnv("[8]")));
     }
 
     static void unreadableBeforeFirstGoodReadWithoutEnv(Ctx c) throws IOException {
@@ -480,8 +497,7 @@ public final class ObserverIdsContractTest {
         c.open();
         c.expect("unreadable from the start, no env: no observers");
         c.expectLogs("WARN says there is nothing to fall back to",
-            "WARN Cannot read observer ids file <dir>/e.ids (java.io.IOException: Is a directory); "
-                + "no good read yet and env KAFKA_OBSERVER_BROKER_IDS is unset, so no observers",
+            warn(unreadable("<dir>/e.ids", IS_A_DIRECTORY), NO_OBSERVERS),
             audit("initial", "none", "[]", "[]", "[]", "[]"));
     }
 
@@ -496,8 +512,7 @@ public final class ObserverIdsContractTest {
         c.advance(5 * SECOND);
         c.expect("deleted file: the last good set stays (not the env ids, not empty)", 1);
         c.expectLogs("one WARN and the freeze audited",
-            "WARN Observer ids file <dir>/x.ids does not exist; keeping the last good set [1] (frozen) until it "
-                + "reads again; an empty file, not a missing one, means no observers",
+            warn(missing("<dir>/x.ids"), frozenAt("[1]")),
             audit("freeze", "frozen:file-missing", "[1]", "[1]", "[]", "[]"));
         c.env.remove(IDS_ENV);
         c.advance(5 * SECOND);
@@ -509,8 +524,7 @@ public final class ObserverIdsContractTest {
         c.advance(5 * SECOND);
         c.expect("missing, then unreadable: still frozen", 1);
         c.expectLogs("a change of condition is logged once more",
-            "WARN Cannot read observer ids file <dir>/x.ids (java.io.IOException: Is a directory); keeping the last "
-                + "good set [1] (frozen) until it reads again; an empty file, not a missing one, means no observers",
+            warn(unreadable("<dir>/x.ids", IS_A_DIRECTORY), frozenAt("[1]")),
             audit("freeze", "frozen:unreadable", "[1]", "[1]", "[]", "[]"));
         Files.delete(f);
         c.write("x.ids", "");
@@ -535,8 +549,7 @@ public final class ObserverIdsContractTest {
         c.advance(5 * SECOND);
         c.expect("deleted after a good read: frozen at the file's set, the env ids are start-up only", 1, 2);
         c.expectLogs("WARN and freeze",
-            "WARN Observer ids file <dir>/y.ids does not exist; keeping the last good set [1,2] (frozen) until it "
-                + "reads again; an empty file, not a missing one, means no observers",
+            warn(missing("<dir>/y.ids"), frozenAt("[1,2]")),
             audit("freeze", "frozen:file-missing", "[1,2]", "[1,2]", "[]", "[]"));
     }
 
