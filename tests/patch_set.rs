@@ -5,6 +5,8 @@
 mod common;
 use common::*;
 
+const PSM: &str = "core/src/main/scala/kafka/controller/PartitionStateMachine.scala";
+
 /// (release, mode) pairs whose sources Maven Central publishes.
 fn pairs() -> Vec<(String, String)> {
     matrix()
@@ -32,6 +34,7 @@ fn count_markers(files: &std::collections::BTreeMap<String, Vec<u8>>) -> (usize,
 #[test]
 fn apply_revert_export_round_trip_on_every_release_and_mode() {
     let mut summary = Vec::new();
+    let mut psm_checked = 0;
     for (v, m) in pairs() {
         let pristine_dir = hooked_tree(&v);
         let pristine = snapshot(&pristine_dir);
@@ -47,6 +50,15 @@ fn apply_revert_export_round_trip_on_every_release_and_mode() {
         for (path, bytes) in &pristine {
             let changed = patched.get(path) != Some(bytes);
             assert_eq!(changed, edited.contains(path), "{v} {m}: {path} changed={changed}, but the mode edits {edited:?}");
+        }
+        // ZK controller: the initial ISR leaves observers out, but the new partition's first
+        // LeaderAndIsr must still reach them (upstream sends it to that ISR), or a running
+        // observer never fetches the partition.
+        if edited.contains(PSM) {
+            psm_checked += 1;
+            let psm = String::from_utf8_lossy(&patched[PSM]).into_owned();
+            assert!(!psm.contains(".addLeaderAndIsrRequestForBrokers(leaderIsrAndControllerEpoch.leaderAndIsr.isr,"), "{v} {m}: first LeaderAndIsr still goes to the filtered ISR");
+            assert!(psm.contains(".addLeaderAndIsrRequestForBrokers(controllerContext.partitionReplicaAssignment(partition).filter("), "{v} {m}: first LeaderAndIsr not sent to the live assigned replicas");
         }
 
         // revert: byte-identical to pristine, nothing left behind.
@@ -68,4 +80,6 @@ fn apply_revert_export_round_trip_on_every_release_and_mode() {
         summary.push(format!("{v} {m}: {edits} edits, {new_files} new files"));
     }
     assert!(summary.len() >= 53, "{summary:?}");
+    let zk_pairs = pairs().iter().filter(|(_, m)| m == "zk").count();
+    assert!(zk_pairs > 0 && psm_checked >= zk_pairs, "ZK controller file checked in {psm_checked} pairs, {zk_pairs} zk pairs");
 }

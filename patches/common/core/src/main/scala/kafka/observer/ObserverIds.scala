@@ -33,7 +33,7 @@ import org.slf4j.LoggerFactory
  *
  * Nothing here throws. A failed read logs one WARN when the condition starts or changes (missing,
  * unreadable), not one per retry. Every change of the set, the first evaluation, and each freeze and
- * unfreeze log one INFO line in the audit format of docs/observer-ids.md:
+ * unfreeze log one INFO line in the audit format of okp's docs/observer-ids.md:
  * `OBSERVER AUDIT registry=broker node=- event=.. source=.. before=[..] after=[..] added=[..] removed=[..] epochMs=..`
  *
  * The KRaft controller holds the same rules in `org.apache.kafka.controller.ObserverReplicas`

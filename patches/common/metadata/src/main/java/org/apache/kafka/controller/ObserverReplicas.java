@@ -42,7 +42,7 @@ import org.slf4j.LoggerFactory;
  * line; a token that is not a plain decimal number in 0..2147483647 is ignored. Nothing here
  * throws. A failed read logs one WARN when the condition starts or changes (missing, unreadable),
  * not one per retry. Every change of the set, the first evaluation, and each freeze and unfreeze
- * log one INFO line in the audit format of docs/observer-ids.md:
+ * log one INFO line in the audit format of okp's docs/observer-ids.md:
  * {@code OBSERVER AUDIT registry=controller node=- event=.. source=.. before=[..] after=[..] added=[..] removed=[..] epochMs=..}
  *
  * <p>The file must be present on every controller node, which may be machines without a broker.
