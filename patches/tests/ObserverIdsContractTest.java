@@ -238,7 +238,7 @@ public final class ObserverIdsContractTest {
     }
 
     static String missing(String file) {
-        return "Observer ids file " + file + " does not exist";
+        return unreadable(file, "it does not exist");
     }
 
     static String unreadable(String file, String error) {

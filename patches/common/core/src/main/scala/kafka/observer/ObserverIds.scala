@@ -128,15 +128,13 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
   }
 
   private def warning(s: Snapshot): String = {
-    val what =
-      if (s.fault == FileMissing) s"Observer ids file $path does not exist"
-      else s"Cannot read observer ids file $path (${s.error})"
+    val why = if (s.fault == FileMissing) "it does not exist" else s.error.toString
     val outcome =
       if (s.fileRead) s"keeping the last good set ${show(s.ids)} (frozen) until it reads again; " +
         "an empty file, not a missing one, means no observers"
       else if (s.source == "none") s"no good read yet and env ${ObserverIds.IdsEnv} is unset, so no observers"
       else s"no good read yet, so using env ${ObserverIds.IdsEnv}: ${show(s.ids)}"
-    s"$what; $outcome"
+    s"Cannot read observer ids file $path ($why); $outcome"
   }
 }
 

@@ -164,9 +164,7 @@ final class ObserverReplicas {
         }
 
         private String warning(Snapshot s) {
-            String what = s.fault.equals(FILE_MISSING)
-                ? "Observer ids file " + path + " does not exist"
-                : "Cannot read observer ids file " + path + " (" + s.error + ")";
+            String why = s.fault.equals(FILE_MISSING) ? "it does not exist" : s.error.toString();
             String outcome;
             if (s.fileRead) {
                 outcome = "keeping the last good set " + show(s.ids) + " (frozen) until it reads again; "
@@ -176,7 +174,7 @@ final class ObserverReplicas {
             } else {
                 outcome = "no good read yet, so using env " + IDS_ENV + ": " + show(s.ids);
             }
-            return what + "; " + outcome;
+            return "Cannot read observer ids file " + path + " (" + why + "); " + outcome;
         }
     }
 
