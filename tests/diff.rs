@@ -118,7 +118,7 @@ fn the_zookeeper_controller_is_gone_in_4_0_2() {
     insta::assert_snapshot!("zk_controller_gone_3_9_2_to_4_0_2", out);
     let v = json("3.9.2", "4.0.2");
     assert_eq!(v["verdict"], "drift");
-    for id in ["psm.initial-leader-and-isr", "psm.unclean-leader-opt"] {
+    for id in ["psm.initial-leader-and-isr", "psm.initial-leader-and-isr-recipients", "psm.unclean-leader-opt"] {
         let a = anchor(&v, id);
         assert_eq!((a["status"].as_str(), a["carries"].as_bool()), (Some("gone"), Some(false)), "{a}");
     }
