@@ -130,8 +130,12 @@ pub fn s7_bad_file(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
         let _ = std::fs::remove_dir_all(&p);
         let _ = std::fs::remove_file(&p);
     }
+    let freezes_before = x.c.grep_logs(&["OBSERVER AUDIT"]).iter().filter(|l| l.contains("event=freeze") && l.contains("source=frozen:file-missing")).count();
     x.c.journal.note("observer.ids deleted on every node");
     x.hold(o, "obs", hold, "deleted file: the set stays frozen, 4 stays out of the ISR", |s| s.in_isr(OBSERVER))?;
+    let freezes: Vec<String> = x.c.grep_logs(&["OBSERVER AUDIT"]).into_iter().filter(|l| l.contains("event=freeze") && l.contains("source=frozen:file-missing")).collect();
+    o.fact("audit_freeze_lines", freezes.len().saturating_sub(freezes_before));
+    o.check("an OBSERVER AUDIT event=freeze line (source=frozen:file-missing) is logged", freezes.len() > freezes_before, freezes.last().cloned().unwrap_or_default());
     x.produce_obs(o, "S7-deleted", 200, &[])?;
     let mut dead = Vec::new();
     for id in &all {
@@ -141,6 +145,18 @@ pub fn s7_bad_file(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     }
     o.check("every node kept running", dead.is_empty(), format!("{dead:?}"));
     x.read_back(o, "S7", &[])?;
+    let unfreezes_before = x.c.grep_logs(&["OBSERVER AUDIT"]).iter().filter(|l| l.contains("event=unfreeze")).count();
     x.restore_observer(o, "obs")?;
+    // A hook reads the file again within the TTL; wait for the audit line rather than sleeping.
+    let t0 = Instant::now();
+    let mut unfreezes = 0;
+    while t0.elapsed() < x.ttl() + Duration::from_secs(10) {
+        unfreezes = x.c.grep_logs(&["OBSERVER AUDIT"]).iter().filter(|l| l.contains("event=unfreeze")).count();
+        if unfreezes > unfreezes_before {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    o.check("restoring the file logs OBSERVER AUDIT event=unfreeze", unfreezes > unfreezes_before, format!("{} new unfreeze lines", unfreezes - unfreezes_before.min(unfreezes)));
     Ok(())
 }
