@@ -296,7 +296,7 @@ struct VerifyArgs {
     /// Keep the run directory (configs, node logs) even when everything passed.
     #[arg(long)]
     keep: bool,
-    /// First of 14 consecutive loopback ports (default: the first free block from 29100).
+    /// First of 14 consecutive loopback ports, which must all be free (default: a free block from 29100 up).
     #[arg(long, value_name = "PORT")]
     base_port: Option<u16>,
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]

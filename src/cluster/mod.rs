@@ -56,10 +56,7 @@ impl Cluster {
     /// Configures and starts the whole cluster, waiting until every node is ready.
     pub fn up(mode: Mode, rt: Runtime, timers: Timers, run_dir: &Path, base_port: Option<u16>, journal: Journal) -> Result<Cluster> {
         node::install_interrupt_handler();
-        let base_port = match base_port {
-            Some(p) => p,
-            None => free_port_block()?,
-        };
+        let base_port = free_port_block(base_port)?;
         let (server_log, tool_log) = rt.write_logging(run_dir)?;
         let server_jvm = vec!["-Xms64m".into(), "-Xmx320m".into(), "-XX:+UseSerialGC".into(), "-XX:TieredStopAtLevel=1".into(), "-Djava.awt.headless=true".into(), server_log];
         let tool_jvm = vec!["-Xms16m".into(), "-Xmx128m".into(), "-XX:+UseSerialGC".into(), "-XX:TieredStopAtLevel=1".into(), "-Xshare:auto".into(), tool_log];
@@ -210,6 +207,11 @@ impl Cluster {
                     return Err(Error::External(format!("ZooKeeper did not listen on 127.0.0.1:{port} within 30 s; last lines:\n{}", zk.tail(20))));
                 }
                 std::thread::sleep(Duration::from_millis(100));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            let zk = self.node_mut_by_role(Role::ZooKeeper)?;
+            if !zk.is_running() {
+                return Err(Error::External(format!("ZooKeeper exited right after start; last lines:\n{}", zk.tail(20))));
             }
         }
         let ids: Vec<i32> = self.kafka_nodes();
@@ -651,15 +653,26 @@ fn getrandom(buf: &mut [u8]) -> Result<()> {
     std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf)).map_err(|e| Error::io("cannot read /dev/urandom", e))
 }
 
-/// The first block of 14 consecutive loopback ports, from 29100 up, that all bind.
-fn free_port_block() -> Result<u16> {
-    let mut base = 29100u16;
-    while base < 40000 {
-        let all_free = (0..14u16).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok());
-        if all_free {
+/// A block of 14 consecutive loopback ports that all bind. A requested base
+/// must be wholly free (another cluster there would answer our tools); without
+/// one, the search starts at an offset derived from the process id, so two okp
+/// runs started together rarely probe the same block first.
+fn free_port_block(requested: Option<u16>) -> Result<u16> {
+    let free = |base: u16| (0..14u16).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok());
+    if let Some(base) = requested {
+        if base.checked_add(14).is_none() || !free(base) {
+            return Err(Error::External(format!("--base-port {base}: ports {base}..{} on 127.0.0.1 are not all free (another cluster?)", base.saturating_add(13))));
+        }
+        return Ok(base);
+    }
+    const FIRST: u16 = 29100;
+    const BLOCKS: u16 = 500;
+    let start = (std::process::id() % BLOCKS as u32) as u16;
+    for k in 0..BLOCKS {
+        let base = FIRST + 20 * ((start + k) % BLOCKS);
+        if free(base) {
             return Ok(base);
         }
-        base += 20;
     }
-    Err(Error::External("no block of 14 free ports on 127.0.0.1 between 29100 and 40000".into()))
+    Err(Error::External("no block of 14 free ports on 127.0.0.1 between 29100 and 39100".into()))
 }
