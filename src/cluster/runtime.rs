@@ -48,9 +48,14 @@ impl Runtime {
         let v = version.to_string();
         let kafka = |artifact: &str| Coordinate { group: "org.apache.kafka".into(), artifact: artifact.into(), version: v.clone() };
         let mut deps = vec![kafka("kafka_2.13"), kafka("kafka-tools")];
-        let (logging, added) = logging_binding(maven, version)?;
-        deps.extend(added.iter().cloned());
-        let mut classpath = maven.classpath_of(&deps, &format!("okp-verify-runtime-{v}"))?;
+        let base = maven.classpath_of(&deps, &format!("okp-verify-runtime-{v}-pom"))?;
+        let (logging, added) = logging_binding(maven, version, &base)?;
+        let mut classpath = if added.is_empty() {
+            base
+        } else {
+            deps.extend(added.iter().cloned());
+            maven.classpath_of(&deps, &format!("okp-verify-runtime-{v}"))?
+        };
         let mut swapped = Vec::new();
         if let Some(rec) = build {
             if rec.release != v {
@@ -160,14 +165,21 @@ logger.zk.name = org.apache.zookeeper
 logger.zk.level = warn
 ";
 
-/// The binding the binary distribution ships and the POMs leave out.
-/// 2.x: kafka-tools already brings log4j 1.2.17 and slf4j-log4j12 (adding
-/// another would make two). 3.x: reload4j. 4.x: log4j 2 at kafka-server's version.
-fn logging_binding(maven: &Maven, v: KafkaVersion) -> Result<(Logging, Vec<Coordinate>)> {
+/// The logging binding: the one the POMs already bring (2.x and early 3.x get
+/// slf4j-log4j12 through kafka-log4j-appender; adding another would make two),
+/// else what the binary distribution ships: reload4j on 3.x, log4j 2 at
+/// kafka-server's version on 4.x.
+fn logging_binding(maven: &Maven, v: KafkaVersion, base: &[PathBuf]) -> Result<(Logging, Vec<Coordinate>)> {
+    let has = |prefix: &str| base.iter().any(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)));
+    if has("slf4j-log4j12-") || has("slf4j-reload4j-") {
+        return Ok((Logging::Log4j1, vec![]));
+    }
+    if has("log4j-slf4j-impl-") || has("log4j-slf4j2-impl-") {
+        return Ok((Logging::Log4j2, vec![]));
+    }
     let c = |g: &str, a: &str, ver: &str| Coordinate { group: g.into(), artifact: a.into(), version: ver.into() };
     Ok(match v.major {
-        2 => (Logging::Log4j1, vec![]),
-        3 => (Logging::Log4j1, vec![c("ch.qos.reload4j", "reload4j", "1.2.25"), c("org.slf4j", "slf4j-reload4j", "1.7.36")]),
+        0..=3 => (Logging::Log4j1, vec![c("ch.qos.reload4j", "reload4j", "1.2.25"), c("org.slf4j", "slf4j-reload4j", "1.7.36")]),
         _ => {
             let l = log4j2_version(maven, v)?;
             (Logging::Log4j2, vec![c("org.apache.logging.log4j", "log4j-slf4j-impl", &l), c("org.apache.logging.log4j", "log4j-core", &l)])
