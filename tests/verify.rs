@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 
 static ONE_CLUSTER: Mutex<()> = Mutex::new(());
 
-fn run_json(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("run.json")).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+/// The run's run.json; when okp wrote none, the panic shows okp's own output.
+fn run_json(dir: &Path, o: &std::process::Output) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("run.json")).unwrap_or_else(|e| panic!("{}: {e}\nexit {:?}\nstdout:\n{}\nstderr:\n{}", dir.display(), o.status.code(), stdout(o), stderr(o)));
     serde_json::from_str(&text).unwrap()
 }
 
@@ -41,7 +42,7 @@ fn full_suite(version: &str, mode: &str) {
     let o = okp().args(["verify", "--version", version, "--mode", mode, "--evidence"]).arg(ev.path()).output().unwrap();
     let name = format!("{version}-{mode}");
     let dir = ev.path().join(&name);
-    let run = run_json(&dir);
+    let run = run_json(&dir, &o);
     assert_eq!(o.status.code(), Some(0), "{}\n{}\nfailed checks: {:#?}", stdout(&o), stderr(&o), failed_checks(&run));
     assert_eq!(run["verdict"], "pass");
     let ids: Vec<&str> = run["scenarios"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
@@ -93,7 +94,7 @@ fn upstream_jars_fail_the_gate_scenarios() {
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let ev = tempfile::tempdir().unwrap();
     let o = okp().args(["verify", "--version", "3.9.2", "--mode", "zk", "--upstream", "--evidence"]).arg(ev.path()).output().unwrap();
-    let run = run_json(&ev.path().join("3.9.2-zk-upstream"));
+    let run = run_json(&ev.path().join("3.9.2-zk-upstream"), &o);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     assert_eq!(run["flavor"], "upstream");
     for s in run["scenarios"].as_array().unwrap() {
