@@ -192,12 +192,18 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<i32> {
         return Ok(EXIT_DRIFT);
     }
     let changing: Vec<&Edit> = edits.iter().filter(|e| e.before != e.after).collect();
+    let order = if edits.iter().all(|e| e.node.role == NodeRole::Broker) {
+        "no KRaft controllers listed: brokers in id order"
+    } else if a.direction == Direction::Promote {
+        "KRaft controllers first, then brokers"
+    } else {
+        "brokers first, then KRaft controllers"
+    };
     let mut plan = format!(
-        "plan: {verb} broker {} ({} it {} observer.ids), {} first; {} node(s) change, {} already agree\n",
+        "plan: {verb} broker {} ({} it {} observer.ids; {order}); {} node(s) change, {} already agree\n",
         a.broker,
         if a.direction == Direction::Promote { "remove" } else { "add" },
         if a.direction == Direction::Promote { "from" } else { "to" },
-        if a.direction == Direction::Promote { "controllers" } else { "brokers" },
         changing.len(),
         edits.len() - changing.len()
     );

@@ -198,11 +198,11 @@ pub fn rows(snap: &Snapshot, observers: &ObserverSet, max_lag: i64) -> Vec<Repli
                 (Some(a), Some(b)) => Some((a - b).max(0)),
                 _ => None,
             };
-            let role = match (is_leader, in_isr, is_observer, live) {
+            let role = match (is_leader, live, in_isr, is_observer) {
                 (true, _, _, _) => "leader",
-                (_, true, _, _) => "isr",
-                (_, _, Some(true), _) => "observer",
-                (_, _, _, false) => "down",
+                (_, false, _, _) => "down",
+                (_, _, true, _) => "isr",
+                (_, _, _, Some(true)) => "observer",
                 _ => "out-of-sync",
             };
             let mut flags = Vec::new();
@@ -250,7 +250,7 @@ pub fn table(rows: &[ReplicaRow], observers: &ObserverSet, color: bool) -> Strin
         s.push_str(&format!("  disagrees: {d}\n"));
     }
     s.push('\n');
-    let head = ["TOPIC", "PARTITION", "REPLICA", "ROLE", "LEADER", "OBSERVER", "IN-ISR", "LEO", "HW", "LAG", "CAUGHT-UP", "FLAGS"];
+    let head = ["TOPIC", "PARTITION", "REPLICA", "ROLE", "LEADER", "OBSERVER", "IN-ISR", "LIVE", "LEO", "HW", "LAG", "CAUGHT-UP", "FLAGS"];
     let mut cells: Vec<Vec<String>> = vec![head.iter().map(|h| h.to_string()).collect()];
     for r in rows {
         cells.push(vec![
@@ -261,6 +261,7 @@ pub fn table(rows: &[ReplicaRow], observers: &ObserverSet, color: bool) -> Strin
             yes(r.is_leader).into(),
             r.is_observer.map(|b| yes(b).to_string()).unwrap_or_else(|| "?".into()),
             yes(r.in_isr).into(),
+            yes(r.live).into(),
             opt(r.log_end_offset),
             opt(r.high_watermark),
             opt(r.lag),
@@ -272,7 +273,7 @@ pub fn table(rows: &[ReplicaRow], observers: &ObserverSet, color: bool) -> Strin
     for c in &cells {
         let line: Vec<String> = c.iter().zip(&widths).map(|(v, w)| format!("{v:<w$}")).collect();
         let line = line.join("  ").trim_end().to_string();
-        if color && !c[11].is_empty() && c[0] != "TOPIC" {
+        if color && !c[12].is_empty() && c[0] != "TOPIC" {
             s.push_str(&format!("\x1b[31m{line}\x1b[0m\n"));
         } else {
             s.push_str(&line);
