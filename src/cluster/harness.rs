@@ -71,6 +71,7 @@ pub fn hold(model: &Model, patches: Option<&Path>, release: Release, mode: Mode,
     write_state(&mut c, &release, state)?;
     reply("ready");
     let mut seq = 0;
+    let mut failed = false;
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -78,11 +79,19 @@ pub fn hold(model: &Model, patches: Option<&Path>, release: Release, mode: Mode,
             break;
         }
         seq += 1;
-        reply(&command(&mut c, &words, seq).unwrap_or_else(|e| format!("error {e}")));
+        // One line per answer, whatever the error holds (a log tail).
+        reply(&command(&mut c, &words, seq).unwrap_or_else(|e| {
+            failed = true;
+            format!("error {}", e.to_string().replace('\n', " | "))
+        }));
     }
     c.down();
     drop(c);
-    let _ = std::fs::remove_dir_all(&run_dir);
+    if failed {
+        eprintln!("okp: dev-cluster: a command failed; run directory (node logs) kept at {}", run_dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&run_dir);
+    }
     Ok(EXIT_OK)
 }
 
