@@ -111,24 +111,18 @@ fn command(c: &mut Cluster, words: &[&str], seq: u32) -> Result<String> {
         }
     };
     match words {
-        ["kill", _] => {
+        [verb @ ("kill" | "freeze" | "thaw"), _] => {
             let id = node(words.get(1))?;
-            c.kill9(id);
+            match *verb {
+                "kill" => c.kill9(id),
+                "freeze" => c.freeze(id),
+                _ => c.thaw(id),
+            }
             Ok("ok".into())
         }
         ["start", _] => {
             let id = node(words.get(1))?;
             Ok(format!("ok ready in {:.1} s", c.restart(id)?))
-        }
-        ["freeze", _] => {
-            let id = node(words.get(1))?;
-            c.freeze(id);
-            Ok("ok".into())
-        }
-        ["thaw", _] => {
-            let id = node(words.get(1))?;
-            c.thaw(id);
-            Ok("ok".into())
         }
         ["produce", topic, n] => {
             let n: usize = n.parse().map_err(|_| Error::Usage(format!("not a count: {n}")))?;
