@@ -71,7 +71,7 @@ pub fn without_id(text: &str, id: i32) -> String {
         if kept.is_empty() && comment.is_empty() {
             continue;
         }
-        let indent: &str = &ids[..ids.len() - ids.trim_start_matches(|c: char| c == ' ' || c == '\t').len()];
+        let indent: &str = &ids[..ids.len() - ids.trim_start_matches([' ', '\t']).len()];
         let sep = if ids.contains(',') { ", " } else { " " };
         let mut rebuilt = format!("{indent}{}", kept.join(sep));
         if !comment.is_empty() {
