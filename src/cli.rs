@@ -206,6 +206,18 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Operate observer replicas on a running cluster: status, promote, demote.
+    ///
+    /// Exit 0 when done, 1 when a pre-check refused (nothing written), the
+    /// change did not show within --timeout, or status found a red state; 2 on
+    /// bad input; 3 when the cluster or a transport command failed.
+    Observers {
+        #[command(subcommand)]
+        command: ObserversCommand,
+    },
+    /// Development aid for the integration tests: a patched cluster kept up until stdin closes.
+    #[command(hide = true)]
+    DevCluster(DevClusterArgs),
     /// Lay out a release's sources from its Maven Central sources jars as a tree.
     Sources {
         #[arg(long, value_name = "V")]
@@ -217,6 +229,141 @@ enum Command {
         #[arg(long)]
         hooked: bool,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum ObserversCommand {
+    /// Per partition, each replica's role, log end offset, lag and caught-up state.
+    ///
+    /// Which replicas are observers comes from --observers, --observers-file or
+    /// the nodes' own files (--node, --nodes); the output names the source.
+    /// Exit 1 when an observer is found inside an ISR or leading.
+    Status(ObserversStatusArgs),
+    /// Make broker N a normal replica: remove it from observer.ids on every node (controllers first).
+    Promote(ObserversChangeArgs),
+    /// Make broker N an observer: add it to observer.ids on every node (brokers first).
+    Demote(ObserversChangeArgs),
+}
+
+#[derive(Args, Debug)]
+struct Bootstrap {
+    /// Brokers to ask for metadata: HOST:PORT[,HOST:PORT...] (PLAINTEXT listeners).
+    #[arg(long, value_name = "HOST:PORT", value_delimiter = ',', required = true)]
+    bootstrap: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct NodeFiles {
+    /// A broker's observer.ids: ID=PATH (repeatable).
+    #[arg(long = "node", value_name = "ID=PATH")]
+    node: Vec<String>,
+    /// A KRaft controller's observer.ids: ID=PATH (repeatable).
+    #[arg(long = "controller-node", value_name = "ID=PATH")]
+    controller_node: Vec<String>,
+    /// A YAML list of nodes: {id, role: broker|controller, path, host}.
+    #[arg(long, value_name = "FILE")]
+    nodes: Option<PathBuf>,
+    /// How the files are reached: local paths, or the --read-cmd/--write-cmd templates.
+    #[arg(long, value_enum, default_value_t = TransportKind::Local)]
+    transport: TransportKind,
+    /// With --transport command: prints a node's file, e.g. 'ssh {host} cat {path}' ({host}, {path}, {id} are filled in, shell-quoted).
+    #[arg(long, value_name = "TEMPLATE")]
+    read_cmd: Option<String>,
+    /// With --transport command: replaces a node's file atomically with stdin, e.g. 'ssh {host} "cat > {path}.okp-tmp && mv {path}.okp-tmp {path}"'.
+    #[arg(long, value_name = "TEMPLATE")]
+    write_cmd: Option<String>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum TransportKind {
+    Local,
+    Command,
+}
+
+impl NodeFiles {
+    fn resolve(&self) -> Result<(Vec<crate::observers::transport::NodeSpec>, crate::observers::transport::Transport)> {
+        use crate::observers::transport::{self as t, NodeRole, Transport};
+        let mut nodes = Vec::new();
+        if let Some(f) = &self.nodes {
+            nodes.extend(t::load_nodes_file(f)?);
+        }
+        for n in &self.node {
+            nodes.push(t::parse_node_flag(n, NodeRole::Broker)?);
+        }
+        for n in &self.controller_node {
+            nodes.push(t::parse_node_flag(n, NodeRole::Controller)?);
+        }
+        let transport = match (self.transport, &self.read_cmd, &self.write_cmd) {
+            (TransportKind::Local, None, None) => Transport::Local,
+            (TransportKind::Local, _, _) => return Err(Error::Usage("--read-cmd and --write-cmd need --transport command".into())),
+            (TransportKind::Command, Some(r), Some(w)) => Transport::Command { read: r.clone(), write: w.clone() },
+            (TransportKind::Command, _, _) => return Err(Error::Usage("--transport command needs both --read-cmd and --write-cmd".into())),
+        };
+        Ok((nodes, transport))
+    }
+}
+
+#[derive(Args, Debug)]
+struct ObserversStatusArgs {
+    #[command(flatten)]
+    bootstrap: Bootstrap,
+    /// Only this topic (default: every topic).
+    #[arg(long, value_name = "TOPIC")]
+    topic: Option<String>,
+    /// The observer ids, e.g. 4,5 (instead of reading the nodes' files).
+    #[arg(long, value_name = "IDS", conflicts_with_all = ["observers_file", "node", "controller_node", "nodes"])]
+    observers: Option<String>,
+    /// An observer.ids file to take the ids from.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["node", "controller_node", "nodes"])]
+    observers_file: Option<PathBuf>,
+    #[command(flatten)]
+    files: NodeFiles,
+    /// A replica this many offsets behind its leader still counts as caught up.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    max_lag: i64,
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    format: ListFormat,
+}
+
+#[derive(Args, Debug)]
+struct ObserversChangeArgs {
+    /// The broker id to promote or demote.
+    #[arg(long, value_name = "N")]
+    broker: i32,
+    #[command(flatten)]
+    bootstrap: Bootstrap,
+    #[command(flatten)]
+    files: NodeFiles,
+    /// Promote only: check N's log against every live replica's for every partition it replicates, not only the leaderless ones.
+    #[arg(long)]
+    for_unclean_election: bool,
+    /// Waive the min.insync.replicas and log-end-offset refusals (never the leadership one).
+    #[arg(long)]
+    force: bool,
+    /// Print the pre-checks and the plan (each file, old → new), change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Seconds to wait for the cluster to show the change.
+    #[arg(long, value_name = "S", default_value_t = 120)]
+    timeout: u64,
+}
+
+#[derive(Args, Debug)]
+struct DevClusterArgs {
+    #[arg(long, value_name = "V", default_value = "3.9.2")]
+    version: KafkaVersion,
+    #[arg(long, value_name = "M")]
+    mode: Option<Mode>,
+    /// Where to write cluster.json (ports, pids, observer files) once everything is up.
+    #[arg(long, value_name = "FILE")]
+    state: PathBuf,
+    /// Extra topic NAME=ASSIGNMENT[,CONFIG=VALUE...], e.g. pair=1:4,min.insync.replicas=2.
+    #[arg(long, value_name = "SPEC")]
+    topic: Vec<String>,
+    #[arg(long, value_name = "MS", default_value_t = 3000)]
+    lag_ms: u64,
+    #[arg(long, value_name = "MS", default_value_t = 4000)]
+    session_ms: u64,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -429,6 +576,14 @@ pub fn run(cli: Cli) -> Result<i32> {
             patch::export(&model, cli.patches.as_deref(), version, mode, tree.as_ref(), output.as_deref())
         }
         Command::Sources { version, out, hooked } => sources(&model, version, &out, hooked),
+        Command::Observers { command } => observers(command),
+        Command::DevCluster(a) => {
+            let release = model.matrix.require(a.version)?.clone();
+            let mode = a.mode.unwrap_or(if release.supports(Mode::Zk) { Mode::Zk } else { Mode::Kraft });
+            modes_of(&release, Some(mode))?;
+            let timers = crate::cluster::Timers { lag_ms: a.lag_ms, session_ms: a.session_ms };
+            crate::cluster::harness::hold(&model, cli.patches.as_deref(), release, mode, timers, &a.topic, &a.state)
+        }
         Command::Keygen { out, unencrypted } => crate::bundle::keygen(&out, unencrypted),
         Command::Bundle { build, target, key, out, gpg_sign } => crate::bundle::bundle(&model, &build, target, &key, out.as_deref(), gpg_sign.as_deref()),
         Command::VerifyBundle { file, pubkey, format } => crate::bundle::verify_bundle(&file, &pubkey, format == ListFormat::Json),
@@ -443,6 +598,40 @@ pub fn run(cli: Cli) -> Result<i32> {
             crate::bundle::rollback(&kafka_home, &crate::bundle::ScriptFlags { dry_run, ignore_arch: false, accept_local_jars: false, force })
         }
     }
+}
+
+fn observers(command: ObserversCommand) -> Result<i32> {
+    use crate::observers::{self, change};
+    use std::io::IsTerminal;
+    match command {
+        ObserversCommand::Status(a) => {
+            let (nodes, transport) = a.files.resolve()?;
+            let set = change::observer_set(a.observers.as_deref(), a.observers_file.as_deref(), &nodes, &transport)?;
+            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            observers::status(&observers::StatusArgs { bootstrap: a.bootstrap.bootstrap, topic: a.topic, observers: set, max_lag: a.max_lag, json: a.format == ListFormat::Json, color })
+        }
+        ObserversCommand::Promote(a) => observers_change(a, change::Direction::Promote),
+        ObserversCommand::Demote(a) => {
+            if a.for_unclean_election {
+                return Err(Error::Usage("--for-unclean-election belongs to promote".into()));
+            }
+            observers_change(a, change::Direction::Demote)
+        }
+    }
+}
+
+fn observers_change(a: ObserversChangeArgs, direction: crate::observers::change::Direction) -> Result<i32> {
+    let (nodes, transport) = a.files.resolve()?;
+    let args = crate::observers::change::Args {
+        broker: a.broker,
+        direction,
+        for_unclean: a.for_unclean_election,
+        force: a.force,
+        dry_run: a.dry_run,
+        timeout: std::time::Duration::from_secs(a.timeout),
+        bootstrap: a.bootstrap.bootstrap,
+    };
+    crate::observers::change::run(&nodes, &transport, &args)
 }
 
 pub(crate) fn print(s: &str) -> Result<()> {

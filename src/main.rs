@@ -12,6 +12,7 @@ mod error;
 mod gitwt;
 mod maven;
 mod model;
+mod observers;
 mod patch;
 mod patchset;
 mod port;

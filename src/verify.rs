@@ -168,7 +168,7 @@ pub fn run(model: &Model, patches: Option<&Path>, opts: Options) -> Result<i32> 
 
 /// Patched jars: `--jars DIR` (a build's output), else a splice build cached
 /// per release, mode and patch-set hash (a changed patch set builds anew).
-fn patched_jars(model: &Model, patches: Option<&Path>, maven: &Maven, opts: &Options) -> Result<BuildRecord> {
+pub(crate) fn patched_jars(model: &Model, patches: Option<&Path>, maven: &Maven, opts: &Options) -> Result<BuildRecord> {
     let read = |dir: &Path| -> Result<BuildRecord> {
         let p = dir.join("okp-build.json");
         let text = std::fs::read_to_string(&p).map_err(|e| Error::io(format!("cannot read {} (is it an `okp build` output?)", p.display()), e))?;

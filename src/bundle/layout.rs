@@ -1,6 +1,7 @@
 //! What goes into a bundle, as a pure function of its inputs: the patched jars,
 //! the install and rollback scripts, the observer.ids template, NOTICE,
-//! LICENSE, INSTALL.md and MANIFEST.json. The texts live in `files/` and are
+//! LICENSE, INSTALL.md, OBSERVERS.md (operating observers with `okp
+//! observers`) and MANIFEST.json. The texts live in `files/` and are
 //! embedded at build time; `{{KEY}}` placeholders are filled here.
 //!
 //! The shell scripts share `files/common.sh` by textual inclusion, so each
@@ -20,6 +21,7 @@ const COMMON_SH: &str = include_str!("files/common.sh");
 const NOTICE: &str = include_str!("files/NOTICE");
 const INSTALL_MD: &str = include_str!("files/INSTALL.md");
 const OBSERVER_IDS: &str = include_str!("files/observer.ids.template");
+const OBSERVERS_MD: &str = include_str!("files/OBSERVERS.md");
 
 /// Fills `{{KEY}}` placeholders. Every placeholder of the template must be given.
 fn render(template: &str, vars: &[(&str, &str)]) -> String {
@@ -107,6 +109,7 @@ pub fn files(i: &Inputs) -> Vec<File> {
         text("config/observer.ids.template", MODE_FILE, OBSERVER_IDS.to_string()),
         text("NOTICE", MODE_FILE, notice),
         text("INSTALL.md", MODE_FILE, docs),
+        text("OBSERVERS.md", MODE_FILE, OBSERVERS_MD.to_string()),
         File { path: "LICENSE".into(), mode: MODE_FILE, bytes: i.license.clone() },
     ];
     files.extend(i.jars.iter().map(|j| File { path: format!("libs/{}", j.file_name), mode: MODE_FILE, bytes: j.bytes.clone() }));
@@ -189,6 +192,8 @@ mod tests {
         assert!(install.contains("MACHINES='aarch64 arm64'"));
         assert!(install.contains(&format!("kafka_2.13-3.9.2.jar {} {}", "c".repeat(64), sha256(b"jar"))));
         assert!(install.contains("sha256_of()"), "common.sh is included");
+        let observers = String::from_utf8_lossy(&fs.iter().find(|f| f.path == "OBSERVERS.md").unwrap().bytes).into_owned();
+        assert!(observers.contains("okp observers status") && observers.contains("never overrides"), "the operator's page for okp observers ships");
         let notice = String::from_utf8_lossy(&fs.iter().find(|f| f.path == "NOTICE").unwrap().bytes).into_owned();
         assert!(notice.contains("MODIFIED BUILD OF APACHE KAFKA") && notice.contains("Partition.scala") && notice.ends_with("Copyright\n"));
         let m = manifest(&inputs(), &fs, vec![]);

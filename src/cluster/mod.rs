@@ -8,6 +8,7 @@
 //! produce, consume, …) run the release's own tools and write each command and
 //! its output to the run's journal, which becomes the evidence.
 
+pub mod harness;
 pub mod journal;
 pub mod node;
 pub mod probe;

@@ -1,38 +1,90 @@
-//! A minimal Kafka protocol client for polling: Metadata (leader, replicas,
-//! ISR of a partition) and ListOffsets (the high watermark), over plain TCP
-//! to 127.0.0.1. It exists because a tool JVM costs 1–4 s per call on a
-//! 2-core machine, which is too coarse to time a failover or to sample a
-//! high watermark. Every state a scenario *asserts* at the end of a wait is
-//! still read with the release's own tool; the probe only decides when to look.
+//! A minimal Kafka protocol client: Metadata (brokers; leader, replicas, ISR
+//! of partitions), ListOffsets (a leader's high watermark, or any replica's
+//! own log end offset) and DescribeConfigs (a topic's effective configs), over
+//! plain TCP. It exists because a tool JVM costs 1–4 s per call on a 2-core
+//! machine, which is too coarse to time a failover or to sample a high
+//! watermark, and because `okp observers` must not need a JVM at all. In `okp
+//! verify`, every state a scenario *asserts* at the end of a wait is still read
+//! with the release's own tool; the probe only decides when to look.
 //!
 //! Versions: ApiVersions v0 first (every broker answers it), then the highest
-//! Metadata version in 4..=8 and ListOffsets in 1..=3 the broker supports —
-//! all non-flexible encodings, supported from Kafka 2.7 to 4.3.
+//! Metadata version in 4..=8, ListOffsets in 1..=3 and DescribeConfigs v1 —
+//! all non-flexible encodings, served by every release from Kafka 2.7 to 4.3
+//! (4.0 dropped only the v0 of ListOffsets and DescribeConfigs).
+//!
+//! Not here: retries, TLS or SASL (the probe speaks PLAINTEXT only).
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use super::tools::PartitionState;
 
 const API_LIST_OFFSETS: i16 = 2;
 const API_METADATA: i16 = 3;
+const API_DESCRIBE_CONFIGS: i16 = 32;
 const API_VERSIONS: i16 = 18;
+
+/// ListOffsets `replica_id` of an ordinary consumer: a leader answers with its high watermark.
+pub const CONSUMER: i32 = -1;
+/// Kafka's DEBUGGING_REPLICA_ID: any replica (follower too) answers "latest"
+/// with its own local log end offset (no isolation level applies).
+pub const DEBUGGING: i32 = -2;
+
+/// DescribeConfigs resource type of a topic.
+const RESOURCE_TOPIC: i8 = 2;
 
 pub struct Probe {
     stream: TcpStream,
     correlation: i32,
     metadata_version: i16,
     list_offsets_version: i16,
+    describe_configs_v1: bool,
 }
 
+/// A broker as Metadata lists it (registered, so alive as far as the controller knows).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BrokerAddr {
+    pub id: i32,
+    pub host: String,
+    pub port: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionMeta {
+    pub topic: String,
+    pub index: i32,
+    pub error: i16,
+    pub state: PartitionState,
+    /// Replicas whose broker is not alive (Metadata v5+; empty before).
+    pub offline: Vec<i32>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Metadata {
+    pub brokers: Vec<BrokerAddr>,
+    pub partitions: Vec<PartitionMeta>,
+    /// Topics the broker answered with an error for (name, error code).
+    pub topic_errors: Vec<(String, i16)>,
+}
+
+/// One partition's answer to ListOffsets: the offset, or Kafka's error code.
+pub type OffsetAnswer = Result<i64, i16>;
+
 impl Probe {
+    /// A probe of the broker at 127.0.0.1:`port` (okp verify's clusters).
     pub fn connect(port: u16) -> Option<Probe> {
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+        Probe::connect_to(&format!("127.0.0.1:{port}"))
+    }
+
+    /// A probe of the broker at `host:port`.
+    pub fn connect_to(address: &str) -> Option<Probe> {
+        let addr = address.to_socket_addrs().ok()?.next()?;
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(1000)).ok()?;
         stream.set_read_timeout(Some(Duration::from_millis(1500))).ok()?;
         stream.set_write_timeout(Some(Duration::from_millis(1500))).ok()?;
-        let mut p = Probe { stream, correlation: 0, metadata_version: 4, list_offsets_version: 1 };
+        let mut p = Probe { stream, correlation: 0, metadata_version: 4, list_offsets_version: 1, describe_configs_v1: false };
         let body = p.call(API_VERSIONS, 0, &[])?;
         let mut r = Reader::new(&body);
         if r.i16()? != 0 {
@@ -44,6 +96,7 @@ impl Probe {
             match key {
                 API_METADATA => p.metadata_version = pick(4, 8)?,
                 API_LIST_OFFSETS => p.list_offsets_version = pick(1, 3)?,
+                API_DESCRIBE_CONFIGS => p.describe_configs_v1 = pick(1, 1).is_some(),
                 _ => {}
             }
         }
@@ -75,12 +128,19 @@ impl Probe {
         Some(resp[4..].to_vec())
     }
 
-    /// Partition `p` of `topic`, as this broker's metadata cache has it.
-    pub fn partition(&mut self, topic: &str, p: i32) -> Option<PartitionState> {
+    /// The brokers and the partitions of `topics` (None: every topic) as this broker's metadata cache has them.
+    pub fn metadata(&mut self, topics: Option<&[&str]>) -> Option<Metadata> {
         let v = self.metadata_version;
         let mut body = Vec::new();
-        body.extend_from_slice(&1i32.to_be_bytes());
-        put_str(&mut body, topic);
+        match topics {
+            None => body.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(ts) => {
+                body.extend_from_slice(&(ts.len() as i32).to_be_bytes());
+                for t in ts {
+                    put_str(&mut body, t);
+                }
+            }
+        }
         body.push(0); // allow_auto_topic_creation = false
         if v >= 8 {
             body.push(0);
@@ -88,12 +148,14 @@ impl Probe {
         }
         let resp = self.call(API_METADATA, v, &body)?;
         let mut r = Reader::new(&resp);
+        let mut m = Metadata::default();
         r.i32()?; // throttle_time_ms
         for _ in 0..r.i32()? {
-            r.i32()?;
-            r.string()?;
-            r.i32()?;
-            r.nullable_string()?;
+            let id = r.i32()?;
+            let host = r.string()?;
+            let port = r.i32()?;
+            r.nullable_string()?; // rack
+            m.brokers.push(BrokerAddr { id, host, port });
         }
         r.nullable_string()?; // cluster_id
         r.i32()?; // controller_id
@@ -101,9 +163,8 @@ impl Probe {
             let err = r.i16()?;
             let name = r.string()?;
             r.i8()?; // is_internal
-            let mut found = None;
             for _ in 0..r.i32()? {
-                r.i16()?; // partition error (LEADER_NOT_AVAILABLE still lists replicas and ISR)
+                let error = r.i16()?; // LEADER_NOT_AVAILABLE still lists replicas and ISR
                 let index = r.i32()?;
                 let leader = r.i32()?;
                 if v >= 7 {
@@ -111,54 +172,118 @@ impl Probe {
                 }
                 let replicas = r.ids()?;
                 let isr = r.ids()?;
-                if v >= 5 {
-                    r.ids()?;
-                }
-                if index == p {
-                    found = Some(PartitionState { leader: (leader >= 0).then_some(leader), replicas, isr, elr: Vec::new() });
+                let offline = if v >= 5 { r.ids()? } else { Vec::new() };
+                let state = PartitionState { leader: (leader >= 0).then_some(leader), replicas, isr, elr: Vec::new() };
+                if err == 0 {
+                    m.partitions.push(PartitionMeta { topic: name.clone(), index, error, state, offline });
                 }
             }
             if v >= 8 {
                 r.i32()?;
             }
-            if name == topic && err == 0 {
-                return found;
+            if err != 0 {
+                m.topic_errors.push((name, err));
             }
         }
-        None
+        Some(m)
     }
 
-    /// The high watermark of partition `p` (ListOffsets, latest), asked of its leader.
-    pub fn high_watermark(&mut self, topic: &str, p: i32) -> Option<i64> {
+    /// Partition `p` of `topic`, as this broker's metadata cache has it.
+    pub fn partition(&mut self, topic: &str, p: i32) -> Option<PartitionState> {
+        let m = self.metadata(Some(&[topic]))?;
+        m.partitions.into_iter().find(|x| x.topic == topic && x.index == p).map(|x| x.state)
+    }
+
+    /// ListOffsets "latest" for each of `partitions`, as `replica_id`
+    /// (`CONSUMER`: a leader's high watermark; `DEBUGGING`: this broker's own
+    /// log end offset, leader or follower). One request for all of them.
+    pub fn latest_offsets(&mut self, replica_id: i32, partitions: &[(String, i32)]) -> Option<BTreeMap<(String, i32), OffsetAnswer>> {
         let v = self.list_offsets_version;
-        let mut body = Vec::new();
-        body.extend_from_slice(&(-1i32).to_be_bytes()); // replica_id: a consumer
-        if v >= 2 {
-            body.push(0); // isolation_level: read_uncommitted (the high watermark)
+        let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+        for (t, p) in partitions {
+            by_topic.entry(t.as_str()).or_default().push(*p);
         }
-        body.extend_from_slice(&1i32.to_be_bytes());
-        put_str(&mut body, topic);
-        body.extend_from_slice(&1i32.to_be_bytes());
-        body.extend_from_slice(&p.to_be_bytes());
-        body.extend_from_slice(&(-1i64).to_be_bytes()); // latest
+        let mut body = Vec::new();
+        body.extend_from_slice(&replica_id.to_be_bytes());
+        if v >= 2 {
+            body.push(0); // isolation_level: read_uncommitted (the high watermark; ignored for DEBUGGING)
+        }
+        body.extend_from_slice(&(by_topic.len() as i32).to_be_bytes());
+        for (t, ps) in &by_topic {
+            put_str(&mut body, t);
+            body.extend_from_slice(&(ps.len() as i32).to_be_bytes());
+            for p in ps {
+                body.extend_from_slice(&p.to_be_bytes());
+                body.extend_from_slice(&(-1i64).to_be_bytes()); // latest
+            }
+        }
         let resp = self.call(API_LIST_OFFSETS, v, &body)?;
         let mut r = Reader::new(&resp);
         if v >= 2 {
             r.i32()?;
         }
+        let mut out = BTreeMap::new();
         for _ in 0..r.i32()? {
-            r.string()?;
+            let name = r.string()?;
             for _ in 0..r.i32()? {
                 let index = r.i32()?;
                 let err = r.i16()?;
                 r.i64()?; // timestamp
                 let offset = r.i64()?;
-                if index == p && err == 0 {
-                    return Some(offset);
+                out.insert((name.clone(), index), if err == 0 { Ok(offset) } else { Err(err) });
+            }
+        }
+        Some(out)
+    }
+
+    /// The high watermark of partition `p` (ListOffsets, latest), asked of its leader.
+    pub fn high_watermark(&mut self, topic: &str, p: i32) -> Option<i64> {
+        let key = (topic.to_string(), p);
+        self.latest_offsets(CONSUMER, std::slice::from_ref(&key))?.remove(&key)?.ok()
+    }
+
+    /// The effective value of config `name` of each of `topics` (DescribeConfigs
+    /// v1): topic override or the broker's default. None when the broker does
+    /// not serve v1 or does not answer; a topic missing from the map had an error.
+    pub fn topic_config(&mut self, topics: &[&str], name: &str) -> Option<BTreeMap<String, String>> {
+        if !self.describe_configs_v1 {
+            return None;
+        }
+        let mut body = Vec::new();
+        body.extend_from_slice(&(topics.len() as i32).to_be_bytes());
+        for t in topics {
+            body.push(RESOURCE_TOPIC as u8);
+            put_str(&mut body, t);
+            body.extend_from_slice(&1i32.to_be_bytes());
+            put_str(&mut body, name);
+        }
+        body.push(0); // include_synonyms = false
+        let resp = self.call(API_DESCRIBE_CONFIGS, 1, &body)?;
+        let mut r = Reader::new(&resp);
+        r.i32()?; // throttle_time_ms
+        let mut out = BTreeMap::new();
+        for _ in 0..r.i32()? {
+            let err = r.i16()?;
+            r.nullable_string()?; // error_message
+            r.i8()?; // resource_type
+            let resource = r.string()?;
+            for _ in 0..r.i32()? {
+                let key = r.string()?;
+                let value = r.nullable_string()?;
+                r.i8()?; // read_only
+                r.i8()?; // config_source
+                r.i8()?; // is_sensitive
+                for _ in 0..r.i32()? {
+                    r.string()?;
+                    r.nullable_string()?;
+                    r.i8()?;
+                }
+                if let (0, true, Some(v)) = (err, key == name, value) {
+                    out.insert(resource.clone(), v);
                 }
             }
         }
-        None
+        Some(out)
     }
 }
 

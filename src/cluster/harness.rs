@@ -1,0 +1,158 @@
+//! `okp dev-cluster` (hidden): a patched cluster, as `okp verify` starts it,
+//! kept up for integration tests of tools that work on a live cluster (`okp
+//! observers`). It writes a state file (bootstrap, ports, pids, each node's
+//! observer.ids, and a nodes file for `--nodes`) once every topic has a
+//! leader, then takes one command per stdin line and answers one line
+//! (`ok …` or `error …`): `kill N`, `start N`, `freeze N`, `thaw N`,
+//! `produce TOPIC COUNT`, `down`. End of input stops the cluster too, so a
+//! test that dies takes its cluster with it.
+//!
+//! Not for operators: it proves nothing by itself (that is `okp verify`).
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::journal::Journal;
+use super::runtime::Runtime;
+use super::{Cluster, Timers};
+use crate::error::{Error, Result, EXIT_OK};
+use crate::maven::Maven;
+use crate::model::{Mode, Model, Release};
+
+/// `NAME=ASSIGNMENT[,CONFIG=VALUE...]` → (name, assignment, configs).
+fn topic_spec(s: &str) -> Result<(String, String, Vec<String>)> {
+    let (name, rest) = s.split_once('=').ok_or_else(|| Error::Usage(format!("--topic {s}: expected NAME=ASSIGNMENT[,CONFIG=VALUE...]")))?;
+    let mut parts = rest.split(',');
+    let assignment = parts.next().unwrap_or_default().to_string();
+    Ok((name.to_string(), assignment, parts.map(str::to_string).collect()))
+}
+
+pub fn hold(model: &Model, patches: Option<&Path>, release: Release, mode: Mode, timers: Timers, extra: &[String], state: &Path) -> Result<i32> {
+    let extra: Vec<(String, String, Vec<String>)> = extra.iter().map(|s| topic_spec(s)).collect::<Result<_>>()?;
+    let maven = Maven::from_env();
+    let opts = crate::verify::Options {
+        release: release.clone(),
+        mode,
+        flavor: crate::scenarios::Flavor::Patched,
+        jars: None,
+        scenarios: vec![],
+        timers: timers.clone(),
+        evidence: PathBuf::new(),
+        keep: false,
+        base_port: None,
+        json: false,
+    };
+    let build = crate::verify::patched_jars(model, patches, &maven, &opts)?;
+    let rt = Runtime::assemble(&maven, release.version, Some(&build))?;
+    let run_dir = tempfile::Builder::new().prefix("okp-dev-cluster-").tempdir().map_err(|e| Error::io("cannot create the run directory", e))?.keep();
+    let journal = Journal::new(&run_dir.join("journal"), &run_dir);
+    eprintln!("okp: dev-cluster: run directory {}", run_dir.display());
+    let mut c = Cluster::up(mode, rt, timers, &run_dir, None, journal)?;
+    let mut topics: Vec<(&str, &str, Vec<&str>)> = crate::scenarios::TOPICS.iter().map(|(t, a, cfg)| (*t, *a, cfg.to_vec())).collect();
+    topics.extend(extra.iter().map(|(t, a, cfg)| (t.as_str(), a.as_str(), cfg.iter().map(String::as_str).collect())));
+    let specs: Vec<(&str, &str, &[&str])> = topics.iter().map(|(t, a, cfg)| (*t, *a, &cfg[..])).collect();
+    for ((t, _, _), out) in specs.iter().zip(c.create_topics(&specs)?) {
+        if !out.ok() {
+            c.down();
+            return Err(Error::External(format!("creating topic {t} failed (rc {}): {}", out.rc, out.stderr.lines().last().unwrap_or(""))));
+        }
+    }
+    for (t, _, _) in &specs {
+        let t0 = Instant::now();
+        while c.probe_state(t).is_none_or(|s| s.leader.is_none()) {
+            if t0.elapsed() > Duration::from_secs(60) {
+                c.down();
+                return Err(Error::External(format!("topic {t} has no leader 60 s after creation")));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    write_state(&mut c, &release, state)?;
+    reply("ready");
+    let mut seq = 0;
+    let mut failed = false;
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.first() == Some(&"down") {
+            break;
+        }
+        seq += 1;
+        // One line per answer, whatever the error holds (a log tail).
+        reply(&command(&mut c, &words, seq).unwrap_or_else(|e| {
+            failed = true;
+            format!("error {}", e.to_string().replace('\n', " | "))
+        }));
+    }
+    c.down();
+    drop(c);
+    if failed {
+        eprintln!("okp: dev-cluster: a command failed; run directory (node logs) kept at {}", run_dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&run_dir);
+    }
+    Ok(EXIT_OK)
+}
+
+fn reply(s: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{s}");
+    let _ = out.flush();
+}
+
+fn command(c: &mut Cluster, words: &[&str], seq: u32) -> Result<String> {
+    let node = |w: Option<&&str>| -> Result<i32> {
+        let id = w.and_then(|s| s.parse::<i32>().ok()).ok_or_else(|| Error::Usage("expected a node id".into()))?;
+        if c.kafka_nodes().contains(&id) {
+            Ok(id)
+        } else {
+            Err(Error::Usage(format!("no node {id}")))
+        }
+    };
+    match words {
+        [verb @ ("kill" | "freeze" | "thaw"), _] => {
+            let id = node(words.get(1))?;
+            match *verb {
+                "kill" => c.kill9(id),
+                "freeze" => c.freeze(id),
+                _ => c.thaw(id),
+            }
+            Ok("ok".into())
+        }
+        ["start", _] => {
+            let id = node(words.get(1))?;
+            Ok(format!("ok ready in {:.1} s", c.restart(id)?))
+        }
+        ["produce", topic, n] => {
+            let n: usize = n.parse().map_err(|_| Error::Usage(format!("not a count: {n}")))?;
+            let p = c.produce(topic, &format!("dev{seq}"), n, &[])?;
+            Ok(format!("ok acked={} errors={} rc={}", p.values.len(), p.errors, p.rc))
+        }
+        _ => Err(Error::Usage(format!("unknown command `{}` (kill N, start N, freeze N, thaw N, produce TOPIC COUNT, down)", words.join(" ")))),
+    }
+}
+
+/// cluster.json and, beside it, nodes.yaml (every node's observer.ids, for `--nodes`).
+fn write_state(c: &mut Cluster, release: &Release, state: &Path) -> Result<()> {
+    let mut nodes = String::from("nodes:\n");
+    let mut list = Vec::new();
+    for id in c.kafka_nodes() {
+        let n = c.node(id);
+        let role = if n.role == super::node::Role::Controller { "controller" } else { "broker" };
+        nodes.push_str(&format!("  - {{id: {id}, role: {role}, path: '{}'}}\n", n.observer_file().display()));
+        list.push(serde_json::json!({"id": id, "role": role, "port": n.port, "pid": n.pid(), "observer_file": n.observer_file(), "dir": n.dir}));
+    }
+    let nodes_file = state.with_file_name("nodes.yaml");
+    crate::cli::write_atomic(&nodes_file, nodes.as_bytes())?;
+    let boot = c.bootstrap(&[]);
+    let v = serde_json::json!({
+        "release": release.version.to_string(),
+        "mode": c.mode,
+        "bootstrap": boot,
+        "run_dir": c.run_dir,
+        "nodes_file": nodes_file,
+        "nodes": list,
+    });
+    crate::cli::write_atomic(state, (serde_json::to_string_pretty(&v).unwrap_or_default() + "\n").as_bytes())
+}

@@ -1,0 +1,375 @@
+//! `okp observers promote|demote --broker N`: pre-checks against the live
+//! cluster, the plan (each node's file, old → new), the writes in a safe
+//! order, and the wait until the cluster shows the change.
+//!
+//! Order of the writes (KRaft):
+//! - promote: controllers first, then (after the nodes' 5 s re-read interval)
+//!   brokers. A broker that promotes N lets the leader propose N for the ISR;
+//!   a controller that still holds N as an observer rejects that AlterPartition
+//!   (INELIGIBLE_REPLICA), so controllers must know first.
+//! - demote: brokers first, then controllers. A controller that demotes N
+//!   rejects every proposed ISR still holding N, which would also block the
+//!   leader's unrelated ISR changes (removing a failed follower) until the
+//!   brokers catch up; brokers first lets the leader shrink N out with an ISR
+//!   the controllers still accept.
+//!
+//! In ZooKeeper mode every node is a broker (the controller runs in one), so
+//! the order is by id.
+//!
+//! The pre-checks are pure (`prechecks`), so each refusal is unit-tested; the
+//! integration test shows each on a real cluster.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use super::idfile;
+use super::transport::{NodeRole, NodeSpec, Transport};
+use super::view::{self, Depth, Snapshot};
+use crate::error::{Error, Result, EXIT_DRIFT, EXIT_OK};
+
+/// How long the registries may take to see an edited file (their cache TTL).
+const REREAD: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Remove N from observer.ids: it may join ISRs and lead.
+    Promote,
+    /// Add N to observer.ids: it leaves every ISR and may never lead.
+    Demote,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Demote: N leads a partition. Never overridable: a leader cannot be demoted live.
+    Leadership,
+    /// Demote: the ISR would drop below min.insync.replicas.
+    MinInsync,
+    /// Promote for an unclean election: N's log is behind a live replica's.
+    Lag,
+    /// A number the check needs could not be read.
+    Unknown,
+}
+
+impl Rule {
+    fn word(self) -> &'static str {
+        match self {
+            Rule::Leadership => "leadership",
+            Rule::MinInsync => "min.insync.replicas",
+            Rule::Lag => "log end offset",
+            Rule::Unknown => "unknown",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    pub rule: Rule,
+    pub partition: String,
+    pub detail: String,
+}
+
+fn ids(v: &[i32]) -> String {
+    v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// Every reason not to make this change now, per partition `broker` replicates.
+///
+/// Promote: for an unclean election (`for_unclean`, or a partition with no
+/// leader) N's log end offset must be at least every live replica's; a down
+/// replica's log cannot be read and is named, not counted. Demote: N must lead
+/// nothing, and every ISR it is in must keep min.insync.replicas without it.
+pub fn prechecks(snap: &Snapshot, broker: i32, dir: Direction, for_unclean: bool) -> Vec<Refusal> {
+    let mut out = Vec::new();
+    for p in snap.partitions.iter().filter(|p| p.replicas.contains(&broker)) {
+        let mut refuse = |rule, detail: String| out.push(Refusal { rule, partition: p.name(), detail });
+        match dir {
+            Direction::Promote => {
+                if !(for_unclean || p.leader.is_none()) {
+                    continue;
+                }
+                let Some(mine) = p.leo.get(&broker).copied() else {
+                    refuse(Rule::Unknown, format!("broker {broker}'s log end offset could not be read (down, frozen, or not hosting it yet), so it cannot be compared with the other replicas"));
+                    continue;
+                };
+                for r in p.replicas.iter().copied().filter(|r| *r != broker && snap.live(*r)) {
+                    match p.leo.get(&r) {
+                        None => refuse(Rule::Unknown, format!("live replica {r} did not answer its log end offset; broker {broker} has {mine}")),
+                        Some(&theirs) if theirs > mine => refuse(
+                            Rule::Lag,
+                            format!("broker {broker} has log end offset {mine}, live replica {r} has {theirs}: electing {broker} uncleanly would discard offsets {mine}..{} ({} records)", theirs - 1, theirs - mine),
+                        ),
+                        Some(_) => {}
+                    }
+                }
+            }
+            Direction::Demote => {
+                if p.leader == Some(broker) {
+                    refuse(Rule::Leadership, format!("broker {broker} leads it (ISR {}); a leader cannot be demoted live: move leadership first (a preferred election or a reassignment)", ids(&p.isr)));
+                }
+                if p.isr.contains(&broker) {
+                    let after: Vec<i32> = p.isr.iter().copied().filter(|i| *i != broker).collect();
+                    match p.min_insync {
+                        Some(min) if (after.len() as i32) < min => refuse(
+                            Rule::MinInsync,
+                            format!("ISR {} ({}) would become {} ({}) < min.insync.replicas={min}: acks=all writes would fail", ids(&p.isr), p.isr.len(), if after.is_empty() { "empty".into() } else { ids(&after) }, after.len()),
+                        ),
+                        Some(_) => {}
+                        None => refuse(Rule::Unknown, format!("min.insync.replicas of topic {} could not be read", p.topic)),
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `--force` waives a refusal, except leadership.
+fn blocking(r: &Refusal, force: bool) -> bool {
+    r.rule == Rule::Leadership || !force
+}
+
+/// Node order for the writes (see the module comment).
+pub fn write_order(nodes: &[NodeSpec], dir: Direction) -> Vec<NodeSpec> {
+    let mut v = nodes.to_vec();
+    let first = match dir {
+        Direction::Promote => NodeRole::Controller,
+        Direction::Demote => NodeRole::Broker,
+    };
+    v.sort_by_key(|n| (n.role != first, n.id));
+    v
+}
+
+pub struct Args {
+    pub broker: i32,
+    pub direction: Direction,
+    pub for_unclean: bool,
+    pub force: bool,
+    pub dry_run: bool,
+    pub timeout: Duration,
+    pub bootstrap: Vec<String>,
+}
+
+struct Edit {
+    node: NodeSpec,
+    before: String,
+    after: String,
+}
+
+fn quoted(text: &str) -> String {
+    format!("{text:?}")
+}
+
+pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<i32> {
+    super::transport::check_nodes(nodes)?;
+    let verb = match a.direction {
+        Direction::Promote => "promote",
+        Direction::Demote => "demote",
+    };
+    let mut edits = Vec::new();
+    for n in write_order(nodes, a.direction) {
+        let before = transport.read(&n)?;
+        let after = match a.direction {
+            Direction::Promote => idfile::without_id(&before, a.broker),
+            Direction::Demote => idfile::with_id(&before, a.broker),
+        };
+        edits.push(Edit { node: n, before, after });
+    }
+    let snap = view::snapshot(&a.bootstrap, None, Depth { offsets: a.direction == Direction::Promote, min_insync: a.direction == Direction::Demote })?;
+    let hosted = snap.partitions.iter().filter(|p| p.replicas.contains(&a.broker)).count();
+    if !snap.live(a.broker) && hosted == 0 {
+        let known: Vec<i32> = snap.brokers.keys().copied().collect();
+        return Err(Error::Usage(format!("broker {} is not in the cluster: it is not registered (live brokers: {}) and hosts no replica", a.broker, ids(&known))));
+    }
+    let refusals = prechecks(&snap, a.broker, a.direction, a.for_unclean);
+    let blocked: Vec<&Refusal> = refusals.iter().filter(|r| blocking(r, a.force)).collect();
+    for r in &refusals {
+        let how = if blocking(r, a.force) { "refused" } else { "overridden by --force" };
+        eprintln!("okp: {verb} broker {}: {how} ({}): {}: {}", a.broker, r.rule.word(), r.partition, r.detail);
+    }
+    if !blocked.is_empty() {
+        let hint = if blocked.iter().all(|r| r.rule != Rule::Leadership) { "; --force overrides these checks" } else { "; --force never overrides leadership" };
+        eprintln!("okp: {verb} broker {} refused by {} pre-check(s); nothing was written{hint}", a.broker, blocked.len());
+        return Ok(EXIT_DRIFT);
+    }
+    let changing: Vec<&Edit> = edits.iter().filter(|e| e.before != e.after).collect();
+    let order = if edits.iter().all(|e| e.node.role == NodeRole::Broker) {
+        "no KRaft controllers listed: brokers in id order"
+    } else if a.direction == Direction::Promote {
+        "KRaft controllers first, then brokers"
+    } else {
+        "brokers first, then KRaft controllers"
+    };
+    let mut plan = format!(
+        "plan: {verb} broker {} ({} it {} observer.ids; {order}); {} node(s) change, {} already agree\n",
+        a.broker,
+        if a.direction == Direction::Promote { "remove" } else { "add" },
+        if a.direction == Direction::Promote { "from" } else { "to" },
+        changing.len(),
+        edits.len() - changing.len()
+    );
+    for e in &edits {
+        if e.before == e.after {
+            plan.push_str(&format!("  {}: unchanged {}\n", e.node.label(), idfile::show(&idfile::parse(&e.before))));
+        } else {
+            plan.push_str(&format!("  {}: {} → {} ({} → {}) by {}\n", e.node.label(), idfile::show(&idfile::parse(&e.before)), idfile::show(&idfile::parse(&e.after)), quoted(&e.before), quoted(&e.after), transport.describe_write(&e.node)));
+        }
+    }
+    crate::cli::print(&plan)?;
+    if a.dry_run {
+        crate::cli::print("dry run: nothing written\n")?;
+        return Ok(EXIT_OK);
+    }
+    let t0 = Instant::now();
+    let mut last_role = None;
+    for e in &changing {
+        if last_role.is_some_and(|r| r != e.node.role) {
+            eprintln!("okp: waiting {} s (the nodes' re-read interval) before writing the {}s", REREAD.as_secs(), if e.node.role == NodeRole::Broker { "broker" } else { "controller" });
+            std::thread::sleep(REREAD + Duration::from_millis(500));
+        }
+        transport.write(&e.node, &e.after)?;
+        let back = transport.read(&e.node)?;
+        if back != e.after {
+            return Err(Error::External(format!("{}: read back {} after writing {}; the file is being changed by something else", e.node.label(), quoted(&back), quoted(&e.after))));
+        }
+        eprintln!("okp: wrote {}", e.node.label());
+        last_role = Some(e.node.role);
+    }
+    wait(a, t0, verb)
+}
+
+/// Polls Metadata until the change is visible: promote → N in the ISR of every
+/// partition it replicates that has a leader; demote → N in no ISR.
+fn wait(a: &Args, t0: Instant, verb: &str) -> Result<i32> {
+    let mut last_report = Instant::now();
+    let mut last_pending: Option<Vec<String>> = None;
+    loop {
+        let snap = view::snapshot(&a.bootstrap, None, Depth { offsets: false, min_insync: false })?;
+        let mine: Vec<&view::Part> = snap.partitions.iter().filter(|p| p.replicas.contains(&a.broker)).collect();
+        let leaderless: Vec<String> = mine.iter().filter(|p| p.leader.is_none()).map(|p| p.name()).collect();
+        let pending: Vec<String> = mine
+            .iter()
+            .filter(|p| match a.direction {
+                Direction::Promote => p.leader.is_some() && !p.isr.contains(&a.broker),
+                Direction::Demote => p.isr.contains(&a.broker),
+            })
+            .map(|p| format!("{} (leader {}, ISR {})", p.name(), p.leader.map(|l| l.to_string()).unwrap_or_else(|| "none".into()), ids(&p.isr)))
+            .collect();
+        let secs = t0.elapsed().as_secs_f64();
+        let (done, total) = match a.direction {
+            Direction::Promote => (mine.iter().filter(|p| p.leader.is_some() && p.isr.contains(&a.broker)).count(), mine.len() - leaderless.len()),
+            Direction::Demote => (mine.len() - pending.len(), mine.len()),
+        };
+        if pending.is_empty() && (leaderless.is_empty() || a.direction == Direction::Demote || t0.elapsed() >= REREAD) {
+            let what = match a.direction {
+                Direction::Promote => format!("in the ISR of {done} partition(s) with a leader"),
+                Direction::Demote => format!("in no ISR ({} partition(s) replicated)", mine.len()),
+            };
+            let mut s = format!("broker {} {verb}d: {what} after {secs:.1} s\n", a.broker);
+            if a.direction == Direction::Promote && !leaderless.is_empty() {
+                s.push_str(&format!(
+                    "leaderless: {} — nothing in the cluster shows a promotion there; every node has re-read its file ({} s passed), so an (unclean) election may now pick broker {}\n",
+                    leaderless.join(", "),
+                    REREAD.as_secs(),
+                    a.broker
+                ));
+            }
+            crate::cli::print(&s)?;
+            return Ok(EXIT_OK);
+        }
+        if t0.elapsed() > a.timeout {
+            eprintln!(
+                "okp: {verb} broker {}: written on every node, but not visible after {:.0} s (--timeout); not yet converged: {}. Demotion takes up to replica.lag.time.max.ms + 5 s; a promoted replica joins an ISR only once caught up with its leader, and never while it is down",
+                a.broker,
+                a.timeout.as_secs_f64(),
+                if pending.is_empty() { "waiting for the re-read interval".to_string() } else { pending.join("; ") }
+            );
+            return Ok(EXIT_DRIFT);
+        }
+        if last_pending.as_ref() != Some(&pending) || last_report.elapsed() > Duration::from_secs(5) {
+            eprintln!("okp: waiting ({secs:.1} s): {done}/{total} partition(s) converged; pending: {}", if pending.is_empty() { "-".into() } else { pending.join("; ") });
+            last_report = Instant::now();
+            last_pending = Some(pending);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The observer set for `status`: `--observers`, `--observers-file`, or every node's file.
+pub fn observer_set(list: Option<&str>, file: Option<&std::path::Path>, nodes: &[NodeSpec], transport: &Transport) -> Result<view::ObserverSet> {
+    if let Some(l) = list {
+        let set: BTreeSet<i32> = idfile::parse(l);
+        if set.is_empty() && !l.trim().is_empty() {
+            return Err(Error::Usage(format!("--observers {l}: no broker id in it (expected e.g. 4,5)")));
+        }
+        return Ok(view::ObserverSet { ids: Some(set), source: "--observers".into(), disagreeing: vec![] });
+    }
+    if let Some(f) = file {
+        let text = std::fs::read_to_string(f).map_err(|e| Error::io(format!("cannot read {}", f.display()), e))?;
+        return Ok(view::ObserverSet { ids: Some(idfile::parse(&text)), source: format!("file {}", f.display()), disagreeing: vec![] });
+    }
+    if nodes.is_empty() {
+        return Ok(view::ObserverSet { ids: None, source: "nowhere: pass --observers, --observers-file or the nodes' files (--node, --nodes) to know which replicas are observers".into(), disagreeing: vec![] });
+    }
+    let mut read = Vec::new();
+    for n in nodes {
+        read.push((n.label(), idfile::parse(&transport.read(n)?)));
+    }
+    Ok(view::ObserverSet::from_files(&read))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observers::view::tests::part;
+
+    fn snap(parts: Vec<view::Part>, live: &[i32]) -> Snapshot {
+        Snapshot { brokers: live.iter().map(|i| (*i, format!("h:{i}"))).collect(), partitions: parts }
+    }
+
+    #[test]
+    fn demote_refuses_a_leader_always() {
+        let s = snap(vec![part("lead", Some(4), &[1, 2, 4], &[1, 2, 4], &[])], &[1, 2, 4]);
+        let r = prechecks(&s, 4, Direction::Demote, false);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(r[0].rule, Rule::Leadership);
+        assert!(blocking(&r[0], true), "--force never waives leadership");
+    }
+
+    #[test]
+    fn demote_refuses_to_break_min_insync() {
+        let ok = snap(vec![part("obs", Some(1), &[1, 2, 3, 4], &[1, 2, 4], &[])], &[1, 2, 3, 4]);
+        assert!(prechecks(&ok, 4, Direction::Demote, false).is_empty());
+        let tight = snap(vec![part("pair", Some(1), &[1, 4], &[1, 4], &[])], &[1, 4]);
+        let r = prechecks(&tight, 4, Direction::Demote, false);
+        assert_eq!(r[0].rule, Rule::MinInsync);
+        assert!(r[0].detail.contains("ISR 1,4 (2) would become 1 (1) < min.insync.replicas=2"), "{}", r[0].detail);
+        assert!(!blocking(&r[0], true));
+        let outside = snap(vec![part("pair", Some(1), &[1, 4], &[1], &[])], &[1, 4]);
+        assert!(prechecks(&outside, 4, Direction::Demote, false).is_empty(), "not in the ISR: nothing to break");
+    }
+
+    #[test]
+    fn unclean_promote_refuses_a_lagging_observer() {
+        let lagging = snap(vec![part("rf3", None, &[1, 2, 4], &[2], &[(1, 1200), (4, 900)])], &[1, 4]);
+        let r = prechecks(&lagging, 4, Direction::Promote, false);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(r[0].rule, Rule::Lag);
+        assert!(r[0].detail.contains("log end offset 900, live replica 1 has 1200") && r[0].detail.contains("900..1199 (300 records)"), "{}", r[0].detail);
+        let level = snap(vec![part("rf3", None, &[1, 2, 4], &[2], &[(1, 1200), (4, 1200)])], &[1, 4]);
+        assert!(prechecks(&level, 4, Direction::Promote, false).is_empty(), "replica 2 is down: not compared");
+        let led = snap(vec![part("obs", Some(1), &[1, 4], &[1], &[(1, 1200), (4, 900)])], &[1, 4]);
+        assert!(prechecks(&led, 4, Direction::Promote, false).is_empty(), "a clean promotion catches up first");
+        assert_eq!(prechecks(&led, 4, Direction::Promote, true)[0].rule, Rule::Lag, "--for-unclean-election checks led partitions too");
+        let silent = snap(vec![part("rf3", None, &[1, 4], &[1], &[(1, 1200)])], &[1, 4]);
+        assert_eq!(prechecks(&silent, 4, Direction::Promote, false)[0].rule, Rule::Unknown);
+    }
+
+    #[test]
+    fn promote_writes_controllers_first_and_demote_brokers_first() {
+        let n = |id, role| NodeSpec { id, role, path: format!("/{id}"), host: None };
+        let nodes = vec![n(1, NodeRole::Broker), n(101, NodeRole::Controller), n(4, NodeRole::Broker), n(102, NodeRole::Controller)];
+        let order = |d| write_order(&nodes, d).iter().map(|n| n.id).collect::<Vec<_>>();
+        assert_eq!(order(Direction::Promote), vec![101, 102, 1, 4]);
+        assert_eq!(order(Direction::Demote), vec![1, 4, 101, 102]);
+    }
+}

@@ -1,0 +1,39 @@
+//! `okp observers`: operate observer replicas on a running cluster.
+//!
+//! - `status`: per partition, each replica's role (leader / ISR / observer),
+//!   log end offset, lag and caught-up state, and the red states (an observer
+//!   inside an ISR or leading), as a table or json.
+//! - `promote` / `demote --broker N`: edit observer.ids on every node through
+//!   a transport (local files or a command template), after pre-checks, in a
+//!   safe order, then wait until the cluster shows the change.
+//!
+//! Everything here talks to Kafka through okp's own protocol probe
+//! (cluster/probe.rs): no JVM, no Kafka tools, PLAINTEXT listeners only.
+//!
+//! Not here: the rules a node applies to its file (the patch set's
+//! registries, docs/observer-ids.md).
+
+pub mod change;
+pub mod idfile;
+pub mod transport;
+pub mod view;
+
+use crate::error::{Result, EXIT_DRIFT, EXIT_OK};
+
+pub struct StatusArgs {
+    pub bootstrap: Vec<String>,
+    pub topic: Option<String>,
+    pub observers: view::ObserverSet,
+    pub max_lag: i64,
+    pub json: bool,
+    pub color: bool,
+}
+
+/// Prints the status; exit 1 when a red state is found (an observer in an ISR or leading).
+pub fn status(a: &StatusArgs) -> Result<i32> {
+    let snap = view::snapshot(&a.bootstrap, a.topic.as_deref(), view::Depth { offsets: true, min_insync: false })?;
+    let rows = view::rows(&snap, &a.observers, a.max_lag);
+    let out = if a.json { view::json(&rows, &a.observers, a.max_lag) } else { view::table(&rows, &a.observers, a.color) };
+    crate::cli::print(&out)?;
+    Ok(if rows.iter().any(|r| !r.flags.is_empty()) { EXIT_DRIFT } else { EXIT_OK })
+}

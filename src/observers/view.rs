@@ -1,0 +1,347 @@
+//! What the cluster says about its replicas, read with okp's Kafka-protocol
+//! probe (no JVM): per partition its leader, replicas, ISR, high watermark and
+//! each live replica's own log end offset (ListOffsets with Kafka's
+//! DEBUGGING_REPLICA_ID, which a follower answers from its local log), and
+//! `okp observers status` built from that: one row per replica with the
+//! fields of a replica-status tool.
+//!
+//! Which replicas are observers cannot be asked of a broker (the patch set adds
+//! no API), so it comes from the observer.ids files the nodes read, or from
+//! the command line; the output names its source.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::cluster::probe::{self, Probe};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Part {
+    pub topic: String,
+    pub partition: i32,
+    pub leader: Option<i32>,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    /// The leader's high watermark (None: no leader, or it did not answer).
+    pub high_watermark: Option<i64>,
+    /// Each replica's own log end offset; absent: the broker is down or did not answer.
+    pub leo: BTreeMap<i32, i64>,
+    /// min.insync.replicas of the topic (DescribeConfigs), when asked for.
+    pub min_insync: Option<i32>,
+}
+
+impl Part {
+    pub fn name(&self) -> String {
+        format!("{}-{}", self.topic, self.partition)
+    }
+
+    /// The offset lag is measured against: the leader's LEO, or with no leader
+    /// the highest LEO among the replicas that answered.
+    pub fn reference_leo(&self) -> Option<i64> {
+        match self.leader {
+            Some(l) => self.leo.get(&l).copied(),
+            None => self.leo.values().copied().max(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Registered (live) brokers: id → host:port.
+    pub brokers: BTreeMap<i32, String>,
+    pub partitions: Vec<Part>,
+}
+
+impl Snapshot {
+    pub fn live(&self, id: i32) -> bool {
+        self.brokers.contains_key(&id)
+    }
+}
+
+/// What to read beyond Metadata.
+#[derive(Debug, Clone, Copy)]
+pub struct Depth {
+    pub offsets: bool,
+    pub min_insync: bool,
+}
+
+/// The first bootstrap server that answers Metadata.
+fn metadata(bootstrap: &[String], topic: Option<&str>) -> Result<(probe::Metadata, String)> {
+    let one: Vec<&str> = topic.into_iter().collect();
+    let topics = topic.map(|_| &one[..]);
+    for b in bootstrap {
+        if let Some(m) = Probe::connect_to(b).and_then(|mut p| p.metadata(topics)) {
+            return Ok((m, b.clone()));
+        }
+    }
+    Err(Error::External(format!("no bootstrap server answered a Metadata request (tried {}); okp speaks PLAINTEXT only", bootstrap.join(", "))))
+}
+
+/// Reads the cluster: Metadata from the first answering bootstrap server, then
+/// (with `depth.offsets`) every live replica's LEO — leaders first, so a
+/// follower sampled later never shows a lag the leader had not reached yet —
+/// and the leaders' high watermarks.
+pub fn snapshot(bootstrap: &[String], topic: Option<&str>, depth: Depth) -> Result<Snapshot> {
+    let (m, via) = metadata(bootstrap, topic)?;
+    if let Some(t) = topic {
+        if let Some((_, code)) = m.topic_errors.iter().find(|(n, _)| n == t) {
+            let why = if *code == 3 { "it does not exist".to_string() } else { format!("Kafka error code {code}") };
+            return Err(Error::Usage(format!("topic {t}: {why} (asked {via})")));
+        }
+    }
+    let brokers: BTreeMap<i32, String> = m.brokers.iter().map(|b| (b.id, format!("{}:{}", b.host, b.port))).collect();
+    let mut parts: Vec<Part> = m
+        .partitions
+        .into_iter()
+        .map(|p| Part { topic: p.topic, partition: p.index, leader: p.state.leader, replicas: p.state.replicas, isr: p.state.isr, high_watermark: None, leo: BTreeMap::new(), min_insync: None })
+        .collect();
+    parts.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    if depth.offsets {
+        for leaders_pass in [true, false] {
+            for (id, addr) in &brokers {
+                let keys: Vec<(String, i32)> = parts
+                    .iter()
+                    .filter(|p| p.replicas.contains(id) && (p.leader == Some(*id)) == leaders_pass)
+                    .map(|p| (p.topic.clone(), p.partition))
+                    .collect();
+                if keys.is_empty() {
+                    continue;
+                }
+                let Some(mut pr) = Probe::connect_to(addr) else { continue };
+                let leos = pr.latest_offsets(probe::DEBUGGING, &keys).unwrap_or_default();
+                let hws = if leaders_pass { pr.latest_offsets(probe::CONSUMER, &keys).unwrap_or_default() } else { BTreeMap::new() };
+                for p in parts.iter_mut() {
+                    let k = (p.topic.clone(), p.partition);
+                    if let Some(Ok(o)) = leos.get(&k) {
+                        p.leo.insert(*id, *o);
+                    }
+                    if let Some(Ok(h)) = hws.get(&k) {
+                        p.high_watermark = Some(*h);
+                    }
+                }
+            }
+        }
+    }
+    if depth.min_insync {
+        let topics: BTreeSet<&str> = parts.iter().map(|p| p.topic.as_str()).collect();
+        let topics: Vec<&str> = topics.into_iter().collect();
+        let mut found = None;
+        for b in std::iter::once(&via).chain(brokers.values()) {
+            if let Some(v) = Probe::connect_to(b).and_then(|mut p| p.topic_config(&topics, "min.insync.replicas")) {
+                found = Some(v);
+                break;
+            }
+        }
+        let values = found.ok_or_else(|| Error::External("no broker answered DescribeConfigs for min.insync.replicas".into()))?;
+        for p in parts.iter_mut() {
+            p.min_insync = values.get(&p.topic).and_then(|v| v.parse().ok());
+        }
+    }
+    Ok(Snapshot { brokers, partitions: parts })
+}
+
+/// The observer ids and where they came from.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ObserverSet {
+    /// None: nobody said (no files, no --observers), so `is_observer` is unknown.
+    pub ids: Option<BTreeSet<i32>>,
+    pub source: String,
+    /// Nodes whose file names another set than the others (empty when all agree).
+    pub disagreeing: Vec<String>,
+}
+
+impl ObserverSet {
+    /// From each node's file: the union (any node that believes an id is an
+    /// observer keeps it out of an ISR or a leadership), with every
+    /// disagreement named.
+    pub fn from_files(read: &[(String, BTreeSet<i32>)]) -> ObserverSet {
+        let union: BTreeSet<i32> = read.iter().flat_map(|(_, s)| s.iter().copied()).collect();
+        let disagreeing: Vec<String> = read.iter().filter(|(_, s)| *s != union).map(|(n, s)| format!("{n}: {}", super::idfile::show(s))).collect();
+        let agree = if disagreeing.is_empty() { "all agree".to_string() } else { format!("{} disagree", disagreeing.len()) };
+        ObserverSet { ids: Some(union), source: format!("observer.ids of {} nodes ({agree})", read.len()), disagreeing }
+    }
+
+    pub fn is_observer(&self, id: i32) -> Option<bool> {
+        self.ids.as_ref().map(|s| s.contains(&id))
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReplicaRow {
+    pub topic: String,
+    pub partition: i32,
+    pub replica: i32,
+    pub role: &'static str,
+    pub is_leader: bool,
+    pub is_observer: Option<bool>,
+    pub in_isr: bool,
+    pub live: bool,
+    pub log_end_offset: Option<i64>,
+    pub high_watermark: Option<i64>,
+    pub lag: Option<i64>,
+    pub caught_up: Option<bool>,
+    /// Red states: `observer-in-isr`, `observer-leads`.
+    pub flags: Vec<&'static str>,
+}
+
+/// One row per replica; `max_lag` is the lag still counted as caught up.
+pub fn rows(snap: &Snapshot, observers: &ObserverSet, max_lag: i64) -> Vec<ReplicaRow> {
+    let mut out = Vec::new();
+    for p in &snap.partitions {
+        let reference = p.reference_leo();
+        for &r in &p.replicas {
+            let is_leader = p.leader == Some(r);
+            let in_isr = p.isr.contains(&r);
+            let is_observer = observers.is_observer(r);
+            let live = snap.live(r);
+            let leo = p.leo.get(&r).copied();
+            let lag = match (reference, leo) {
+                (Some(a), Some(b)) => Some((a - b).max(0)),
+                _ => None,
+            };
+            let role = match (is_leader, live, in_isr, is_observer) {
+                (true, _, _, _) => "leader",
+                (_, false, _, _) => "down",
+                (_, _, true, _) => "isr",
+                (_, _, _, Some(true)) => "observer",
+                _ => "out-of-sync",
+            };
+            let mut flags = Vec::new();
+            if is_observer == Some(true) && in_isr {
+                flags.push("observer-in-isr");
+            }
+            if is_observer == Some(true) && is_leader {
+                flags.push("observer-leads");
+            }
+            out.push(ReplicaRow {
+                topic: p.topic.clone(),
+                partition: p.partition,
+                replica: r,
+                role,
+                is_leader,
+                is_observer,
+                in_isr,
+                live,
+                log_end_offset: leo,
+                high_watermark: p.high_watermark,
+                lag,
+                caught_up: lag.map(|l| l <= max_lag),
+                flags,
+            });
+        }
+    }
+    out
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+pub fn table(rows: &[ReplicaRow], observers: &ObserverSet, color: bool) -> String {
+    let mut s = format!("observers: {} from {}\n", observers.ids.as_ref().map(super::idfile::show).unwrap_or_else(|| "unknown".into()), observers.source);
+    for d in &observers.disagreeing {
+        s.push_str(&format!("  disagrees: {d}\n"));
+    }
+    s.push('\n');
+    let head = ["TOPIC", "PARTITION", "REPLICA", "ROLE", "LEADER", "OBSERVER", "IN-ISR", "LIVE", "LEO", "HW", "LAG", "CAUGHT-UP", "FLAGS"];
+    let mut cells: Vec<Vec<String>> = vec![head.iter().map(|h| h.to_string()).collect()];
+    for r in rows {
+        cells.push(vec![
+            r.topic.clone(),
+            r.partition.to_string(),
+            r.replica.to_string(),
+            r.role.to_string(),
+            yes(r.is_leader).into(),
+            r.is_observer.map(|b| yes(b).to_string()).unwrap_or_else(|| "?".into()),
+            yes(r.in_isr).into(),
+            yes(r.live).into(),
+            opt(r.log_end_offset),
+            opt(r.high_watermark),
+            opt(r.lag),
+            r.caught_up.map(|b| yes(b).to_string()).unwrap_or_else(|| "-".into()),
+            r.flags.join(","),
+        ]);
+    }
+    let widths: Vec<usize> = (0..head.len()).map(|i| cells.iter().map(|c| c[i].len()).max().unwrap_or(0)).collect();
+    for c in &cells {
+        let line: Vec<String> = c.iter().zip(&widths).map(|(v, w)| format!("{v:<w$}")).collect();
+        let line = line.join("  ").trim_end().to_string();
+        if color && !c[12].is_empty() && c[0] != "TOPIC" {
+            s.push_str(&format!("\x1b[31m{line}\x1b[0m\n"));
+        } else {
+            s.push_str(&line);
+            s.push('\n');
+        }
+    }
+    let red: Vec<String> = rows.iter().filter(|r| !r.flags.is_empty()).map(|r| format!("{}-{} replica {}: {}", r.topic, r.partition, r.replica, r.flags.join(", "))).collect();
+    if !red.is_empty() {
+        s.push_str(&format!(
+            "\n{} red state(s): an observer inside an ISR or leading (expected only for up to replica.lag.time.max.ms + 5 s after a demotion, or after a deliberate unclean promotion):\n  {}\n",
+            red.len(),
+            red.join("\n  ")
+        ));
+    }
+    s
+}
+
+pub fn json(rows: &[ReplicaRow], observers: &ObserverSet, max_lag: i64) -> String {
+    let v = serde_json::json!({
+        "schema": "okp-observers-status/1",
+        "observers": observers,
+        "caught_up_max_lag": max_lag,
+        "replicas": rows,
+        "red_states": rows.iter().filter(|r| !r.flags.is_empty()).count(),
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn part(topic: &str, leader: Option<i32>, replicas: &[i32], isr: &[i32], leo: &[(i32, i64)]) -> Part {
+        Part {
+            topic: topic.into(),
+            partition: 0,
+            leader,
+            replicas: replicas.to_vec(),
+            isr: isr.to_vec(),
+            high_watermark: leader.map(|_| 100),
+            leo: leo.iter().copied().collect(),
+            min_insync: Some(2),
+        }
+    }
+
+    #[test]
+    fn rows_carry_role_lag_and_red_flags() {
+        let snap = Snapshot {
+            brokers: [1, 2, 4].iter().map(|i| (*i, format!("h:{i}"))).collect(),
+            partitions: vec![part("obs", Some(1), &[1, 2, 3, 4], &[1, 2, 4], &[(1, 100), (2, 100), (4, 97)])],
+        };
+        let obs = ObserverSet::from_files(&[("b1".into(), [4].into()), ("b2".into(), [4].into())]);
+        let r = rows(&snap, &obs, 0);
+        let by = |id: i32| r.iter().find(|x| x.replica == id).unwrap();
+        assert_eq!((by(1).role, by(1).lag, by(1).caught_up), ("leader", Some(0), Some(true)));
+        assert_eq!((by(3).role, by(3).lag), ("down", None));
+        assert_eq!((by(4).role, by(4).lag, by(4).caught_up, by(4).flags.clone()), ("isr", Some(3), Some(false), vec!["observer-in-isr"]));
+        assert_eq!(rows(&snap, &obs, 5).iter().find(|x| x.replica == 4).unwrap().caught_up, Some(true));
+        let t = table(&r, &obs, false);
+        assert!(t.contains("1 red state(s)") && t.contains("obs-0 replica 4: observer-in-isr"), "{t}");
+        let unknown = ObserverSet { ids: None, source: "nothing".into(), disagreeing: vec![] };
+        assert!(rows(&snap, &unknown, 0).iter().all(|x| x.is_observer.is_none() && x.flags.is_empty()));
+    }
+
+    #[test]
+    fn files_that_disagree_are_named() {
+        let s = ObserverSet::from_files(&[("broker 1".into(), [4].into()), ("controller 101".into(), BTreeSet::new())]);
+        assert_eq!(s.ids, Some([4].into()));
+        assert_eq!(s.disagreeing, vec!["controller 101: []".to_string()]);
+    }
+}
