@@ -45,6 +45,9 @@ fn full_suite(version: &str, mode: &str) {
     let run = run_json(&dir, &o);
     assert_eq!(o.status.code(), Some(0), "{}\n{}\nfailed checks: {:#?}", stdout(&o), stderr(&o), failed_checks(&run));
     assert_eq!(run["verdict"], "pass");
+    // Wall time per phase and per scenario, for the CI log (never asserted: see bench/ and evidence/).
+    let per: Vec<String> = run["scenarios"].as_array().unwrap().iter().map(|s| format!("{} {}s", s["id"].as_str().unwrap(), s["seconds"])).collect();
+    eprintln!("okp verify {name}: seconds {} ; {}", run["seconds"], per.join(", "));
     let ids: Vec<&str> = run["scenarios"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     for want in ["INIT", "LAT", "S1", "S2", "S3", "TXN", "S5", "DEM", "S6", "S7", "S8", "S4"] {
         assert!(ids.contains(&want), "{want} missing from {ids:?}");
