@@ -258,6 +258,17 @@ impl Cluster {
     }
 
     pub fn start_node(&mut self, id: i32) -> Result<()> {
+        // A ZooKeeper-mode broker killed with -9 leaves its ephemeral /brokers/ids node until its
+        // session expires; starting it again before that is fatal ("node already exists").
+        if self.mode == Mode::Zk {
+            let session = Duration::from_millis(self.timers.session_ms + 1000);
+            if let Some(since) = self.node(id).killed_at.map(|t| t.elapsed()) {
+                if since < session {
+                    self.journal.note(&format!("waiting {:.1} s for the killed {}'s ZooKeeper session to expire", (session - since).as_secs_f64(), self.node(id).name));
+                    std::thread::sleep(session - since);
+                }
+            }
+        }
         let cp = self.rt.classpath_string();
         let java = self.rt.java.clone();
         self.node_mut(id).start(&java, &cp)

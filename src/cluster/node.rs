@@ -82,11 +82,13 @@ pub struct Node {
     /// Byte offset of stdout.log at the last start: readiness is looked for after it.
     log_mark: u64,
     pub starts: u32,
+    /// When the node was last killed with -9 (its ZooKeeper session outlives it).
+    pub killed_at: Option<Instant>,
 }
 
 impl Node {
     pub fn new(name: &str, role: Role, id: i32, port: u16, dir: PathBuf, argv: Vec<String>, env: Vec<(String, String)>) -> Node {
-        Node { name: name.to_string(), role, id, port, dir, argv, env, child: None, frozen: false, log_mark: 0, starts: 0 }
+        Node { name: name.to_string(), role, id, port, dir, argv, env, child: None, frozen: false, log_mark: 0, starts: 0, killed_at: None }
     }
 
     pub fn log_path(&self) -> PathBuf {
@@ -183,6 +185,7 @@ impl Node {
     /// kill -9 of the whole process group, then reap it.
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
+            self.killed_at = Some(Instant::now());
             let pid = c.id() as i32;
             signal_group(pid, libc::SIGCONT);
             signal_group(pid, libc::SIGKILL);

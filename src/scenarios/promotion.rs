@@ -20,14 +20,17 @@ pub fn s5_lagging_promotion(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let out = x.c.tool(Tool::Perf, &a, None, Duration::from_secs(120))?;
     let p = parse_perf(&out.stdout);
     o.check("30 000 records acked while the observer is down", out.ok() && p.as_ref().is_some_and(|p| p.records == 30000), format!("rc {} {p:?}", out.rc));
-    let t0 = Instant::now();
     x.c.start_node(OBSERVER)?;
+    let t0 = Instant::now();
     let all = x.c.kafka_nodes();
     x.c.set_observers(&all, "")?;
     // Sample the HW from the leader every 200 ms (okp's ListOffsets probe) until 4 is in the ISR.
     let mut hw: Vec<(f64, i64)> = Vec::new();
     let mut joined = None;
     while t0.elapsed() < Duration::from_secs(90) {
+        if !x.c.node_mut(OBSERVER).is_running() {
+            return Err(crate::error::Error::External(format!("broker 4 exited after its restart; last lines:\n{}", x.c.node(OBSERVER).tail(15))));
+        }
         if let Some(h) = x.c.probe_hw("lag") {
             if hw.last().is_none_or(|(_, last)| *last != h) {
                 hw.push((round(t0.elapsed().as_secs_f64()), h));
