@@ -254,17 +254,10 @@ pub fn parse_offset(stdout: &str, topic: &str, p: u32) -> Option<i64> {
     stdout.lines().find_map(|l| l.trim().strip_prefix(&prefix).and_then(|o| o.trim().parse().ok()))
 }
 
-/// Batch headers of a DumpLogSegments --deep-iteration output, without the
-/// fields that describe where the dump ran rather than what the log holds.
+/// Batch headers of a DumpLogSegments --deep-iteration output (offsets,
+/// producer ids, sequences, CRCs, and `position`, which equal files share).
 pub fn batch_lines(stdout: &str) -> Vec<String> {
-    stdout
-        .lines()
-        .filter(|l| l.starts_with("baseOffset:"))
-        .map(|l| {
-            // `position` is the byte offset in the file, equal for equal files; keep it.
-            l.trim().to_string()
-        })
-        .collect()
+    stdout.lines().filter(|l| l.starts_with("baseOffset:")).map(|l| l.trim().to_string()).collect()
 }
 
 /// ProducerPerformance's summary: records, and latency percentiles in ms.
