@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::anchor::{self, Candidate};
 use crate::error::Result;
-use crate::model::{AnchorSet, Mode, Release};
+use crate::model::{AnchorSet, Layers, Mode, Release};
 use crate::source::SourceTree;
 use crate::version::KafkaVersion;
 
@@ -112,10 +112,11 @@ pub fn check_tree(
     rules: &Release,
     version: KafkaVersion,
     modes: &[Mode],
+    layers: &Layers,
     tree: &dyn SourceTree,
 ) -> Result<Vec<TargetResult>> {
     let per_mode: Vec<(Mode, Vec<&crate::model::Anchor>)> =
-        modes.iter().map(|&m| (m, anchors.applicable(rules, version, m))).collect();
+        modes.iter().map(|&m| (m, anchors.applicable_in(rules, version, m, layers))).collect();
     let files: BTreeSet<&str> = per_mode.iter().flat_map(|(_, a)| a.iter().map(|a| a.file.as_str())).collect();
     let mut texts: BTreeMap<&str, Option<String>> = BTreeMap::new();
     for f in files {

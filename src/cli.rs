@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::check::{self, Report};
 use crate::error::{Error, Result, EXIT_DRIFT, EXIT_OK};
 use crate::maven::Maven;
-use crate::model::{Coordinate, Mode, Model, Release};
+use crate::model::{Coordinate, Layer, Layers, Mode, Model, Release};
 use crate::patch;
 use crate::report::{self, Format};
 use crate::source::{DirTree, GitTree, ReleaseTree, SourceTree, MARKER};
@@ -55,6 +55,9 @@ enum Command {
         version: KafkaVersion,
         #[arg(long, value_name = "M")]
         mode: Option<Mode>,
+        /// An optional layer of the patch set to take as well (repeatable): metrics (JMX gauges, docs/observer-metrics.md).
+        #[arg(long = "layer", value_name = "L", value_enum, value_delimiter = ',')]
+        layers: Vec<Layer>,
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
@@ -74,6 +77,9 @@ enum Command {
         /// Commit the patched files on a new branch okp/observer-<version>-<mode>.
         #[arg(long)]
         commit: bool,
+        /// An optional layer of the patch set to take as well (repeatable): metrics (JMX gauges, docs/observer-metrics.md).
+        #[arg(long = "layer", value_name = "L", value_enum, value_delimiter = ',')]
+        layers: Vec<Layer>,
     },
     /// Restore the pristine bytes of every file okp changed, and remove the files it added.
     Revert {
@@ -105,6 +111,9 @@ enum Command {
         /// Write here (atomically) instead of stdout.
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// An optional layer of the patch set to take as well (repeatable): metrics (JMX gauges, docs/observer-metrics.md).
+        #[arg(long = "layer", value_name = "L", value_enum, value_delimiter = ',')]
+        layers: Vec<Layer>,
     },
     /// Build patched jars: splice from the release's jars (default), or Gradle in a checkout.
     ///
@@ -406,6 +415,9 @@ struct BuildArgs {
     /// With --all: check only (build into a temporary directory, keep nothing but the matrix).
     #[arg(long, requires = "all")]
     check: bool,
+    /// An optional layer of the patch set to take as well (repeatable): metrics (JMX gauges, docs/observer-metrics.md).
+    #[arg(long = "layer", value_name = "L", value_enum, value_delimiter = ',')]
+    layers: Vec<Layer>,
 }
 
 #[derive(Args, Debug)]
@@ -428,6 +440,10 @@ struct VerifyArgs {
     /// A directory written by `okp build` (default: a splice build, cached per patch-set hash).
     #[arg(long, value_name = "DIR")]
     jars: Option<PathBuf>,
+    /// Layers of the patch set to build and prove (default: metrics, so the MET scenario reads the gauges;
+    /// `--layer core` proves a core-only build and skips MET).
+    #[arg(long = "layer", value_name = "L", value_enum, value_delimiter = ',', default_value = "metrics")]
+    layers: Vec<Layer>,
     /// Comma-separated scenario ids (default: all; with --upstream: the gates INIT,LAT,S4).
     #[arg(long, value_name = "IDS", value_delimiter = ',')]
     scenarios: Vec<String>,
@@ -550,18 +566,20 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Diff(args) => diff(model, cli.versions.as_deref(), cli.anchors.as_deref(), args),
         Command::Build(args) => build(&model, cli.patches.as_deref(), args),
         Command::Verify(args) => verify(&model, cli.patches.as_deref(), args),
-        Command::Show { version, mode, format } => patch::show(&model, cli.patches.as_deref(), version, mode, format == ListFormat::Json),
-        Command::Apply { target, force, dry_run, commit } => patch::apply(
+        Command::Show { version, mode, format, layers } => {
+            patch::show(&model, cli.patches.as_deref(), version, mode, &Layers::with(&layers), format == ListFormat::Json)
+        }
+        Command::Apply { target, force, dry_run, commit, layers } => patch::apply(
             &model,
             cli.patches.as_deref(),
             &target.source,
             target.version,
             target.mode,
-            patch::ApplyOpts { force, dry_run, commit },
+            patch::ApplyOpts { force, dry_run, commit, layers: Layers::with(&layers) },
         ),
         Command::Revert { source, force } => patch::revert(&source, force),
         Command::Status { source } => patch::status(&source),
-        Command::Export { version, mode, source, git, rev, output } => {
+        Command::Export { version, mode, source, git, rev, output, layers } => {
             let tree: Box<dyn SourceTree> = match (source, git) {
                 (Some(d), _) => Box::new(DirTree::open(&d)?),
                 (_, Some(g)) => Box::new(GitTree::open(&g, rev.as_deref().unwrap_or("HEAD"))?),
@@ -573,7 +591,7 @@ pub fn run(cli: Cli) -> Result<i32> {
                     Box::new(ReleaseTree::open(&Maven::from_env(), &version.to_string(), &r.sources)?)
                 }
             };
-            patch::export(&model, cli.patches.as_deref(), version, mode, tree.as_ref(), output.as_deref())
+            patch::export(&model, cli.patches.as_deref(), version, mode, &Layers::with(&layers), tree.as_ref(), output.as_deref())
         }
         Command::Sources { version, out, hooked } => sources(&model, version, &out, hooked),
         Command::Observers { command } => observers(command),
@@ -697,7 +715,7 @@ fn check_anchors(model: &Model, args: CheckArgs) -> Result<i32> {
             let range_version = args.version.unwrap_or(tree_version);
             let rules = rules_for(model, range_version)?;
             let modes = modes_of(rules, args.mode)?;
-            let mut targets = check::check_tree(&model.anchors, rules, range_version, &modes, tree.as_ref())?;
+            let mut targets = check::check_tree(&model.anchors, rules, range_version, &modes, &Layers::all(), tree.as_ref())?;
             for t in &mut targets {
                 t.release = tree_version;
                 t.rules_from = (rules.version != tree_version).then_some(rules.version);
@@ -730,7 +748,7 @@ fn check_anchors(model: &Model, args: CheckArgs) -> Result<i32> {
                 }
                 let tree = ReleaseTree::open(&maven, &r.version.to_string(), &r.sources)?;
                 let modes = modes_of(r, args.mode)?;
-                report.targets.extend(check::check_tree(&model.anchors, r, r.version, &modes, &tree)?);
+                report.targets.extend(check::check_tree(&model.anchors, r, r.version, &modes, &Layers::all(), &tree)?);
             }
         }
     }
@@ -907,7 +925,7 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
                 let t = std::time::Instant::now();
                 let result = match &r.no_sources_jar {
                     Some(_) => "skipped: no sources jar on Maven Central".to_string(),
-                    None => match splice::splice(model, patches, &maven, r, m, &out)? {
+                    None => match splice::splice(model, patches, &maven, r, m, &Layers::with(&args.layers), &out)? {
                         splice::SpliceOutcome::Built(rec) => {
                             let n: usize = rec.jars.iter().map(|j| j.splice.replaced.len() + j.splice.added.len() + j.splice.removed.len()).sum();
                             format!("ok ({n} classes changed in {})", rec.jars.iter().map(|j| j.splice.jar.clone()).collect::<Vec<_>>().join(", "))
@@ -962,6 +980,9 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
     match backend {
         Backend::Gradle => {
             let root = root.ok_or_else(|| Error::Usage("the gradle backend needs --source DIR (a patched checkout)".into()))?;
+            if !args.layers.is_empty() {
+                return Err(Error::Usage("--layer belongs to `okp apply` when building a checkout with Gradle: the checkout already carries the layers it was patched with".into()));
+            }
             match gradle::build(&root, release, mode, &out, args.progress)? {
                 gradle::Outcome::Built(jars) => {
                     for j in &jars {
@@ -980,7 +1001,7 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
                 }
             }
         }
-        Backend::Splice => match splice::splice(model, patches, &maven, release, mode, &out)? {
+        Backend::Splice => match splice::splice(model, patches, &maven, release, mode, &Layers::with(&args.layers), &out)? {
             splice::SpliceOutcome::Built(rec) => {
                 for j in &rec.jars {
                     eprintln!(
@@ -1019,7 +1040,7 @@ fn verify(model: &Model, patches: Option<&Path>, args: VerifyArgs) -> Result<i32
         let mut worst = EXIT_OK;
         let mut failed = Vec::new();
         for (v, m) in pairs {
-            let one = VerifyArgs { version: Some(v), mode: Some(m), all: false, reference: false, scenarios: args.scenarios.clone(), jars: None, evidence: args.evidence.clone(), ..args };
+            let one = VerifyArgs { version: Some(v), mode: Some(m), all: false, reference: false, scenarios: args.scenarios.clone(), jars: None, evidence: args.evidence.clone(), layers: args.layers.clone(), ..args };
             let code = match verify_one(model, patches, one) {
                 Ok(c) => c,
                 Err(e) => {
@@ -1064,10 +1085,35 @@ fn verify_one(model: &Model, patches: Option<&Path>, args: VerifyArgs) -> Result
     } else {
         scenarios::SCENARIOS.iter().map(|s| s.id.to_string()).collect()
     };
+    // With --jars the build record says which layers the jars carry.
+    let layers = match &args.jars {
+        Some(dir) => {
+            let rec = std::fs::read_to_string(dir.join("okp-build.json")).ok().and_then(|t| serde_json::from_str::<crate::build::splice::BuildRecord>(&t).ok());
+            let built: Vec<Layer> = rec.map(|r| Layer::OPTIONAL.into_iter().filter(|l| r.layers.iter().any(|x| x == l.as_str())).collect()).unwrap_or_default();
+            Layers::with(&built)
+        }
+        None => Layers::with(&args.layers),
+    };
+    let explicit = !args.scenarios.is_empty();
     let mut selected = Vec::new();
     for id in &ids {
         match scenarios::by_id(id.trim()) {
-            Some(s) => selected.push(s),
+            Some(s) => match scenarios::needs_layer(s.id) {
+                Some(l) if args.upstream || !layers.contains(l) => {
+                    if explicit {
+                        let why = if args.upstream {
+                            "upstream jars carry no layer".to_string()
+                        } else if args.jars.is_some() {
+                            "the --jars build record does not list it (build with --layer)".to_string()
+                        } else {
+                            format!("pass --layer {l}")
+                        };
+                        return Err(Error::Usage(format!("scenario {} needs the {l} layer: {why}", s.id)));
+                    }
+                    eprintln!("okp: verify: scenario {} left out: it needs the {l} layer", s.id);
+                }
+                _ => selected.push(s),
+            },
             None => {
                 let known: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).collect();
                 return Err(Error::Usage(format!("unknown scenario `{id}`; known: {}", known.join(", "))));
@@ -1082,6 +1128,7 @@ fn verify_one(model: &Model, patches: Option<&Path>, args: VerifyArgs) -> Result
         mode,
         flavor,
         jars: args.jars,
+        layers,
         scenarios: selected,
         timers: crate::cluster::Timers { lag_ms: args.lag_ms, session_ms: args.session_ms },
         evidence: args.evidence,

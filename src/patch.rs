@@ -10,7 +10,7 @@ use crate::check;
 use crate::cli::print;
 use crate::error::{Error, Result, EXIT_DRIFT, EXIT_OK};
 use crate::gitwt;
-use crate::model::{Mode, Model, Release};
+use crate::model::{Layers, Mode, Model, Release};
 use crate::patchset::{marked_block, Effective, Op, PatchSet};
 use crate::report::{self, Format};
 use crate::source::{DirTree, SourceTree};
@@ -21,6 +21,7 @@ pub struct ApplyOpts {
     pub force: bool,
     pub dry_run: bool,
     pub commit: bool,
+    pub layers: Layers,
 }
 
 /// The one mode to act on: the flag, or the release's only mode.
@@ -36,8 +37,8 @@ fn one_mode(release: &Release, mode: Option<Mode>) -> Result<Mode> {
 }
 
 /// Checks the anchors; on drift prints the report to stderr and says so.
-fn anchors_hold(model: &Model, release: &Release, mode: Mode, tree: &dyn SourceTree) -> Result<bool> {
-    let targets = check::check_tree(&model.anchors, release, release.version, &[mode], tree)?;
+fn anchors_hold(model: &Model, release: &Release, mode: Mode, layers: &Layers, tree: &dyn SourceTree) -> Result<bool> {
+    let targets = check::check_tree(&model.anchors, release, release.version, &[mode], layers, tree)?;
     let rep = check::Report { targets };
     if rep.ok() {
         return Ok(true);
@@ -47,18 +48,18 @@ fn anchors_hold(model: &Model, release: &Release, mode: Mode, tree: &dyn SourceT
     Ok(false)
 }
 
-pub fn show(model: &Model, patches: Option<&Path>, version: KafkaVersion, mode: Option<Mode>, json: bool) -> Result<i32> {
+pub fn show(model: &Model, patches: Option<&Path>, version: KafkaVersion, mode: Option<Mode>, layers: &Layers, json: bool) -> Result<i32> {
     let ps = PatchSet::load(patches, model)?;
     let release = model.matrix.require(version)?;
     let modes = crate::cli::modes_of(release, mode)?;
-    let effs: Vec<Effective> = modes.iter().map(|&m| ps.effective(model, release, version, m)).collect();
+    let effs: Vec<Effective> = modes.iter().map(|&m| ps.effective(model, release, version, m, layers)).collect();
     if json {
         print(&(serde_json::to_string_pretty(&effs).unwrap_or_default() + "\n"))?;
         return Ok(EXIT_OK);
     }
     let mut s = String::new();
     for eff in &effs {
-        let _ = writeln!(s, "Kafka {} {}: family {}, patch set {}", eff.release, eff.mode, eff.family, &eff.hash[..16]);
+        let _ = writeln!(s, "Kafka {} {}: family {}, layers {}, patch set {}", eff.release, eff.mode, eff.family, eff.layers.label(), &eff.hash[..16]);
         let _ = writeln!(s, "  new files:");
         for f in &eff.new_files {
             let _ = writeln!(s, "    {}  (from patches/{}, {} lines)", f.path, f.source, f.contents.lines().count());
@@ -115,7 +116,7 @@ pub fn apply(model: &Model, patches: Option<&Path>, root: &Path, version: Option
     let release = model.matrix.require(version)?;
     let mode = one_mode(release, mode)?;
     let ps = PatchSet::load(patches, model)?;
-    let eff = ps.effective(model, release, version, mode);
+    let eff = ps.effective(model, release, version, mode, &opts.layers);
     if let Some(st) = tx.state()? {
         if st.patch_set_hash == eff.hash && st.release == version.to_string() && st.mode == mode.as_str() {
             eprintln!("okp: {} already carries patch set {} ({version} {mode}); nothing to do", root.display(), &eff.hash[..16]);
@@ -130,7 +131,7 @@ pub fn apply(model: &Model, patches: Option<&Path>, root: &Path, version: Option
             st.okp_version
         )));
     }
-    if !anchors_hold(model, release, mode, &tree)? {
+    if !anchors_hold(model, release, mode, &eff.layers, &tree)? {
         return Ok(EXIT_DRIFT);
     }
     let plan = apply::plan(&eff, &tree)?;
@@ -156,6 +157,7 @@ pub fn apply(model: &Model, patches: Option<&Path>, root: &Path, version: Option
         mode: mode.to_string(),
         family: eff.family.clone(),
         patch_set_hash: eff.hash.clone(),
+        layers: eff.layers.label(),
         files: Vec::new(),
         created_dirs: Vec::new(),
     };
@@ -163,7 +165,7 @@ pub fn apply(model: &Model, patches: Option<&Path>, root: &Path, version: Option
     eprintln!("okp: applied {}", summary(&eff, &plan));
     if opts.commit {
         let branch = format!("okp/observer-{version}-{mode}");
-        let msg = format!("Observer replicas: okp patch set for Kafka {version} ({mode})\n\nFamily {}, patch set {}.\n", eff.family, eff.hash);
+        let msg = format!("Observer replicas: okp patch set for Kafka {version} ({mode})\n\nFamily {}, layers {}, patch set {}.\n", eff.family, eff.layers.label(), eff.hash);
         let id = gitwt::commit_on_branch(root, &paths, &branch, &msg)?;
         eprintln!("okp: committed {} on branch {branch}", &id[..12]);
     }
@@ -172,9 +174,10 @@ pub fn apply(model: &Model, patches: Option<&Path>, root: &Path, version: Option
 
 fn summary(eff: &Effective, plan: &Plan) -> String {
     format!(
-        "patch set {} (family {}, Kafka {} {}): {} edits, {} new files, {} files, +{} lines",
+        "patch set {} (family {}, layers {}, Kafka {} {}): {} edits, {} new files, {} files, +{} lines",
         &eff.hash[..16],
         eff.family,
+        eff.layers.label(),
         eff.release,
         eff.mode,
         eff.edits.len(),
@@ -212,12 +215,13 @@ pub fn status(root: &Path) -> Result<i32> {
     match tx.state()? {
         None => print(&format!("{}: pristine (no okp patch set)\n", root.display()))?,
         Some(st) => print(&format!(
-            "{}: patch set {} applied (Kafka {} {}, family {}, okp {}), {} files\n",
+            "{}: patch set {} applied (Kafka {} {}, family {}, layers {}, okp {}), {} files\n",
             root.display(),
             &st.patch_set_hash[..16],
             st.release,
             st.mode,
             st.family,
+            if st.layers.is_empty() { "core" } else { &st.layers },
             st.okp_version,
             st.files.len()
         ))?,
@@ -225,12 +229,12 @@ pub fn status(root: &Path) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-pub fn export(model: &Model, patches: Option<&Path>, version: KafkaVersion, mode: Option<Mode>, tree: &dyn SourceTree, output: Option<&Path>) -> Result<i32> {
+pub fn export(model: &Model, patches: Option<&Path>, version: KafkaVersion, mode: Option<Mode>, layers: &Layers, tree: &dyn SourceTree, output: Option<&Path>) -> Result<i32> {
     let release = model.matrix.require(version)?;
     let mode = one_mode(release, mode)?;
     let ps = PatchSet::load(patches, model)?;
-    let eff = ps.effective(model, release, version, mode);
-    if !anchors_hold(model, release, mode, tree)? {
+    let eff = ps.effective(model, release, version, mode, layers);
+    if !anchors_hold(model, release, mode, layers, tree)? {
         return Ok(EXIT_DRIFT);
     }
     let plan = apply::plan(&eff, tree)?;

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Error;
 use crate::model::anchors::Scope;
-use crate::model::{Anchor, Mode, Model, Origin, Release};
+use crate::model::{Anchor, Layer, Layers, Mode, Model, Origin, Release};
 use crate::version::KafkaVersion;
 
 include!(concat!(env!("OUT_DIR"), "/patch_files.rs"));
@@ -50,6 +50,7 @@ pub struct NewFile {
     /// Where it lives under patches/.
     pub source: String,
     pub scope: Scope,
+    pub layer: Layer,
     #[serde(skip)]
     pub contents: String,
 }
@@ -68,6 +69,8 @@ struct RawNewFile {
     path: String,
     source: String,
     scope: Scope,
+    #[serde(default)]
+    layer: Layer,
 }
 
 #[derive(Deserialize)]
@@ -92,6 +95,8 @@ pub struct Effective<'a> {
     pub release: KafkaVersion,
     pub mode: Mode,
     pub family: String,
+    /// The layers taken: core, plus the optional ones asked for.
+    pub layers: Layers,
     pub new_files: Vec<&'a NewFile>,
     pub edits: Vec<(&'a Edit, &'a Anchor)>,
     /// sha256 over the edits and new files, identifying this patch set version.
@@ -129,7 +134,7 @@ impl PatchSet {
             if contents.contains(concat!("Licensed to the Apache ", "Software Foundation")) {
                 return Err(err(format!("patches/{} carries the ASF licence header: only our own code belongs here", f.source)));
             }
-            new_files.push(NewFile { path: f.path, source: f.source, scope: f.scope, contents });
+            new_files.push(NewFile { path: f.path, source: f.source, scope: f.scope, layer: f.layer, contents });
         }
         let mut edits: Vec<Edit> = Vec::new();
         for e in raw.edits {
@@ -149,33 +154,40 @@ impl PatchSet {
             }
             edits.push(Edit { id: e.id, anchor: e.anchor, op: e.op, why: e.why, code });
         }
+        for l in Layer::OPTIONAL {
+            if !new_files.iter().any(|f| f.layer == l) && !model.anchors.hooks.iter().any(|h| h.layer == l) {
+                return Err(origin.error_at("edits:", format!("layer {l} has neither hooks nor new files")));
+            }
+        }
         let set = PatchSet { new_files, edits };
         set.check_families(model, &origin)?;
         Ok(set)
     }
 
-    /// The edits and files a (release, mode) gets. `release` gives the mode
+    /// The edits and files a (release, mode) gets with `layers`. `release` gives the mode
     /// rules; `version` places the anchors (they differ for a release newer than the matrix).
-    pub fn effective<'a>(&'a self, model: &'a Model, release: &Release, version: KafkaVersion, mode: Mode) -> Effective<'a> {
-        let anchors = model.anchors.applicable(release, version, mode);
+    pub fn effective<'a>(&'a self, model: &'a Model, release: &Release, version: KafkaVersion, mode: Mode, layers: &Layers) -> Effective<'a> {
+        let anchors = model.anchors.applicable_in(release, version, mode, layers);
         let scopes = Scope::needed(release, mode);
         let edits: Vec<(&Edit, &Anchor)> = self
             .edits
             .iter()
             .filter_map(|e| anchors.iter().find(|a| a.id == e.anchor).map(|a| (e, *a)))
             .collect();
-        let new_files: Vec<&NewFile> = self.new_files.iter().filter(|f| scopes.contains(&f.scope)).collect();
+        let new_files: Vec<&NewFile> = self.new_files.iter().filter(|f| scopes.contains(&f.scope) && layers.contains(f.layer)).collect();
         let hash = hash_of(&edits, &new_files);
-        Effective { release: version, mode, family: release.family.clone(), new_files, edits, hash }
+        Effective { release: version, mode, family: release.family.clone(), layers: layers.clone(), new_files, edits, hash }
     }
 
-    /// Releases that share a family name must get the same edits (same anchors,
-    /// same code) per mode, or the name would lie.
+    /// Releases that share a family name must get the same core edits (same
+    /// anchors, same code) per mode, or the name would lie. Optional layers
+    /// have release ranges of their own (docs/hook-sites.md), so a family
+    /// names the core set only; every layer must still cover every hook.
     fn check_families(&self, model: &Model, origin: &Origin) -> Result<(), Error> {
         let mut seen: BTreeMap<(String, Mode), (KafkaVersion, String)> = BTreeMap::new();
         for r in &model.matrix.releases {
             for &m in &r.modes {
-                let eff = self.effective(model, r, r.version, m);
+                let eff = self.effective(model, r, r.version, m, &Layers::core());
                 let fingerprint = eff.hash.clone();
                 match seen.get(&(r.family.clone(), m)) {
                     Some((first, fp)) if *fp != fingerprint => {
@@ -189,7 +201,8 @@ impl PatchSet {
                         seen.insert((r.family.clone(), m), (r.version, fingerprint));
                     }
                 }
-                // Every hook a mode needs must have at least one edit.
+                // Every hook a mode needs must have at least one edit, in every layer.
+                let eff = self.effective(model, r, r.version, m, &Layers::all());
                 for h in model.anchors.hooks_for(r, m) {
                     if !eff.edits.iter().any(|(_, a)| a.hooks.contains(&h.id)) {
                         return Err(origin.error_at("edits:", format!("release {} {m}: hook `{}` has no edit", r.version, h.id)));

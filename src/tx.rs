@@ -42,6 +42,9 @@ pub struct State {
     pub mode: String,
     pub family: String,
     pub patch_set_hash: String,
+    /// The layers applied (`core`, `core+metrics`); empty in states written before layers existed (core).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub layers: String,
     pub files: Vec<FileState>,
     /// Directories apply created (deepest last), removed on revert when empty.
     pub created_dirs: Vec<String>,

@@ -16,7 +16,7 @@ use crate::cluster::runtime::Runtime;
 use crate::cluster::{Cluster, Timers};
 use crate::error::{Error, Result, EXIT_DRIFT, EXIT_OK};
 use crate::maven::Maven;
-use crate::model::{Mode, Model, Release};
+use crate::model::{Layers, Mode, Model, Release};
 use crate::patchset::PatchSet;
 use crate::scenarios::{self, Flavor, Outcome, Scenario};
 
@@ -25,6 +25,8 @@ pub struct Options {
     pub mode: Mode,
     pub flavor: Flavor,
     pub jars: Option<PathBuf>,
+    /// Layers of the patched build (ignored with --upstream).
+    pub layers: Layers,
     pub scenarios: Vec<&'static Scenario>,
     pub timers: Timers,
     pub evidence: PathBuf,
@@ -127,6 +129,7 @@ pub fn run(model: &Model, patches: Option<&Path>, opts: Options) -> Result<i32> 
         "verdict": verdict.word(),
         "java": cluster.rt.java_version,
         "patch_set_hash": build.as_ref().map(|b| b.patch_set_hash.clone()),
+        "layers": build.as_ref().map(|b| b.layers.clone()),
         "jars": cluster.rt.swapped.iter().map(|(up, p, sha)| serde_json::json!({
             "upstream": up.file_name().map(|n| n.to_string_lossy().into_owned()),
             "patched": p.file_name().map(|n| n.to_string_lossy().into_owned()),
@@ -182,7 +185,7 @@ pub(crate) fn patched_jars(model: &Model, patches: Option<&Path>, maven: &Maven,
         return Ok(rec);
     }
     let ps = PatchSet::load(patches, model)?;
-    let hash = ps.effective(model, &opts.release, opts.release.version, opts.mode).hash;
+    let hash = ps.effective(model, &opts.release, opts.release.version, opts.mode, &opts.layers).hash;
     let dir = maven.repo_local.join("okp-verify-jars").join(format!("{}-{}-{}", opts.release.version, opts.mode, &hash[..16]));
     if let Ok(rec) = read(&dir) {
         if rec.patch_set_hash == hash && rec.jars.iter().all(|j| j.path.is_file()) {
@@ -191,7 +194,7 @@ pub(crate) fn patched_jars(model: &Model, patches: Option<&Path>, maven: &Maven,
         }
     }
     eprintln!("okp: verify: building the patched jars of {} {} (splice)", opts.release.version, opts.mode);
-    match splice::splice(model, patches, maven, &opts.release, opts.mode, &dir)? {
+    match splice::splice(model, patches, maven, &opts.release, opts.mode, &opts.layers, &dir)? {
         splice::SpliceOutcome::Built(rec) => Ok(rec),
         splice::SpliceOutcome::CompileFailed(f) => Err(Error::Source(format!("the {} build failed to compile {}:\n{}", opts.release.version, f.module, f.output))),
     }

@@ -15,7 +15,7 @@ use super::jar::{self, SourceKey, SpliceReport};
 use crate::apply;
 use crate::error::{Error, Result};
 use crate::maven::Maven;
-use crate::model::{Coordinate, Mode, Model, Release};
+use crate::model::{Coordinate, Layers, Mode, Model, Release};
 use crate::patchset::PatchSet;
 use crate::source::ReleaseTree;
 use crate::tx::sha256;
@@ -47,6 +47,9 @@ pub struct BuildRecord {
     pub mode: String,
     pub family: String,
     pub patch_set_hash: String,
+    /// The layers built in (`core`, `metrics`); records written before layers existed hold core only.
+    #[serde(default = "core_only")]
+    pub layers: Vec<String>,
     pub backend: String,
     pub compilers: BTreeMap<String, String>,
     /// Repository paths recompiled (our new files and the edited upstream files).
@@ -54,6 +57,10 @@ pub struct BuildRecord {
     pub jars: Vec<JarResult>,
     #[serde(default)]
     pub seconds: BTreeMap<String, f64>,
+}
+
+fn core_only() -> Vec<String> {
+    vec!["core".into()]
 }
 
 /// Why a splice build did not produce jars: the compiler's own words.
@@ -174,18 +181,18 @@ fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
     (o, None)
 }
 
-pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Release, mode: Mode, out: &Path) -> Result<SpliceOutcome> {
+pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Release, mode: Mode, layers: &Layers, out: &Path) -> Result<SpliceOutcome> {
     if let Some(why) = &release.no_sources_jar {
         return Err(Error::Usage(format!("release {}: {why}; the splice build needs the sources of the files it patches", release.version)));
     }
     let ps = PatchSet::load(patches, model)?;
-    let eff = ps.effective(model, release, release.version, mode);
+    let eff = ps.effective(model, release, release.version, mode, layers);
     let mut seconds = BTreeMap::new();
     let t0 = Instant::now();
 
     // Pristine sources from the sources jars; the plan gives the patched bytes in memory.
     let tree = ReleaseTree::open(maven, &release.version.to_string(), &release.sources)?;
-    let targets = crate::check::check_tree(&model.anchors, release, release.version, &[mode], &tree)?;
+    let targets = crate::check::check_tree(&model.anchors, release, release.version, &[mode], &eff.layers, &tree)?;
     if !targets.iter().all(|t| t.ok()) {
         let rep = crate::check::Report { targets };
         eprint!("{}", crate::report::check_report(&rep, crate::report::Format::Table, false));
@@ -301,6 +308,7 @@ pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Re
         mode: mode.to_string(),
         family: eff.family.clone(),
         patch_set_hash: eff.hash.clone(),
+        layers: eff.layers.iter().map(|l| l.to_string()).collect(),
         backend: "splice".into(),
         compilers,
         sources: plan.changes.iter().map(|c| c.path.clone()).collect(),

@@ -101,6 +101,12 @@ impl Cluster {
         self.base_port + id as u16
     }
 
+    /// The broker's JMX port (registry and RMI server both), bound to 127.0.0.1;
+    /// base+5..base+8, inside the block `free_port_block` reserved.
+    pub fn jmx_port(&self, id: i32) -> u16 {
+        self.base_port + 4 + id as u16
+    }
+
     fn controller_port(&self, id: i32) -> u16 {
         self.base_port + 10 + (id - 100) as u16
     }
@@ -156,7 +162,19 @@ impl Cluster {
                 self.timers.lag_ms
             ));
             write(&dir.join("server.properties"), &props)?;
-            let argv = self.server_argv(&server_class, &dir.join("server.properties"));
+            let mut argv = self.server_argv(&server_class, &dir.join("server.properties"));
+            let jmx = self.jmx_port(id);
+            // JMX on loopback only, no authentication: what the MET scenario reads with JmxTool.
+            let jmx_flags = [
+                "-Dcom.sun.management.jmxremote=true".to_string(),
+                format!("-Dcom.sun.management.jmxremote.port={jmx}"),
+                format!("-Dcom.sun.management.jmxremote.rmi.port={jmx}"),
+                "-Dcom.sun.management.jmxremote.host=127.0.0.1".to_string(),
+                "-Djava.rmi.server.hostname=127.0.0.1".to_string(),
+                "-Dcom.sun.management.jmxremote.authenticate=false".to_string(),
+                "-Dcom.sun.management.jmxremote.ssl=false".to_string(),
+            ];
+            argv.splice(0..0, jmx_flags);
             let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), dir.join("observer.ids").display().to_string())];
             nodes.push(Node::new(&format!("broker-{id}"), Role::Broker, id, port, dir, argv, env));
         }
@@ -340,6 +358,27 @@ impl Cluster {
         let out = self.tools.run(t, args, stdin, timeout)?;
         self.journal.tool(t.label(), &out);
         Ok(out)
+    }
+
+    /// One read of broker `id`'s JMX gauges (attribute `Value`) whose object
+    /// names match `patterns`, with the release's own JmxTool: name -> value.
+    pub fn jmx(&mut self, id: i32, patterns: &[&str]) -> Result<BTreeMap<String, f64>> {
+        let url = format!("service:jmx:rmi:///jndi/rmi://127.0.0.1:{}/jmxrmi", self.jmx_port(id));
+        let mut a = vec!["--jmx-url".to_string(), url, "--one-time".into(), "true".into(), "--attributes".into(), "Value".into()];
+        for p in patterns {
+            a.push("--object-name".into());
+            a.push(p.to_string());
+        }
+        let out = self.tool(Tool::Jmx, &a, None, Duration::from_secs(60))?;
+        let read = tools::parse_jmx(&out.stdout);
+        if !out.ok() || read.is_empty() {
+            return Err(Error::External(format!(
+                "JmxTool on broker {id} read nothing (rc {}): {}",
+                out.rc,
+                out.stderr.lines().chain(out.stdout.lines()).filter(|l| !l.trim().is_empty()).last().unwrap_or("")
+            )));
+        }
+        Ok(read)
     }
 
     /// The state of partition 0 of `topic`, asked of the live brokers.

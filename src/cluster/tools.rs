@@ -31,10 +31,11 @@ pub enum Tool {
     Dump,
     Quorum,
     Perf,
+    Jmx,
 }
 
 impl Tool {
-    pub const ALL: [Tool; 12] = [
+    pub const ALL: [Tool; 13] = [
         Tool::Server,
         Tool::ZooKeeper,
         Tool::ZooKeeperShell,
@@ -47,6 +48,7 @@ impl Tool {
         Tool::Dump,
         Tool::Quorum,
         Tool::Perf,
+        Tool::Jmx,
     ];
 
     /// Candidate classes, newest home first.
@@ -64,6 +66,7 @@ impl Tool {
             Tool::Dump => &["org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"],
             Tool::Quorum => &["org.apache.kafka.tools.MetadataQuorumCommand", "kafka.admin.MetadataQuorumCommand"],
             Tool::Perf => &["org.apache.kafka.tools.ProducerPerformance"],
+            Tool::Jmx => &["org.apache.kafka.tools.JmxTool", "kafka.tools.JmxTool"],
         }
     }
 
@@ -81,6 +84,7 @@ impl Tool {
             Tool::Dump => "dump-log",
             Tool::Quorum => "metadata-quorum",
             Tool::Perf => "producer-perf",
+            Tool::Jmx => "jmx-tool",
         }
     }
 }
@@ -270,6 +274,49 @@ pub struct PerfSummary {
     pub p99_ms: f64,
 }
 
+/// JmxTool's `--one-time true` output: a header of quoted `object-name:attribute`
+/// keys (the first is "time") and one row of values. Returns key -> number,
+/// the keys without the `:Value` attribute suffix.
+pub fn parse_jmx(stdout: &str) -> BTreeMap<String, f64> {
+    let mut lines = stdout.lines().filter(|l| l.starts_with('"') || l.chars().next().is_some_and(|c| c.is_ascii_digit()));
+    let (Some(header), Some(row)) = (lines.find(|l| l.starts_with("\"time\"")), lines.next()) else { return BTreeMap::new() };
+    let keys = csv_fields(header);
+    let values = csv_fields(row);
+    keys.into_iter()
+        .zip(values)
+        .skip(1)
+        .filter_map(|(k, v)| v.trim().parse::<f64>().ok().map(|v| (k.strip_suffix(":Value").unwrap_or(&k).to_string(), v)))
+        .collect()
+}
+
+/// Splits one CSV line, honouring double quotes (object names hold commas).
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for ch in line.chars() {
+        match ch {
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// The value of gauge `name` of MBean type `type_` in a JmxTool read, matched
+/// on the object name's properties (their order differs between releases).
+pub fn gauge(read: &BTreeMap<String, f64>, type_: &str, name: &str, tags: &[(&str, &str)]) -> Option<f64> {
+    read.iter()
+        .find(|(k, _)| {
+            let props: Vec<&str> = k.split_once(':').map(|(_, p)| p.split(',').collect()).unwrap_or_default();
+            let has = |key: &str, v: &str| props.iter().any(|p| p.split_once('=') == Some((key, v)));
+            has("type", type_) && has("name", name) && tags.iter().all(|(tk, tv)| has(tk, tv))
+        })
+        .map(|(_, v)| *v)
+}
+
 pub fn parse_perf(stdout: &str) -> Option<PerfSummary> {
     // "300 records sent, 99.6 records/sec (0.01 MB/sec), 11.23 ms avg latency, 77.00 ms max latency, 5 ms 50th, 40 ms 95th, 77 ms 99th, 77 ms 99.9th."
     let line = stdout.lines().rev().find(|l| l.contains("records sent") && l.contains("50th"))?;
@@ -311,6 +358,19 @@ mod tests {
         let p = parse_perf(out).unwrap();
         assert_eq!(p.records, 300);
         assert_eq!((p.avg_ms, p.max_ms, p.p50_ms, p.p99_ms), (11.23, 77.0, 5.0, 77.0));
+    }
+
+    #[test]
+    fn jmx_one_time_csv() {
+        let out = "Trying to connect to JMX url: service:jmx:rmi:///jndi/rmi://127.0.0.1:29105/jmxrmi.\n\
+\"time\",\"kafka.cluster:type=Partition,name=ObserverLag,topic=met,partition=0:Value\",\"kafka.server:type=ReplicaManager,name=ObserverSetSize:Value\"\n\
+1764470000000,300,1\n";
+        let r = parse_jmx(out);
+        assert_eq!(r.len(), 2);
+        assert_eq!(gauge(&r, "Partition", "ObserverLag", &[("topic", "met"), ("partition", "0")]), Some(300.0));
+        assert_eq!(gauge(&r, "Partition", "ObserverLag", &[("topic", "obs")]), None);
+        assert_eq!(gauge(&r, "ReplicaManager", "ObserverSetSize", &[]), Some(1.0));
+        assert!(parse_jmx("Connected\n").is_empty());
     }
 
     #[test]

@@ -34,6 +34,64 @@ impl Scope {
     }
 }
 
+/// A part of the patch set a build takes as a whole. `core` is the observer
+/// contract and always goes in; every other layer is optional and is chosen
+/// per build (`--layer`), so a release can take it or leave it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layer {
+    #[default]
+    Core,
+    /// JMX gauges of observer state, per broker and per partition.
+    Metrics,
+}
+
+impl Layer {
+    pub const ALL: [Layer; 2] = [Layer::Core, Layer::Metrics];
+    /// The layers a user can choose with `--layer`.
+    pub const OPTIONAL: [Layer; 1] = [Layer::Metrics];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Core => "core",
+            Layer::Metrics => "metrics",
+        }
+    }
+}
+
+impl std::fmt::Display for Layer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The layers of one build: always core, plus the optional ones chosen.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct Layers(std::collections::BTreeSet<Layer>);
+
+impl Layers {
+    pub fn core() -> Layers {
+        Layers([Layer::Core].into_iter().collect())
+    }
+    pub fn all() -> Layers {
+        Layers(Layer::ALL.into_iter().collect())
+    }
+    pub fn with(chosen: &[Layer]) -> Layers {
+        Layers(std::iter::once(Layer::Core).chain(chosen.iter().copied()).collect())
+    }
+    pub fn contains(&self, l: Layer) -> bool {
+        self.0.contains(&l)
+    }
+    pub fn iter(&self) -> impl Iterator<Item = Layer> + '_ {
+        self.0.iter().copied()
+    }
+    /// `core` or `core+metrics`, for reports and branch names.
+    pub fn label(&self) -> String {
+        self.0.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("+")
+    }
+}
+
 /// The contract's hook ids (shared/DESIGN.md); anchors.yaml must define each.
 pub const CONTRACT_HOOKS: [&str; 8] = [
     "promotion-gate",
@@ -50,6 +108,9 @@ pub const CONTRACT_HOOKS: [&str; 8] = [
 #[serde(deny_unknown_fields)]
 pub struct Hook {
     pub id: String,
+    /// The layer the hook belongs to; the contract's hooks are `core`.
+    #[serde(default)]
+    pub layer: Layer,
     pub scope: Scope,
     pub site: String,
     pub rule: String,
@@ -158,6 +219,11 @@ impl AnchorSet {
                 return Err(origin.error_at("hooks:", format!("hook `{c}` of the observer contract is not defined")));
             }
         }
+        for h in &raw.hooks {
+            if CONTRACT_HOOKS.contains(&h.id.as_str()) && h.layer != Layer::Core {
+                return Err(origin.error_at(&format!("id: {}", h.id), format!("hook `{}` is part of the observer contract: its layer is core", h.id)));
+            }
+        }
         let mut ids = BTreeSet::new();
         let mut anchors = Vec::with_capacity(raw.anchors.len());
         for a in raw.anchors {
@@ -206,6 +272,10 @@ impl AnchorSet {
                     return Err(err(format!("names unknown hook `{h}` (defined: {})", hook_ids.iter().cloned().collect::<Vec<_>>().join(", "))));
                 }
             }
+            let layers: BTreeSet<Layer> = a.hooks.iter().filter_map(|h| raw.hooks.iter().find(|x| &x.id == h)).map(|h| h.layer).collect();
+            if layers.len() > 1 {
+                return Err(err("names hooks of different layers; an anchor belongs to one layer".into()));
+            }
             if a.why.trim().is_empty() {
                 return Err(err("needs a `why`".into()));
             }
@@ -214,25 +284,32 @@ impl AnchorSet {
         Ok(AnchorSet { hooks: raw.hooks, anchors })
     }
 
-    pub fn hook(&self, id: &str) -> Option<&Hook> {
-        self.hooks.iter().find(|h| h.id == id)
-    }
-
-    /// Hooks a (release, mode) must carry.
+    /// Hooks a (release, mode) must carry, in every layer.
     pub fn hooks_for(&self, release: &Release, mode: Mode) -> Vec<&Hook> {
-        let scopes = Scope::needed(release, mode);
-        self.hooks.iter().filter(|h| scopes.contains(&h.scope)).collect()
+        self.hooks_in(release, mode, &Layers::all())
     }
 
-    /// Anchors that must match exactly once in `version` for `mode`.
+    /// Hooks a (release, mode) must carry in `layers`.
+    pub fn hooks_in(&self, release: &Release, mode: Mode, layers: &Layers) -> Vec<&Hook> {
+        let scopes = Scope::needed(release, mode);
+        self.hooks.iter().filter(|h| scopes.contains(&h.scope) && layers.contains(h.layer)).collect()
+    }
+
+    /// Anchors of every layer that must match exactly once in `version` for
+    /// `mode` (what check-anchors and okp diff look at).
     /// `release` supplies the mode rules; for a release newer than the matrix
     /// pass the newest known release with `version` set to the new one.
     pub fn applicable<'a>(&'a self, release: &Release, version: KafkaVersion, mode: Mode) -> Vec<&'a Anchor> {
-        let scopes = Scope::needed(release, mode);
+        self.applicable_in(release, version, mode, &Layers::all())
+    }
+
+    /// The anchors of `layers` only (what a build with those layers needs).
+    pub fn applicable_in<'a>(&'a self, release: &Release, version: KafkaVersion, mode: Mode, layers: &Layers) -> Vec<&'a Anchor> {
+        let hooks = self.hooks_in(release, mode, layers);
         self.anchors
             .iter()
             .filter(|a| a.covers(version))
-            .filter(|a| a.hooks.iter().any(|h| self.hook(h).is_some_and(|h| scopes.contains(&h.scope))))
+            .filter(|a| a.hooks.iter().any(|h| hooks.iter().any(|x| &x.id == h)))
             .collect()
     }
 

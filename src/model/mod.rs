@@ -9,7 +9,7 @@ pub mod versions;
 
 use crate::error::Error;
 
-pub use anchors::{Anchor, AnchorSet, Pattern};
+pub use anchors::{Anchor, AnchorSet, Layer, Layers, Pattern};
 pub use versions::{Coordinate, Matrix, Mode, Release};
 
 /// Where a data file came from, for error messages.

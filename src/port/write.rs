@@ -183,7 +183,7 @@ pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &T
     let anchors = AnchorSet::parse(&t.anchors)?;
     anchors.check_coverage(&new_matrix, &t.anchors)?;
     let release = new_matrix.require(v)?;
-    let checked = crate::check::check_tree(&anchors, release, v, &release.modes, to_tree)?;
+    let checked = crate::check::check_tree(&anchors, release, v, &release.modes, &crate::model::Layers::all(), to_tree)?;
     let drifted: Vec<String> = checked.iter().flat_map(|t| t.anchors.iter().filter(|a| a.status != crate::check::Status::Ok).map(move |a| format!("{} {}: {}", t.mode, a.anchor, a.status.as_str()))).collect();
     if !drifted.is_empty() {
         write_worksheet(report, t)?;

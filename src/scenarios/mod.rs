@@ -7,6 +7,7 @@
 //! Not here: processes and tools (cluster/), the report (verify.rs).
 
 mod failures;
+mod metrics;
 mod promotion;
 mod write_path;
 
@@ -47,7 +48,13 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "S7", title: "observer.ids garbage, unreadable, deleted: set frozen, writes continue", gate: false, run: promotion::s7_bad_file },
     Scenario { id: "S8", title: "controller failover: the new controller still filters the initial ISR and refuses observer leaders", gate: false, run: failures::s8_controller_failover },
     Scenario { id: "S4", title: "all primaries down: no observer leader even with unclean election; promote, elect, serve", gate: true, run: failures::s4_all_primaries_down },
+    Scenario { id: "MET", title: "metrics layer: JMX gauges in steady state, with a lagging observer, during a demotion, with an observer stuck in the ISR", gate: false, run: metrics::met },
 ];
+
+/// Scenarios that need an optional layer of the patch set in the jars.
+pub fn needs_layer(id: &str) -> Option<crate::model::Layer> {
+    (id == "MET").then_some(crate::model::Layer::Metrics)
+}
 
 pub fn by_id(id: &str) -> Option<&'static Scenario> {
     SCENARIOS.iter().find(|s| s.id.eq_ignore_ascii_case(id))

@@ -1,0 +1,207 @@
+//! MET: the `metrics` layer's JMX gauges, read with the release's own JmxTool
+//! from the leader of a fresh topic `met` (replicas 1, 2, 3 and observer 4),
+//! in steady state, with the observer lagging (frozen), during the demotion of
+//! a follower, and with an observer stuck in the ISR (a leader demoted by
+//! editing the files, which `okp observers demote` refuses to do).
+//!
+//! Every expected value is exact and derived from the cluster, never from the
+//! gauges themselves: the lag must equal the leader's end offset moved while
+//! the observer was frozen, as `GetOffsetShell` reports it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::{Ctx, Outcome};
+use crate::cluster::tools::gauge;
+use crate::cluster::OBSERVER;
+use crate::error::{Error, Result};
+
+const TOPIC: &str = "met";
+const LEADER: i32 = 1;
+const FOLLOWER: i32 = 3;
+
+/// The gauges okp's metrics layer registers (docs/observer-metrics.md).
+const PARTITION_GAUGES: [&str; 4] = ["ObserverReplicas", "ObserversInIsr", "CaughtUpObservers", "ObserverLag"];
+const BROKER_GAUGES: [&str; 5] = ["ObserverSetSize", "ObserverReplicas", "ObserversInIsr", "CaughtUpObservers", "ObserverMaxLag"];
+
+/// One JmxTool read of a broker: `partition.<gauge>` (topic met, partition 0)
+/// and `broker.<gauge>`, as integers.
+type Gauges = BTreeMap<String, i64>;
+
+fn read(x: &mut Ctx, o: &mut Outcome, id: i32, label: &str) -> Result<Gauges> {
+    let partition = format!("kafka.cluster:type=Partition,topic={TOPIC},partition=0,*");
+    let raw = x.c.jmx(id, &[&partition, "kafka.server:type=ReplicaManager,*"])?;
+    let mut g = Gauges::new();
+    for name in PARTITION_GAUGES {
+        if let Some(v) = gauge(&raw, "Partition", name, &[("topic", TOPIC), ("partition", "0")]) {
+            g.insert(format!("partition.{name}"), v as i64);
+        }
+    }
+    // Kafka's own LeaderCount, to hold the per-broker totals against.
+    for name in BROKER_GAUGES.iter().chain(&["LeaderCount"]) {
+        if let Some(v) = gauge(&raw, "ReplicaManager", name, &[]) {
+            g.insert(format!("broker.{name}"), v as i64);
+        }
+    }
+    let missing: Vec<String> = PARTITION_GAUGES
+        .iter()
+        .map(|n| format!("partition.{n}"))
+        .chain(BROKER_GAUGES.iter().map(|n| format!("broker.{n}")))
+        .filter(|k| !g.contains_key(k))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::External(format!("broker {id} exposes no gauge {} (is the metrics layer in the jars?)", missing.join(", "))));
+    }
+    o.fact(&format!("{label}_broker{id}"), &g);
+    x.c.journal.note(&format!("gauges of broker {id} ({label}): {}", show(&g)));
+    Ok(g)
+}
+
+fn show(g: &Gauges) -> String {
+    g.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+}
+
+/// One check: every listed gauge has exactly the value given.
+fn expect(o: &mut Outcome, what: &str, g: &Gauges, want: &[(&str, i64)]) -> bool {
+    let bad: Vec<String> = want
+        .iter()
+        .filter(|(k, v)| g.get(*k) != Some(v))
+        .map(|(k, v)| format!("{k}={} (expected {v})", g.get(*k).map_or_else(|| "absent".to_string(), |x| x.to_string())))
+        .collect();
+    let detail = if bad.is_empty() { want.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ") } else { bad.join(", ") };
+    o.check(what, bad.is_empty(), detail)
+}
+
+fn get(g: &Gauges, k: &str) -> i64 {
+    g.get(k).copied().unwrap_or(-1)
+}
+
+pub fn met(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    let all = x.c.kafka_nodes();
+    let out = x.c.create_topic(TOPIC, "1:2:3:4", &["min.insync.replicas=2"])?;
+    if !out.ok() {
+        return Err(Error::External(format!("creating topic {TOPIC} failed (rc {}): {}", out.rc, out.stderr.lines().last().unwrap_or(""))));
+    }
+    let settle = x.lag() + x.ttl() + Duration::from_secs(20);
+    x.wait(o, TOPIC, Duration::from_secs(30), "met: leader 1, ISR 1,2,3 (4 is an observer)", "create_seconds", |s| {
+        s.leader == Some(LEADER) && s.isr.len() == 3 && !s.in_isr(OBSERVER)
+    })?;
+    let p = x.c.produce(TOPIC, "MET", 100, &[])?;
+    o.check("100 records acked with acks=all", p.all_acked(), format!("sent {}, errors {}", p.sent, p.errors));
+    let (same, secs) = x.c.wait_replica_identical(OBSERVER, LEADER, TOPIC, Duration::from_secs(30));
+    o.check("the observer holds a byte-identical copy", same, format!("after {secs:.1} s"));
+
+    // 1. Steady state: one observer, caught up, outside the ISR.
+    let steady = read(x, o, LEADER, "steady")?;
+    expect(o, "steady, leader, partition: 1 observer replica, 0 in the ISR, 1 caught up, lag 0", &steady, &[
+        ("partition.ObserverReplicas", 1),
+        ("partition.ObserversInIsr", 0),
+        ("partition.CaughtUpObservers", 1),
+        ("partition.ObserverLag", 0),
+    ]);
+    let replicas = get(&steady, "broker.ObserverReplicas");
+    expect(o, "steady, leader, broker: set size 1, 0 in any ISR, every observer replica caught up, max lag 0", &steady, &[
+        ("broker.ObserverSetSize", 1),
+        ("broker.ObserversInIsr", 0),
+        ("broker.CaughtUpObservers", replicas),
+        ("broker.ObserverMaxLag", 0),
+    ]);
+    o.check("steady, leader, broker: it leads at least met with an observer", replicas >= 1, format!("broker.ObserverReplicas={replicas}"));
+    let on_observer = read(x, o, OBSERVER, "steady")?;
+    expect(o, "steady, observer 4 itself: set size 1; it leads nothing, so its partition gauges read 0", &on_observer, &[
+        ("broker.ObserverSetSize", 1),
+        ("partition.ObserverReplicas", 0),
+        ("partition.ObserverLag", 0),
+    ]);
+
+    // 2. A lagging observer: frozen while the leader takes writes.
+    let before = x.c.end_offset(TOPIC, &[OBSERVER])?.ok_or_else(|| Error::External("no end offset for met".into()))?;
+    x.c.freeze(OBSERVER);
+    let lagging = (|| -> Result<Gauges> {
+        let p = x.c.produce(TOPIC, "MET-lag", 300, &[OBSERVER])?;
+        o.check("observer frozen: 300 records acked with acks=all", p.all_acked(), format!("sent {}, errors {}", p.sent, p.errors));
+        std::thread::sleep(x.lag() + Duration::from_secs(1));
+        read(x, o, LEADER, "lagging")
+    })();
+    let after = x.c.end_offset(TOPIC, &[OBSERVER]);
+    x.c.thaw(OBSERVER);
+    let lagging = lagging?;
+    let after = after?.ok_or_else(|| Error::External("no end offset for met".into()))?;
+    let moved = after - before;
+    o.fact("lag_expected_offsets", moved);
+    expect(o, &format!("lagging, leader, partition: lag = the {moved} offsets written while frozen; 0 caught up; 0 in the ISR"), &lagging, &[
+        ("partition.ObserverReplicas", 1),
+        ("partition.ObserversInIsr", 0),
+        ("partition.CaughtUpObservers", 0),
+        ("partition.ObserverLag", moved),
+    ]);
+    expect(o, "lagging, leader, broker: one fewer caught up; max lag = that lag", &lagging, &[
+        ("broker.ObserverReplicas", replicas),
+        ("broker.CaughtUpObservers", replicas - 1),
+        ("broker.ObserversInIsr", 0),
+        ("broker.ObserverMaxLag", moved),
+    ]);
+    let (same, secs) = x.c.wait_replica_identical(OBSERVER, LEADER, TOPIC, Duration::from_secs(60));
+    o.check("thawed: the observer catches up to a byte-identical copy", same, format!("after {secs:.1} s"));
+    o.fact("catch_up_seconds", super::round(secs));
+    let caught = read(x, o, LEADER, "caught_up")?;
+    expect(o, "caught up again, leader: lag 0, 1 caught up", &caught, &[
+        ("partition.ObserverLag", 0),
+        ("partition.CaughtUpObservers", 1),
+        ("broker.ObserverMaxLag", 0),
+        ("broker.CaughtUpObservers", replicas),
+    ]);
+
+    // 3. Demotion of follower 3: it leaves the ISR and is counted as an observer.
+    x.c.set_observers(&all, "3\n4\n")?;
+    x.wait(o, TOPIC, settle, "demotion of 3: it leaves the ISR of met", "demotion_seconds", |s| !s.in_isr(FOLLOWER) && !s.in_isr(OBSERVER) && s.leader == Some(LEADER))?;
+    // Let every other partition 1 leads drop 3 too before the next step.
+    std::thread::sleep(x.lag());
+    let demoted = read(x, o, LEADER, "demoted")?;
+    expect(o, "3 demoted, leader: set size 2; met has 2 observer replicas, both caught up, none in the ISR", &demoted, &[
+        ("broker.ObserverSetSize", 2),
+        ("broker.ObserversInIsr", 0),
+        ("partition.ObserverReplicas", 2),
+        ("partition.CaughtUpObservers", 2),
+        ("partition.ObserversInIsr", 0),
+        ("partition.ObserverLag", 0),
+    ]);
+
+    // 4. An observer stuck in the ISR: the leader itself named in the files.
+    // The ISR shrink never removes a leader, so the gauge must show it and keep showing it.
+    x.c.set_observers(&all, "1\n3\n4\n")?;
+    std::thread::sleep(x.ttl() + Duration::from_secs(1));
+    let stuck = read(x, o, LEADER, "stuck")?;
+    std::thread::sleep(x.lag() + Duration::from_secs(1));
+    let still = read(x, o, LEADER, "still_stuck")?;
+    let s = x.state(TOPIC)?;
+    o.check("leader 1 named an observer: it still leads met and is in its ISR", s.leader == Some(LEADER) && s.in_isr(LEADER), s.show());
+    let later = format!("still stuck {:.0} s later", (x.lag() + Duration::from_secs(1)).as_secs_f64());
+    for (label, g) in [("stuck", &stuck), (later.as_str(), &still)] {
+        expect(o, &format!("{label}, leader: ObserversInIsr = 1 on met; set size 3; 2 observer followers"), g, &[
+            ("partition.ObserversInIsr", 1),
+            ("partition.ObserverReplicas", 2),
+            ("broker.ObserverSetSize", 3),
+        ]);
+        let (n, leads) = (get(g, "broker.ObserversInIsr"), get(g, "broker.LeaderCount"));
+        o.check(
+            &format!("{label}, leader, broker: ObserversInIsr = LeaderCount (itself, in every ISR it leads)"),
+            n >= 1 && n == leads,
+            format!("broker.ObserversInIsr={n} broker.LeaderCount={leads}"),
+        );
+    }
+
+    // 5. Back to the suite's state: only 4 is an observer; 3 rejoins every ISR.
+    x.c.set_observers(&all, "4\n")?;
+    x.wait(o, TOPIC, settle, "restored: 3 back in the ISR of met, 4 still out", "rejoin_seconds", |s| s.in_isr(FOLLOWER) && !s.in_isr(OBSERVER))?;
+    x.wait(o, "obs", settle, "restored: 3 back in the ISR of obs", "rejoin_obs_seconds", |s| s.in_isr(FOLLOWER) && !s.in_isr(OBSERVER))?;
+    let restored = read(x, o, LEADER, "restored")?;
+    expect(o, "restored, leader: set size 1; met back to 1 observer replica, 0 in the ISR, 1 caught up", &restored, &[
+        ("broker.ObserverSetSize", 1),
+        ("broker.ObserversInIsr", 0),
+        ("partition.ObserverReplicas", 1),
+        ("partition.ObserversInIsr", 0),
+        ("partition.CaughtUpObservers", 1),
+    ]);
+    Ok(())
+}
