@@ -29,8 +29,13 @@ const BROKER_GAUGES: [&str; 5] = ["ObserverSetSize", "ObserverReplicas", "Observ
 type Gauges = BTreeMap<String, i64>;
 
 fn read(x: &mut Ctx, o: &mut Outcome, id: i32, label: &str) -> Result<Gauges> {
-    let partition = format!("kafka.cluster:type=Partition,topic={TOPIC},partition=0,*");
-    let raw = x.c.jmx(id, &[&partition, "kafka.server:type=ReplicaManager,*"])?;
+    // Whole object names, no patterns: 2.7's JmxTool cannot combine patterns with --one-time.
+    let names: Vec<String> = PARTITION_GAUGES
+        .iter()
+        .map(|n| format!("kafka.cluster:type=Partition,name={n},topic={TOPIC},partition=0"))
+        .chain(BROKER_GAUGES.iter().chain(&["LeaderCount"]).map(|n| format!("kafka.server:type=ReplicaManager,name={n}")))
+        .collect();
+    let raw = x.c.jmx(id, &names.iter().map(String::as_str).collect::<Vec<_>>())?;
     let mut g = Gauges::new();
     for name in PARTITION_GAUGES {
         if let Some(v) = gauge(&raw, "Partition", name, &[("topic", TOPIC), ("partition", "0")]) {
@@ -78,6 +83,7 @@ fn get(g: &Gauges, k: &str) -> i64 {
 
 pub fn met(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let all = x.c.kafka_nodes();
+    let audit_before: std::collections::BTreeSet<String> = x.c.grep_logs(&["OBSERVER AUDIT"]).into_iter().collect();
     let out = x.c.create_topic(TOPIC, "1:2:3:4", &["min.insync.replicas=2"])?;
     if !out.ok() {
         return Err(Error::External(format!("creating topic {TOPIC} failed (rc {}): {}", out.rc, out.stderr.lines().last().unwrap_or(""))));
@@ -203,5 +209,27 @@ pub fn met(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
         ("partition.ObserversInIsr", 0),
         ("partition.CaughtUpObservers", 1),
     ]);
+
+    // 6. The audit trail: each of the three changes, from the leader's broker
+    // registry (and in KRaft from a controller registry), with exact sets.
+    let audit: Vec<String> = x.c.grep_logs(&["OBSERVER AUDIT"]).into_iter().filter(|l| !audit_before.contains(l)).collect();
+    o.fact("audit_lines", audit.len());
+    let changes = [("[4]", "[3,4]", "[3]", "[]"), ("[3,4]", "[1,3,4]", "[1]", "[]"), ("[1,3,4]", "[4]", "[]", "[1,3]")];
+    let mut registries = vec![("broker-1:", "registry=broker")];
+    if x.c.mode == crate::model::Mode::Kraft {
+        registries.push(("controller-", "registry=controller"));
+    }
+    for (before, after, added, removed) in changes {
+        let text = "event=change source=file:";
+        let sets = format!("before={before} after={after} added={added} removed={removed} ");
+        for (node, registry) in &registries {
+            let hit = audit.iter().find(|l| l.starts_with(node) && l.contains(registry) && l.contains(text) && l.contains(&sets));
+            o.check(
+                &format!("audit: {} logged OBSERVER AUDIT {registry} event=change {}", node.trim_end_matches([':', '-']), sets.trim_end()),
+                hit.is_some(),
+                hit.map(|l| l.chars().take(300).collect::<String>()).unwrap_or_else(|| format!("no such line among {} new audit lines", audit.len())),
+            );
+        }
+    }
     Ok(())
 }
