@@ -510,6 +510,9 @@ struct CheckArgs {
     /// Also write the report as evidence: DIR/check-anchors.{txt,json}, stamped with okp's version and the time.
     #[arg(long, value_name = "DIR")]
     evidence: Option<PathBuf>,
+    /// Check only core plus these layers (repeatable; `--layer core`: core only). Default: every layer.
+    #[arg(long = "layer", value_name = "L", value_enum, value_delimiter = ',')]
+    layers: Vec<Layer>,
 }
 
 #[derive(Args, Debug)]
@@ -715,7 +718,7 @@ fn check_anchors(model: &Model, args: CheckArgs) -> Result<i32> {
             let range_version = args.version.unwrap_or(tree_version);
             let rules = rules_for(model, range_version)?;
             let modes = modes_of(rules, args.mode)?;
-            let mut targets = check::check_tree(&model.anchors, rules, range_version, &modes, &Layers::all(), tree.as_ref())?;
+            let mut targets = check::check_tree(&model.anchors, rules, range_version, &modes, &check_layers(&args.layers), tree.as_ref())?;
             for t in &mut targets {
                 t.release = tree_version;
                 t.rules_from = (rules.version != tree_version).then_some(rules.version);
@@ -748,7 +751,7 @@ fn check_anchors(model: &Model, args: CheckArgs) -> Result<i32> {
                 }
                 let tree = ReleaseTree::open(&maven, &r.version.to_string(), &r.sources)?;
                 let modes = modes_of(r, args.mode)?;
-                report.targets.extend(check::check_tree(&model.anchors, r, r.version, &modes, &Layers::all(), &tree)?);
+                report.targets.extend(check::check_tree(&model.anchors, r, r.version, &modes, &check_layers(&args.layers), &tree)?);
             }
         }
     }
@@ -901,6 +904,15 @@ fn sources(model: &Model, version: KafkaVersion, out: &Path, hooked: bool) -> Re
     })?;
     eprintln!("okp: wrote {} files of Kafka {version} to {}", files.len(), out.display());
     Ok(EXIT_OK)
+}
+
+/// The layers check-anchors looks at: every layer unless `--layer` narrows them.
+fn check_layers(chosen: &[Layer]) -> Layers {
+    if chosen.is_empty() {
+        Layers::all()
+    } else {
+        Layers::with(chosen)
+    }
 }
 
 fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> {

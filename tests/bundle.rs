@@ -248,6 +248,32 @@ fn the_manifest_describes_the_bundle() {
     assert_eq!(std::fs::metadata(root.join("install.sh")).unwrap().permissions().mode() & 0o777, 0o755);
 }
 
+/// A build with the metrics layer: the record, the manifest and the files say so,
+/// and the jar holds the gauges' class; a core build's manifest names no layer.
+#[test]
+fn a_metrics_layer_bundle_names_its_layers_and_ships_the_gauge_docs() {
+    let dir = cached_output("okp-test-bundles", "build-3.9.2-kraft-metrics", "okp-build.json", &["build", "--version", "3.9.2", "--mode", "kraft", "--layer", "metrics"]);
+    let _ = std::fs::remove_dir_all(dir.join("work"));
+    let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("okp-build.json")).unwrap()).unwrap();
+    assert_eq!(rec["layers"], serde_json::json!(["core", "metrics"]));
+    let core: serde_json::Value = serde_json::from_slice(&std::fs::read(built("3.9.2", "kraft").join("okp-build.json")).unwrap()).unwrap();
+    // (A record cached before layers existed has no field; okp reads that as core.)
+    assert!(core.get("layers").is_none_or(|l| l == &serde_json::json!(["core"])), "{core}");
+    let jar = dir.join("kafka_2.13-3.9.2.jar");
+    let listing = run(Command::new("unzip").arg("-l").arg(&jar));
+    assert!(stdout(&listing).contains("kafka/observer/ObserverMetrics$.class"), "no gauge class in {}", jar.display());
+    let (_k, key, _public) = keys();
+    let out = tempfile::tempdir().unwrap();
+    let o = bundle(&dir, "x86_64", &key, out.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let b = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.to_string_lossy().ends_with(".tar.gz")).unwrap();
+    let m = manifest_of(&b);
+    assert_eq!(m["layers"], serde_json::json!(["core", "metrics"]));
+    assert!(m["files"].as_object().unwrap().contains_key("OBSERVER-METRICS.md"), "{m}");
+    assert!(manifest_of(&shared_bundle()).get("layers").is_none(), "a core bundle's manifest is unchanged");
+    assert!(!manifest_of(&shared_bundle())["files"].as_object().unwrap().contains_key("OBSERVER-METRICS.md"));
+}
+
 #[test]
 fn the_install_scripts_are_posix_sh() {
     let x = tempfile::tempdir().unwrap();

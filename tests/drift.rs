@@ -11,7 +11,11 @@ fn check_altered(hook: &str, alter: impl Fn(&mut Vec<String>, &AnchorRef)) -> (i
     let a = anchor_for(hook, RELEASE);
     let pristine = release_tree(RELEASE);
     // The tree holds every file the zk anchors read, so only the altered anchor drifts.
-    let files = ["core/src/main/scala/kafka/cluster/Partition.scala", "core/src/main/scala/kafka/controller/PartitionStateMachine.scala"];
+    let files = [
+        "core/src/main/scala/kafka/cluster/Partition.scala",
+        "core/src/main/scala/kafka/controller/PartitionStateMachine.scala",
+        "core/src/main/scala/kafka/server/ReplicaManager.scala",
+    ];
     let tree = copy_tree(&pristine, &files);
     let path = tree.path().join(&a.file);
     let text = std::fs::read_to_string(&path).unwrap();

@@ -1,7 +1,8 @@
 //! What goes into a bundle, as a pure function of its inputs: the patched jars,
 //! the install and rollback scripts, the observer.ids template, NOTICE,
 //! LICENSE, INSTALL.md, OBSERVERS.md (operating observers with `okp
-//! observers`) and MANIFEST.json. The texts live in `files/` and are
+//! observers`), OBSERVER-METRICS.md (with the metrics layer: the gauges,
+//! from docs/observer-metrics.md) and MANIFEST.json. The texts live in `files/` and are
 //! embedded at build time; `{{KEY}}` placeholders are filled here.
 //!
 //! The shell scripts share `files/common.sh` by textual inclusion, so each
@@ -22,6 +23,8 @@ const NOTICE: &str = include_str!("files/NOTICE");
 const INSTALL_MD: &str = include_str!("files/INSTALL.md");
 const OBSERVER_IDS: &str = include_str!("files/observer.ids.template");
 const OBSERVERS_MD: &str = include_str!("files/OBSERVERS.md");
+/// Shipped only in bundles whose jars carry the metrics layer.
+const OBSERVER_METRICS_MD: &str = include_str!("../../docs/observer-metrics.md");
 
 /// Fills `{{KEY}}` placeholders. Every placeholder of the template must be given.
 fn render(template: &str, vars: &[(&str, &str)]) -> String {
@@ -54,6 +57,8 @@ pub struct Inputs {
     pub id: Identity,
     pub family: String,
     pub patch_set_hash: String,
+    /// The layers the jars carry (`core` first).
+    pub layers: Vec<String>,
     pub build: Build,
     pub sources: BTreeMap<String, Artifact>,
     pub jars: Vec<JarInput>,
@@ -112,6 +117,9 @@ pub fn files(i: &Inputs) -> Vec<File> {
         text("OBSERVERS.md", MODE_FILE, OBSERVERS_MD.to_string()),
         File { path: "LICENSE".into(), mode: MODE_FILE, bytes: i.license.clone() },
     ];
+    if i.layers.iter().any(|l| l == "metrics") {
+        files.push(text("OBSERVER-METRICS.md", MODE_FILE, OBSERVER_METRICS_MD.to_string()));
+    }
     files.extend(i.jars.iter().map(|j| File { path: format!("libs/{}", j.file_name), mode: MODE_FILE, bytes: j.bytes.clone() }));
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files
@@ -130,6 +138,7 @@ pub fn manifest(i: &Inputs, files: &[File], native: Vec<NativeLib>) -> Manifest 
         target: i.id.target.to_string(),
         family: i.family.clone(),
         patch_set_hash: i.patch_set_hash.clone(),
+        layers: i.layers.clone(),
         architecture_independent: native.is_empty(),
         native_libraries: native,
         upstream: Upstream { project: "Apache Kafka".into(), sources: i.sources.clone() },
@@ -165,6 +174,7 @@ mod tests {
             id: Identity { release: "3.9.2".parse().unwrap(), mode: Mode::Kraft, target: Target::LinuxAarch64 },
             family: "f3.7".into(),
             patch_set_hash: "b".repeat(64),
+            layers: vec!["core".into()],
             build: Build { backend: "splice".into(), compilers: BTreeMap::new(), recompiled_sources: vec!["core/src/main/scala/kafka/cluster/Partition.scala".into()] },
             sources: BTreeMap::new(),
             jars: vec![JarInput {

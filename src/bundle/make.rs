@@ -134,6 +134,7 @@ fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<la
         id,
         family: rec.family,
         patch_set_hash: rec.patch_set_hash,
+        layers: rec.layers,
         build: Build { backend: rec.backend, compilers: rec.compilers, recompiled_sources: rec.sources },
         sources,
         jars,

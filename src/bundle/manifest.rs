@@ -49,6 +49,9 @@ pub struct Manifest {
     pub target: String,
     pub family: String,
     pub patch_set_hash: String,
+    /// The layers of the patch set the jars carry (`core`, `metrics`); absent in bundles made before layers existed (core).
+    #[serde(default = "core_only", skip_serializing_if = "is_core_only")]
+    pub layers: Vec<String>,
     /// True when nothing in the bundle is native code (the jars are JVM bytecode).
     pub architecture_independent: bool,
     /// Native libraries found (each checked to be an ELF object for `target`).
@@ -115,6 +118,14 @@ pub fn is_sha256(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+fn core_only() -> Vec<String> {
+    vec!["core".into()]
+}
+
+fn is_core_only(l: &[String]) -> bool {
+    l == ["core"]
+}
+
 impl Manifest {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
@@ -144,6 +155,9 @@ impl Manifest {
         }
         if !is_sha256(&self.patch_set_hash) {
             p.push("patch_set_hash is not a sha256".into());
+        }
+        if !self.layers.iter().any(|l| l == "core") || self.layers.iter().any(|l| !crate::model::Layer::ALL.iter().any(|x| x.as_str() == l)) {
+            p.push(format!("layers {:?}: must hold core, and only known layers", self.layers));
         }
         if self.architecture_independent != self.native_libraries.is_empty() {
             p.push("architecture_independent contradicts native_libraries".into());
@@ -218,6 +232,7 @@ mod tests {
             target: "linux-x86_64".into(),
             family: "f3.7".into(),
             patch_set_hash: h.clone(),
+            layers: core_only(),
             architecture_independent: true,
             native_libraries: vec![],
             upstream: Upstream { project: "Apache Kafka".into(), sources: BTreeMap::new() },

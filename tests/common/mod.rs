@@ -131,7 +131,12 @@ pub fn scrub(s: &str, tmp: &Path) -> String {
 /// A tree holding only the files the anchors of `version` touch (plus the
 /// marker), laid out by `okp sources --hooked`.
 pub fn hooked_tree(version: &str) -> PathBuf {
-    cached_output("okp-test-trees", &format!("hooked-{version}"), ".okp-source.json", &["sources", "--hooked", "--version", version])
+    // Which files are hooked follows anchors.yaml, so a cached tree is only good for the anchors it was made from.
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::fs::read(repo_root().join("anchors.yaml")).unwrap().hash(&mut h);
+    let name = format!("hooked-{version}-{:016x}", h.finish());
+    cached_output("okp-test-trees", &name, ".okp-source.json", &["sources", "--hooked", "--version", version])
 }
 
 /// A private copy of a whole tree.
