@@ -284,7 +284,12 @@ impl Tx {
                 missing.push(p.to_string_lossy().into_owned());
                 d = p.parent();
             }
-            dirs.extend(missing.into_iter().rev());
+            // Two new files may share a new directory: create (and later remove) it once.
+            for m in missing.into_iter().rev() {
+                if !dirs.contains(&m) {
+                    dirs.push(m);
+                }
+            }
         }
         state.created_dirs = dirs.clone();
 

@@ -46,6 +46,21 @@ fn anchor_naming_an_unknown_hook_is_refused() {
 }
 
 #[test]
+fn layers_in_anchors_yaml_are_checked() {
+    // The observer contract is core: no contract hook can be made optional.
+    let (o, _) = with_altered_anchors(|t| t.replacen("  - id: promotion-gate\n    scope: broker", "  - id: promotion-gate\n    layer: metrics\n    scope: broker", 1));
+    assert!(stderr(&o).contains("hook `promotion-gate` is part of the observer contract: its layer is core"), "{}", stderr(&o));
+    // An anchor belongs to one layer.
+    let (o, _) = with_altered_anchors(|t| t.replacen("hooks: [metrics-broker]", "hooks: [metrics-broker, demotion]", 1));
+    assert!(stderr(&o).contains("names hooks of different layers"), "{}", stderr(&o));
+    // Layers are a closed set, named where the typo is.
+    let (o, text) = with_altered_anchors(|t| t.replacen("    layer: metrics", "    layer: gauges", 1));
+    let line = text.lines().position(|l| l.contains("layer: gauges")).unwrap() + 1;
+    let err = stderr(&o);
+    assert!(err.contains(&format!("anchors.yaml:{line}:")) && err.contains("unknown variant `gauges`"), "expected line {line}: {err}");
+}
+
+#[test]
 fn regex_anchor_without_a_reason_is_refused() {
     let (o, _) = with_altered_anchors(|t| t.replacen("    text: ", "    regex: ", 1));
     assert!(stderr(&o).contains("needs regex_reason"), "{}", stderr(&o));

@@ -16,9 +16,9 @@ fn pairs() -> Vec<(String, String)> {
         .collect()
 }
 
-/// What okp show reports for a (release, mode): edits, new files, edited files.
-fn shown(v: &str, m: &str) -> (usize, usize, std::collections::BTreeSet<String>) {
-    let o = okp().args(["show", "--format", "json", "--version", v, "--mode", m]).output().unwrap();
+/// What okp show reports for a (release, mode) with `layer` args: edits, new files, edited files.
+fn shown(v: &str, m: &str, layer: &[&str]) -> (usize, usize, std::collections::BTreeSet<String>) {
+    let o = okp().args(["show", "--format", "json", "--version", v, "--mode", m]).args(layer).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let edits = j[0]["edits"].as_array().unwrap();
@@ -33,16 +33,29 @@ fn count_markers(files: &std::collections::BTreeMap<String, Vec<u8>>) -> (usize,
 
 #[test]
 fn apply_revert_export_round_trip_on_every_release_and_mode() {
+    round_trip(&[]);
+}
+
+/// The same with the optional metrics layer: its edits land in Partition and
+/// ReplicaManager on every release, and export still equals apply.
+#[test]
+fn with_the_metrics_layer_too() {
+    round_trip(&["--layer", "metrics"]);
+}
+
+fn round_trip(layer: &[&str]) {
+    const REPLICA_MANAGER: &str = "core/src/main/scala/kafka/server/ReplicaManager.scala";
     let mut summary = Vec::new();
     let mut psm_checked = 0;
     for (v, m) in pairs() {
         let pristine_dir = hooked_tree(&v);
         let pristine = snapshot(&pristine_dir);
-        let (edits, new_files, edited) = shown(&v, &m);
+        let (edits, new_files, edited) = shown(&v, &m, layer);
+        assert_eq!(edited.contains(REPLICA_MANAGER), !layer.is_empty(), "{v} {m}: ReplicaManager is edited exactly with the metrics layer");
 
         // apply: every edit lands, once, marked.
         let t = copy_all(&pristine_dir);
-        let o = okp().args(["apply", "--mode", &m, "--source"]).arg(t.path()).output().unwrap();
+        let o = okp().args(["apply", "--mode", &m]).args(layer).arg("--source").arg(t.path()).output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{v} {m}: {}", stderr(&o));
         let patched = snapshot(t.path());
         assert_eq!(count_markers(&patched), (edits, edits), "{v} {m}: every edit carries one begin and one end marker");
@@ -71,7 +84,7 @@ fn apply_revert_export_round_trip_on_every_release_and_mode() {
         let g = copy_all(&pristine_dir);
         git_init_commit(g.path());
         let patch = g.path().join("observer.patch");
-        let o = okp().args(["export", "--version", &v, "--mode", &m, "--output"]).arg(&patch).output().unwrap();
+        let o = okp().args(["export", "--version", &v, "--mode", &m]).args(layer).arg("--output").arg(&patch).output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{v} {m}: {}", stderr(&o));
         git_in(g.path(), &["apply", "--check", "observer.patch"]);
         git_in(g.path(), &["apply", "observer.patch"]);

@@ -49,7 +49,7 @@ fn full_suite(version: &str, mode: &str) {
     let per: Vec<String> = run["scenarios"].as_array().unwrap().iter().map(|s| format!("{} {}s", s["id"].as_str().unwrap(), s["seconds"])).collect();
     eprintln!("okp verify {name}: seconds {} ; {}", run["seconds"], per.join(", "));
     let ids: Vec<&str> = run["scenarios"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
-    for want in ["INIT", "LAT", "S1", "S2", "S3", "TXN", "S5", "DEM", "S6", "S7", "S8", "S4"] {
+    for want in ["INIT", "LAT", "S1", "S2", "S3", "TXN", "S5", "DEM", "S6", "S7", "S8", "S4", "MET"] {
         assert!(ids.contains(&want), "{want} missing from {ids:?}");
     }
     for s in run["scenarios"].as_array().unwrap() {
@@ -59,8 +59,9 @@ fn full_suite(version: &str, mode: &str) {
         let text = std::fs::read_to_string(&journal).unwrap();
         assert!(text.contains("$ CLASSPATH=$RUNTIME_CLASSPATH java"), "{} lists no tool command", journal.display());
     }
-    // The patched jars were really on the classpath.
+    // The patched jars were really on the classpath, built with the metrics layer (verify's default).
     assert!(!run["jars"].as_array().unwrap().is_empty());
+    assert_eq!(run["layers"], serde_json::json!(["core", "metrics"]));
     assert!(std::fs::read_to_string(dir.join("summary.md")).unwrap().contains(&format!("okp verify {version} {mode}")));
     let matrix = std::fs::read_to_string(ev.path().join("VERIFY.md")).unwrap();
     assert!(matrix.contains(&format!("[{name}]({name}/summary.md)")), "{matrix}");
@@ -170,6 +171,9 @@ fn bad_input_is_refused_before_anything_starts() {
         (&["verify", "--version", "9.9.9"], "unknown Kafka release 9.9.9"),
         (&["verify", "--version", "4.2.2"], "no -sources.jar"),
         (&["verify", "--version", "3.9.2", "--lag-ms", "10"], "--lag-ms must be at least 500"),
+        (&["verify", "--version", "3.9.2", "--layer", "core", "--scenarios", "MET"], "scenario MET needs the metrics layer: pass --layer metrics"),
+        (&["verify", "--version", "3.9.2", "--upstream", "--scenarios", "INIT,MET"], "scenario MET needs the metrics layer: upstream jars carry no layer"),
+        (&["verify", "--version", "3.9.2", "--layer", "gauges"], "invalid value 'gauges' for '--layer <L>'"),
     ];
     for (args, want) in cases {
         let ev = tempfile::tempdir().unwrap();
