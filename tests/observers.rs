@@ -1,4 +1,5 @@
-//! `okp observers` on a real patched cluster (3.9.2, ZooKeeper mode), started
+//! `okp observers` on real patched clusters (3.9.2 ZooKeeper mode, and 4.3.1
+//! KRaft for the controllers-first order), each started
 //! once by the hidden `okp dev-cluster` (okp verify's machinery) and driven
 //! over its stdin: status on a healthy cluster, dry-run, promote and demote
 //! end to end (also through the command transport), each pre-check refusing
@@ -14,6 +15,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
+
+/// One cluster at a time in this file: the two cluster tests would measure each other.
+static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 struct DevCluster {
     child: Child,
@@ -129,6 +133,7 @@ fn all_files_say(c: &DevCluster, want: &str) {
 
 #[test]
 fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster() {
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let t_all = Instant::now();
     let mut c = DevCluster::up("3.9.2", "zk", &["pair=1:4,min.insync.replicas=1"]);
     let nodes = c.nodes_file();
@@ -242,6 +247,51 @@ fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster
     assert!(err.contains("(300 records)"), "{err}");
     unchanged(&before, &c, "unclean-promotion refusal");
     eprintln!("whole test: {:.1} s", t_all.elapsed().as_secs_f64());
+}
+
+/// The KRaft order on a real 4.3.1 cluster (3 controllers, 4 brokers): promote
+/// writes the controllers' files first and, after the nodes' re-read interval,
+/// the brokers'; demote the other way round. Both end as the cluster shows.
+#[test]
+fn observers_promote_and_demote_in_kraft_order_on_a_real_4_3_1_cluster() {
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let t_all = Instant::now();
+    let mut c = DevCluster::up("4.3.1", "kraft", &[]);
+    let nodes = c.nodes_file();
+    let nodes = nodes.to_str().unwrap().to_string();
+    eprintln!("kraft cluster up in {:.1} s", t_all.elapsed().as_secs_f64());
+    assert!(c.send("produce obs 200").contains("acked=200"));
+    c.wait("obs", "caught up", |r| replica(r, 4)["lag"] == 0 && replica(r, 1)["log_end_offset"] == 200);
+    let s = c.status("obs");
+    assert_eq!(s["observers"]["source"], "observer.ids of 7 nodes (all agree)");
+    let leaders_before: Vec<Option<i64>> = ["obs", "rf3", "tx"].iter().map(|t| leader(c.status(t)["replicas"].as_array().unwrap())).collect();
+
+    // The order of the writes, as okp reports them (`okp: wrote controller 101 (…)`).
+    let wrote = |err: &str| -> Vec<String> { err.lines().filter_map(|l| l.strip_prefix("okp: wrote ")).map(|l| l.split(' ').next().unwrap().to_string()).collect() };
+
+    let t = Instant::now();
+    let o = c.okp(&["promote", "--broker", "4", "--nodes", &nodes, "--timeout", "90"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("KRaft controllers first, then brokers"), "{}", stdout(&o));
+    assert_eq!(wrote(&stderr(&o)), ["controller", "controller", "controller", "broker", "broker", "broker", "broker"], "{}", stderr(&o));
+    assert!(stderr(&o).contains("before writing the brokers"), "{}", stderr(&o));
+    assert!(stdout(&o).contains("broker 4 promoted: in the ISR of"), "{}", stdout(&o));
+    eprintln!("kraft promote: {:.1} s", t.elapsed().as_secs_f64());
+    all_files_say(&c, "");
+    assert!(in_isr(c.status("obs")["replicas"].as_array().unwrap(), 4));
+
+    let t = Instant::now();
+    let o = c.okp(&["demote", "--broker", "4", "--nodes", &nodes, "--timeout", "90"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("brokers first, then KRaft controllers"), "{}", stdout(&o));
+    assert_eq!(wrote(&stderr(&o)), ["broker", "broker", "broker", "broker", "controller", "controller", "controller"], "{}", stderr(&o));
+    assert!(stdout(&o).contains("broker 4 demoted: in no ISR"), "{}", stdout(&o));
+    eprintln!("kraft demote: {:.1} s", t.elapsed().as_secs_f64());
+    all_files_say(&c, "4\n");
+    let leaders_after: Vec<Option<i64>> = ["obs", "rf3", "tx"].iter().map(|t| leader(c.status(t)["replicas"].as_array().unwrap())).collect();
+    assert_eq!(leaders_before, leaders_after, "a promote and demote of a follower moved no leader");
+    assert!(!in_isr(c.status("obs")["replicas"].as_array().unwrap(), 4));
+    eprintln!("whole kraft test: {:.1} s", t_all.elapsed().as_secs_f64());
 }
 
 #[test]
