@@ -517,8 +517,19 @@ impl Cluster {
         self.produce_during(topic, tag, n, exclude, None)
     }
 
+    /// As `produce`, with a producer that is not idempotent: it never asks a broker for a
+    /// producer id, so it talks only to its bootstrap brokers and the leader (a frozen broker
+    /// still in the metadata cannot stall it).
+    pub fn produce_not_idempotent(&mut self, topic: &str, tag: &str, n: usize, exclude: &[i32]) -> Result<Produced> {
+        self.produce_with(topic, tag, n, exclude, None, &["enable.idempotence=false"])
+    }
+
     /// As `produce`, running `during` once the producer JVM has started (to kill a broker mid-stream).
     pub fn produce_during(&mut self, topic: &str, tag: &str, n: usize, exclude: &[i32], during: Option<&mut dyn FnMut(&mut Cluster)>) -> Result<Produced> {
+        self.produce_with(topic, tag, n, exclude, during, &[])
+    }
+
+    fn produce_with(&mut self, topic: &str, tag: &str, n: usize, exclude: &[i32], during: Option<&mut dyn FnMut(&mut Cluster)>, extra: &[&str]) -> Result<Produced> {
         let values: Vec<String> = (0..n).map(|i| format!("{tag}-{i:06}")).collect();
         let input = self.run_dir.join("tools").join(format!("input-{tag}.txt"));
         write(&input, &(values.join("\n") + "\n"))?;
@@ -539,6 +550,10 @@ impl Cluster {
             "--producer-property",
             "request.timeout.ms=10000",
         ]);
+        let mut a = a;
+        for p in extra {
+            a.extend(args(&["--producer-property", p]));
+        }
         let running = self.tools.spawn(Tool::Producer, &a, Some(&input))?;
         if let Some(f) = during {
             f(self);
