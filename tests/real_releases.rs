@@ -74,6 +74,7 @@ fn a_release_newer_than_the_matrix_is_checked_with_the_newest_anchors() {
     let src = release_tree("4.3.1");
     let t = copy_tree(&src, &[
         "core/src/main/scala/kafka/cluster/Partition.scala",
+        "core/src/main/scala/kafka/server/ReplicaManager.scala",
         "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java",
     ]);
     std::fs::write(t.path().join(".okp-source.json"), "{\"release\": \"4.3.2\"}\n").unwrap();
