@@ -731,14 +731,29 @@ fn free_port_block(requested: Option<u16>) -> Result<u16> {
         }
         return Ok(base);
     }
-    const FIRST: u16 = 29100;
-    const BLOCKS: u16 = 500;
-    let start = (std::process::id() % BLOCKS as u32) as u16;
-    for k in 0..BLOCKS {
-        let base = FIRST + 20 * ((start + k) % BLOCKS);
+    // Blocks stay below the kernel's ephemeral range: a port in it can be taken as the source
+    // port of any outgoing connection while its broker is down, and the restart then fails to
+    // bind (seen on 3.7.2: "Port already in use" for a broker's JMX port at 34286).
+    const FIRST: u16 = 20000;
+    let ephemeral_low = ephemeral_low();
+    let blocks = ephemeral_low.saturating_sub(FIRST) / 20;
+    if blocks == 0 {
+        return Err(Error::External(format!("no room for a port block below the ephemeral range (it starts at {ephemeral_low}); pass --base-port")));
+    }
+    let start = (std::process::id() % blocks as u32) as u16;
+    for k in 0..blocks {
+        let base = FIRST + 20 * ((start + k) % blocks);
         if free(base) {
             return Ok(base);
         }
     }
-    Err(Error::External("no block of 14 free ports on 127.0.0.1 between 29100 and 39100".into()))
+    Err(Error::External(format!("no block of 14 free ports on 127.0.0.1 between {FIRST} and {ephemeral_low} (below the ephemeral range)")))
+}
+
+/// The first port of the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), 32768 if unreadable.
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(32768)
 }
