@@ -1099,11 +1099,7 @@ fn verify_one(model: &Model, patches: Option<&Path>, args: VerifyArgs) -> Result
     };
     // With --jars the build record says which layers the jars carry.
     let layers = match &args.jars {
-        Some(dir) => {
-            let rec = std::fs::read_to_string(dir.join("okp-build.json")).ok().and_then(|t| serde_json::from_str::<crate::build::splice::BuildRecord>(&t).ok());
-            let built: Vec<Layer> = rec.map(|r| Layer::OPTIONAL.into_iter().filter(|l| r.layers.iter().any(|x| x == l.as_str())).collect()).unwrap_or_default();
-            Layers::with(&built)
-        }
+        Some(dir) => Layers::with(&crate::verify::read_build_record(dir).map(|r| r.layers).unwrap_or_default()),
         None => Layers::with(&args.layers),
     };
     let explicit = !args.scenarios.is_empty();

@@ -171,14 +171,16 @@ pub fn run(model: &Model, patches: Option<&Path>, opts: Options) -> Result<i32> 
 
 /// Patched jars: `--jars DIR` (a build's output), else a splice build cached
 /// per release, mode and patch-set hash (a changed patch set builds anew).
+/// The okp-build.json of an `okp build` output directory.
+pub(crate) fn read_build_record(dir: &Path) -> Result<BuildRecord> {
+    let p = dir.join("okp-build.json");
+    let text = std::fs::read_to_string(&p).map_err(|e| Error::io(format!("cannot read {} (is it an `okp build` output?)", p.display()), e))?;
+    serde_json::from_str(&text).map_err(|e| Error::Usage(format!("{}: not an okp build record: {e}", p.display())))
+}
+
 pub(crate) fn patched_jars(model: &Model, patches: Option<&Path>, maven: &Maven, opts: &Options) -> Result<BuildRecord> {
-    let read = |dir: &Path| -> Result<BuildRecord> {
-        let p = dir.join("okp-build.json");
-        let text = std::fs::read_to_string(&p).map_err(|e| Error::io(format!("cannot read {} (is it an `okp build` output?)", p.display()), e))?;
-        serde_json::from_str(&text).map_err(|e| Error::Usage(format!("{}: not an okp build record: {e}", p.display())))
-    };
     if let Some(dir) = &opts.jars {
-        let rec = read(dir)?;
+        let rec = read_build_record(dir)?;
         if rec.release != opts.release.version.to_string() || rec.mode != opts.mode.as_str() {
             return Err(Error::Usage(format!("{}: built for {} {}, not {} {}", dir.display(), rec.release, rec.mode, opts.release.version, opts.mode)));
         }
@@ -187,7 +189,7 @@ pub(crate) fn patched_jars(model: &Model, patches: Option<&Path>, maven: &Maven,
     let ps = PatchSet::load(patches, model)?;
     let hash = ps.effective(model, &opts.release, opts.release.version, opts.mode, &opts.layers).hash;
     let dir = maven.repo_local.join("okp-verify-jars").join(format!("{}-{}-{}", opts.release.version, opts.mode, &hash[..16]));
-    if let Ok(rec) = read(&dir) {
+    if let Ok(rec) = read_build_record(&dir) {
         if rec.patch_set_hash == hash && rec.jars.iter().all(|j| j.path.is_file()) {
             eprintln!("okp: verify: patched jars from the cache {}", dir.display());
             return Ok(rec);

@@ -15,7 +15,7 @@ use super::jar::{self, SourceKey, SpliceReport};
 use crate::apply;
 use crate::error::{Error, Result};
 use crate::maven::Maven;
-use crate::model::{Coordinate, Layers, Mode, Model, Release};
+use crate::model::{Coordinate, Layer, Layers, Mode, Model, Release};
 use crate::patchset::PatchSet;
 use crate::source::ReleaseTree;
 use crate::tx::sha256;
@@ -48,8 +48,8 @@ pub struct BuildRecord {
     pub family: String,
     pub patch_set_hash: String,
     /// The layers built in (`core`, `metrics`); records written before layers existed hold core only.
-    #[serde(default = "core_only")]
-    pub layers: Vec<String>,
+    #[serde(default = "crate::model::anchors::core_only")]
+    pub layers: Vec<Layer>,
     pub backend: String,
     pub compilers: BTreeMap<String, String>,
     /// Repository paths recompiled (our new files and the edited upstream files).
@@ -57,10 +57,6 @@ pub struct BuildRecord {
     pub jars: Vec<JarResult>,
     #[serde(default)]
     pub seconds: BTreeMap<String, f64>,
-}
-
-fn core_only() -> Vec<String> {
-    vec!["core".into()]
 }
 
 /// Why a splice build did not produce jars: the compiler's own words.
@@ -308,7 +304,7 @@ pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Re
         mode: mode.to_string(),
         family: eff.family.clone(),
         patch_set_hash: eff.hash.clone(),
-        layers: eff.layers.iter().map(|l| l.to_string()).collect(),
+        layers: eff.layers.iter().collect(),
         backend: "splice".into(),
         compilers,
         sources: plan.changes.iter().map(|c| c.path.clone()).collect(),

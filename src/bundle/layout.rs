@@ -58,7 +58,7 @@ pub struct Inputs {
     pub family: String,
     pub patch_set_hash: String,
     /// The layers the jars carry (`core` first).
-    pub layers: Vec<String>,
+    pub layers: Vec<crate::model::Layer>,
     pub build: Build,
     pub sources: BTreeMap<String, Artifact>,
     pub jars: Vec<JarInput>,
@@ -117,7 +117,7 @@ pub fn files(i: &Inputs) -> Vec<File> {
         text("OBSERVERS.md", MODE_FILE, OBSERVERS_MD.to_string()),
         File { path: "LICENSE".into(), mode: MODE_FILE, bytes: i.license.clone() },
     ];
-    if i.layers.iter().any(|l| l == "metrics") {
+    if i.layers.contains(&crate::model::Layer::Metrics) {
         files.push(text("OBSERVER-METRICS.md", MODE_FILE, OBSERVER_METRICS_MD.to_string()));
     }
     files.extend(i.jars.iter().map(|j| File { path: format!("libs/{}", j.file_name), mode: MODE_FILE, bytes: j.bytes.clone() }));
@@ -174,7 +174,7 @@ mod tests {
             id: Identity { release: "3.9.2".parse().unwrap(), mode: Mode::Kraft, target: Target::LinuxAarch64 },
             family: "f3.7".into(),
             patch_set_hash: "b".repeat(64),
-            layers: vec!["core".into()],
+            layers: crate::model::anchors::core_only(),
             build: Build { backend: "splice".into(), compilers: BTreeMap::new(), recompiled_sources: vec!["core/src/main/scala/kafka/cluster/Partition.scala".into()] },
             sources: BTreeMap::new(),
             jars: vec![JarInput {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::archive;
 use super::target::{NativeLib, Target};
-use crate::model::Mode;
+use crate::model::{Layer, Mode};
 use crate::version::KafkaVersion;
 
 pub const SCHEMA: &str = "okp-bundle/1";
@@ -50,8 +50,8 @@ pub struct Manifest {
     pub family: String,
     pub patch_set_hash: String,
     /// The layers of the patch set the jars carry (`core`, `metrics`); absent in bundles made before layers existed (core).
-    #[serde(default = "core_only", skip_serializing_if = "is_core_only")]
-    pub layers: Vec<String>,
+    #[serde(default = "crate::model::anchors::core_only", skip_serializing_if = "is_core_only")]
+    pub layers: Vec<Layer>,
     /// True when nothing in the bundle is native code (the jars are JVM bytecode).
     pub architecture_independent: bool,
     /// Native libraries found (each checked to be an ELF object for `target`).
@@ -118,12 +118,8 @@ pub fn is_sha256(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-fn core_only() -> Vec<String> {
-    vec!["core".into()]
-}
-
-fn is_core_only(l: &[String]) -> bool {
-    l == ["core"]
+fn is_core_only(l: &[Layer]) -> bool {
+    l == [Layer::Core]
 }
 
 impl Manifest {
@@ -156,8 +152,8 @@ impl Manifest {
         if !is_sha256(&self.patch_set_hash) {
             p.push("patch_set_hash is not a sha256".into());
         }
-        if !self.layers.iter().any(|l| l == "core") || self.layers.iter().any(|l| !crate::model::Layer::ALL.iter().any(|x| x.as_str() == l)) {
-            p.push(format!("layers {:?}: must hold core, and only known layers", self.layers));
+        if !self.layers.contains(&Layer::Core) {
+            p.push(format!("layers {:?}: must hold core", self.layers));
         }
         if self.architecture_independent != self.native_libraries.is_empty() {
             p.push("architecture_independent contradicts native_libraries".into());
@@ -232,7 +228,7 @@ mod tests {
             target: "linux-x86_64".into(),
             family: "f3.7".into(),
             patch_set_hash: h.clone(),
-            layers: core_only(),
+            layers: crate::model::anchors::core_only(),
             architecture_independent: true,
             native_libraries: vec![],
             upstream: Upstream { project: "Apache Kafka".into(), sources: BTreeMap::new() },

@@ -375,7 +375,7 @@ impl Cluster {
             return Err(Error::External(format!(
                 "JmxTool on broker {id} read nothing (rc {}): {}",
                 out.rc,
-                out.stderr.lines().chain(out.stdout.lines()).filter(|l| !l.trim().is_empty()).next_back().unwrap_or("")
+                out.stderr.lines().chain(out.stdout.lines()).rfind(|l| !l.trim().is_empty()).unwrap_or("")
             )));
         }
         Ok(read)

@@ -59,6 +59,12 @@ impl Layer {
     }
 }
 
+/// The layers a record (okp-build.json, a bundle manifest) written before
+/// layers existed carries: core only.
+pub fn core_only() -> Vec<Layer> {
+    vec![Layer::Core]
+}
+
 impl std::fmt::Display for Layer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
