@@ -382,10 +382,26 @@ impl Cluster {
     }
 
     /// The state of partition 0 of `topic`, asked of the live brokers.
+    ///
+    /// A describe that the cluster answers with an error (rc != 0, not a
+    /// timeout) is asked again, up to three times a second apart: the tool's
+    /// DescribeConfigs goes to any broker, and a broker that has just been
+    /// thawed answers it with UnknownServerException while it re-registers
+    /// with ZooKeeper (seen in CI on 3.9.2 zk, right after LAT's SIGCONT).
+    /// Every attempt is journaled.
     pub fn describe(&mut self, topic: &str) -> Result<Option<PartitionState>> {
         let boot = self.bootstrap(&[]);
-        let out = self.tool(Tool::Topics, &args(&["--bootstrap-server", &boot, "--describe", "--topic", topic]), None, Duration::from_secs(30))?;
-        Ok(tools::parse_describe(&out.stdout, topic, 0))
+        let a = args(&["--bootstrap-server", &boot, "--describe", "--topic", topic]);
+        let mut attempt = 1;
+        loop {
+            let out = self.tool(Tool::Topics, &a, None, Duration::from_secs(30))?;
+            if out.ok() || out.timed_out || attempt == 3 {
+                return Ok(tools::parse_describe(&out.stdout, topic, 0));
+            }
+            self.journal.note(&format!("describe of {topic} failed (rc {}, attempt {attempt} of 3): asking again in 1 s", out.rc));
+            std::thread::sleep(Duration::from_secs(1));
+            attempt += 1;
+        }
     }
 
     /// Partition 0 of `topic` as the first live broker's metadata cache has it
