@@ -109,7 +109,7 @@ impl Drop for DevCluster {
     }
 }
 
-fn replica<'a>(rows: &'a [serde_json::Value], id: i64) -> &'a serde_json::Value {
+fn replica(rows: &[serde_json::Value], id: i64) -> &serde_json::Value {
     rows.iter().find(|r| r["replica"] == id).unwrap()
 }
 

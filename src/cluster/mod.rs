@@ -455,7 +455,7 @@ impl Cluster {
                 }
             }
             // Confirm with the tool when the probe says yes (or cannot answer).
-            if probed.as_ref().is_none_or(|s| pred(s)) {
+            if probed.as_ref().is_none_or(&mut pred) {
                 if let Some(s) = self.describe(topic)? {
                     each(&s);
                     if pred(&s) {

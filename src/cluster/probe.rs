@@ -367,10 +367,10 @@ mod tests {
         b.extend_from_slice(&0i32.to_be_bytes());
         b.extend_from_slice(&(-1i32).to_be_bytes());
         b.extend_from_slice(&7i32.to_be_bytes());
-        for ids in [&[1, 2, 3, 4][..], &[][..], &[1, 2, 3][..]] {
+        for ids in [&[1i32, 2, 3, 4][..], &[][..], &[1, 2, 3][..]] {
             b.extend_from_slice(&(ids.len() as i32).to_be_bytes());
             for i in ids {
-                b.extend_from_slice(&(*i as i32).to_be_bytes());
+                b.extend_from_slice(&i.to_be_bytes());
             }
         }
         let mut r = Reader::new(&b);

@@ -322,7 +322,7 @@ pub fn parse_perf(stdout: &str) -> Option<PerfSummary> {
     let line = stdout.lines().rev().find(|l| l.contains("records sent") && l.contains("50th"))?;
     let num_before = |tag: &str| -> Option<f64> {
         let at = line.find(tag)?;
-        line[..at].trim_end().rsplit(|c: char| c == ' ' || c == ',').find(|s| !s.is_empty())?.parse().ok()
+        line[..at].trim_end().rsplit([' ', ',']).find(|s| !s.is_empty())?.parse().ok()
     };
     let records = line.split_whitespace().next()?.parse().ok()?;
     Some(PerfSummary {

@@ -219,5 +219,5 @@ pub fn s8_controller_failover(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 
 fn last_line(stdout: &str, stderr: &str) -> String {
     let text = format!("{stdout}\n{stderr}");
-    text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('\t') && !l.trim_start().starts_with("at ")).last().unwrap_or("").chars().take(200).collect()
+    text.lines().rfind(|l| !l.trim().is_empty() && !l.starts_with('\t') && !l.trim_start().starts_with("at ")).unwrap_or("").chars().take(200).collect()
 }
