@@ -390,15 +390,33 @@ impl Cluster {
     /// with ZooKeeper (seen in CI on 3.9.2 zk, right after LAT's SIGCONT).
     /// Every attempt is journaled.
     pub fn describe(&mut self, topic: &str) -> Result<Option<PartitionState>> {
+        let out = self.describe_output(Some(topic))?;
+        Ok(tools::parse_describe(&out.stdout, topic, 0))
+    }
+
+    /// Every partition of every topic, internal ones included: (topic, partition, state).
+    pub fn describe_all(&mut self) -> Result<Vec<(String, u32, PartitionState)>> {
+        let out = self.describe_output(None)?;
+        if !out.ok() {
+            return Err(Error::External(format!("describe of every topic failed (rc {})", out.rc)));
+        }
+        Ok(tools::parse_describe_all(&out.stdout))
+    }
+
+    fn describe_output(&mut self, topic: Option<&str>) -> Result<Output> {
         let boot = self.bootstrap(&[]);
-        let a = args(&["--bootstrap-server", &boot, "--describe", "--topic", topic]);
+        let mut a = args(&["--bootstrap-server", &boot, "--describe"]);
+        if let Some(t) = topic {
+            a.extend(args(&["--topic", t]));
+        }
+        let what = topic.unwrap_or("every topic");
         let mut attempt = 1;
         loop {
             let out = self.tool(Tool::Topics, &a, None, Duration::from_secs(30))?;
             if out.ok() || out.timed_out || attempt == 3 {
-                return Ok(tools::parse_describe(&out.stdout, topic, 0));
+                return Ok(out);
             }
-            self.journal.note(&format!("describe of {topic} failed (rc {}, attempt {attempt} of 3): asking again in 1 s", out.rc));
+            self.journal.note(&format!("describe of {what} failed (rc {}, attempt {attempt} of 3): asking again in 1 s", out.rc));
             std::thread::sleep(Duration::from_secs(1));
             attempt += 1;
         }

@@ -229,27 +229,34 @@ fn ids(v: &str) -> Vec<i32> {
     v.split(',').filter_map(|s| s.trim().parse().ok()).collect()
 }
 
-/// Partition `p` of `topic` from describe output. Fields are read as
-/// `Key: value` pairs, never by column: 3.9 and 4.x add Elr columns.
+/// Partition `p` of `topic` from describe output.
 pub fn parse_describe(stdout: &str, topic: &str, p: u32) -> Option<PartitionState> {
+    parse_describe_all(stdout).into_iter().find(|(t, q, _)| t == topic && *q == p).map(|(_, _, s)| s)
+}
+
+/// Every partition line of describe output, in order: (topic, partition, state).
+/// Fields are read as `Key: value` pairs, never by column: 3.9 and 4.x add Elr columns.
+pub fn parse_describe_all(stdout: &str) -> Vec<(String, u32, PartitionState)> {
+    let mut found = Vec::new();
     for line in stdout.lines() {
         let fields: BTreeMap<String, String> = line
             .split('\t')
             .filter_map(|f| f.split_once(':'))
             .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
             .collect();
-        if fields.get("Topic").map(String::as_str) != Some(topic) || fields.get("Partition").and_then(|x| x.parse::<u32>().ok()) != Some(p) {
+        let (Some(topic), Some(p)) = (fields.get("Topic"), fields.get("Partition").and_then(|x| x.parse::<u32>().ok())) else {
             continue;
-        }
+        };
         let leader = fields.get("Leader").and_then(|l| l.parse::<i32>().ok()).filter(|l| *l >= 0);
-        return Some(PartitionState {
+        let state = PartitionState {
             leader,
             replicas: fields.get("Replicas").map(|v| ids(v)).unwrap_or_default(),
             isr: fields.get("Isr").map(|v| ids(v)).unwrap_or_default(),
             elr: fields.get("Elr").map(|v| ids(v)).unwrap_or_default(),
-        });
+        };
+        found.push((topic.clone(), p, state));
     }
-    None
+    found
 }
 
 /// The `offset` of `topic:p:offset` lines (GetOffsetShell).
@@ -350,6 +357,15 @@ mod tests {
         assert!(parse_describe(new, "other", 0).is_none());
         let minus = "\tTopic: t\tPartition: 0\tLeader: -1\tReplicas: 4\tIsr: 4\n";
         assert_eq!(parse_describe(minus, "t", 0).unwrap().leader, None);
+    }
+
+    #[test]
+    fn describe_of_every_topic() {
+        let out = "Topic: __consumer_offsets\tTopicId: x\tPartitionCount: 2\tReplicationFactor: 3\tConfigs: \n\tTopic: __consumer_offsets\tPartition: 0\tLeader: 2\tReplicas: 2,3,4\tIsr: 2,3\n\tTopic: __consumer_offsets\tPartition: 1\tLeader: 3\tReplicas: 3,4,1\tIsr: 3,1\nTopic: obs\tPartitionCount: 1\n\tTopic: obs\tPartition: 0\tLeader: 1\tReplicas: 1,2,3,4\tIsr: 1,2,3\n";
+        let all = parse_describe_all(out);
+        let keys: Vec<(&str, u32, Option<i32>)> = all.iter().map(|(t, p, s)| (t.as_str(), *p, s.leader)).collect();
+        assert_eq!(keys, vec![("__consumer_offsets", 0, Some(2)), ("__consumer_offsets", 1, Some(3)), ("obs", 0, Some(1))]);
+        assert_eq!(parse_describe(out, "__consumer_offsets", 1).unwrap().replicas, vec![3, 4, 1]);
     }
 
     #[test]

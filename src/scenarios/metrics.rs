@@ -2,7 +2,9 @@
 //! from the leader of a fresh topic `met` (replicas 1, 2, 3 and observer 4),
 //! in steady state, with the observer lagging (frozen), during the demotion of
 //! a follower, and with an observer stuck in the ISR (a leader demoted by
-//! editing the files, which `okp observers demote` refuses to do).
+//! editing the files, which `okp observers demote` refuses to do). In steady
+//! state it also reads every broker and holds each one's totals against the
+//! partitions it leads, across every topic of the cluster.
 //!
 //! Every expected value is exact and derived from the cluster, never from the
 //! gauges themselves: the lag must equal the leader's end offset moved while
@@ -13,7 +15,8 @@ use std::time::Duration;
 
 use super::{Ctx, Outcome};
 use crate::cluster::tools::gauge;
-use crate::cluster::OBSERVER;
+use crate::cluster::tools::PartitionState;
+use crate::cluster::{BROKERS, OBSERVER};
 use crate::error::{Error, Result};
 
 const TOPIC: &str = "met";
@@ -81,6 +84,70 @@ fn get(g: &Gauges, k: &str) -> i64 {
     g.get(k).copied().unwrap_or(-1)
 }
 
+/// Every partition of every topic (internal ones too) as describe prints it.
+type Partitions = Vec<(String, u32, PartitionState)>;
+
+/// Steady state across the cluster: no partition has the observer in its ISR,
+/// and each broker's totals equal what the assignment says of the partitions it
+/// leads (a broker counts the observer replicas of the partitions it leads,
+/// as Kafka's UnderReplicatedPartitions counts only led partitions). The
+/// gauges are read between two describes of every topic; if a leader moved in
+/// between (a preferred election, say), the reads are made again, at most
+/// three times.
+fn cluster_wide(x: &mut Ctx, o: &mut Outcome, settle: Duration) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    let mut all = x.c.describe_all()?;
+    while all.iter().any(|(_, _, s)| s.in_isr(OBSERVER)) && t0.elapsed() < settle {
+        std::thread::sleep(Duration::from_secs(1));
+        all = x.c.describe_all()?;
+    }
+    let held: Vec<String> = all.iter().filter(|(_, _, s)| s.in_isr(OBSERVER)).map(|(t, p, s)| format!("{t}-{p} {}", s.show())).collect();
+    o.check(
+        &format!("cluster: observer {OBSERVER} is in the ISR of no partition of any topic"),
+        held.is_empty() && !all.is_empty(),
+        if held.is_empty() { format!("{} partitions, after {:.1} s", all.len(), t0.elapsed().as_secs_f64()) } else { held.join("; ") },
+    );
+    let leaders = |d: &Partitions| d.iter().map(|(t, p, s)| (t.clone(), *p, s.leader)).collect::<Vec<_>>();
+    let mut attempt = 1;
+    let (views, all) = loop {
+        let before = x.c.describe_all()?;
+        let mut views = BTreeMap::new();
+        for id in BROKERS {
+            views.insert(id, read(x, o, id, "cluster")?);
+        }
+        let after = x.c.describe_all()?;
+        if leaders(&before) == leaders(&after) || attempt == 3 {
+            break (views, after);
+        }
+        x.c.journal.note(&format!("a leader moved while the gauges were read (attempt {attempt} of 3): reading them again"));
+        attempt += 1;
+    };
+    let mut total = 0;
+    for (id, g) in &views {
+        let led = all.iter().filter(|(_, _, s)| s.leader == Some(*id) && *id != OBSERVER && s.replicas.contains(&OBSERVER)).count() as i64;
+        total += led;
+        let mut want = vec![
+            ("broker.ObserverSetSize", 1),
+            ("broker.ObserverReplicas", led),
+            ("broker.CaughtUpObservers", led),
+            ("broker.ObserversInIsr", 0),
+            ("broker.ObserverMaxLag", 0),
+        ];
+        if *id != LEADER {
+            want.push(("partition.ObserverReplicas", 0));
+        }
+        expect(o, &format!("cluster, broker {id}: set size 1; it leads {led} partition(s) with an observer replica, all caught up, none in an ISR"), g, &want);
+    }
+    let assigned = all.iter().filter(|(_, _, s)| s.replicas.contains(&OBSERVER)).count();
+    o.fact("cluster_observer_replicas", serde_json::json!({"assigned": assigned, "counted_by_leaders": total, "partitions": all.len()}));
+    o.check(
+        "cluster: the brokers' ObserverReplicas add up to every observer replica of the assignment",
+        total == assigned as i64,
+        format!("sum {total}, assignment {assigned} (of {} partitions)", all.len()),
+    );
+    Ok(())
+}
+
 pub fn met(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let all = x.c.kafka_nodes();
     let audit_before: std::collections::BTreeSet<String> = x.c.grep_logs(&["OBSERVER AUDIT"]).into_iter().collect();
@@ -119,6 +186,9 @@ pub fn met(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
         ("partition.ObserverReplicas", 0),
         ("partition.ObserverLag", 0),
     ]);
+
+    // 1b. The whole cluster: every broker's own view, against every partition's assignment.
+    cluster_wide(x, o, settle)?;
 
     // 2. A lagging observer: frozen while the leader takes writes.
     let before = x.c.end_offset(TOPIC, &[OBSERVER])?.ok_or_else(|| Error::External("no end offset for met".into()))?;
