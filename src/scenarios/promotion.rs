@@ -42,8 +42,9 @@ pub fn s5_lagging_promotion(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    let confirmed = x.state("lag")?;
-    o.check("describe confirms 4 in the ISR of lag", confirmed.in_isr(OBSERVER), confirmed.show());
+    // The probe asked one broker; the release's describe may ask another whose metadata is a
+    // moment behind (CI, 4.3.1 kraft: the describe 0.7 s after the probe still had ISR 1,2,3).
+    x.wait(o, "lag", Duration::from_secs(10), "describe confirms 4 in the ISR of lag", "confirm_seconds", |s| s.in_isr(OBSERVER))?;
     let regressions: Vec<String> = hw.windows(2).filter(|w| w[1].1 < w[0].1).map(|w| format!("{} → {} at +{}s", w[0].1, w[1].1, w[1].0)).collect();
     o.fact("hw_samples", &hw);
     o.fact("restart_to_isr_seconds", joined.map(round));
