@@ -169,8 +169,6 @@ pub fn run(model: &Model, patches: Option<&Path>, opts: Options) -> Result<i32> 
     Ok(if verdict.ok() { EXIT_OK } else { EXIT_DRIFT })
 }
 
-/// Patched jars: `--jars DIR` (a build's output), else a splice build cached
-/// per release, mode and patch-set hash (a changed patch set builds anew).
 /// The okp-build.json of an `okp build` output directory.
 pub(crate) fn read_build_record(dir: &Path) -> Result<BuildRecord> {
     let p = dir.join("okp-build.json");
@@ -178,6 +176,8 @@ pub(crate) fn read_build_record(dir: &Path) -> Result<BuildRecord> {
     serde_json::from_str(&text).map_err(|e| Error::Usage(format!("{}: not an okp build record: {e}", p.display())))
 }
 
+/// Patched jars: `--jars DIR` (a build's output), else a splice build cached
+/// per release, mode and patch-set hash (a changed patch set builds anew).
 pub(crate) fn patched_jars(model: &Model, patches: Option<&Path>, maven: &Maven, opts: &Options) -> Result<BuildRecord> {
     if let Some(dir) = &opts.jars {
         let rec = read_build_record(dir)?;

@@ -568,7 +568,7 @@ impl Cluster {
         let input = self.run_dir.join("tools").join(format!("input-{tag}.txt"));
         write(&input, &(values.join("\n") + "\n"))?;
         let boot = self.bootstrap(exclude);
-        let a = args(&[
+        let mut a = args(&[
             "--bootstrap-server",
             &boot,
             "--topic",
@@ -584,7 +584,6 @@ impl Cluster {
             "--producer-property",
             "request.timeout.ms=10000",
         ]);
-        let mut a = a;
         for p in extra {
             a.extend(args(&["--producer-property", p]));
         }

@@ -108,9 +108,10 @@ fn cluster_wide(x: &mut Ctx, o: &mut Outcome, settle: Duration) -> Result<()> {
         if held.is_empty() { format!("{} partitions, after {:.1} s", all.len(), t0.elapsed().as_secs_f64()) } else { held.join("; ") },
     );
     let leaders = |d: &Partitions| d.iter().map(|(t, p, s)| (t.clone(), *p, s.leader)).collect::<Vec<_>>();
+    // The last describe above is the first read's "before"; each "after" is the next one's.
+    let mut before = all;
     let mut attempt = 1;
     let (views, all) = loop {
-        let before = x.c.describe_all()?;
         let mut views = BTreeMap::new();
         for id in BROKERS {
             views.insert(id, read(x, o, id, "cluster")?);
@@ -120,6 +121,7 @@ fn cluster_wide(x: &mut Ctx, o: &mut Outcome, settle: Duration) -> Result<()> {
             break (views, after);
         }
         x.c.journal.note(&format!("a leader moved while the gauges were read (attempt {attempt} of 3): reading them again"));
+        before = after;
         attempt += 1;
     };
     let mut total = 0;
