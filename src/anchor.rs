@@ -46,7 +46,14 @@ pub fn enclosing<'a>(lines: &[&'a str], at: usize) -> Vec<(usize, &'a str)> {
     for i in (0..at).rev() {
         let l = lines[i];
         let t = l.trim();
-        if t.is_empty() || t.starts_with("//") || t.starts_with('*') || t.starts_with("/*") || t.starts_with('}') || t.starts_with(')') || t.starts_with('@') {
+        if t.is_empty()
+            || t.starts_with("//")
+            || t.starts_with('*')
+            || t.starts_with("/*")
+            || t.starts_with('}')
+            || t.starts_with(')')
+            || t.starts_with('@')
+        {
             continue;
         }
         let d = indent(l);
@@ -73,9 +80,22 @@ pub fn check_enclosing<'a>(lines: &[&'a str], at: usize, needle: &str) -> Result
 
 fn looks_like_definition(l: &str) -> bool {
     let t = l.trim_start();
-    ["def ", "private def ", "override def ", "class ", "object ", "trait ", "public ", "private ", "protected ", "static ", "final ", "interface "]
-        .iter()
-        .any(|k| t.starts_with(k))
+    [
+        "def ",
+        "private def ",
+        "override def ",
+        "class ",
+        "object ",
+        "trait ",
+        "public ",
+        "private ",
+        "protected ",
+        "static ",
+        "final ",
+        "interface ",
+    ]
+    .iter()
+    .any(|k| t.starts_with(k))
         || (t.contains('(') && t.trim_end().ends_with('{'))
 }
 
@@ -91,8 +111,24 @@ pub enum ScopeKind {
 
 /// Words that open a statement, not a definition, although the line may look
 /// like `word(...) {`.
-const STATEMENT_WORDS: [&str; 16] =
-    ["if", "for", "while", "switch", "catch", "return", "new", "else", "try", "do", "synchronized", "throw", "case", "val", "var", "match"];
+const STATEMENT_WORDS: [&str; 16] = [
+    "if",
+    "for",
+    "while",
+    "switch",
+    "catch",
+    "return",
+    "new",
+    "else",
+    "try",
+    "do",
+    "synchronized",
+    "throw",
+    "case",
+    "val",
+    "var",
+    "match",
+];
 
 /// Whether a line is the header of a method or type, and its name: `def
 /// getOutOfSyncReplicas(` is (Method, "getOutOfSyncReplicas"), `class
@@ -100,13 +136,27 @@ const STATEMENT_WORDS: [&str; 16] =
 /// Stricter than `looks_like_definition`: statements with a block never count.
 pub fn definition(line: &str) -> Option<(ScopeKind, String)> {
     let mut t = line.trim_start();
-    let modifiers = ["public ", "private ", "protected ", "static ", "final ", "override ", "abstract ", "synchronized ", "implicit ", "lazy ", "sealed ", "default "];
+    let modifiers = [
+        "public ",
+        "private ",
+        "protected ",
+        "static ",
+        "final ",
+        "override ",
+        "abstract ",
+        "synchronized ",
+        "implicit ",
+        "lazy ",
+        "sealed ",
+        "default ",
+    ];
     loop {
         if let Some(m) = modifiers.iter().find(|m| t.starts_with(**m)) {
             t = t[m.len()..].trim_start();
         } else if t.starts_with("private[") || t.starts_with("protected[") {
             t = t.split_once(']').map_or("", |(_, r)| r).trim_start();
-        } else if let Some(r) = t.strip_prefix("case ").filter(|r| r.starts_with("class ") || r.starts_with("object ")) {
+        } else if let Some(r) = t.strip_prefix("case ").filter(|r| r.starts_with("class ") || r.starts_with("object "))
+        {
             t = r;
         } else {
             break;
@@ -116,7 +166,15 @@ pub fn definition(line: &str) -> Option<(ScopeKind, String)> {
         let n: String = s.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$').collect();
         (!n.is_empty()).then_some(n)
     };
-    for (kw, kind) in [("def ", ScopeKind::Method), ("class ", ScopeKind::Type), ("object ", ScopeKind::Type), ("trait ", ScopeKind::Type), ("interface ", ScopeKind::Type), ("enum ", ScopeKind::Type), ("record ", ScopeKind::Type)] {
+    for (kw, kind) in [
+        ("def ", ScopeKind::Method),
+        ("class ", ScopeKind::Type),
+        ("object ", ScopeKind::Type),
+        ("trait ", ScopeKind::Type),
+        ("interface ", ScopeKind::Type),
+        ("enum ", ScopeKind::Type),
+        ("record ", ScopeKind::Type),
+    ] {
         if let Some(rest) = t.strip_prefix(kw) {
             return ident(rest.trim_start()).map(|n| (kind, n));
         }
@@ -188,7 +246,9 @@ pub fn candidates(lines: &[&str], pattern: &Pattern, limit: usize, min_score: f6
     let want = match pattern {
         Pattern::Lines(l) => l.clone(),
         // Compare against the regex's literal text with escapes dropped: crude, but regex anchors are rare.
-        Pattern::Regex { regex, .. } => vec![regex.as_str().trim_start_matches("^(?:").trim_end_matches(")$").replace('\\', "")],
+        Pattern::Regex { regex, .. } => {
+            vec![regex.as_str().trim_start_matches("^(?:").trim_end_matches(")$").replace('\\', "")]
+        }
     };
     let k = want.len();
     if k == 0 || lines.len() < k {
@@ -255,12 +315,27 @@ mod tests {
 
     #[test]
     fn definitions_are_methods_and_types_not_statements() {
-        assert_eq!(definition("  private def canAddReplicaToIsr(followerReplicaId: Int): Boolean = {"), Some((ScopeKind::Method, "canAddReplicaToIsr".into())));
+        assert_eq!(
+            definition("  private def canAddReplicaToIsr(followerReplicaId: Int): Boolean = {"),
+            Some((ScopeKind::Method, "canAddReplicaToIsr".into()))
+        );
         assert_eq!(definition("        public boolean test(int brokerId) {"), Some((ScopeKind::Method, "test".into())));
-        assert_eq!(definition("    static class LeaderAcceptor implements IntPredicate {"), Some((ScopeKind::Type, "LeaderAcceptor".into())));
-        assert_eq!(definition("class Partition(val topicPartition: TopicPartition,"), Some((ScopeKind::Type, "Partition".into())));
+        assert_eq!(
+            definition("    static class LeaderAcceptor implements IntPredicate {"),
+            Some((ScopeKind::Type, "LeaderAcceptor".into()))
+        );
+        assert_eq!(
+            definition("class Partition(val topicPartition: TopicPartition,"),
+            Some((ScopeKind::Type, "Partition".into()))
+        );
         assert_eq!(definition("private[cluster] case class X(a: Int)"), Some((ScopeKind::Type, "X".into())));
-        for statement in ["    if (!current.isInflight) {", "        for (BrokerState b : brokerStates) {", "    val x = foo(1) {", "      this.lock(x) {", "    return build(a) {"] {
+        for statement in [
+            "    if (!current.isInflight) {",
+            "        for (BrokerState b : brokerStates) {",
+            "    val x = foo(1) {",
+            "      this.lock(x) {",
+            "    return build(a) {",
+        ] {
             assert_eq!(definition(statement), None, "{statement}");
         }
     }

@@ -29,7 +29,10 @@ impl Plan {
             .map(|c| {
                 let old = String::from_utf8_lossy(c.before.as_deref().unwrap_or_default()).into_owned();
                 let new = String::from_utf8_lossy(&c.after).into_owned();
-                similar::TextDiff::from_lines(&old, &new).iter_all_changes().filter(|x| x.tag() == similar::ChangeTag::Insert).count()
+                similar::TextDiff::from_lines(&old, &new)
+                    .iter_all_changes()
+                    .filter(|x| x.tag() == similar::ChangeTag::Insert)
+                    .count()
             })
             .sum()
     }
@@ -43,7 +46,8 @@ pub fn plan(eff: &Effective, tree: &dyn SourceTree) -> Result<Plan> {
     files.sort();
     files.dedup();
     for file in files {
-        let before = tree.read(file)?.ok_or_else(|| Error::Source(format!("{file} does not exist in {}", tree.describe())))?;
+        let before =
+            tree.read(file)?.ok_or_else(|| Error::Source(format!("{file} does not exist in {}", tree.describe())))?;
         let text = String::from_utf8(before.clone()).map_err(|_| Error::Source(format!("{file} is not UTF-8 text")))?;
         let mut lines: Vec<String> = text.split_inclusive('\n').map(str::to_string).collect();
         let bare: Vec<&str> = anchor::lines(&text);
@@ -52,7 +56,11 @@ pub fn plan(eff: &Effective, tree: &dyn SourceTree) -> Result<Plan> {
         for (edit, a) in eff.edits.iter().filter(|(_, a)| a.file == file) {
             let found = anchor::find(&bare, &a.pattern);
             if found.len() != 1 {
-                return Err(Error::Source(format!("{file}: anchor `{}` matches {} times; run okp check-anchors", a.id, found.len())));
+                return Err(Error::Source(format!(
+                    "{file}: anchor `{}` matches {} times; run okp check-anchors",
+                    a.id,
+                    found.len()
+                )));
             }
             let len = match &a.pattern {
                 crate::model::Pattern::Lines(l) => l.len(),

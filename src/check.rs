@@ -122,7 +122,8 @@ pub fn check_tree(
     for f in files {
         texts.insert(f, tree.read(f)?.map(|b| String::from_utf8_lossy(&b).into_owned()));
     }
-    let split: BTreeMap<&str, Option<Vec<&str>>> = texts.iter().map(|(f, t)| (*f, t.as_deref().map(anchor::lines))).collect();
+    let split: BTreeMap<&str, Option<Vec<&str>>> =
+        texts.iter().map(|(f, t)| (*f, t.as_deref().map(anchor::lines))).collect();
 
     let mut out = Vec::new();
     for (mode, list) in per_mode {

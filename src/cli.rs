@@ -304,9 +304,13 @@ impl NodeFiles {
         }
         let transport = match (self.transport, &self.read_cmd, &self.write_cmd) {
             (TransportKind::Local, None, None) => Transport::Local,
-            (TransportKind::Local, _, _) => return Err(Error::Usage("--read-cmd and --write-cmd need --transport command".into())),
+            (TransportKind::Local, _, _) => {
+                return Err(Error::Usage("--read-cmd and --write-cmd need --transport command".into()))
+            }
             (TransportKind::Command, Some(r), Some(w)) => Transport::Command { read: r.clone(), write: w.clone() },
-            (TransportKind::Command, _, _) => return Err(Error::Usage("--transport command needs both --read-cmd and --write-cmd".into())),
+            (TransportKind::Command, _, _) => {
+                return Err(Error::Usage("--transport command needs both --read-cmd and --write-cmd".into()))
+            }
         };
         Ok((nodes, transport))
     }
@@ -569,9 +573,14 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Diff(args) => diff(model, cli.versions.as_deref(), cli.anchors.as_deref(), args),
         Command::Build(args) => build(&model, cli.patches.as_deref(), args),
         Command::Verify(args) => verify(&model, cli.patches.as_deref(), args),
-        Command::Show { version, mode, format, layers } => {
-            patch::show(&model, cli.patches.as_deref(), version, mode, &Layers::with(&layers), format == ListFormat::Json)
-        }
+        Command::Show { version, mode, format, layers } => patch::show(
+            &model,
+            cli.patches.as_deref(),
+            version,
+            mode,
+            &Layers::with(&layers),
+            format == ListFormat::Json,
+        ),
         Command::Apply { target, force, dry_run, commit, layers } => patch::apply(
             &model,
             cli.patches.as_deref(),
@@ -594,7 +603,15 @@ pub fn run(cli: Cli) -> Result<i32> {
                     Box::new(ReleaseTree::open(&Maven::from_env(), &version.to_string(), &r.sources)?)
                 }
             };
-            patch::export(&model, cli.patches.as_deref(), version, mode, &Layers::with(&layers), tree.as_ref(), output.as_deref())
+            patch::export(
+                &model,
+                cli.patches.as_deref(),
+                version,
+                mode,
+                &Layers::with(&layers),
+                tree.as_ref(),
+                output.as_deref(),
+            )
         }
         Command::Sources { version, out, hooked } => sources(&model, version, &out, hooked),
         Command::Observers { command } => observers(command),
@@ -606,18 +623,25 @@ pub fn run(cli: Cli) -> Result<i32> {
             crate::cluster::harness::hold(&model, cli.patches.as_deref(), release, mode, timers, &a.topic, &a.state)
         }
         Command::Keygen { out, unencrypted } => crate::bundle::keygen(&out, unencrypted),
-        Command::Bundle { build, target, key, out, gpg_sign } => crate::bundle::bundle(&model, &build, target, &key, out.as_deref(), gpg_sign.as_deref()),
-        Command::VerifyBundle { file, pubkey, format } => crate::bundle::verify_bundle(&file, &pubkey, format == ListFormat::Json),
-        Command::Install { bundle, kafka_home, pubkey, allow_unverified, dry_run, ignore_arch, accept_local_jars } => crate::bundle::install(
-            &bundle,
-            &kafka_home,
-            pubkey.as_deref(),
-            allow_unverified,
-            &crate::bundle::ScriptFlags { dry_run, ignore_arch, accept_local_jars, force: false },
-        ),
-        Command::Rollback { kafka_home, dry_run, force } => {
-            crate::bundle::rollback(&kafka_home, &crate::bundle::ScriptFlags { dry_run, ignore_arch: false, accept_local_jars: false, force })
+        Command::Bundle { build, target, key, out, gpg_sign } => {
+            crate::bundle::bundle(&model, &build, target, &key, out.as_deref(), gpg_sign.as_deref())
         }
+        Command::VerifyBundle { file, pubkey, format } => {
+            crate::bundle::verify_bundle(&file, &pubkey, format == ListFormat::Json)
+        }
+        Command::Install { bundle, kafka_home, pubkey, allow_unverified, dry_run, ignore_arch, accept_local_jars } => {
+            crate::bundle::install(
+                &bundle,
+                &kafka_home,
+                pubkey.as_deref(),
+                allow_unverified,
+                &crate::bundle::ScriptFlags { dry_run, ignore_arch, accept_local_jars, force: false },
+            )
+        }
+        Command::Rollback { kafka_home, dry_run, force } => crate::bundle::rollback(
+            &kafka_home,
+            &crate::bundle::ScriptFlags { dry_run, ignore_arch: false, accept_local_jars: false, force },
+        ),
     }
 }
 
@@ -629,7 +653,14 @@ fn observers(command: ObserversCommand) -> Result<i32> {
             let (nodes, transport) = a.files.resolve()?;
             let set = change::observer_set(a.observers.as_deref(), a.observers_file.as_deref(), &nodes, &transport)?;
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            observers::status(&observers::StatusArgs { bootstrap: a.bootstrap.bootstrap, topic: a.topic, observers: set, max_lag: a.max_lag, json: a.format == ListFormat::Json, color })
+            observers::status(&observers::StatusArgs {
+                bootstrap: a.bootstrap.bootstrap,
+                topic: a.topic,
+                observers: set,
+                max_lag: a.max_lag,
+                json: a.format == ListFormat::Json,
+                color,
+            })
         }
         ObserversCommand::Promote(a) => observers_change(a, change::Direction::Promote),
         ObserversCommand::Demote(a) => {
@@ -718,7 +749,14 @@ fn check_anchors(model: &Model, args: CheckArgs) -> Result<i32> {
             let range_version = args.version.unwrap_or(tree_version);
             let rules = rules_for(model, range_version)?;
             let modes = modes_of(rules, args.mode)?;
-            let mut targets = check::check_tree(&model.anchors, rules, range_version, &modes, &check_layers(&args.layers), tree.as_ref())?;
+            let mut targets = check::check_tree(
+                &model.anchors,
+                rules,
+                range_version,
+                &modes,
+                &check_layers(&args.layers),
+                tree.as_ref(),
+            )?;
             for t in &mut targets {
                 t.release = tree_version;
                 t.rules_from = (rules.version != tree_version).then_some(rules.version);
@@ -751,7 +789,14 @@ fn check_anchors(model: &Model, args: CheckArgs) -> Result<i32> {
                 }
                 let tree = ReleaseTree::open(&maven, &r.version.to_string(), &r.sources)?;
                 let modes = modes_of(r, args.mode)?;
-                report.targets.extend(check::check_tree(&model.anchors, r, r.version, &modes, &check_layers(&args.layers), &tree)?);
+                report.targets.extend(check::check_tree(
+                    &model.anchors,
+                    r,
+                    r.version,
+                    &modes,
+                    &check_layers(&args.layers),
+                    &tree,
+                )?);
             }
         }
     }
@@ -774,20 +819,29 @@ fn diff(model: Model, versions: Option<&Path>, anchors: Option<&Path>, args: Dif
     // --write edits a versions.yaml: diff against that same file's matrix.
     let model = if args.write && versions.is_none() { Model::load(Some(&versions_file), anchors)? } else { model };
     let maven = Maven::from_env();
-    let open = |which: &str, version: Option<KafkaVersion>, dir: &Option<PathBuf>, rev: &Option<String>| -> Result<(Box<dyn SourceTree>, Option<KafkaVersion>)> {
+    let open = |which: &str,
+                version: Option<KafkaVersion>,
+                dir: &Option<PathBuf>,
+                rev: &Option<String>|
+     -> Result<(Box<dyn SourceTree>, Option<KafkaVersion>)> {
         let tree: Box<dyn SourceTree> = match (dir, rev, &args.git) {
             (Some(d), _, _) => Box::new(DirTree::open(d)?),
             (_, Some(r), Some(repo)) => Box::new(GitTree::open(repo, r)?),
             _ => {
                 let v = version.ok_or_else(|| Error::Usage(format!("say which release to diff {which}: --{which} V, --{which}-source DIR or --git REPO --{which}-rev REV")))?;
-                let hint = format!("okp diff reads a checkout instead with --{which}-source DIR or --git REPO --{which}-rev REV");
+                let hint = format!(
+                    "okp diff reads a checkout instead with --{which}-source DIR or --git REPO --{which}-rev REV"
+                );
                 if let Some(why) = model.matrix.get(v).and_then(|r| r.no_sources_jar.as_ref()) {
                     return Err(Error::Usage(format!("release {v}: {why}; {hint}")));
                 }
-                let tree = ReleaseTree::open(&maven, &v.to_string(), &coordinates_for(&model, v)?).map_err(|e| match e {
-                    Error::Source(m) if m.starts_with("not published") => Error::Source(format!("release {v} has no sources jar: {m}; {hint}")),
-                    e => e,
-                })?;
+                let tree =
+                    ReleaseTree::open(&maven, &v.to_string(), &coordinates_for(&model, v)?).map_err(|e| match e {
+                        Error::Source(m) if m.starts_with("not published") => {
+                            Error::Source(format!("release {v} has no sources jar: {m}; {hint}"))
+                        }
+                        e => e,
+                    })?;
                 return Ok((Box::new(tree), Some(v)));
             }
         };
@@ -796,7 +850,9 @@ fn diff(model: Model, versions: Option<&Path>, anchors: Option<&Path>, args: Dif
     };
     let (old_tree, from) = open("from", args.from, &args.from_source, &args.from_rev)?;
     let (new_tree, to) = open("to", args.to, &args.to_source, &args.to_rev)?;
-    let from = from.ok_or_else(|| Error::Usage(format!("{} does not say which release it is; pass --from V1", old_tree.describe())))?;
+    let from = from.ok_or_else(|| {
+        Error::Usage(format!("{} does not say which release it is; pass --from V1", old_tree.describe()))
+    })?;
     let rules = model.matrix.require(from)?;
     let (anchor_list, _) = port::patch_set(&model.anchors, rules, from);
     let old = port::read_files(old_tree.as_ref(), &anchor_list)?;
@@ -819,11 +875,22 @@ fn diff(model: Model, versions: Option<&Path>, anchors: Option<&Path>, args: Dif
     print(&render::render(&report, args.format, args.color.enabled()))?;
     let code = if args.write {
         let anchors_origin = match anchors {
-            Some(p) => crate::model::Origin::new(p.display().to_string(), std::fs::read_to_string(p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?),
+            Some(p) => crate::model::Origin::new(
+                p.display().to_string(),
+                std::fs::read_to_string(p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?,
+            ),
             None => crate::model::Origin::new("anchors.yaml (embedded)", crate::model::EMBEDDED_ANCHORS),
         };
-        let worksheet = args.worksheet.clone().unwrap_or_else(|| PathBuf::from(format!("porting-{}-{}.md", report.from.label(), report.to.label())));
-        port::write::write(&report, new_tree.as_ref(), &maven, &port::write::Targets { versions: versions_file, anchors: anchors_origin, worksheet })?
+        let worksheet = args
+            .worksheet
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("porting-{}-{}.md", report.from.label(), report.to.label())));
+        port::write::write(
+            &report,
+            new_tree.as_ref(),
+            &maven,
+            &port::write::Targets { versions: versions_file, anchors: anchors_origin, worksheet },
+        )?
     } else if report.verdict == port::Verdict::Drift {
         EXIT_DRIFT
     } else {
@@ -839,13 +906,19 @@ fn tree_version(tree: &dyn SourceTree, flag: Option<KafkaVersion>) -> Result<Kaf
     match (flag, declared) {
         (Some(v), Some(d)) => {
             if d != v.to_string() {
-                eprintln!("okp: note: {} declares version {d}; checking it against the anchors of {v}", tree.describe());
+                eprintln!(
+                    "okp: note: {} declares version {d}; checking it against the anchors of {v}",
+                    tree.describe()
+                );
             }
             Ok(d.parse().unwrap_or(v))
         }
         (Some(v), None) => Ok(v),
         (None, Some(d)) => d.parse().map_err(|_| {
-            Error::Usage(format!("{} declares version {d}, which is not a final release; pass --version to choose the anchors to check", tree.describe()))
+            Error::Usage(format!(
+                "{} declares version {d}, which is not a final release; pass --version to choose the anchors to check",
+                tree.describe()
+            ))
         }),
         (None, None) => Err(Error::Usage(format!(
             "{} does not say which release it is (no gradle.properties version=); pass --version",
@@ -927,7 +1000,11 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
             .filter(|r| args.mode.is_none_or(|m| r.supports(m)))
             .collect();
         let base = args.out.clone().unwrap_or_else(|| PathBuf::from("okp-out"));
-        let scratch = if args.check { Some(tempfile::tempdir().map_err(|e| Error::io("cannot create a scratch directory", e))?) } else { None };
+        let scratch = if args.check {
+            Some(tempfile::tempdir().map_err(|e| Error::io("cannot create a scratch directory", e))?)
+        } else {
+            None
+        };
         let root = scratch.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_else(|| base.clone());
         let mut rows = Vec::new();
         let mut failed = 0;
@@ -939,8 +1016,15 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
                     Some(_) => "skipped: no sources jar on Maven Central".to_string(),
                     None => match splice::splice(model, patches, &maven, r, m, &Layers::with(&args.layers), &out)? {
                         splice::SpliceOutcome::Built(rec) => {
-                            let n: usize = rec.jars.iter().map(|j| j.splice.replaced.len() + j.splice.added.len() + j.splice.removed.len()).sum();
-                            format!("ok ({n} classes changed in {})", rec.jars.iter().map(|j| j.splice.jar.clone()).collect::<Vec<_>>().join(", "))
+                            let n: usize = rec
+                                .jars
+                                .iter()
+                                .map(|j| j.splice.replaced.len() + j.splice.added.len() + j.splice.removed.len())
+                                .sum();
+                            format!(
+                                "ok ({n} classes changed in {})",
+                                rec.jars.iter().map(|j| j.splice.jar.clone()).collect::<Vec<_>>().join(", ")
+                            )
                         }
                         splice::SpliceOutcome::CompileFailed(f) => {
                             failed += 1;
@@ -969,7 +1053,8 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
         print(&table)?;
         std::fs::create_dir_all(&base).map_err(|e| Error::io(format!("cannot create {}", base.display()), e))?;
         let json = serde_json::to_string_pretty(&serde_json::json!({"okp_version": env!("CARGO_PKG_VERSION"), "written_at": report::utc_now(), "builds": rows})).unwrap_or_default();
-        std::fs::write(base.join("build-matrix.json"), json + "\n").map_err(|e| Error::io("cannot write build-matrix.json", e))?;
+        std::fs::write(base.join("build-matrix.json"), json + "\n")
+            .map_err(|e| Error::io("cannot write build-matrix.json", e))?;
         return Ok(if failed == 0 { EXIT_OK } else { EXIT_DRIFT });
     }
 
@@ -980,7 +1065,11 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
             (tree_version(&tree, v)?, Some(dir.clone()))
         }
         (None, Some(v)) => (v, None),
-        (None, None) => return Err(Error::Usage("pass --version V (splice from Maven Central) or --source DIR (Gradle in a checkout)".into())),
+        (None, None) => {
+            return Err(Error::Usage(
+                "pass --version V (splice from Maven Central) or --source DIR (Gradle in a checkout)".into(),
+            ))
+        }
     };
     let release = model.matrix.require(version)?;
     let mode = match (args.mode, release.modes.as_slice()) {
@@ -991,7 +1080,8 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("okp-out").join(format!("{version}-{mode}")));
     match backend {
         Backend::Gradle => {
-            let root = root.ok_or_else(|| Error::Usage("the gradle backend needs --source DIR (a patched checkout)".into()))?;
+            let root =
+                root.ok_or_else(|| Error::Usage("the gradle backend needs --source DIR (a patched checkout)".into()))?;
             if !args.layers.is_empty() {
                 return Err(Error::Usage("--layer belongs to `okp apply` when building a checkout with Gradle: the checkout already carries the layers it was patched with".into()));
             }
@@ -1013,28 +1103,30 @@ fn build(model: &Model, patches: Option<&Path>, args: BuildArgs) -> Result<i32> 
                 }
             }
         }
-        Backend::Splice => match splice::splice(model, patches, &maven, release, mode, &Layers::with(&args.layers), &out)? {
-            splice::SpliceOutcome::Built(rec) => {
-                for j in &rec.jars {
-                    eprintln!(
-                        "okp: {}: {} classes replaced, {} added, {} removed, {} entries unchanged; sha256 {}",
-                        j.path.display(),
-                        j.splice.replaced.len(),
-                        j.splice.added.len(),
-                        j.splice.removed.len(),
-                        j.splice.unchanged,
-                        j.sha256
-                    );
+        Backend::Splice => {
+            match splice::splice(model, patches, &maven, release, mode, &Layers::with(&args.layers), &out)? {
+                splice::SpliceOutcome::Built(rec) => {
+                    for j in &rec.jars {
+                        eprintln!(
+                            "okp: {}: {} classes replaced, {} added, {} removed, {} entries unchanged; sha256 {}",
+                            j.path.display(),
+                            j.splice.replaced.len(),
+                            j.splice.added.len(),
+                            j.splice.removed.len(),
+                            j.splice.unchanged,
+                            j.sha256
+                        );
+                    }
+                    eprintln!("okp: record: {}", out.join("okp-build.json").display());
+                    Ok(EXIT_OK)
                 }
-                eprintln!("okp: record: {}", out.join("okp-build.json").display());
-                Ok(EXIT_OK)
+                splice::SpliceOutcome::CompileFailed(f) => {
+                    eprintln!("{}", f.output.trim_end());
+                    eprintln!("okp: the {} compile failed: {}", f.module, f.command);
+                    Ok(EXIT_DRIFT)
+                }
             }
-            splice::SpliceOutcome::CompileFailed(f) => {
-                eprintln!("{}", f.output.trim_end());
-                eprintln!("okp: the {} compile failed: {}", f.module, f.command);
-                Ok(EXIT_DRIFT)
-            }
-        },
+        }
     }
 }
 
@@ -1052,7 +1144,17 @@ fn verify(model: &Model, patches: Option<&Path>, args: VerifyArgs) -> Result<i32
         let mut worst = EXIT_OK;
         let mut failed = Vec::new();
         for (v, m) in pairs {
-            let one = VerifyArgs { version: Some(v), mode: Some(m), all: false, reference: false, scenarios: args.scenarios.clone(), jars: None, evidence: args.evidence.clone(), layers: args.layers.clone(), ..args };
+            let one = VerifyArgs {
+                version: Some(v),
+                mode: Some(m),
+                all: false,
+                reference: false,
+                scenarios: args.scenarios.clone(),
+                jars: None,
+                evidence: args.evidence.clone(),
+                layers: args.layers.clone(),
+                ..args
+            };
             let code = match verify_one(model, patches, one) {
                 Ok(c) => c,
                 Err(e) => {
@@ -1065,7 +1167,12 @@ fn verify(model: &Model, patches: Option<&Path>, args: VerifyArgs) -> Result<i32
             }
             worst = worst.max(code);
         }
-        eprintln!("okp: verify --all: {} failed{}; matrix: {}", failed.len(), if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) }, args.evidence.join("VERIFY.md").display());
+        eprintln!(
+            "okp: verify --all: {} failed{}; matrix: {}",
+            failed.len(),
+            if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) },
+            args.evidence.join("VERIFY.md").display()
+        );
         return Ok(worst);
     }
     verify_one(model, patches, args)
@@ -1150,7 +1257,8 @@ fn verify_one(model: &Model, patches: Option<&Path>, args: VerifyArgs) -> Result
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(format!("cannot write in {}", dir.display()), e))?;
+    let mut tmp =
+        tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(format!("cannot write in {}", dir.display()), e))?;
     tmp.write_all(bytes).map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
     tmp.persist(path).map_err(|e| Error::io(format!("cannot write {}", path.display()), e.error))?;
     Ok(())

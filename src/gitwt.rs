@@ -35,7 +35,8 @@ pub fn dirty(root: &Path, paths: &[String]) -> Result<Option<Vec<String>>> {
 /// patched files) and commits `paths` there. Returns the commit id.
 pub fn commit_on_branch(root: &Path, paths: &[String], branch: &str, message: &str) -> Result<String> {
     let err = |e: git2::Error| Error::Source(format!("git: {}", e.message()));
-    let (repo, prefix) = open(root).ok_or_else(|| Error::Usage(format!("--commit needs a git work tree; {} is not in one", root.display())))?;
+    let (repo, prefix) = open(root)
+        .ok_or_else(|| Error::Usage(format!("--commit needs a git work tree; {} is not in one", root.display())))?;
     let head = repo.head().and_then(|h| h.peel_to_commit()).map_err(err)?;
     if repo.find_branch(branch, git2::BranchType::Local).is_ok() {
         return Err(Error::Usage(format!("branch {branch} already exists; delete it or commit by hand")));

@@ -41,7 +41,8 @@ impl Maven {
     /// Paths of the artifacts, fetching the missing ones in one mvn run.
     pub fn ensure(&self, items: &[(Coordinate, Option<&str>)]) -> Result<Vec<PathBuf>> {
         let paths: Vec<PathBuf> = items.iter().map(|(c, cl)| self.path(c, *cl)).collect();
-        let missing: Vec<&(Coordinate, Option<&str>)> = items.iter().zip(&paths).filter(|(_, p)| !p.is_file()).map(|(i, _)| i).collect();
+        let missing: Vec<&(Coordinate, Option<&str>)> =
+            items.iter().zip(&paths).filter(|(_, p)| !p.is_file()).map(|(i, _)| i).collect();
         if missing.is_empty() {
             return Ok(paths);
         }
@@ -83,7 +84,12 @@ impl Maven {
         let out = work.path().join("classpath.txt");
         let dep: String = deps
             .iter()
-            .map(|c| format!("<dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version></dependency>", c.group, c.artifact, c.version))
+            .map(|c| {
+                format!(
+                    "<dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version></dependency>",
+                    c.group, c.artifact, c.version
+                )
+            })
             .collect();
         let xml = format!(
             "<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n  <modelVersion>4.0.0</modelVersion>\n  <groupId>okp.fetch</groupId>\n  <artifactId>classpath</artifactId>\n  <version>0</version>\n  <packaging>pom</packaging>\n  <dependencies>{dep}</dependencies>\n</project>\n"
@@ -95,11 +101,15 @@ impl Maven {
         if let Some(s) = &self.settings {
             cmd.arg("-s").arg(s);
         }
-        cmd.arg(format!("org.apache.maven.plugins:maven-dependency-plugin:{DEPENDENCY_PLUGIN_VERSION}:build-classpath"));
+        cmd.arg(format!(
+            "org.apache.maven.plugins:maven-dependency-plugin:{DEPENDENCY_PLUGIN_VERSION}:build-classpath"
+        ));
         cmd.arg(format!("-Dmdep.outputFile={}", out.display())).arg("-Dmdep.includeScope=runtime");
         let names = deps.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
         eprintln!("okp: resolving the classpath of {names} with mvn");
-        let o = cmd.output().map_err(|e| Error::External(format!("cannot run `{}` ({e}); install Maven or set OKP_MVN", self.mvn)))?;
+        let o = cmd
+            .output()
+            .map_err(|e| Error::External(format!("cannot run `{}` ({e}); install Maven or set OKP_MVN", self.mvn)))?;
         if !o.status.success() {
             let log = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
             return Err(classify_failure(&log, &names));
@@ -112,7 +122,8 @@ impl Maven {
         paths.insert(0, lead);
         if let Some(d) = cache.parent() {
             let _ = std::fs::create_dir_all(d);
-            let joined = std::env::join_paths(&paths).map_err(|e| Error::Source(format!("classpath of {names}: {e}")))?;
+            let joined =
+                std::env::join_paths(&paths).map_err(|e| Error::Source(format!("classpath of {names}: {e}")))?;
             let _ = std::fs::write(&cache, joined.to_string_lossy().as_bytes());
         }
         Ok(paths)
@@ -121,7 +132,8 @@ impl Maven {
     fn resolve(&self, items: &[&(Coordinate, Option<&str>)]) -> Result<()> {
         let work = tempfile::tempdir().map_err(|e| Error::io("cannot create a temporary directory for mvn", e))?;
         let pom = work.path().join("pom.xml");
-        std::fs::write(&pom, pom_xml(items, &work.path().join("copied"))).map_err(|e| Error::io("cannot write the temporary pom.xml", e))?;
+        std::fs::write(&pom, pom_xml(items, &work.path().join("copied")))
+            .map_err(|e| Error::io("cannot write the temporary pom.xml", e))?;
         let mut cmd = Command::new(&self.mvn);
         cmd.arg("-B").arg("-U").arg("-f").arg(&pom);
         cmd.arg(format!("-Dmaven.repo.local={}", self.repo_local.display()));
@@ -129,8 +141,16 @@ impl Maven {
             cmd.arg("-s").arg(s);
         }
         cmd.arg(format!("org.apache.maven.plugins:maven-dependency-plugin:{DEPENDENCY_PLUGIN_VERSION}:copy"));
-        let wanted = items.iter().map(|(c, cl)| format!("{c}{}", cl.map(|c| format!(":{c}")).unwrap_or_default())).collect::<Vec<_>>().join(", ");
-        eprintln!("okp: fetching {} artifact(s) from Maven Central with mvn into {}", items.len(), self.repo_local.display());
+        let wanted = items
+            .iter()
+            .map(|(c, cl)| format!("{c}{}", cl.map(|c| format!(":{c}")).unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        eprintln!(
+            "okp: fetching {} artifact(s) from Maven Central with mvn into {}",
+            items.len(),
+            self.repo_local.display()
+        );
         let out = cmd.output().map_err(|e| {
             Error::External(format!("cannot run `{}` ({e}); okp fetches from Maven Central through Maven: install it (apt-get install maven) or set OKP_MVN", self.mvn))
         })?;
@@ -145,9 +165,22 @@ impl Maven {
 /// Turns mvn's failure output into a sentence: unreachable repository (exit 3)
 /// versus an artifact that does not exist (an input error, exit 2).
 fn classify_failure(log: &str, wanted: &str) -> Error {
-    let errors: Vec<&str> = log.lines().filter(|l| l.starts_with("[ERROR]")).map(|l| l.trim_start_matches("[ERROR]").trim()).filter(|l| !l.is_empty()).collect();
+    let errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("[ERROR]"))
+        .map(|l| l.trim_start_matches("[ERROR]").trim())
+        .filter(|l| !l.is_empty())
+        .collect();
     let first = errors.first().copied().unwrap_or("mvn failed without an [ERROR] line");
-    let network = ["Could not transfer", "Connection refused", "UnknownHost", "Network is unreachable", "timed out", "Connect to", "No route to host"];
+    let network = [
+        "Could not transfer",
+        "Connection refused",
+        "UnknownHost",
+        "Network is unreachable",
+        "timed out",
+        "Connect to",
+        "No route to host",
+    ];
     let absent = ["was not found in", "Could not find artifact", "could not be resolved: org.apache.kafka"];
     if network.iter().any(|n| log.contains(n)) {
         Error::External(format!("cannot reach Maven Central through mvn while fetching {wanted}: {first}"))

@@ -48,7 +48,14 @@ fn anchors_hold(model: &Model, release: &Release, mode: Mode, layers: &Layers, t
     Ok(false)
 }
 
-pub fn show(model: &Model, patches: Option<&Path>, version: KafkaVersion, mode: Option<Mode>, layers: &Layers, json: bool) -> Result<i32> {
+pub fn show(
+    model: &Model,
+    patches: Option<&Path>,
+    version: KafkaVersion,
+    mode: Option<Mode>,
+    layers: &Layers,
+    json: bool,
+) -> Result<i32> {
     let ps = PatchSet::load(patches, model)?;
     let release = model.matrix.require(version)?;
     let modes = crate::cli::modes_of(release, mode)?;
@@ -59,7 +66,15 @@ pub fn show(model: &Model, patches: Option<&Path>, version: KafkaVersion, mode: 
     }
     let mut s = String::new();
     for eff in &effs {
-        let _ = writeln!(s, "Kafka {} {}: family {}, layers {}, patch set {}", eff.release, eff.mode, eff.family, eff.layers.label(), &eff.hash[..16]);
+        let _ = writeln!(
+            s,
+            "Kafka {} {}: family {}, layers {}, patch set {}",
+            eff.release,
+            eff.mode,
+            eff.family,
+            eff.layers.label(),
+            &eff.hash[..16]
+        );
         let _ = writeln!(s, "  new files:");
         for f in &eff.new_files {
             let _ = writeln!(s, "    {}  (from patches/{}, {} lines)", f.path, f.source, f.contents.lines().count());
@@ -99,12 +114,26 @@ fn checkout_version(tree: &DirTree, flag: Option<KafkaVersion>, force: bool) -> 
             tree.describe()
         ))),
         (Some(v), None) => Ok(v),
-        (None, Some(d)) => d.parse().map_err(|_| Error::Usage(format!("{} declares version {d}, which is not a final release; pass --version", tree.describe()))),
-        (None, None) => Err(Error::Usage(format!("{} does not say which release it is; pass --version", tree.describe()))),
+        (None, Some(d)) => d.parse().map_err(|_| {
+            Error::Usage(format!(
+                "{} declares version {d}, which is not a final release; pass --version",
+                tree.describe()
+            ))
+        }),
+        (None, None) => {
+            Err(Error::Usage(format!("{} does not say which release it is; pass --version", tree.describe())))
+        }
     }
 }
 
-pub fn apply(model: &Model, patches: Option<&Path>, root: &Path, version: Option<KafkaVersion>, mode: Option<Mode>, opts: ApplyOpts) -> Result<i32> {
+pub fn apply(
+    model: &Model,
+    patches: Option<&Path>,
+    root: &Path,
+    version: Option<KafkaVersion>,
+    mode: Option<Mode>,
+    opts: ApplyOpts,
+) -> Result<i32> {
     let tree = DirTree::open(root)?;
     let mut tx = Tx::new(root);
     if !opts.dry_run {
@@ -119,7 +148,11 @@ pub fn apply(model: &Model, patches: Option<&Path>, root: &Path, version: Option
     let eff = ps.effective(model, release, version, mode, &opts.layers);
     if let Some(st) = tx.state()? {
         if st.patch_set_hash == eff.hash && st.release == version.to_string() && st.mode == mode.as_str() {
-            eprintln!("okp: {} already carries patch set {} ({version} {mode}); nothing to do", root.display(), &eff.hash[..16]);
+            eprintln!(
+                "okp: {} already carries patch set {} ({version} {mode}); nothing to do",
+                root.display(),
+                &eff.hash[..16]
+            );
             return Ok(EXIT_OK);
         }
         return Err(Error::Usage(format!(
@@ -165,7 +198,12 @@ pub fn apply(model: &Model, patches: Option<&Path>, root: &Path, version: Option
     eprintln!("okp: applied {}", summary(&eff, &plan));
     if opts.commit {
         let branch = format!("okp/observer-{version}-{mode}");
-        let msg = format!("Observer replicas: okp patch set for Kafka {version} ({mode})\n\nFamily {}, layers {}, patch set {}.\n", eff.family, eff.layers.label(), eff.hash);
+        let msg = format!(
+            "Observer replicas: okp patch set for Kafka {version} ({mode})\n\nFamily {}, layers {}, patch set {}.\n",
+            eff.family,
+            eff.layers.label(),
+            eff.hash
+        );
         let id = gitwt::commit_on_branch(root, &paths, &branch, &msg)?;
         eprintln!("okp: committed {} on branch {branch}", &id[..12]);
     }
@@ -200,7 +238,12 @@ pub fn revert(root: &Path, force: bool) -> Result<i32> {
         }
         Some(st) => {
             let n = tx.revert(&st, force)?;
-            eprintln!("okp: reverted patch set {} ({} {}): {n} files restored to pristine", &st.patch_set_hash[..16], st.release, st.mode);
+            eprintln!(
+                "okp: reverted patch set {} ({} {}): {n} files restored to pristine",
+                &st.patch_set_hash[..16],
+                st.release,
+                st.mode
+            );
             Ok(EXIT_OK)
         }
     }
@@ -229,7 +272,15 @@ pub fn status(root: &Path) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-pub fn export(model: &Model, patches: Option<&Path>, version: KafkaVersion, mode: Option<Mode>, layers: &Layers, tree: &dyn SourceTree, output: Option<&Path>) -> Result<i32> {
+pub fn export(
+    model: &Model,
+    patches: Option<&Path>,
+    version: KafkaVersion,
+    mode: Option<Mode>,
+    layers: &Layers,
+    tree: &dyn SourceTree,
+    output: Option<&Path>,
+) -> Result<i32> {
     let release = model.matrix.require(version)?;
     let mode = one_mode(release, mode)?;
     let ps = PatchSet::load(patches, model)?;
@@ -243,7 +294,8 @@ pub fn export(model: &Model, patches: Option<&Path>, version: KafkaVersion, mode
         None => print(&diff)?,
         Some(p) => {
             let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(format!("cannot write in {}", dir.display()), e))?;
+            let mut tmp = tempfile::NamedTempFile::new_in(dir)
+                .map_err(|e| Error::io(format!("cannot write in {}", dir.display()), e))?;
             std::io::Write::write_all(&mut tmp, diff.as_bytes()).map_err(|e| Error::io("cannot write the patch", e))?;
             tmp.persist(p).map_err(|e| Error::io(format!("cannot write {}", p.display()), e.error))?;
             eprintln!("okp: wrote {} ({})", p.display(), summary(&eff, &plan));

@@ -124,15 +124,21 @@ impl PatchSet {
         let origin = Origin::new(name, text);
         let raw: RawSet = serde_yaml::from_str(&origin.text).map_err(|e| origin.yaml_error(e))?;
         if raw.schema != 1 {
-            return Err(origin.error_at("schema", format!("unsupported schema {} (this okp reads schema 1)", raw.schema)));
+            return Err(
+                origin.error_at("schema", format!("unsupported schema {} (this okp reads schema 1)", raw.schema))
+            );
         }
         let mut new_files = Vec::new();
         for f in raw.new_files {
             let err = |m: String| origin.error_at(&format!("path: {}", f.path), m);
-            let contents = file(&f.source)?.ok_or_else(|| err(format!("new file source patches/{} does not exist", f.source)))?;
+            let contents =
+                file(&f.source)?.ok_or_else(|| err(format!("new file source patches/{} does not exist", f.source)))?;
             // The header's words are split here so this file does not carry them itself.
             if contents.contains(concat!("Licensed to the Apache ", "Software Foundation")) {
-                return Err(err(format!("patches/{} carries the ASF licence header: only our own code belongs here", f.source)));
+                return Err(err(format!(
+                    "patches/{} carries the ASF licence header: only our own code belongs here",
+                    f.source
+                )));
             }
             new_files.push(NewFile { path: f.path, source: f.source, scope: f.scope, layer: f.layer, contents });
         }
@@ -145,7 +151,8 @@ impl PatchSet {
             if !model.anchors.anchors.iter().any(|a| a.id == e.anchor) {
                 return Err(err(format!("names unknown anchor `{}`", e.anchor)));
             }
-            let code: Vec<String> = e.code.strip_suffix('\n').unwrap_or(&e.code).split('\n').map(str::to_string).collect();
+            let code: Vec<String> =
+                e.code.strip_suffix('\n').unwrap_or(&e.code).split('\n').map(str::to_string).collect();
             if code.iter().all(|l| l.trim().is_empty()) {
                 return Err(err("has no code".into()));
             }
@@ -166,17 +173,30 @@ impl PatchSet {
 
     /// The edits and files a (release, mode) gets with `layers`. `release` gives the mode
     /// rules; `version` places the anchors (they differ for a release newer than the matrix).
-    pub fn effective<'a>(&'a self, model: &'a Model, release: &Release, version: KafkaVersion, mode: Mode, layers: &Layers) -> Effective<'a> {
+    pub fn effective<'a>(
+        &'a self,
+        model: &'a Model,
+        release: &Release,
+        version: KafkaVersion,
+        mode: Mode,
+        layers: &Layers,
+    ) -> Effective<'a> {
         let anchors = model.anchors.applicable_in(release, version, mode, layers);
         let scopes = Scope::needed(release, mode);
-        let edits: Vec<(&Edit, &Anchor)> = self
-            .edits
-            .iter()
-            .filter_map(|e| anchors.iter().find(|a| a.id == e.anchor).map(|a| (e, *a)))
-            .collect();
-        let new_files: Vec<&NewFile> = self.new_files.iter().filter(|f| scopes.contains(&f.scope) && layers.contains(f.layer)).collect();
+        let edits: Vec<(&Edit, &Anchor)> =
+            self.edits.iter().filter_map(|e| anchors.iter().find(|a| a.id == e.anchor).map(|a| (e, *a))).collect();
+        let new_files: Vec<&NewFile> =
+            self.new_files.iter().filter(|f| scopes.contains(&f.scope) && layers.contains(f.layer)).collect();
         let hash = hash_of(&edits, &new_files);
-        Effective { release: version, mode, family: release.family.clone(), layers: layers.clone(), new_files, edits, hash }
+        Effective {
+            release: version,
+            mode,
+            family: release.family.clone(),
+            layers: layers.clone(),
+            new_files,
+            edits,
+            hash,
+        }
     }
 
     /// Releases that share a family name must get the same core edits (same
@@ -205,7 +225,8 @@ impl PatchSet {
                 let eff = self.effective(model, r, r.version, m, &Layers::all());
                 for h in model.anchors.hooks_for(r, m) {
                     if !eff.edits.iter().any(|(_, a)| a.hooks.contains(&h.id)) {
-                        return Err(origin.error_at("edits:", format!("release {} {m}: hook `{}` has no edit", r.version, h.id)));
+                        return Err(origin
+                            .error_at("edits:", format!("release {} {m}: hook `{}` has no edit", r.version, h.id)));
                     }
                 }
             }

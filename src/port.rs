@@ -227,7 +227,11 @@ const WINDOW: usize = 20;
 pub type Files = BTreeMap<String, Option<String>>;
 
 /// The anchors and hooks the old release's patch set uses, over all its modes.
-pub fn patch_set<'a>(anchors: &'a AnchorSet, rules: &Release, version: KafkaVersion) -> (Vec<&'a Anchor>, Vec<&'a crate::model::anchors::Hook>) {
+pub fn patch_set<'a>(
+    anchors: &'a AnchorSet,
+    rules: &Release,
+    version: KafkaVersion,
+) -> (Vec<&'a Anchor>, Vec<&'a crate::model::anchors::Hook>) {
     let mut ids = BTreeSet::new();
     let mut hook_ids = BTreeSet::new();
     for &m in &rules.modes {
@@ -270,7 +274,11 @@ fn site_of(lines: &[&str], at: usize, len: usize, enclosing: Option<&str>) -> Op
     // method or class the contract means), else the innermost one.
     let named = enclosing.and_then(|needle| scopes.iter().find(|(i, _, _)| lines[*i].contains(needle)));
     let (header, kind, name) = named.or(scopes.first()).cloned()?;
-    let class = scopes.iter().find(|(i, k, _)| *k == ScopeKind::Type && *i != header).or_else(|| scopes.iter().find(|(_, k, _)| *k == ScopeKind::Type)).map(|(_, _, n)| n.clone());
+    let class = scopes
+        .iter()
+        .find(|(i, k, _)| *k == ScopeKind::Type && *i != header)
+        .or_else(|| scopes.iter().find(|(_, k, _)| *k == ScopeKind::Type))
+        .map(|(_, _, n)| n.clone());
     let end = anchor::block_end(lines, header);
     let range = if end - header + 1 > MAX_REGION {
         (at.saturating_sub(WINDOW), (at + len - 1 + WINDOW).min(lines.len() - 1))
@@ -284,7 +292,8 @@ fn site_of(lines: &[&str], at: usize, len: usize, enclosing: Option<&str>) -> Op
 /// site: a caller that changed may route around a hook that still holds.
 fn caller_changes(old: &[&str], new: &[&str], site: &Site, site_new: Option<&Site>) -> Vec<String> {
     let calls = |l: &str| {
-        l.match_indices(&format!("{}(", site.name)).any(|(i, _)| !l[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+        l.match_indices(&format!("{}(", site.name))
+            .any(|(i, _)| !l[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
             && anchor::definition(l).is_none_or(|(_, n)| n != site.name)
     };
     let inside = |i: usize, s: Option<&Site>| s.is_some_and(|s| (s.range.0..=s.range.1).contains(&i));
@@ -293,7 +302,10 @@ fn caller_changes(old: &[&str], new: &[&str], site: &Site, site_new: Option<&Sit
     for group in similar::group_diff_ops(ops, CONTEXT) {
         let hit = group.iter().any(|op| match op.as_tag_tuple() {
             (similar::DiffTag::Equal, _, _) => false,
-            (_, o, n) => o.clone().any(|i| calls(old[i]) && !inside(i, Some(site))) || n.clone().any(|i| calls(new[i]) && !inside(i, site_new)),
+            (_, o, n) => {
+                o.clone().any(|i| calls(old[i]) && !inside(i, Some(site)))
+                    || n.clone().any(|i| calls(new[i]) && !inside(i, site_new))
+            }
         });
         if hit {
             out.extend(render_group(&group, old, 0, new, 0, &format!("calls {}", site.name)));
@@ -316,7 +328,8 @@ fn find_site(lines: &[&str], old: &Site, near: usize) -> Option<Site> {
         .filter(|&i| anchor::definition(lines[i]).is_some_and(|(k, n)| k == old.kind && n == old.name))
         .map(|i| {
             let end = anchor::block_end(lines, i);
-            let class = anchor::scopes(lines, i, false).into_iter().find(|(_, k, _)| *k == ScopeKind::Type).map(|(_, _, n)| n);
+            let class =
+                anchor::scopes(lines, i, false).into_iter().find(|(_, k, _)| *k == ScopeKind::Type).map(|(_, _, n)| n);
             Site { header: i, name: old.name.clone(), kind: old.kind, class, range: (i, end.min(i + MAX_REGION)) }
         })
         .collect();
@@ -330,15 +343,26 @@ fn find_site(lines: &[&str], old: &Site, near: usize) -> Option<Site> {
 /// and naming the site.
 fn region_diff(old: &[&str], old_start: usize, new: &[&str], new_start: usize, label: &str) -> Vec<String> {
     let ops = similar::capture_diff_slices(similar::Algorithm::Myers, old, new);
-    similar::group_diff_ops(ops, CONTEXT).iter().flat_map(|g| render_group(g, old, old_start, new, new_start, label)).collect()
+    similar::group_diff_ops(ops, CONTEXT)
+        .iter()
+        .flat_map(|g| render_group(g, old, old_start, new, new_start, label))
+        .collect()
 }
 
 /// One hunk: its header (1-based file lines, offset by where the slices start) and its lines.
-fn render_group(group: &[similar::DiffOp], old: &[&str], old_start: usize, new: &[&str], new_start: usize, label: &str) -> Vec<String> {
+fn render_group(
+    group: &[similar::DiffOp],
+    old: &[&str],
+    old_start: usize,
+    new: &[&str],
+    new_start: usize,
+    label: &str,
+) -> Vec<String> {
     let (Some(first), Some(last)) = (group.first(), group.last()) else { return Vec::new() };
     let (os, oe) = (first.old_range().start, last.old_range().end);
     let (ns, ne) = (first.new_range().start, last.new_range().end);
-    let mut out = vec![format!("@@ -{},{} +{},{} @@ {label}", old_start + os + 1, oe - os, new_start + ns + 1, ne - ns)];
+    let mut out =
+        vec![format!("@@ -{},{} +{},{} @@ {label}", old_start + os + 1, oe - os, new_start + ns + 1, ne - ns)];
     for op in group {
         for change in op.iter_changes(old, new) {
             let sign = match change.tag() {
@@ -369,7 +393,12 @@ fn rank(lines: &[&str], pattern: &Pattern, old: Option<&Site>, extra: &[usize]) 
     for &i in extra {
         if !pool.iter().any(|c| c.line == i + 1) {
             let k = pattern.display_lines().len().min(lines.len() - i);
-            pool.push(anchor::Candidate { line: i + 1, score: 1.0, text: lines[i..i + k].iter().map(|s| s.to_string()).collect(), hint: None });
+            pool.push(anchor::Candidate {
+                line: i + 1,
+                score: 1.0,
+                text: lines[i..i + k].iter().map(|s| s.to_string()).collect(),
+                hint: None,
+            });
         }
     }
     let mut ranked: Vec<Ranked> = pool
@@ -377,7 +406,9 @@ fn rank(lines: &[&str], pattern: &Pattern, old: Option<&Site>, extra: &[usize]) 
         .map(|c| {
             let scopes = anchor::scopes(lines, c.line - 1, true);
             let same_method = old.is_some_and(|o| scopes.iter().any(|(_, k, n)| *k == o.kind && *n == o.name));
-            let same_class = old.and_then(|o| o.class.as_ref()).is_some_and(|cl| scopes.iter().any(|(_, k, n)| *k == ScopeKind::Type && n == cl));
+            let same_class = old
+                .and_then(|o| o.class.as_ref())
+                .is_some_and(|cl| scopes.iter().any(|(_, k, n)| *k == ScopeKind::Type && n == cl));
             let structure = (f64::from(u8::from(same_method)) + f64::from(u8::from(same_class))) / 2.0;
             Ranked {
                 line: c.line,
@@ -399,9 +430,17 @@ fn rank(lines: &[&str], pattern: &Pattern, old: Option<&Site>, extra: &[usize]) 
 /// Compares the old release's anchors in both releases' files. Fails (an
 /// input error) when the old tree itself does not hold one of them: okp diff
 /// starts from a release the patch set supports.
-pub fn compare(anchors: &[&Anchor], to_version: Option<KafkaVersion>, from: &Files, to: &Files) -> Result<Vec<AnchorPort>, Vec<String>> {
+pub fn compare(
+    anchors: &[&Anchor],
+    to_version: Option<KafkaVersion>,
+    from: &Files,
+    to: &Files,
+) -> Result<Vec<AnchorPort>, Vec<String>> {
     let split = |files: &'_ Files| -> BTreeMap<String, Option<Vec<String>>> {
-        files.iter().map(|(f, t)| (f.clone(), t.as_deref().map(|t| anchor::lines(t).into_iter().map(str::to_string).collect()))).collect()
+        files
+            .iter()
+            .map(|(f, t)| (f.clone(), t.as_deref().map(|t| anchor::lines(t).into_iter().map(str::to_string).collect())))
+            .collect()
     };
     let (old_files, new_files) = (split(from), split(to));
     let mut out = Vec::new();
@@ -416,7 +455,12 @@ pub fn compare(anchors: &[&Anchor], to_version: Option<KafkaVersion>, from: &Fil
             _ => None,
         };
         let Some(at1) = holds_at(&old, &old_found) else {
-            broken.push(format!("anchor `{}` does not match exactly once in {} of the old tree (found {} times)", a.id, a.file, old_found.len()));
+            broken.push(format!(
+                "anchor `{}` does not match exactly once in {} of the old tree (found {} times)",
+                a.id,
+                a.file,
+                old_found.len()
+            ));
             continue;
         };
         let len = a.pattern.display_lines().len().max(1);
@@ -443,7 +487,11 @@ pub fn compare(anchors: &[&Anchor], to_version: Option<KafkaVersion>, from: &Fil
             }),
         };
         let Some(new_owned) = new_files.get(&a.file).cloned().flatten() else {
-            r.note = Some(format!("{} is not in {}", a.file, to_version.map_or("the new tree".to_string(), |v| v.to_string())));
+            r.note = Some(format!(
+                "{} is not in {}",
+                a.file,
+                to_version.map_or("the new tree".to_string(), |v| v.to_string())
+            ));
             out.push(r);
             continue;
         };
@@ -460,7 +508,9 @@ pub fn compare(anchors: &[&Anchor], to_version: Option<KafkaVersion>, from: &Fil
         };
         r.site_to_line = site2.as_ref().map(|s| s.header + 1);
         let region = |lines: &'_ [&'_ str], s: &Option<Site>, at: usize| -> (usize, usize) {
-            s.as_ref().map(|s| s.range).unwrap_or((at.saturating_sub(WINDOW), (at + len - 1 + WINDOW).min(lines.len().saturating_sub(1))))
+            s.as_ref()
+                .map(|s| s.range)
+                .unwrap_or((at.saturating_sub(WINDOW), (at + len - 1 + WINDOW).min(lines.len().saturating_sub(1))))
         };
         let (s1, e1) = region(&old, &site1, at1);
         let site_changed = match (&site2, at2) {
@@ -500,7 +550,8 @@ pub fn compare(anchors: &[&Anchor], to_version: Option<KafkaVersion>, from: &Fil
             }
             (1, None) => {
                 r.status = SiteStatus::Changed;
-                let now = anchor::scopes(&new, found[0], false).into_iter().next().map(|(_, k, n)| describe_site(k, &n));
+                let now =
+                    anchor::scopes(&new, found[0], false).into_iter().next().map(|(_, k, n)| describe_site(k, &n));
                 r.note = Some(format!(
                     "found once, at line {}, but not inside `{}`{}",
                     found[0] + 1,
@@ -511,7 +562,8 @@ pub fn compare(anchors: &[&Anchor], to_version: Option<KafkaVersion>, from: &Fil
             }
             (_, None) => {
                 r.status = SiteStatus::Ambiguous;
-                r.note = Some(format!("found {} times; candidates are the matches, ranked by their place", found.len()));
+                r.note =
+                    Some(format!("found {} times; candidates are the matches, ranked by their place", found.len()));
                 r.candidates = rank(&new, &a.pattern, site1.as_ref(), &found);
             }
         }
@@ -563,7 +615,14 @@ pub fn files(from: &Files, to: &Files) -> Vec<FilePort> {
 }
 
 /// Builds the whole report from the two sides' files.
-pub fn report(model_anchors: &AnchorSet, rules: &Release, from: Side, to: Side, old: &Files, new: &Files) -> Result<PortReport> {
+pub fn report(
+    model_anchors: &AnchorSet,
+    rules: &Release,
+    from: Side,
+    to: Side,
+    old: &Files,
+    new: &Files,
+) -> Result<PortReport> {
     let from_version = from.version.unwrap_or(rules.version);
     let (anchors, hook_list) = patch_set(model_anchors, rules, from_version);
     let ported = compare(&anchors, to.version, old, new).map_err(|broken| {
@@ -588,11 +647,20 @@ pub fn report(model_anchors: &AnchorSet, rules: &Release, from: Side, to: Side, 
 /// The commits between `from_rev` and `to_rev` (reachable from the second,
 /// not the first) that changed each file, newest first; merges are skipped,
 /// as `git log --no-merges FROM..TO -- FILE` does.
-pub fn commits_touching(repo: &Path, from_rev: &str, to_rev: &str, files: &[String]) -> Result<BTreeMap<String, Vec<Commit>>> {
+pub fn commits_touching(
+    repo: &Path,
+    from_rev: &str,
+    to_rev: &str,
+    files: &[String],
+) -> Result<BTreeMap<String, Vec<Commit>>> {
     let git_err = |what: &str, e: git2::Error| Error::Source(format!("{}: {what}: {}", repo.display(), e.message()));
-    let r = git2::Repository::open(repo).map_err(|e| Error::Tree { path: repo.to_path_buf(), msg: format!("is not a git repository: {}", e.message()) })?;
+    let r = git2::Repository::open(repo).map_err(|e| Error::Tree {
+        path: repo.to_path_buf(),
+        msg: format!("is not a git repository: {}", e.message()),
+    })?;
     let id = |rev: &str| -> Result<git2::Oid> {
-        let obj = r.revparse_single(rev).map_err(|_| Error::Source(format!("{}: no revision `{rev}`", repo.display())))?;
+        let obj =
+            r.revparse_single(rev).map_err(|_| Error::Source(format!("{}: no revision `{rev}`", repo.display())))?;
         obj.peel_to_commit().map(|c| c.id()).map_err(|e| git_err(rev, e))
     };
     let (from_id, to_id) = (id(from_rev)?, id(to_rev)?);
@@ -647,7 +715,8 @@ mod tests {
         [("P.scala".to_string(), Some(text.to_string()))].into_iter().collect()
     }
 
-    const OLD: &str = "class P {\n  def a(): Unit = {\n    val x = 1\n    go(x)\n  }\n\n  def b(): Unit = {\n    val y = 2\n  }\n}\n";
+    const OLD: &str =
+        "class P {\n  def a(): Unit = {\n    val x = 1\n    go(x)\n  }\n\n  def b(): Unit = {\n    val y = 2\n  }\n}\n";
 
     fn one(a: &Anchor, new: &str) -> AnchorPort {
         compare(&[a], None, &files(OLD), &files(new)).unwrap().remove(0)
@@ -669,7 +738,11 @@ mod tests {
         let a = anchor("x", "    go(x)", Some("def a"));
         let r = one(&a, &OLD.replace("val x = 1", "val x = compute()"));
         assert_eq!((r.status, r.carries), (SiteStatus::Changed, true));
-        assert!(r.diff.iter().any(|l| l == "-    val x = 1") && r.diff.iter().any(|l| l == "+    val x = compute()"), "{:?}", r.diff);
+        assert!(
+            r.diff.iter().any(|l| l == "-    val x = 1") && r.diff.iter().any(|l| l == "+    val x = compute()"),
+            "{:?}",
+            r.diff
+        );
         assert!(r.diff[0].starts_with("@@ -2,"), "hunk headers use file line numbers: {}", r.diff[0]);
         // A change in another method does not touch this site.
         let r = one(&a, &OLD.replace("val y = 2", "val y = 3"));

@@ -38,11 +38,24 @@ fn check_table(report: &Report, verbose: bool) -> String {
             None => "DRIFT".to_string(),
         };
         let rules = t.rules_from.map(|v| format!(" (anchors of {v})")).unwrap_or_default();
-        let _ = writeln!(s, "{:<8} {:<6} {:<8} {:>7}  {result}{rules}", t.release.to_string(), t.mode.as_str(), t.family, format!("{good}/{}", t.anchors.len()));
+        let _ = writeln!(
+            s,
+            "{:<8} {:<6} {:<8} {:>7}  {result}{rules}",
+            t.release.to_string(),
+            t.mode.as_str(),
+            t.family,
+            format!("{good}/{}", t.anchors.len())
+        );
         if verbose {
             for a in &t.anchors {
                 let at = a.lines.iter().map(|l| format!("{}:{l}", a.file)).collect::<Vec<_>>().join(", ");
-                let _ = writeln!(s, "    {:<12} {:<48} {}", a.status.as_str(), a.anchor, if at.is_empty() { a.file.clone() } else { at });
+                let _ = writeln!(
+                    s,
+                    "    {:<12} {:<48} {}",
+                    a.status.as_str(),
+                    a.anchor,
+                    if at.is_empty() { a.file.clone() } else { at }
+                );
             }
         }
     }
@@ -59,7 +72,9 @@ fn check_table(report: &Report, verbose: bool) -> String {
             let modes: Vec<&str> = report
                 .targets
                 .iter()
-                .filter(|u| u.release == t.release && u.anchors.iter().any(|b| b.anchor == a.anchor && b.status != Status::Ok))
+                .filter(|u| {
+                    u.release == t.release && u.anchors.iter().any(|b| b.anchor == a.anchor && b.status != Status::Ok)
+                })
                 .map(|u| u.mode.as_str())
                 .collect();
             s.push('\n');
@@ -101,7 +116,12 @@ pub fn drift_detail(t: &TargetResult, a: &AnchorResult, modes: &str) -> String {
             s.push_str(&expected);
         }
         Status::Misplaced => {
-            let _ = writeln!(s, "  found once, at line {}, but not inside `{}`:", a.lines[0], a.enclosing.as_deref().unwrap_or("?"));
+            let _ = writeln!(
+                s,
+                "  found once, at line {}, but not inside `{}`:",
+                a.lines[0],
+                a.enclosing.as_deref().unwrap_or("?")
+            );
             s.push_str(&expected);
             match &a.enclosed_by {
                 Some((line, text)) => {
@@ -170,13 +190,30 @@ fn check_junit(report: &Report) -> String {
     let _ = writeln!(s, "<testsuites name=\"okp check-anchors\" tests=\"{total}\" failures=\"{bad}\">");
     for t in &report.targets {
         let fails = t.anchors.iter().filter(|a| a.status != Status::Ok).count();
-        let _ = writeln!(s, "  <testsuite name=\"{} {}\" tests=\"{}\" failures=\"{fails}\">", t.release, t.mode, t.anchors.len());
+        let _ = writeln!(
+            s,
+            "  <testsuite name=\"{} {}\" tests=\"{}\" failures=\"{fails}\">",
+            t.release,
+            t.mode,
+            t.anchors.len()
+        );
         for a in &t.anchors {
-            let _ = write!(s, "    <testcase classname=\"okp.anchors.{}.{}\" name=\"{}\"", t.release, t.mode, xml(&a.anchor));
+            let _ = write!(
+                s,
+                "    <testcase classname=\"okp.anchors.{}.{}\" name=\"{}\"",
+                t.release,
+                t.mode,
+                xml(&a.anchor)
+            );
             if a.status == Status::Ok {
                 s.push_str("/>\n");
             } else {
-                let _ = writeln!(s, ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>", a.status.as_str(), xml(&drift_detail(t, a, t.mode.as_str())));
+                let _ = writeln!(
+                    s,
+                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
+                    a.status.as_str(),
+                    xml(&drift_detail(t, a, t.mode.as_str()))
+                );
             }
         }
         s.push_str("  </testsuite>\n");
@@ -187,12 +224,21 @@ fn check_junit(report: &Report) -> String {
 
 pub fn versions_table(m: &Matrix) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "{:<8} {:<9} {:<8} {:<8} {:<5} jars replaced (zk | kraft)", "release", "modes", "family", "scala", "java");
+    let _ = writeln!(
+        s,
+        "{:<8} {:<9} {:<8} {:<8} {:<5} jars replaced (zk | kraft)",
+        "release", "modes", "family", "scala", "java"
+    );
     let mut notes: Vec<String> = Vec::new();
     for r in &m.releases {
         let modes = r.modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(",");
         let jars = |mode| {
-            r.jars.get(&mode).map(|j: &Vec<String>| j.iter().filter_map(|d| r.sources.get(d).map(|c| c.artifact.clone())).collect::<Vec<_>>().join("+")).unwrap_or_else(|| "-".into())
+            r.jars
+                .get(&mode)
+                .map(|j: &Vec<String>| {
+                    j.iter().filter_map(|d| r.sources.get(d).map(|c| c.artifact.clone())).collect::<Vec<_>>().join("+")
+                })
+                .unwrap_or_else(|| "-".into())
         };
         let note = match &r.kraft_note {
             Some(n) => {
@@ -208,7 +254,17 @@ pub fn versions_table(m: &Matrix) -> String {
             Some(m) if m != r.java_release => format!("{}/{m}", r.java_release),
             _ => r.java_release.to_string(),
         };
-        let _ = writeln!(s, "{:<8} {:<9} {:<8} {:<8} {:<5} {} | {}{note}", r.version.to_string(), modes, r.family, r.scala, java, jars(crate::model::Mode::Zk), jars(crate::model::Mode::Kraft));
+        let _ = writeln!(
+            s,
+            "{:<8} {:<9} {:<8} {:<8} {:<5} {} | {}{note}",
+            r.version.to_string(),
+            modes,
+            r.family,
+            r.scala,
+            java,
+            jars(crate::model::Mode::Zk),
+            jars(crate::model::Mode::Kraft)
+        );
     }
     if !notes.is_empty() {
         s.push_str("\nno kraft mode:\n");
@@ -216,7 +272,12 @@ pub fn versions_table(m: &Matrix) -> String {
             let _ = writeln!(s, "  [{}] {n}", i + 1);
         }
     }
-    let _ = writeln!(s, "\n{} releases, {} (release, mode) pairs", m.releases.len(), m.releases.iter().map(|r| r.modes.len()).sum::<usize>());
+    let _ = writeln!(
+        s,
+        "\n{} releases, {} (release, mode) pairs",
+        m.releases.len(),
+        m.releases.iter().map(|r| r.modes.len()).sum::<usize>()
+    );
     s
 }
 

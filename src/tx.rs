@@ -170,7 +170,8 @@ impl Tx {
                 // journal, touched no tree file: drop its leftovers.
                 let stale = self.dir().join("pristine");
                 if stale.exists() && !self.state_path().exists() {
-                    std::fs::remove_dir_all(&stale).map_err(|e| Error::io(format!("cannot remove {}", stale.display()), e))?;
+                    std::fs::remove_dir_all(&stale)
+                        .map_err(|e| Error::io(format!("cannot remove {}", stale.display()), e))?;
                     let _ = std::fs::remove_file(self.dir().join(".gitignore"));
                     let _ = std::fs::remove_dir(self.dir());
                     return Ok(Some("removed the leftovers of an apply that stopped before changing any file".into()));
@@ -179,8 +180,13 @@ impl Tx {
             }
             Err(e) => return Err(Error::io(format!("cannot read {}", jp.display()), e)),
         };
-        let j: Journal = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Usage(format!("{} is damaged ({e}); restore the files from {} by hand", jp.display(), self.dir().join("pristine").display())))?;
+        let j: Journal = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::Usage(format!(
+                "{} is damaged ({e}); restore the files from {} by hand",
+                jp.display(),
+                self.dir().join("pristine").display()
+            ))
+        })?;
         let committed = matches!(self.state(), Ok(Some(s)) if s.txn == j.txn);
         let msg = match (&j.op, committed) {
             // The pristine copies stay: revert needs them.
@@ -190,8 +196,12 @@ impl Tx {
                 self.remove(&self.state_path())?;
                 self.cleanup_pristine(&j.files)?;
                 match j.op {
-                    JournalOp::Apply => format!("rolled back an interrupted apply ({} files restored to pristine)", j.files.len()),
-                    JournalOp::Revert => format!("finished an interrupted revert ({} files restored to pristine)", j.files.len()),
+                    JournalOp::Apply => {
+                        format!("rolled back an interrupted apply ({} files restored to pristine)", j.files.len())
+                    }
+                    JournalOp::Revert => {
+                        format!("finished an interrupted revert ({} files restored to pristine)", j.files.len())
+                    }
                 }
             }
         };
@@ -210,7 +220,11 @@ impl Tx {
                 match std::fs::read(&p) {
                     Ok(b) => {
                         if f.before_sha256.as_deref().is_some_and(|h| h != sha256(&b)) {
-                            return Err(Error::Usage(format!("{} does not hold the pristine bytes recorded for {}; restore by hand", p.display(), f.path)));
+                            return Err(Error::Usage(format!(
+                                "{} does not hold the pristine bytes recorded for {}; restore by hand",
+                                p.display(),
+                                f.path
+                            )));
                         }
                         self.write(&target, &b)?
                     }
@@ -252,7 +266,10 @@ impl Tx {
             if c.before.is_some() {
                 let meta = std::fs::metadata(&p).map_err(|e| Error::io(format!("cannot stat {}", p.display()), e))?;
                 if meta.permissions().readonly() {
-                    return Err(Error::Tree { path: p, msg: "is read-only; okp will not replace it (nothing was changed)".into() });
+                    return Err(Error::Tree {
+                        path: p,
+                        msg: "is read-only; okp will not replace it (nothing was changed)".into(),
+                    });
                 }
             }
         }
@@ -261,7 +278,11 @@ impl Tx {
 
     /// Applies `plan`; `state` is what to record (its `files` are filled in here).
     pub fn apply(&mut self, plan: &Plan, mut state: State) -> Result<State> {
-        let txn = format!("{:x}-{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+        let txn = format!(
+            "{:x}-{}",
+            std::process::id(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+        );
         state.txn = txn.clone();
         state.files = plan
             .changes
@@ -294,13 +315,15 @@ impl Tx {
         state.created_dirs = dirs.clone();
 
         let sd = self.dir();
-        std::fs::create_dir_all(sd.join("pristine")).map_err(|e| Error::io(format!("cannot create {}", sd.display()), e))?;
+        std::fs::create_dir_all(sd.join("pristine"))
+            .map_err(|e| Error::io(format!("cannot create {}", sd.display()), e))?;
         // okp's own files never show up as changes in a git work tree.
         self.write(&sd.join(".gitignore"), b"*\n")?;
         for c in &plan.changes {
             if let Some(b) = &c.before {
                 let p = self.pristine(&c.path);
-                std::fs::create_dir_all(p.parent().unwrap_or(&sd)).map_err(|e| Error::io(format!("cannot create a directory for {}", p.display()), e))?;
+                std::fs::create_dir_all(p.parent().unwrap_or(&sd))
+                    .map_err(|e| Error::io(format!("cannot create a directory for {}", p.display()), e))?;
                 self.write(&p, b)?;
             }
         }
@@ -335,7 +358,12 @@ impl Tx {
                 )));
             }
         }
-        let journal = Journal { op: JournalOp::Revert, txn: state.txn.clone(), files: state.files.clone(), created_dirs: state.created_dirs.clone() };
+        let journal = Journal {
+            op: JournalOp::Revert,
+            txn: state.txn.clone(),
+            files: state.files.clone(),
+            created_dirs: state.created_dirs.clone(),
+        };
         self.write(&self.journal_path(), &serde_json::to_vec_pretty(&journal).unwrap_or_default())?;
         self.restore(&state.files, &state.created_dirs)?;
         self.remove(&self.state_path())?;

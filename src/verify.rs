@@ -85,7 +85,11 @@ pub fn run(model: &Model, patches: Option<&Path>, opts: Options) -> Result<i32> 
         let outs = cluster.create_topics(scenarios::TOPICS)?;
         for ((topic, _, _), out) in scenarios::TOPICS.iter().zip(&outs) {
             if !out.ok() {
-                return Err(Error::External(format!("creating topic {topic} failed (rc {}): {}", out.rc, out.stderr.lines().last().unwrap_or(""))));
+                return Err(Error::External(format!(
+                    "creating topic {topic} failed (rc {}): {}",
+                    out.rc,
+                    out.stderr.lines().last().unwrap_or("")
+                )));
             }
         }
         // Every partition has a leader before the first scenario.
@@ -109,7 +113,12 @@ pub fn run(model: &Model, patches: Option<&Path>, opts: Options) -> Result<i32> 
     let t = Instant::now();
     let outcomes = scenarios::run_suite(&mut cluster, opts.flavor, &opts.scenarios);
     seconds.insert("scenarios".into(), scenarios::round(t.elapsed().as_secs_f64()));
-    let audit = cluster.grep_logs(&["OBSERVER AUDIT", "Observer broker ids changed", "Cannot read observer ids", "observer ids"]);
+    let audit = cluster.grep_logs(&[
+        "OBSERVER AUDIT",
+        "Observer broker ids changed",
+        "Cannot read observer ids",
+        "observer ids",
+    ]);
     let rss_end = cluster.rss();
     let t = Instant::now();
     cluster.journal.begin("teardown", "teardown");
@@ -172,23 +181,41 @@ pub fn run(model: &Model, patches: Option<&Path>, opts: Options) -> Result<i32> 
 /// The okp-build.json of an `okp build` output directory.
 pub(crate) fn read_build_record(dir: &Path) -> Result<BuildRecord> {
     let p = dir.join("okp-build.json");
-    let text = std::fs::read_to_string(&p).map_err(|e| Error::io(format!("cannot read {} (is it an `okp build` output?)", p.display()), e))?;
+    let text = std::fs::read_to_string(&p)
+        .map_err(|e| Error::io(format!("cannot read {} (is it an `okp build` output?)", p.display()), e))?;
     serde_json::from_str(&text).map_err(|e| Error::Usage(format!("{}: not an okp build record: {e}", p.display())))
 }
 
 /// Patched jars: `--jars DIR` (a build's output), else a splice build cached
 /// per release, mode and patch-set hash (a changed patch set builds anew).
-pub(crate) fn patched_jars(model: &Model, patches: Option<&Path>, maven: &Maven, opts: &Options) -> Result<BuildRecord> {
+pub(crate) fn patched_jars(
+    model: &Model,
+    patches: Option<&Path>,
+    maven: &Maven,
+    opts: &Options,
+) -> Result<BuildRecord> {
     if let Some(dir) = &opts.jars {
         let rec = read_build_record(dir)?;
         if rec.release != opts.release.version.to_string() || rec.mode != opts.mode.as_str() {
-            return Err(Error::Usage(format!("{}: built for {} {}, not {} {}", dir.display(), rec.release, rec.mode, opts.release.version, opts.mode)));
+            return Err(Error::Usage(format!(
+                "{}: built for {} {}, not {} {}",
+                dir.display(),
+                rec.release,
+                rec.mode,
+                opts.release.version,
+                opts.mode
+            )));
         }
         return Ok(rec);
     }
     let ps = PatchSet::load(patches, model)?;
     let hash = ps.effective(model, &opts.release, opts.release.version, opts.mode, &opts.layers).hash;
-    let dir = maven.repo_local.join("okp-verify-jars").join(format!("{}-{}-{}", opts.release.version, opts.mode, &hash[..16]));
+    let dir = maven.repo_local.join("okp-verify-jars").join(format!(
+        "{}-{}-{}",
+        opts.release.version,
+        opts.mode,
+        &hash[..16]
+    ));
     if let Ok(rec) = read_build_record(&dir) {
         if rec.patch_set_hash == hash && rec.jars.iter().all(|j| j.path.is_file()) {
             eprintln!("okp: verify: patched jars from the cache {}", dir.display());
@@ -198,7 +225,10 @@ pub(crate) fn patched_jars(model: &Model, patches: Option<&Path>, maven: &Maven,
     eprintln!("okp: verify: building the patched jars of {} {} (splice)", opts.release.version, opts.mode);
     match splice::splice(model, patches, maven, &opts.release, opts.mode, &opts.layers, &dir)? {
         splice::SpliceOutcome::Built(rec) => Ok(rec),
-        splice::SpliceOutcome::CompileFailed(f) => Err(Error::Source(format!("the {} build failed to compile {}:\n{}", opts.release.version, f.module, f.output))),
+        splice::SpliceOutcome::CompileFailed(f) => Err(Error::Source(format!(
+            "the {} build failed to compile {}:\n{}",
+            opts.release.version, f.module, f.output
+        ))),
     }
 }
 
@@ -235,11 +265,25 @@ impl Verdict {
     }
 }
 
-fn terminal_table(name: &str, outcomes: &[Outcome], seconds: &BTreeMap<String, f64>, verdict: &Verdict, dest: &Path) -> String {
-    let mut s = format!("okp verify {name}\n\n{:<5} {:<6} {:>8}  {:>6}  {}\n", "id", "result", "seconds", "checks", "scenario");
+fn terminal_table(
+    name: &str,
+    outcomes: &[Outcome],
+    seconds: &BTreeMap<String, f64>,
+    verdict: &Verdict,
+    dest: &Path,
+) -> String {
+    let mut s =
+        format!("okp verify {name}\n\n{:<5} {:<6} {:>8}  {:>6}  {}\n", "id", "result", "seconds", "checks", "scenario");
     for o in outcomes {
         let passed = o.checks.iter().filter(|c| c.pass).count();
-        s.push_str(&format!("{:<5} {:<6} {:>8.1}  {:>6}  {}\n", o.id, if o.pass { "pass" } else { "FAIL" }, o.seconds, format!("{passed}/{}", o.checks.len()), o.title));
+        s.push_str(&format!(
+            "{:<5} {:<6} {:>8.1}  {:>6}  {}\n",
+            o.id,
+            if o.pass { "pass" } else { "FAIL" },
+            o.seconds,
+            format!("{passed}/{}", o.checks.len()),
+            o.title
+        ));
         for c in o.checks.iter().filter(|c| !c.pass) {
             s.push_str(&format!("      FAIL {} — {}\n", c.name, c.detail));
         }
@@ -263,7 +307,9 @@ fn terminal_table(name: &str, outcomes: &[Outcome], seconds: &BTreeMap<String, f
 }
 
 fn summary_page(record: &serde_json::Value, outcomes: &[Outcome]) -> String {
-    let g = |k: &str| record.get(k).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default();
+    let g = |k: &str| {
+        record.get(k).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default()
+    };
     let mut s = format!(
         "# okp verify {} {} ({})\n\nWritten by okp {} at {} UTC. Verdict: **{}**. Java: {}.\n\n",
         g("release"),
@@ -277,12 +323,25 @@ fn summary_page(record: &serde_json::Value, outcomes: &[Outcome]) -> String {
     s.push_str("Raw evidence: `run.json` (every number), one journal per scenario (each command and its output), `setup.txt`, `observer-audit.txt`.\n\n");
     s.push_str("| id | result | seconds | scenario | journal |\n|---|---|---|---|---|\n");
     for o in outcomes {
-        s.push_str(&format!("| {} | {} | {:.1} | {} | [{}]({}) |\n", o.id, if o.pass { "pass" } else { "**FAIL**" }, o.seconds, o.title, o.evidence, o.evidence));
+        s.push_str(&format!(
+            "| {} | {} | {:.1} | {} | [{}]({}) |\n",
+            o.id,
+            if o.pass { "pass" } else { "**FAIL**" },
+            o.seconds,
+            o.title,
+            o.evidence,
+            o.evidence
+        ));
     }
     for o in outcomes {
         s.push_str(&format!("\n## {} — {}\n\n", o.id, o.title));
         for c in &o.checks {
-            s.push_str(&format!("- {} {} — {}\n", if c.pass { "PASS" } else { "**FAIL**" }, c.name, c.detail.replace('|', "\\|")));
+            s.push_str(&format!(
+                "- {} {} — {}\n",
+                if c.pass { "PASS" } else { "**FAIL**" },
+                c.name,
+                c.detail.replace('|', "\\|")
+            ));
         }
         if let Some(e) = &o.error {
             s.push_str(&format!("- **ERROR** {e}\n"));
@@ -295,10 +354,18 @@ fn summary_page(record: &serde_json::Value, outcomes: &[Outcome]) -> String {
 fn publish(staging: &Path, dest: &Path) -> Result<()> {
     let parent = dest.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
-    let tmp = parent.join(format!(".{}.new-{}", dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
+    let tmp = parent.join(format!(
+        ".{}.new-{}",
+        dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&tmp);
     copy_dir(staging, &tmp)?;
-    let old = parent.join(format!(".{}.old-{}", dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
+    let old = parent.join(format!(
+        ".{}.old-{}",
+        dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        std::process::id()
+    ));
     if dest.exists() {
         std::fs::rename(dest, &old).map_err(|e| Error::io(format!("cannot move {} aside", dest.display()), e))?;
     }
@@ -312,7 +379,8 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     let entries = std::fs::read_dir(from).map_err(|e| Error::io(format!("cannot read {}", from.display()), e))?;
     for e in entries.flatten() {
         if e.path().is_file() {
-            std::fs::copy(e.path(), to.join(e.file_name())).map_err(|er| Error::io(format!("cannot copy {}", e.path().display()), er))?;
+            std::fs::copy(e.path(), to.join(e.file_name()))
+                .map_err(|er| Error::io(format!("cannot copy {}", e.path().display()), er))?;
         }
     }
     Ok(())
@@ -341,19 +409,27 @@ pub fn write_matrix(evidence: &Path) -> Result<()> {
         }
     }
     runs.sort_by_key(|(n, v)| {
-        let ver = v.get("release").and_then(|r| r.as_str()).and_then(|r| r.parse::<crate::version::KafkaVersion>().ok());
+        let ver =
+            v.get("release").and_then(|r| r.as_str()).and_then(|r| r.parse::<crate::version::KafkaVersion>().ok());
         (ver, n.clone())
     });
     let ids: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).collect();
     let mut s = String::from("# okp verify: release × scenario\n\nWritten by `okp verify` after every run, from the `run.json` files in this directory. ");
     s.push_str("Each cell links to the scenario's journal (every command and its output). `-upstream` rows are negative controls on unpatched jars: their gate scenarios (INIT, LAT, S4) are expected to FAIL.\n\n");
-    s.push_str(&format!("| run | verdict | seconds | {} |\n|---|---|---|{}\n", ids.join(" | "), "---|".repeat(ids.len())));
+    s.push_str(&format!(
+        "| run | verdict | seconds | {} |\n|---|---|---|{}\n",
+        ids.join(" | "),
+        "---|".repeat(ids.len())
+    ));
     for (name, v) in &runs {
         let verdict = v.get("verdict").and_then(|x| x.as_str()).unwrap_or("?");
         let total = v.pointer("/seconds/total").and_then(|x| x.as_f64()).unwrap_or(0.0);
         let mut cells = Vec::new();
         for id in &ids {
-            let o = v.get("scenarios").and_then(|a| a.as_array()).and_then(|a| a.iter().find(|o| o.get("id").and_then(|x| x.as_str()) == Some(id)));
+            let o = v
+                .get("scenarios")
+                .and_then(|a| a.as_array())
+                .and_then(|a| a.iter().find(|o| o.get("id").and_then(|x| x.as_str()) == Some(id)));
             cells.push(match o {
                 Some(o) => {
                     let pass = o.get("pass").and_then(|x| x.as_bool()).unwrap_or(false);

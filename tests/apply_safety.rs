@@ -28,7 +28,12 @@ fn a_kill_at_any_write_step_leaves_pristine_or_patched_and_a_rerun_recovers() {
     for n in 1..=40 {
         // Apply from a pristine copy, aborting (as a kill would: no cleanup runs) after n durable steps.
         let t = copy_all(&hooked_tree(V));
-        let o = okp().args(["apply", "--mode", M, "--source"]).arg(t.path()).env("OKP_TEST_ABORT_AFTER", n.to_string()).output().unwrap();
+        let o = okp()
+            .args(["apply", "--mode", M, "--source"])
+            .arg(t.path())
+            .env("OKP_TEST_ABORT_AFTER", n.to_string())
+            .output()
+            .unwrap();
         if o.status.success() {
             // n is past the last step: the whole sequence ran.
             assert_eq!(snapshot(t.path()), full);
@@ -60,7 +65,12 @@ fn a_kill_during_revert_is_finished_by_the_next_command() {
     for n in 1..=30 {
         let t = copy_all(&hooked_tree(V));
         assert!(apply(t.path(), &[]).status.success());
-        let o = okp().args(["revert", "--source"]).arg(t.path()).env("OKP_TEST_ABORT_AFTER", n.to_string()).output().unwrap();
+        let o = okp()
+            .args(["revert", "--source"])
+            .arg(t.path())
+            .env("OKP_TEST_ABORT_AFTER", n.to_string())
+            .output()
+            .unwrap();
         if o.status.success() {
             assert_eq!(snapshot(t.path()), pristine);
             break;
@@ -107,7 +117,13 @@ fn dirty_git_tree_is_refused_and_left_alone() {
     let before = snapshot(t.path());
     let o = apply(t.path(), &[]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("uncommitted changes in files okp would touch: core/src/main/scala/kafka/cluster/Partition.scala"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "uncommitted changes in files okp would touch: core/src/main/scala/kafka/cluster/Partition.scala"
+        ),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(snapshot(t.path()), before);
 }
 
@@ -124,7 +140,10 @@ fn commit_lands_the_patch_on_a_new_branch() {
     let files = git_in(t.path(), &["show", "--name-only", "--format=", "HEAD"]);
     let files = String::from_utf8_lossy(&files.stdout).into_owned();
     assert!(files.contains("core/src/main/scala/kafka/observer/ObserverIds.scala"), "{files}");
-    assert!(files.contains("metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java"), "{files}");
+    assert!(
+        files.contains("metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java"),
+        "{files}"
+    );
 }
 
 #[test]
@@ -195,9 +214,14 @@ fn another_patch_set_version_is_refused() {
     let p = tempfile::tempdir().unwrap();
     copy_into(&repo_root().join("patches"), p.path());
     let e = p.path().join("edits.yaml");
-    let text = std::fs::read_to_string(&e).unwrap().replacen("why: an observer is never added to the ISR", "why: observers never join the ISR", 1);
+    let text = std::fs::read_to_string(&e).unwrap().replacen(
+        "why: an observer is never added to the ISR",
+        "why: observers never join the ISR",
+        1,
+    );
     std::fs::write(&e, text).unwrap();
-    let o = okp().arg("--patches").arg(p.path()).args(["apply", "--mode", M, "--source"]).arg(t.path()).output().unwrap();
+    let o =
+        okp().arg("--patches").arg(p.path()).args(["apply", "--mode", M, "--source"]).arg(t.path()).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("already carries another okp patch set"), "{}", stderr(&o));
     assert_eq!(snapshot(t.path()), before);

@@ -48,16 +48,30 @@ fn anchor_naming_an_unknown_hook_is_refused() {
 #[test]
 fn layers_in_anchors_yaml_are_checked() {
     // The observer contract is core: no contract hook can be made optional.
-    let (o, _) = with_altered_anchors(|t| t.replacen("  - id: promotion-gate\n    scope: broker", "  - id: promotion-gate\n    layer: metrics\n    scope: broker", 1));
-    assert!(stderr(&o).contains("hook `promotion-gate` is part of the observer contract: its layer is core"), "{}", stderr(&o));
+    let (o, _) = with_altered_anchors(|t| {
+        t.replacen(
+            "  - id: promotion-gate\n    scope: broker",
+            "  - id: promotion-gate\n    layer: metrics\n    scope: broker",
+            1,
+        )
+    });
+    assert!(
+        stderr(&o).contains("hook `promotion-gate` is part of the observer contract: its layer is core"),
+        "{}",
+        stderr(&o)
+    );
     // An anchor belongs to one layer.
-    let (o, _) = with_altered_anchors(|t| t.replacen("hooks: [metrics-broker]", "hooks: [metrics-broker, demotion]", 1));
+    let (o, _) =
+        with_altered_anchors(|t| t.replacen("hooks: [metrics-broker]", "hooks: [metrics-broker, demotion]", 1));
     assert!(stderr(&o).contains("names hooks of different layers"), "{}", stderr(&o));
     // Layers are a closed set, named where the typo is.
     let (o, text) = with_altered_anchors(|t| t.replacen("    layer: metrics", "    layer: gauges", 1));
     let line = text.lines().position(|l| l.contains("layer: gauges")).unwrap() + 1;
     let err = stderr(&o);
-    assert!(err.contains(&format!("anchors.yaml:{line}:")) && err.contains("unknown variant `gauges`"), "expected line {line}: {err}");
+    assert!(
+        err.contains(&format!("anchors.yaml:{line}:")) && err.contains("unknown variant `gauges`"),
+        "expected line {line}: {err}"
+    );
 }
 
 #[test]
@@ -117,7 +131,11 @@ fn a_snapshot_checkout_needs_an_explicit_version() {
     std::fs::create_dir(t.path().join("core")).unwrap();
     let o = okp().args(["check-anchors", "--source"]).arg(t.path()).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("declares version 3.9.3-SNAPSHOT, which is not a final release; pass --version"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("declares version 3.9.3-SNAPSHOT, which is not a final release; pass --version"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -137,7 +155,11 @@ fn a_git_revision_that_does_not_exist_is_refused() {
 fn a_file_missing_at_that_release_is_drift_naming_the_file() {
     let a = anchor_for("promotion-gate", "3.9.2");
     let tree = copy_tree(&release_tree("3.9.2"), &[]);
-    let o = okp().args(["check-anchors", "--mode", "zk", "--format", "json", "--source"]).arg(tree.path()).output().unwrap();
+    let o = okp()
+        .args(["check-anchors", "--mode", "zk", "--format", "json", "--source"])
+        .arg(tree.path())
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let hit = v["targets"][0]["anchors"].as_array().unwrap().iter().find(|x| x["anchor"] == a.id.as_str()).unwrap();

@@ -20,17 +20,23 @@ fn unzip_entry(jar: &Path, entry: &str) -> Vec<u8> {
     o.stdout
 }
 
-
 #[test]
 fn splice_build_changes_only_the_patched_classes_and_they_call_the_registry() {
     let out = tempfile::tempdir().unwrap();
     let o = okp().args(["build", "--version", "3.9.2", "--mode", "kraft", "--out"]).arg(out.path()).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(out.path().join("okp-build.json")).unwrap()).unwrap();
+    let rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("okp-build.json")).unwrap()).unwrap();
     assert_eq!(rec["backend"], "splice");
     assert!(rec["compilers"]["scalac"].as_str().unwrap().contains("scala-compiler:2.13.15"));
     for (module, upstream, registry, ours, class) in [
-        ("core", "org/apache/kafka/kafka_2.13/3.9.2/kafka_2.13-3.9.2.jar", "kafka/observer/ObserverIds", "kafka/observer/", "kafka.cluster.Partition"),
+        (
+            "core",
+            "org/apache/kafka/kafka_2.13/3.9.2/kafka_2.13-3.9.2.jar",
+            "kafka/observer/ObserverIds",
+            "kafka/observer/",
+            "kafka.cluster.Partition",
+        ),
         (
             "metadata",
             "org/apache/kafka/kafka-metadata/3.9.2/kafka-metadata-3.9.2.jar",
@@ -48,7 +54,8 @@ fn splice_build_changes_only_the_patched_classes_and_they_call_the_registry() {
         assert!(a.difference(&b).next().is_none(), "{module}: entries disappeared");
         // ... the entries okp says it left alone are byte-identical ...
         let jr = rec["jars"].as_array().unwrap().iter().find(|j| j["module"] == module).unwrap();
-        let replaced: std::collections::BTreeSet<&str> = jr["splice"]["replaced"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+        let replaced: std::collections::BTreeSet<&str> =
+            jr["splice"]["replaced"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
         for e in a.iter().filter(|e| !replaced.contains(e.as_str()) && !e.ends_with('/')).step_by(37) {
             assert_eq!(unzip_entry(&up, e), unzip_entry(&spliced, e), "{module}: {e} changed");
         }
@@ -73,7 +80,13 @@ fn a_type_error_in_a_hook_fails_with_the_compilers_message() {
     );
     std::fs::write(&e, text).unwrap();
     let out = tempfile::tempdir().unwrap();
-    let o = okp().arg("--patches").arg(p.path()).args(["build", "--version", "2.7.2", "--out"]).arg(out.path()).output().unwrap();
+    let o = okp()
+        .arg("--patches")
+        .arg(p.path())
+        .args(["build", "--version", "2.7.2", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("Partition.scala"), "{err}");
@@ -97,7 +110,13 @@ fn standin_checkout() -> tempfile::TempDir {
 fn gradle_backend_runs_the_mode_tasks_and_collects_the_jars() {
     let t = standin_checkout();
     let out = tempfile::tempdir().unwrap();
-    let o = okp().args(["build", "--mode", "kraft", "--progress", "never", "--source"]).arg(t.path()).arg("--out").arg(out.path()).output().unwrap();
+    let o = okp()
+        .args(["build", "--mode", "kraft", "--progress", "never", "--source"])
+        .arg(t.path())
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("./gradlew --console=plain :core:jar :metadata:jar -x test"), "{err}");
@@ -147,7 +166,8 @@ fn every_reference_release_and_mode_splice_compiles() {
     let table = stdout(&o);
     println!("{table}");
     assert_eq!(o.status.code(), Some(0), "{table}\n{}", stderr(&o));
-    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(out.path().join("build-matrix.json")).unwrap()).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("build-matrix.json")).unwrap()).unwrap();
     let rows = m["builds"].as_array().unwrap();
     assert_eq!(rows.len(), 20, "17 reference releases, 3 of them in both modes");
     assert!(rows.iter().all(|r| r["result"].as_str().unwrap().starts_with("ok (")), "{table}");

@@ -20,7 +20,12 @@ const NAME_3_9: &str = "okp-observer-3.9.2-kraft-linux-x86_64";
 
 /// A splice build of (version, mode), made once per build directory.
 fn built(version: &str, mode: &str) -> PathBuf {
-    let dir = cached_output("okp-test-bundles", &format!("build-{version}-{mode}"), "okp-build.json", &["build", "--version", version, "--mode", mode]);
+    let dir = cached_output(
+        "okp-test-bundles",
+        &format!("build-{version}-{mode}"),
+        "okp-build.json",
+        &["build", "--version", version, "--mode", mode],
+    );
     // The compile's scratch files are not part of a build's output.
     let _ = std::fs::remove_dir_all(dir.join("work"));
     dir
@@ -91,7 +96,13 @@ fn kafka_home(version: &str) -> tempfile::TempDir {
     let bin = h.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     for script in ["kafka-run-class.sh", "kafka-server-start.sh", "kafka-topics.sh"] {
-        std::fs::write(bin.join(script), format!("#!/bin/bash\n# {script} of Kafka {version}\nexec \"$(dirname \"$0\")\"/kafka-run-class.sh \"$@\"\n")).unwrap();
+        std::fs::write(
+            bin.join(script),
+            format!(
+                "#!/bin/bash\n# {script} of Kafka {version}\nexec \"$(dirname \"$0\")\"/kafka-run-class.sh \"$@\"\n"
+            ),
+        )
+        .unwrap();
         std::fs::set_permissions(bin.join(script), std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::create_dir_all(h.path().join("config")).unwrap();
@@ -100,7 +111,9 @@ fn kafka_home(version: &str) -> tempfile::TempDir {
     std::fs::create_dir_all(&libs).unwrap();
     let kafka = m2().join("org/apache/kafka");
     let mut n = 0;
-    for artifact in ["kafka_2.13", "kafka-clients", "kafka-metadata", "kafka-raft", "kafka-server-common", "kafka-storage"] {
+    for artifact in
+        ["kafka_2.13", "kafka-clients", "kafka-metadata", "kafka-raft", "kafka-server-common", "kafka-storage"]
+    {
         let jar = kafka.join(artifact).join(version).join(format!("{artifact}-{version}.jar"));
         if jar.is_file() {
             std::fs::copy(&jar, libs.join(jar.file_name().unwrap())).unwrap();
@@ -153,7 +166,9 @@ fn real_minisign_and_sha_sums_accept_the_bundle() {
     let o = run(Command::new("minisign").arg("-V").arg("-p").arg(shared_pub()).arg("-m").arg(&b));
     assert!(o.status.success(), "minisign -V: {}{}", stdout(&o), stderr(&o));
     let said = stdout(&o) + &stderr(&o);
-    for bound in [&format!("file:{NAME_3_9}.tar.gz"), "release:3.9.2", "mode:kraft", "target:linux-x86_64", "patch_set:"] {
+    for bound in
+        [&format!("file:{NAME_3_9}.tar.gz"), "release:3.9.2", "mode:kraft", "target:linux-x86_64", "patch_set:"]
+    {
         assert!(said.contains(bound), "trusted comment lacks {bound}: {said}");
     }
     for tool in ["sha256sum", "sha512sum"] {
@@ -209,18 +224,26 @@ fn the_manifest_describes_the_bundle() {
     let m = manifest_of(&b);
     assert_eq!(m["schema"], "okp-bundle/1");
     assert_eq!(m["name"], NAME_3_9);
-    assert_eq!((m["release"].as_str(), m["mode"].as_str(), m["target"].as_str()), (Some("3.9.2"), Some("kraft"), Some("linux-x86_64")));
+    assert_eq!(
+        (m["release"].as_str(), m["mode"].as_str(), m["target"].as_str()),
+        (Some("3.9.2"), Some("kraft"), Some("linux-x86_64"))
+    );
     assert_eq!(m["architecture_independent"], true);
     assert_eq!(m["native_libraries"], serde_json::json!([]));
     assert_eq!(m["build"]["backend"], "splice");
     assert!(m["build"]["compilers"]["scalac"].as_str().unwrap().contains("scala-compiler:2.13.15"));
-    let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(built("3.9.2", "kraft").join("okp-build.json")).unwrap()).unwrap();
+    let rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(built("3.9.2", "kraft").join("okp-build.json")).unwrap()).unwrap();
     assert_eq!(m["patch_set_hash"], rec["patch_set_hash"]);
     // Upstream identity: each jar's Maven Central coordinate and the sha256 of the real file there.
     for j in m["jars"].as_array().unwrap() {
         let coord = j["upstream"]["coordinate"].as_str().unwrap();
         let parts: Vec<&str> = coord.split(':').collect();
-        let up = m2().join(parts[0].replace('.', "/")).join(parts[1]).join(parts[2]).join(format!("{}-{}.jar", parts[1], parts[2]));
+        let up = m2()
+            .join(parts[0].replace('.', "/"))
+            .join(parts[1])
+            .join(parts[2])
+            .join(format!("{}-{}.jar", parts[1], parts[2]));
         let o = run(Command::new("sha256sum").arg(&up));
         assert!(stdout(&o).starts_with(j["upstream"]["sha256"].as_str().unwrap()), "{coord}");
     }
@@ -242,7 +265,9 @@ fn the_manifest_describes_the_bundle() {
     assert!(notice.contains("MODIFIED BUILD OF APACHE KAFKA"));
     assert!(notice.contains("The Apache Software Foundation"), "upstream NOTICE carried");
     assert!(std::fs::read_to_string(root.join("LICENSE")).unwrap().contains("Apache License"));
-    assert!(std::fs::read_to_string(root.join("config/observer.ids.template")).unwrap().contains("KAFKA_OBSERVER_IDS_FILE"));
+    assert!(std::fs::read_to_string(root.join("config/observer.ids.template"))
+        .unwrap()
+        .contains("KAFKA_OBSERVER_IDS_FILE"));
     let observers = std::fs::read_to_string(root.join("OBSERVERS.md")).unwrap();
     assert!(observers.contains("okp observers demote") && observers.contains("--broker 4"), "{observers}");
     assert_eq!(std::fs::metadata(root.join("install.sh")).unwrap().permissions().mode() & 0o777, 0o755);
@@ -252,11 +277,17 @@ fn the_manifest_describes_the_bundle() {
 /// and the jar holds the gauges' class; a core build's manifest names no layer.
 #[test]
 fn a_metrics_layer_bundle_names_its_layers_and_ships_the_gauge_docs() {
-    let dir = cached_output("okp-test-bundles", "build-3.9.2-kraft-metrics", "okp-build.json", &["build", "--version", "3.9.2", "--mode", "kraft", "--layer", "metrics"]);
+    let dir = cached_output(
+        "okp-test-bundles",
+        "build-3.9.2-kraft-metrics",
+        "okp-build.json",
+        &["build", "--version", "3.9.2", "--mode", "kraft", "--layer", "metrics"],
+    );
     let _ = std::fs::remove_dir_all(dir.join("work"));
     let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("okp-build.json")).unwrap()).unwrap();
     assert_eq!(rec["layers"], serde_json::json!(["core", "metrics"]));
-    let core: serde_json::Value = serde_json::from_slice(&std::fs::read(built("3.9.2", "kraft").join("okp-build.json")).unwrap()).unwrap();
+    let core: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(built("3.9.2", "kraft").join("okp-build.json")).unwrap()).unwrap();
     // (A record cached before layers existed has no field; okp reads that as core.)
     assert!(core.get("layers").is_none_or(|l| l == &serde_json::json!(["core"])), "{core}");
     let jar = dir.join("kafka_2.13-3.9.2.jar");
@@ -266,7 +297,11 @@ fn a_metrics_layer_bundle_names_its_layers_and_ships_the_gauge_docs() {
     let out = tempfile::tempdir().unwrap();
     let o = bundle(&dir, "x86_64", &key, out.path());
     assert!(o.status.success(), "{}", stderr(&o));
-    let b = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.to_string_lossy().ends_with(".tar.gz")).unwrap();
+    let b = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+        .unwrap();
     let m = manifest_of(&b);
     assert_eq!(m["layers"], serde_json::json!(["core", "metrics"]));
     assert!(m["files"].as_object().unwrap().contains_key("OBSERVER-METRICS.md"), "{m}");
@@ -311,7 +346,9 @@ fn two_bundles_in_a_row_are_identical_bytes() {
     // What makes it so, as GNU tar and the gzip header show it.
     let bytes = read(a.path(), "");
     assert_eq!(&bytes[..10], &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 255], "gzip: no name, mtime 0, level 9, OS unknown");
-    let o = run(Command::new("tar").args(["--numeric-owner", "--full-time", "-tvzf"]).arg(a.path().join(format!("{NAME_3_9}.tar.gz"))));
+    let o = run(Command::new("tar")
+        .args(["--numeric-owner", "--full-time", "-tvzf"])
+        .arg(a.path().join(format!("{NAME_3_9}.tar.gz"))));
     let listing = stdout(&o);
     let names: Vec<&str> = listing.lines().map(|l| l.rsplit(' ').next().unwrap()).collect();
     let mut sorted = names.clone();
@@ -324,12 +361,16 @@ fn two_bundles_in_a_row_are_identical_bytes() {
     // SOURCE_DATE_EPOCH sets the entries' mtime, reproducibly.
     let (c, d) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     for dir in [&c, &d] {
-        let o = bundle_cmd(&build, "x86_64", &key1, dir.path()).env("SOURCE_DATE_EPOCH", "1700000000").output().unwrap();
+        let o =
+            bundle_cmd(&build, "x86_64", &key1, dir.path()).env("SOURCE_DATE_EPOCH", "1700000000").output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     }
     assert_eq!(read(c.path(), ""), read(d.path(), ""));
     assert_ne!(read(c.path(), ""), read(a.path(), ""));
-    let o = run(Command::new("tar").args(["--numeric-owner", "--full-time", "-tvzf"]).arg(c.path().join(format!("{NAME_3_9}.tar.gz"))).env("TZ", "UTC"));
+    let o = run(Command::new("tar")
+        .args(["--numeric-owner", "--full-time", "-tvzf"])
+        .arg(c.path().join(format!("{NAME_3_9}.tar.gz")))
+        .env("TZ", "UTC"));
     assert!(stdout(&o).lines().all(|l| l.contains("2023-11-14 22:13:20")), "{}", stdout(&o));
 }
 
@@ -380,7 +421,9 @@ fn flipping_bytes_of_the_signature_and_checksum_files_fails_verification() {
     // counts: the signature, the trusted comment (each byte), the global signature.
     let signed_from = sig.iter().position(|&c| c == b'\n').unwrap() + 1;
     let comment = (signed_from..sig.len()).filter(|&i| sig[i] == b'\n').nth(1).unwrap();
-    let offsets: Vec<usize> = (signed_from..sig.len() - 1).filter(|&i| i % 4 == 0 || ((comment - 250..comment).contains(&i) && i % 2 == 0)).collect();
+    let offsets: Vec<usize> = (signed_from..sig.len() - 1)
+        .filter(|&i| i % 4 == 0 || ((comment - 250..comment).contains(&i) && i % 2 == 0))
+        .collect();
     assert!(offsets.len() > 150, "{}", offsets.len());
     each_flip_fails(".minisig", &offsets, "FAILED   signature");
     for ext in [".sha256", ".sha512"] {
@@ -418,7 +461,9 @@ fn resign(file: &Path, key: &Path) {
     let sk = minisign::SecretKeyBox::from_string(&text).unwrap().into_unencrypted_secret_key().unwrap();
     let bytes = std::fs::read(file).unwrap();
     let name = file.file_name().unwrap().to_str().unwrap();
-    let tc = format!("timestamp:0\tfile:{name}\tokp-bundle:{NAME_3_9}\trelease:3.9.2\tmode:kraft\ttarget:linux-x86_64\tpatch_set:");
+    let tc = format!(
+        "timestamp:0\tfile:{name}\tokp-bundle:{NAME_3_9}\trelease:3.9.2\tmode:kraft\ttarget:linux-x86_64\tpatch_set:"
+    );
     let sig = minisign::sign(None, &sk, std::io::Cursor::new(&bytes), Some(&tc), None).unwrap();
     std::fs::write(format!("{}.minisig", file.display()), sig.to_string()).unwrap();
     for tool in ["sha256sum", "sha512sum"] {
@@ -433,7 +478,16 @@ fn flipping_bytes_of_the_manifest_fails_verification_even_when_re_signed() {
     let dir = tempfile::tempdir().unwrap();
     let b = dir.path().join(format!("{NAME_3_9}.tar.gz"));
     let original = std::fs::read(shared_bundle()).unwrap();
-    let manifest_text = String::from_utf8(std::process::Command::new("tar").arg("-xzOf").arg(shared_bundle()).arg(format!("{NAME_3_9}/MANIFEST.json")).output().unwrap().stdout).unwrap();
+    let manifest_text = String::from_utf8(
+        std::process::Command::new("tar")
+            .arg("-xzOf")
+            .arg(shared_bundle())
+            .arg(format!("{NAME_3_9}/MANIFEST.json"))
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
     // Offsets inside the "files" section: hashes, sizes, modes, names and JSON structure.
     let files_at = manifest_text.find("\"files\"").unwrap();
     let region = manifest_text.len() - files_at;
@@ -452,9 +506,17 @@ fn flipping_bytes_of_the_manifest_fails_verification_even_when_re_signed() {
         // Re-signed by a key holder: the manifest no longer matches the files it lists.
         resign(&b, &key);
         let o = verify(&b, &public);
-        assert_eq!(o.status.code(), Some(1), "manifest byte {off} ({:?}), re-signed: {}", &manifest_text[off.saturating_sub(8)..off + 8], stdout(&o));
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "manifest byte {off} ({:?}), re-signed: {}",
+            &manifest_text[off.saturating_sub(8)..off + 8],
+            stdout(&o)
+        );
         assert!(
-            stdout(&o).contains("FAILED   manifest") || stdout(&o).contains("FAILED   files") || stdout(&o).contains("FAILED   trusted comment"),
+            stdout(&o).contains("FAILED   manifest")
+                || stdout(&o).contains("FAILED   files")
+                || stdout(&o).contains("FAILED   trusted comment"),
             "manifest byte {off}: {}",
             stdout(&o)
         );
@@ -565,9 +627,20 @@ fn unsafe_entries_are_refused_before_anything_is_written() {
         assert!(stderr(&o).contains("refusing to install"), "{kind}: {}", stderr(&o));
         assert_eq!(tree(home.path()), before, "{kind}: the installation changed");
         assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{kind}: something was unpacked");
-        assert!(!work.path().join("okp-evil").exists() && !Path::new("/tmp/okp-evil-absolute").exists(), "{kind}: escaped");
+        assert!(
+            !work.path().join("okp-evil").exists() && !Path::new("/tmp/okp-evil-absolute").exists(),
+            "{kind}: escaped"
+        );
         // Not even --allow-unverified unpacks it.
-        let o = okp().env("TMPDIR", &tmp).arg("install").arg(&b).arg("--kafka-home").arg(home.path()).arg("--allow-unverified").output().unwrap();
+        let o = okp()
+            .env("TMPDIR", &tmp)
+            .arg("install")
+            .arg(&b)
+            .arg("--kafka-home")
+            .arg(home.path())
+            .arg("--allow-unverified")
+            .output()
+            .unwrap();
         assert_eq!(o.status.code(), Some(1), "{kind}: {}", stderr(&o));
         assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
         assert_eq!(tree(home.path()), before);
@@ -604,12 +677,22 @@ fn install_then_rollback_round_trips_byte_for_byte() {
         let path = j["path"].as_str().unwrap();
         let o = run(Command::new("sha256sum").arg(home.path().join(path)));
         assert!(stdout(&o).starts_with(j["sha256"].as_str().unwrap()), "{path} is the bundle's jar");
-        let o = run(Command::new("sha256sum").arg(home.path().join(".okp-observer/backup").join(Path::new(path).file_name().unwrap())));
-        assert!(stdout(&o).starts_with(j["upstream"]["sha256"].as_str().unwrap()), "{path}: the backup is the original");
+        let o = run(Command::new("sha256sum")
+            .arg(home.path().join(".okp-observer/backup").join(Path::new(path).file_name().unwrap())));
+        assert!(
+            stdout(&o).starts_with(j["upstream"]["sha256"].as_str().unwrap()),
+            "{path}: the backup is the original"
+        );
     }
     let changed: Vec<&String> = after.keys().filter(|k| before.get(*k) != after.get(*k)).collect();
-    assert!(changed.iter().all(|k| k.starts_with("libs/kafka") || k.starts_with(".okp-observer")), "install touched {changed:?}");
-    assert!(!after.keys().any(|k| k.starts_with("libs/") && k.ends_with(".jar") && !before.contains_key(k)), "no extra jar on the classpath");
+    assert!(
+        changed.iter().all(|k| k.starts_with("libs/kafka") || k.starts_with(".okp-observer")),
+        "install touched {changed:?}"
+    );
+    assert!(
+        !after.keys().any(|k| k.starts_with("libs/") && k.ends_with(".jar") && !before.contains_key(k)),
+        "no extra jar on the classpath"
+    );
 
     let o = install(&b, home.path(), Some(&shared_pub()), &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -635,13 +718,23 @@ fn the_bundle_scripts_work_without_okp_on_a_zk_release() {
     let o = bundle(&built("2.7.2", "zk"), "x86_64", &key, out.path());
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let name = "okp-observer-2.7.2-zk-linux-x86_64";
-    assert!(run(Command::new("tar").arg("-xzf").arg(out.path().join(format!("{name}.tar.gz"))).current_dir(out.path())).status.success());
+    assert!(run(Command::new("tar")
+        .arg("-xzf")
+        .arg(out.path().join(format!("{name}.tar.gz")))
+        .current_dir(out.path()))
+    .status
+    .success());
     let home = kafka_home("2.7.2");
     let before = tree(home.path());
     let sh = |script: &Path, args: &[&str]| run(Command::new("dash").arg(script).args(args).arg(home.path()));
     let o = sh(&out.path().join(name).join("install.sh"), &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let changed: Vec<String> = tree(home.path()).into_iter().filter(|(k, v)| before.get(k) != Some(v)).map(|(k, _)| k).filter(|k| !k.starts_with(".okp-observer")).collect();
+    let changed: Vec<String> = tree(home.path())
+        .into_iter()
+        .filter(|(k, v)| before.get(k) != Some(v))
+        .map(|(k, _)| k)
+        .filter(|k| !k.starts_with(".okp-observer"))
+        .collect();
     assert_eq!(changed, vec!["libs/kafka_2.13-2.7.2.jar".to_string()], "zk replaces only the core jar");
     let o = sh(&out.path().join(name).join("install.sh"), &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -705,7 +798,11 @@ fn an_install_failing_at_any_copy_or_rename_is_finished_or_rolled_back_cleanly()
                     let o = sh("rollback.sh", home.path(), None);
                     assert_eq!(o.status.code(), Some(0), "{tool} #{fail_at}: {}", stderr(&o));
                 }
-                assert_eq!(tree(home.path()), before, "{tool} failing at call {fail_at}, then {finish}: not back to the original bytes");
+                assert_eq!(
+                    tree(home.path()),
+                    before,
+                    "{tool} failing at call {fail_at}, then {finish}: not back to the original bytes"
+                );
                 injected += 1;
             }
             if done {
@@ -737,7 +834,11 @@ fn install_refuses_an_installation_that_does_not_match() {
     refused(empty.path(), &[], "is not a Kafka installation");
     // Mixed releases in libs/.
     let mixed = kafka_home("3.9.2");
-    std::fs::copy(m2().join("org/apache/kafka/kafka_2.13/2.7.2/kafka_2.13-2.7.2.jar"), mixed.path().join("libs/kafka_2.13-2.7.2.jar")).unwrap();
+    std::fs::copy(
+        m2().join("org/apache/kafka/kafka_2.13/2.7.2/kafka_2.13-2.7.2.jar"),
+        mixed.path().join("libs/kafka_2.13-2.7.2.jar"),
+    )
+    .unwrap();
     refused(mixed.path(), &[], "mixes releases");
     // A jar that is neither Maven Central's nor ours.
     let local = kafka_home("3.9.2");
@@ -755,7 +856,11 @@ fn install_refuses_an_installation_that_does_not_match() {
     // Another okp bundle installed.
     let taken = kafka_home("3.9.2");
     std::fs::create_dir_all(taken.path().join(".okp-observer")).unwrap();
-    std::fs::write(taken.path().join(".okp-observer/installed"), "bundle=okp-observer-3.9.2-zk-linux-x86_64\npatch_set=abc\n").unwrap();
+    std::fs::write(
+        taken.path().join(".okp-observer/installed"),
+        "bundle=okp-observer-3.9.2-zk-linux-x86_64\npatch_set=abc\n",
+    )
+    .unwrap();
     refused(taken.path(), &[], "roll it back first");
     // Another architecture (the bundle for the other one than this machine's).
     let here = String::from_utf8(run(Command::new("uname").arg("-m")).stdout).unwrap();
@@ -763,7 +868,11 @@ fn install_refuses_an_installation_that_does_not_match() {
     let (_kd, key, public) = keys();
     let out = tempfile::tempdir().unwrap();
     assert_eq!(bundle(&built("3.9.2", "kraft"), other_target, &key, out.path()).status.code(), Some(0));
-    let foreign = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.to_string_lossy().ends_with(".tar.gz")).unwrap();
+    let foreign = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+        .unwrap();
     let home = kafka_home("3.9.2");
     let before = tree(home.path());
     let o = install(&foreign, home.path(), Some(&public), &[]);
@@ -842,7 +951,10 @@ fn native_code_must_be_for_the_target() {
     let bytes = zout.finish().unwrap().into_inner();
     std::fs::write(&jar, &bytes).unwrap();
     let rec_path = build.path().join("okp-build.json");
-    let old = String::from_utf8(run(Command::new("sha256sum").arg(built("3.9.2", "kraft").join("kafka-metadata-3.9.2.jar"))).stdout).unwrap();
+    let old = String::from_utf8(
+        run(Command::new("sha256sum").arg(built("3.9.2", "kraft").join("kafka-metadata-3.9.2.jar"))).stdout,
+    )
+    .unwrap();
     let new = String::from_utf8(run(Command::new("sha256sum").arg(&jar)).stdout).unwrap();
     let rec = std::fs::read_to_string(&rec_path).unwrap().replace(&old[..64], &new[..64]);
     std::fs::write(&rec_path, rec).unwrap();
@@ -888,17 +1000,24 @@ fn keys_encrypted_and_interoperable_with_minisign() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(prefix.with_extension("key")).unwrap(), secret);
     // No password source: refused, not hung on a prompt.
-    let o = okp().env_remove("OKP_KEY_PASSWORD").arg("keygen").arg("--out").arg(d.path().join("other")).output().unwrap();
+    let o =
+        okp().env_remove("OKP_KEY_PASSWORD").arg("keygen").arg("--out").arg(d.path().join("other")).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("OKP_KEY_PASSWORD"), "{}", stderr(&o));
 
     let build = built("3.9.2", "kraft");
     let out = tempfile::tempdir().unwrap();
-    let o = bundle_cmd(&build, "x86_64", &prefix.with_extension("key"), out.path()).env("OKP_KEY_PASSWORD", "wrong").output().unwrap();
+    let o = bundle_cmd(&build, "x86_64", &prefix.with_extension("key"), out.path())
+        .env("OKP_KEY_PASSWORD", "wrong")
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("Wrong password"), "{}", stderr(&o));
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "nothing written with a wrong password");
-    let o = bundle_cmd(&build, "x86_64", &prefix.with_extension("key"), out.path()).env("OKP_KEY_PASSWORD", "correct horse").output().unwrap();
+    let o = bundle_cmd(&build, "x86_64", &prefix.with_extension("key"), out.path())
+        .env("OKP_KEY_PASSWORD", "correct horse")
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let b = out.path().join(format!("{NAME_3_9}.tar.gz"));
     let o = run(Command::new("minisign").arg("-Vq").arg("-p").arg(prefix.with_extension("pub")).arg("-m").arg(&b));
@@ -906,13 +1025,21 @@ fn keys_encrypted_and_interoperable_with_minisign() {
 
     // A key made by minisign itself signs bundles okp and minisign accept.
     let mk = d.path().join("mini");
-    let o = run(Command::new("minisign").arg("-G").arg("-W").arg("-p").arg(mk.with_extension("pub")).arg("-s").arg(mk.with_extension("key")));
+    let o = run(Command::new("minisign")
+        .arg("-G")
+        .arg("-W")
+        .arg("-p")
+        .arg(mk.with_extension("pub"))
+        .arg("-s")
+        .arg(mk.with_extension("key")));
     assert!(o.status.success(), "minisign -G: {}", stderr(&o));
     let out2 = tempfile::tempdir().unwrap();
     let o = bundle(&build, "x86_64", &mk.with_extension("key"), out2.path());
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let b2 = out2.path().join(format!("{NAME_3_9}.tar.gz"));
-    assert!(run(Command::new("minisign").arg("-Vq").arg("-p").arg(mk.with_extension("pub")).arg("-m").arg(&b2)).status.success());
+    assert!(run(Command::new("minisign").arg("-Vq").arg("-p").arg(mk.with_extension("pub")).arg("-m").arg(&b2))
+        .status
+        .success());
     assert_eq!(verify(&b2, &mk.with_extension("pub")).status.code(), Some(0));
     // And a signature minisign makes with okp's unencrypted key verifies in okp.
     let (_kd, key, public) = keys();
@@ -929,12 +1056,21 @@ fn keys_encrypted_and_interoperable_with_minisign() {
 fn gpg_sign_writes_a_detached_signature_gpg_verifies() {
     let gnupg = tempfile::tempdir().unwrap();
     std::fs::set_permissions(gnupg.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-    let gpg = |args: &[&str]| run(Command::new("gpg").env("GNUPGHOME", gnupg.path()).args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""]).args(args));
+    let gpg = |args: &[&str]| {
+        run(Command::new("gpg")
+            .env("GNUPGHOME", gnupg.path())
+            .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
+            .args(args))
+    };
     let o = gpg(&["--quick-gen-key", "okp test <release@okp.invalid>", "ed25519", "sign", "never"]);
     assert!(o.status.success(), "gpg key: {}", stderr(&o));
     let (_kd, key, _) = keys();
     let out = tempfile::tempdir().unwrap();
-    let o = bundle_cmd(&built("3.9.2", "kraft"), "x86_64", &key, out.path()).env("GNUPGHOME", gnupg.path()).args(["--gpg-sign", "release@okp.invalid"]).output().unwrap();
+    let o = bundle_cmd(&built("3.9.2", "kraft"), "x86_64", &key, out.path())
+        .env("GNUPGHOME", gnupg.path())
+        .args(["--gpg-sign", "release@okp.invalid"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let b = out.path().join(format!("{NAME_3_9}.tar.gz"));
     let asc = out.path().join(format!("{NAME_3_9}.tar.gz.asc"));
@@ -942,7 +1078,11 @@ fn gpg_sign_writes_a_detached_signature_gpg_verifies() {
     let o = run(Command::new("gpg").env("GNUPGHOME", gnupg.path()).arg("--verify").arg(&asc).arg(&b));
     assert!(o.status.success(), "gpg --verify: {}", stderr(&o));
     // An unknown gpg key is an external failure.
-    let o = bundle_cmd(&built("3.9.2", "kraft"), "x86_64", &key, out.path()).env("GNUPGHOME", gnupg.path()).args(["--gpg-sign", "nobody@okp.invalid"]).output().unwrap();
+    let o = bundle_cmd(&built("3.9.2", "kraft"), "x86_64", &key, out.path())
+        .env("GNUPGHOME", gnupg.path())
+        .args(["--gpg-sign", "nobody@okp.invalid"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(!asc.exists(), "no stale .asc left beside the bundle");
     let _ = Command::new("gpgconf").env("GNUPGHOME", gnupg.path()).args(["--kill", "gpg-agent"]).output();

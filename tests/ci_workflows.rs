@@ -20,7 +20,11 @@ fn load(path: &str) -> serde_yaml::Value {
 }
 
 fn workflows() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(repo_root().join("ci")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "yml")).collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo_root().join("ci"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yml"))
+        .collect();
     v.sort();
     assert_eq!(v.len(), 2, "{v:?}");
     v
@@ -93,10 +97,19 @@ fn the_sentinel_runs_weekly_and_on_demand_and_the_compile_job_on_changes() {
     }
     // What the sentinel is for: the whole matrix, then newer releases, a report, a failure.
     let script = runs(&s).join("\n");
-    for needle in ["check-anchors --all", "diff --from \"$from\" --to \"$to\" --strict --format markdown", "maven-metadata.xml", "GITHUB_STEP_SUMMARY", "exit 1"] {
+    for needle in [
+        "check-anchors --all",
+        "diff --from \"$from\" --to \"$to\" --strict --format markdown",
+        "maven-metadata.xml",
+        "GITHUB_STEP_SUMMARY",
+        "exit 1",
+    ] {
         assert!(script.contains(needle), "sentinel lacks `{needle}`");
     }
-    assert!(steps(&s).iter().any(|st| st["uses"].as_str().is_some_and(|u| u.starts_with("actions/upload-artifact@")) && st["if"] == "always()"));
+    assert!(steps(&s)
+        .iter()
+        .any(|st| st["uses"].as_str().is_some_and(|u| u.starts_with("actions/upload-artifact@"))
+            && st["if"] == "always()"));
     assert!(runs(&c).join("\n").contains("okp build --all --reference --check"));
 }
 
@@ -152,6 +165,10 @@ fn shellcheck_accepts_every_run_script() {
         }
     }
     assert!(files.len() >= 6);
-    let o = Command::new("shellcheck").arg("--shell=bash").args(&files).output().expect("shellcheck (scripts/setup.sh installs it)");
+    let o = Command::new("shellcheck")
+        .arg("--shell=bash")
+        .args(&files)
+        .output()
+        .expect("shellcheck (scripts/setup.sh installs it)");
     assert!(o.status.success(), "{}", stdout(&o));
 }

@@ -19,7 +19,12 @@ fn json(from: &str, to: &str) -> serde_json::Value {
 }
 
 fn anchor<'a>(v: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    v["anchors"].as_array().unwrap().iter().find(|a| a["anchor"] == id).unwrap_or_else(|| panic!("no anchor {id} in {v}"))
+    v["anchors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["anchor"] == id)
+        .unwrap_or_else(|| panic!("no anchor {id} in {v}"))
 }
 
 /// A copy of the real versions.yaml without `version`'s entry, in a fresh directory.
@@ -28,7 +33,12 @@ fn matrix_without(version: &str) -> (tempfile::TempDir, String, String) {
     let start = real.find(&format!("  - version: {version}\n")).unwrap();
     // The entry ends where the next entry, or a comment above one, starts.
     let body = &real[start..];
-    let len = body.split_inclusive('\n').enumerate().skip(1).find(|(_, l)| l.starts_with("  - ") || l.starts_with("  #")).map_or(body.len(), |(i, _)| body.split_inclusive('\n').take(i).map(str::len).sum());
+    let len = body
+        .split_inclusive('\n')
+        .enumerate()
+        .skip(1)
+        .find(|(_, l)| l.starts_with("  - ") || l.starts_with("  #"))
+        .map_or(body.len(), |(i, _)| body.split_inclusive('\n').take(i).map(str::len).sum());
     let end = start + len;
     let entry = real[start..end].to_string();
     let dir = tempfile::tempdir().unwrap();
@@ -52,14 +62,24 @@ fn a_patch_release_carries_over_and_write_adds_a_working_entry() {
     let (dir, real_entry, before) = matrix_without("4.1.2");
     let (code, _, err) = write_in(dir.path(), "4.1.1", "4.1.2", &[]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("added 4.1.2 to versions.yaml (family f4.0, modes kraft, scala 2.13.16, java 17); check-anchors passed"), "{err}");
+    assert!(
+        err.contains(
+            "added 4.1.2 to versions.yaml (family f4.0, modes kraft, scala 2.13.16, java 17); check-anchors passed"
+        ),
+        "{err}"
+    );
     let after = std::fs::read_to_string(dir.path().join("versions.yaml")).unwrap();
     // The entry okp wrote is the real one, but for `reference` (a human's choice), and nothing else moved.
     let written = after.replacen(&before[..before.find("  - version: 4.2.0\n").unwrap()], "", 1);
     assert!(written.starts_with(&real_entry.replace("    reference: true\n", "")), "{written}");
     assert_eq!(after.replace(&real_entry.replace("    reference: true\n", ""), ""), before);
     assert!(!dir.path().join("porting-4.1.1-4.1.2.md").exists(), "nothing to decide, no worksheet");
-    let o = okp().arg("--versions").arg(dir.path().join("versions.yaml")).args(["check-anchors", "--version", "4.1.2"]).output().unwrap();
+    let o = okp()
+        .arg("--versions")
+        .arg(dir.path().join("versions.yaml"))
+        .args(["check-anchors", "--version", "4.1.2"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     // A second --write refuses and changes nothing.
     let (code, _, err) = write_in(dir.path(), "4.1.1", "4.1.2", &[]);
@@ -105,7 +125,11 @@ fn the_lock_api_changes_from_4_2_1_to_4_3_1() {
     // The ISR-expansion path that calls the promotion gate moved to the LockUtils lambda API.
     let gate = anchor(&v, "partition.can-add-replica-to-isr");
     let callers: Vec<&str> = gate["callers"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
-    assert!(callers.iter().any(|l| l.starts_with('+') && l.contains("canAddReplicaToIsr(followerReplica.brokerId) && inReadLock(leaderIsrUpdateLock, () => {")), "{callers:?}");
+    assert!(
+        callers.iter().any(|l| l.starts_with('+')
+            && l.contains("canAddReplicaToIsr(followerReplica.brokerId) && inReadLock(leaderIsrUpdateLock, () => {")),
+        "{callers:?}"
+    );
     let (code, out, _) = diff(&["--from", "4.2.1", "--to", "4.3.1"]);
     assert_eq!(code, 0);
     insta::assert_snapshot!("lock_api_4_2_1_to_4_3_1", out);
@@ -125,7 +149,12 @@ fn the_zookeeper_controller_is_gone_in_4_0_2() {
     for h in v["hooks"].as_array().unwrap() {
         assert_eq!(h["has_site"], h["scope"] != "zk-controller", "{h}");
     }
-    let psm = v["files"].as_array().unwrap().iter().find(|f| f["file"].as_str().unwrap().ends_with("PartitionStateMachine.scala")).unwrap();
+    let psm = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"].as_str().unwrap().ends_with("PartitionStateMachine.scala"))
+        .unwrap();
     assert_eq!((psm["in_from"].as_bool(), psm["in_to"].as_bool()), (Some(true), Some(false)));
 
     // --write: the worksheet, and versions.yaml byte for byte as it was.
@@ -136,8 +165,14 @@ fn the_zookeeper_controller_is_gone_in_4_0_2() {
     assert!(err.contains("versions.yaml unchanged"), "{err}");
     assert_eq!(std::fs::read_to_string(dir.path().join("versions.yaml")).unwrap(), before);
     let text = std::fs::read_to_string(&ws).unwrap();
-    assert!(text.contains("[ ] Hook `zk-initial-isr`") && text.contains("[ ] Re-anchor `psm.unclean-leader-opt`"), "{text}");
-    insta::assert_snapshot!("zk_controller_gone_worksheet", scrub(&text.replace(env!("CARGO_PKG_VERSION"), "[OKP]"), dir.path()));
+    assert!(
+        text.contains("[ ] Hook `zk-initial-isr`") && text.contains("[ ] Re-anchor `psm.unclean-leader-opt`"),
+        "{text}"
+    );
+    insta::assert_snapshot!(
+        "zk_controller_gone_worksheet",
+        scrub(&text.replace(env!("CARGO_PKG_VERSION"), "[OKP]"), dir.path())
+    );
 }
 
 #[test]
@@ -147,7 +182,11 @@ fn bad_input_is_refused_with_what_to_do() {
     assert!(err.contains("unknown Kafka release 2.6.0"), "{err}");
     let (code, _, err) = diff(&["--from", "4.2.1", "--to", "4.2.2"]);
     assert_eq!(code, 2);
-    assert!(err.contains("release 4.2.2: Maven Central serves 4.2.2's binary jars") && err.contains("--to-source DIR or --git REPO --to-rev REV"), "{err}");
+    assert!(
+        err.contains("release 4.2.2: Maven Central serves 4.2.2's binary jars")
+            && err.contains("--to-source DIR or --git REPO --to-rev REV"),
+        "{err}"
+    );
     let (code, _, err) = diff(&["--to", "4.3.1"]);
     assert_eq!(code, 2);
     assert!(err.contains("--from V, --from-source DIR or --git REPO --from-rev REV"), "{err}");
@@ -156,7 +195,11 @@ fn bad_input_is_refused_with_what_to_do() {
     std::fs::write(empty.path().join(".okp-source.json"), "{\"release\": \"4.2.1\"}\n").unwrap();
     let (code, _, err) = diff(&["--from-source", empty.path().to_str().unwrap(), "--to", "4.3.1"]);
     assert_eq!(code, 2);
-    assert!(err.contains("does not hold the patch set of 4.2.1") && err.contains("anchor `partition.can-add-replica-to-isr`"), "{err}");
+    assert!(
+        err.contains("does not hold the patch set of 4.2.1")
+            && err.contains("anchor `partition.can-add-replica-to-isr`"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -216,7 +259,12 @@ fn git_sources_list_the_commits_that_touched_each_hooked_file() {
     commit_files(repo, &new, &[], "bump version");
     git(repo, &["tag", "v4.2.1"]);
 
-    let o = okp().args(["diff", "--git"]).arg(repo).args(["--from-rev", "v4.1.2", "--to-rev", "v4.2.1", "--format", "json"]).output().unwrap();
+    let o = okp()
+        .args(["diff", "--git"])
+        .arg(repo)
+        .args(["--from-rev", "v4.1.2", "--to-rev", "v4.2.1", "--format", "json"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let summaries = |file: &str| -> Vec<String> {
@@ -230,10 +278,24 @@ fn git_sources_list_the_commits_that_touched_each_hooked_file() {
     let maven = json("4.1.2", "4.2.1");
     assert_eq!(v["anchors"], maven["anchors"]);
     // Table and markdown show them too.
-    let o = okp().args(["diff", "--git"]).arg(repo).args(["--from-rev", "v4.1.2", "--to-rev", "v4.2.1", "--format", "markdown"]).output().unwrap();
-    assert!(stdout(&o).contains("1 commit(s) touched <code>core/src/main/scala/kafka/cluster/Partition.scala</code>"), "{}", stdout(&o));
+    let o = okp()
+        .args(["diff", "--git"])
+        .arg(repo)
+        .args(["--from-rev", "v4.1.2", "--to-rev", "v4.2.1", "--format", "markdown"])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&o).contains("1 commit(s) touched <code>core/src/main/scala/kafka/cluster/Partition.scala</code>"),
+        "{}",
+        stdout(&o)
+    );
     // Mixed providers: the old side from Maven Central, the new one from git.
-    let o = okp().args(["diff", "--from", "4.1.2", "--git"]).arg(repo).args(["--to-rev", "v4.2.1", "--format", "json"]).output().unwrap();
+    let o = okp()
+        .args(["diff", "--from", "4.1.2", "--git"])
+        .arg(repo)
+        .args(["--to-rev", "v4.2.1", "--format", "json"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let mixed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(mixed["anchors"], maven["anchors"]);

@@ -27,7 +27,9 @@ fn check_altered(hook: &str, alter: impl Fn(&mut Vec<String>, &AnchorRef)) -> (i
 }
 
 fn position(lines: &[String], a: &AnchorRef) -> usize {
-    (0..lines.len()).find(|&i| a.lines.iter().enumerate().all(|(k, l)| lines.get(i + k) == Some(l))).expect("anchor in pristine file")
+    (0..lines.len())
+        .find(|&i| a.lines.iter().enumerate().all(|(k, l)| lines.get(i + k) == Some(l)))
+        .expect("anchor in pristine file")
 }
 
 #[test]
@@ -94,12 +96,20 @@ fn anchor_moved_into_another_method_is_misplaced() {
 fn junit_and_json_carry_the_same_verdict() {
     let a = anchor_for("promotion-gate", RELEASE);
     let tree = copy_tree(&release_tree(RELEASE), &["core/src/main/scala/kafka/controller/PartitionStateMachine.scala"]);
-    let o = okp().args(["check-anchors", "--mode", "zk", "--format", "junit", "--source"]).arg(tree.path()).output().unwrap();
+    let o = okp()
+        .args(["check-anchors", "--mode", "zk", "--format", "junit", "--source"])
+        .arg(tree.path())
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1));
     let x = stdout(&o);
     assert!(x.starts_with("<?xml"));
     assert!(x.contains(&format!("name=\"{}\">\n      <failure message=\"file-missing\"", a.id)), "{x}");
-    let o = okp().args(["check-anchors", "--mode", "zk", "--format", "json", "--source"]).arg(tree.path()).output().unwrap();
+    let o = okp()
+        .args(["check-anchors", "--mode", "zk", "--format", "json", "--source"])
+        .arg(tree.path())
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["ok"], false);
 }

@@ -40,7 +40,11 @@ fn git_provider_agrees_with_directory_provider() {
             let e = e.unwrap();
             if e.file_name() != ".git" {
                 let p = e.path();
-                if p.is_dir() { std::fs::remove_dir_all(p).unwrap() } else { std::fs::remove_file(p).unwrap() }
+                if p.is_dir() {
+                    std::fs::remove_dir_all(p).unwrap()
+                } else {
+                    std::fs::remove_file(p).unwrap()
+                }
             }
         }
         copy_into(&release_tree(v), &repo);

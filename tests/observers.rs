@@ -42,7 +42,8 @@ impl DevCluster {
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
         assert_eq!(line.trim(), "ready", "dev-cluster did not come up");
-        let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("cluster.json")).unwrap()).unwrap();
+        let state: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("cluster.json")).unwrap()).unwrap();
         let bootstrap = state["bootstrap"].as_str().unwrap().to_string();
         DevCluster { child, stdin, stdout, dir, bootstrap }
     }
@@ -64,7 +65,11 @@ impl DevCluster {
     /// Every node's observer.ids, path → bytes.
     fn files(&self) -> Vec<(String, Vec<u8>)> {
         let text = std::fs::read_to_string(self.nodes_file()).unwrap();
-        text.lines().filter_map(|l| l.split("path: '").nth(1)).map(|p| p.trim_end_matches("'}").to_string()).map(|p| (p.clone(), std::fs::read(&p).unwrap())).collect()
+        text.lines()
+            .filter_map(|l| l.split("path: '").nth(1))
+            .map(|p| p.trim_end_matches("'}").to_string())
+            .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+            .collect()
     }
 
     fn okp(&self, args: &[&str]) -> std::process::Output {
@@ -75,7 +80,8 @@ impl DevCluster {
 
     /// The replicas of `topic` as `status --format json` reports them (observers per the nodes' files).
     fn status(&self, topic: &str) -> serde_json::Value {
-        let o = self.okp(&["status", "--format", "json", "--topic", topic, "--nodes", self.nodes_file().to_str().unwrap()]);
+        let o =
+            self.okp(&["status", "--format", "json", "--topic", topic, "--nodes", self.nodes_file().to_str().unwrap()]);
         assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
         serde_json::from_str(&stdout(&o)).unwrap()
     }
@@ -138,7 +144,14 @@ fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster
     let mut c = DevCluster::up("3.9.2", "zk", &["pair=1:4,min.insync.replicas=1"]);
     let nodes = c.nodes_file();
     let nodes = nodes.to_str().unwrap().to_string();
-    let command_transport = ["--transport", "command", "--read-cmd", "cat {path}", "--write-cmd", "cat > {path}.okp-tmp && mv {path}.okp-tmp {path}"];
+    let command_transport = [
+        "--transport",
+        "command",
+        "--read-cmd",
+        "cat {path}",
+        "--write-cmd",
+        "cat > {path}.okp-tmp && mv {path}.okp-tmp {path}",
+    ];
     eprintln!("cluster up in {:.1} s", t_all.elapsed().as_secs_f64());
 
     // Status on a healthy cluster: 4 is an observer, out of the ISR, caught up after a produce.
@@ -147,11 +160,20 @@ fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster
     let s = c.status("obs");
     assert_eq!(s["observers"]["source"], "observer.ids of 4 nodes (all agree)");
     let r4 = replica(s["replicas"].as_array().unwrap(), 4);
-    assert_eq!((r4["role"].as_str(), r4["is_observer"].as_bool(), r4["in_isr"].as_bool(), r4["caught_up"].as_bool()), (Some("observer"), Some(true), Some(false), Some(true)), "{r4}");
+    assert_eq!(
+        (r4["role"].as_str(), r4["is_observer"].as_bool(), r4["in_isr"].as_bool(), r4["caught_up"].as_bool()),
+        (Some("observer"), Some(true), Some(false), Some(true)),
+        "{r4}"
+    );
     assert_eq!((r4["log_end_offset"].as_i64(), r4["high_watermark"].as_i64()), (Some(200), Some(200)));
     let table = c.okp(&["status", "--topic", "obs", "--observers", "4"]);
     assert_eq!(table.status.code(), Some(0), "{}", stderr(&table));
-    assert!(stdout(&table).contains("observers: [4] from --observers") && stdout(&table).lines().any(|l| l.starts_with("obs ") && l.contains(" observer ")), "{}", stdout(&table));
+    assert!(
+        stdout(&table).contains("observers: [4] from --observers")
+            && stdout(&table).lines().any(|l| l.starts_with("obs ") && l.contains(" observer ")),
+        "{}",
+        stdout(&table)
+    );
     let mut remote = vec!["status", "--topic", "obs", "--format", "json", "--nodes", &nodes];
     remote.extend(command_transport);
     let via_command = c.okp(&remote);
@@ -175,7 +197,11 @@ fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster
     // --dry-run prints the plan and changes no byte.
     let o = c.okp(&["promote", "--broker", "4", "--nodes", &nodes, "--dry-run"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("[4] → [] (\"4\\n\" → \"\")") && stdout(&o).contains("dry run: nothing written"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("[4] → [] (\"4\\n\" → \"\")") && stdout(&o).contains("dry run: nothing written"),
+        "{}",
+        stdout(&o)
+    );
     unchanged(&before, &c, "--dry-run");
 
     // Promote through the command transport (the remote path, run locally): 4 joins every ISR.
@@ -195,7 +221,12 @@ fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster
     let before = c.files();
     let o = c.okp(&["demote", "--broker", "4", "--nodes", &nodes]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("refused (min.insync.replicas): rf3-0: ISR 1,4 (2) would become 1 (1) < min.insync.replicas=2"), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("refused (min.insync.replicas): rf3-0: ISR 1,4 (2) would become 1 (1) < min.insync.replicas=2"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stderr(&o).contains("nothing was written"));
     unchanged(&before, &c, "min.insync refusal");
     c.send("start 2");
@@ -238,12 +269,17 @@ fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster
     c.wait("rf3", "leaderless", |r| leader(r).is_none());
     c.send("start 4");
     c.send("start 1");
-    c.wait("rf3", "with 1 and 4 answering", |r| replica(r, 1)["log_end_offset"].is_i64() && replica(r, 4)["log_end_offset"].is_i64());
+    c.wait("rf3", "with 1 and 4 answering", |r| {
+        replica(r, 1)["log_end_offset"].is_i64() && replica(r, 4)["log_end_offset"].is_i64()
+    });
     let before = c.files();
     let o = c.okp(&["promote", "--broker", "4", "--nodes", &nodes]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(err.contains("refused (log end offset): rf3-0: broker 4 has log end offset 0, live replica 1 has 300"), "{err}");
+    assert!(
+        err.contains("refused (log end offset): rf3-0: broker 4 has log end offset 0, live replica 1 has 300"),
+        "{err}"
+    );
     assert!(err.contains("(300 records)"), "{err}");
     unchanged(&before, &c, "unclean-promotion refusal");
     eprintln!("whole test: {:.1} s", t_all.elapsed().as_secs_f64());
@@ -264,16 +300,27 @@ fn observers_promote_and_demote_in_kraft_order_on_a_real_4_3_1_cluster() {
     c.wait("obs", "caught up", |r| replica(r, 4)["lag"] == 0 && replica(r, 1)["log_end_offset"] == 200);
     let s = c.status("obs");
     assert_eq!(s["observers"]["source"], "observer.ids of 7 nodes (all agree)");
-    let leaders_before: Vec<Option<i64>> = ["obs", "rf3", "tx"].iter().map(|t| leader(c.status(t)["replicas"].as_array().unwrap())).collect();
+    let leaders_before: Vec<Option<i64>> =
+        ["obs", "rf3", "tx"].iter().map(|t| leader(c.status(t)["replicas"].as_array().unwrap())).collect();
 
     // The order of the writes, as okp reports them (`okp: wrote controller 101 (…)`).
-    let wrote = |err: &str| -> Vec<String> { err.lines().filter_map(|l| l.strip_prefix("okp: wrote ")).map(|l| l.split(' ').next().unwrap().to_string()).collect() };
+    let wrote = |err: &str| -> Vec<String> {
+        err.lines()
+            .filter_map(|l| l.strip_prefix("okp: wrote "))
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect()
+    };
 
     let t = Instant::now();
     let o = c.okp(&["promote", "--broker", "4", "--nodes", &nodes, "--timeout", "90"]);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("KRaft controllers first, then brokers"), "{}", stdout(&o));
-    assert_eq!(wrote(&stderr(&o)), ["controller", "controller", "controller", "broker", "broker", "broker", "broker"], "{}", stderr(&o));
+    assert_eq!(
+        wrote(&stderr(&o)),
+        ["controller", "controller", "controller", "broker", "broker", "broker", "broker"],
+        "{}",
+        stderr(&o)
+    );
     assert!(stderr(&o).contains("before writing the brokers"), "{}", stderr(&o));
     assert!(stdout(&o).contains("broker 4 promoted: in the ISR of"), "{}", stdout(&o));
     eprintln!("kraft promote: {:.1} s", t.elapsed().as_secs_f64());
@@ -284,11 +331,17 @@ fn observers_promote_and_demote_in_kraft_order_on_a_real_4_3_1_cluster() {
     let o = c.okp(&["demote", "--broker", "4", "--nodes", &nodes, "--timeout", "90"]);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("brokers first, then KRaft controllers"), "{}", stdout(&o));
-    assert_eq!(wrote(&stderr(&o)), ["broker", "broker", "broker", "broker", "controller", "controller", "controller"], "{}", stderr(&o));
+    assert_eq!(
+        wrote(&stderr(&o)),
+        ["broker", "broker", "broker", "broker", "controller", "controller", "controller"],
+        "{}",
+        stderr(&o)
+    );
     assert!(stdout(&o).contains("broker 4 demoted: in no ISR"), "{}", stdout(&o));
     eprintln!("kraft demote: {:.1} s", t.elapsed().as_secs_f64());
     all_files_say(&c, "4\n");
-    let leaders_after: Vec<Option<i64>> = ["obs", "rf3", "tx"].iter().map(|t| leader(c.status(t)["replicas"].as_array().unwrap())).collect();
+    let leaders_after: Vec<Option<i64>> =
+        ["obs", "rf3", "tx"].iter().map(|t| leader(c.status(t)["replicas"].as_array().unwrap())).collect();
     assert_eq!(leaders_before, leaders_after, "a promote and demote of a follower moved no leader");
     assert!(!in_isr(c.status("obs")["replicas"].as_array().unwrap(), 4));
     eprintln!("whole kraft test: {:.1} s", t_all.elapsed().as_secs_f64());
@@ -299,7 +352,10 @@ fn bad_input_without_a_cluster() {
     let o = okp().args(["observers", "status", "--bootstrap", "127.0.0.1:1", "--observers", "4"]).output().unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(stderr(&o).contains("no bootstrap server answered"), "{}", stderr(&o));
-    let o = okp().args(["observers", "promote", "--broker", "4", "--bootstrap", "127.0.0.1:1", "--transport", "command"]).output().unwrap();
+    let o = okp()
+        .args(["observers", "promote", "--broker", "4", "--bootstrap", "127.0.0.1:1", "--transport", "command"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--transport command needs both --read-cmd and --write-cmd"));
     let o = okp().args(["observers", "demote", "--broker", "4", "--bootstrap", "127.0.0.1:1"]).output().unwrap();
@@ -308,7 +364,10 @@ fn bad_input_without_a_cluster() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("observer.ids");
     let arg = format!("4={}", missing.display());
-    let o = okp().args(["observers", "demote", "--broker", "4", "--bootstrap", "127.0.0.1:1", "--node", &arg]).output().unwrap();
+    let o = okp()
+        .args(["observers", "demote", "--broker", "4", "--bootstrap", "127.0.0.1:1", "--node", &arg])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("observer.ids does not exist"), "{}", stderr(&o));
     assert!(!Path::new(&missing).exists());

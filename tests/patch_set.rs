@@ -51,7 +51,11 @@ fn round_trip(layer: &[&str]) {
         let pristine_dir = hooked_tree(&v);
         let pristine = snapshot(&pristine_dir);
         let (edits, new_files, edited) = shown(&v, &m, layer);
-        assert_eq!(edited.contains(REPLICA_MANAGER), !layer.is_empty(), "{v} {m}: ReplicaManager is edited exactly with the metrics layer");
+        assert_eq!(
+            edited.contains(REPLICA_MANAGER),
+            !layer.is_empty(),
+            "{v} {m}: ReplicaManager is edited exactly with the metrics layer"
+        );
 
         // apply: every edit lands, once, marked.
         let t = copy_all(&pristine_dir);
@@ -62,7 +66,11 @@ fn round_trip(layer: &[&str]) {
         assert_eq!(patched.len(), pristine.len() + new_files, "{v} {m}: new files added");
         for (path, bytes) in &pristine {
             let changed = patched.get(path) != Some(bytes);
-            assert_eq!(changed, edited.contains(path), "{v} {m}: {path} changed={changed}, but the mode edits {edited:?}");
+            assert_eq!(
+                changed,
+                edited.contains(path),
+                "{v} {m}: {path} changed={changed}, but the mode edits {edited:?}"
+            );
         }
         // ZK controller: the initial ISR leaves observers out, but the new partition's first
         // LeaderAndIsr must still reach them (upstream sends it to that ISR), or a running
@@ -70,8 +78,16 @@ fn round_trip(layer: &[&str]) {
         if edited.contains(PSM) {
             psm_checked += 1;
             let psm = String::from_utf8_lossy(&patched[PSM]).into_owned();
-            assert!(!psm.contains(".addLeaderAndIsrRequestForBrokers(leaderIsrAndControllerEpoch.leaderAndIsr.isr,"), "{v} {m}: first LeaderAndIsr still goes to the filtered ISR");
-            assert!(psm.contains(".addLeaderAndIsrRequestForBrokers(controllerContext.partitionReplicaAssignment(partition).filter("), "{v} {m}: first LeaderAndIsr not sent to the live assigned replicas");
+            assert!(
+                !psm.contains(".addLeaderAndIsrRequestForBrokers(leaderIsrAndControllerEpoch.leaderAndIsr.isr,"),
+                "{v} {m}: first LeaderAndIsr still goes to the filtered ISR"
+            );
+            assert!(
+                psm.contains(
+                    ".addLeaderAndIsrRequestForBrokers(controllerContext.partitionReplicaAssignment(partition).filter("
+                ),
+                "{v} {m}: first LeaderAndIsr not sent to the live assigned replicas"
+            );
         }
 
         // revert: byte-identical to pristine, nothing left behind.
@@ -84,7 +100,13 @@ fn round_trip(layer: &[&str]) {
         let g = copy_all(&pristine_dir);
         git_init_commit(g.path());
         let patch = g.path().join("observer.patch");
-        let o = okp().args(["export", "--version", &v, "--mode", &m]).args(layer).arg("--output").arg(&patch).output().unwrap();
+        let o = okp()
+            .args(["export", "--version", &v, "--mode", &m])
+            .args(layer)
+            .arg("--output")
+            .arg(&patch)
+            .output()
+            .unwrap();
         assert_eq!(o.status.code(), Some(0), "{v} {m}: {}", stderr(&o));
         git_in(g.path(), &["apply", "--check", "observer.patch"]);
         git_in(g.path(), &["apply", "observer.patch"]);
@@ -94,5 +116,8 @@ fn round_trip(layer: &[&str]) {
     }
     assert!(summary.len() >= 53, "{summary:?}");
     let zk_pairs = pairs().iter().filter(|(_, m)| m == "zk").count();
-    assert!(zk_pairs > 0 && psm_checked >= zk_pairs, "ZK controller file checked in {psm_checked} pairs, {zk_pairs} zk pairs");
+    assert!(
+        zk_pairs > 0 && psm_checked >= zk_pairs,
+        "ZK controller file checked in {psm_checked} pairs, {zk_pairs} zk pairs"
+    );
 }

@@ -10,7 +10,11 @@ fn every_release_of_the_matrix_passes_check_anchors() {
     let o = okp().args(["check-anchors", "--all", "--format", "json", "--evidence"]).arg(ev.path()).output().unwrap();
     let txt = std::fs::read_to_string(ev.path().join("check-anchors.txt")).unwrap();
     assert!(txt.starts_with("okp ") && txt.contains("every anchor matched exactly once"), "{txt}");
-    assert_eq!(std::fs::read(ev.path().join("check-anchors.json")).unwrap(), o.stdout, "the json evidence is the report");
+    assert_eq!(
+        std::fs::read(ev.path().join("check-anchors.json")).unwrap(),
+        o.stdout,
+        "the json evidence is the report"
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
     let failing: Vec<String> = v["targets"]
         .as_array()
@@ -41,14 +45,18 @@ fn every_release_of_the_matrix_passes_check_anchors() {
             (release, t["mode"].as_str().unwrap().to_string())
         })
         .collect();
-    let expected: Vec<(String, String)> = matrix().into_iter().flat_map(|(v, ms)| ms.into_iter().map(move |m| (v.clone(), m))).collect();
+    let expected: Vec<(String, String)> =
+        matrix().into_iter().flat_map(|(v, ms)| ms.into_iter().map(move |m| (v.clone(), m))).collect();
     assert_eq!(checked, expected);
 }
 
 #[test]
 fn the_matrix_holds_the_reference_releases() {
     let have: Vec<String> = matrix().into_iter().map(|(v, _)| v).collect();
-    for v in ["2.7.2", "2.8.1", "2.8.2", "3.0.2", "3.1.2", "3.2.3", "3.3.2", "3.4.1", "3.5.2", "3.6.2", "3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2", "4.2.1", "4.3.1"] {
+    for v in [
+        "2.7.2", "2.8.1", "2.8.2", "3.0.2", "3.1.2", "3.2.3", "3.3.2", "3.4.1", "3.5.2", "3.6.2", "3.7.2", "3.8.1",
+        "3.9.2", "4.0.2", "4.1.2", "4.2.1", "4.3.1",
+    ] {
         assert!(have.contains(&v.to_string()), "{v} missing from versions.yaml");
     }
 }
@@ -72,11 +80,14 @@ fn a_release_newer_than_the_matrix_is_checked_with_the_newest_anchors() {
     // sources under a newer number) is checked with 4.3.1's rules and its
     // open-ended anchors, and the report says whose anchors it used.
     let src = release_tree("4.3.1");
-    let t = copy_tree(&src, &[
-        "core/src/main/scala/kafka/cluster/Partition.scala",
-        "core/src/main/scala/kafka/server/ReplicaManager.scala",
-        "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java",
-    ]);
+    let t = copy_tree(
+        &src,
+        &[
+            "core/src/main/scala/kafka/cluster/Partition.scala",
+            "core/src/main/scala/kafka/server/ReplicaManager.scala",
+            "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java",
+        ],
+    );
     std::fs::write(t.path().join(".okp-source.json"), "{\"release\": \"4.3.2\"}\n").unwrap();
     let o = okp().args(["check-anchors", "--format", "json", "--source"]).arg(t.path()).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
@@ -92,7 +103,11 @@ fn a_release_without_sources_jars_is_a_clear_error() {
     // Maven Central serves 4.4.0's binary jars but no sources jars.
     let o = okp().args(["check-anchors", "--release", "4.4.0"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("not published on Maven Central: org.apache.kafka:kafka_2.13:4.4.0:sources"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not published on Maven Central: org.apache.kafka:kafka_2.13:4.4.0:sources"),
+        "{}",
+        stderr(&o)
+    );
     let o = okp().args(["check-anchors", "--version", "4.2.2"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("release 4.2.2: Maven Central serves 4.2.2's binary jars"), "{}", stderr(&o));

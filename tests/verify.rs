@@ -16,7 +16,9 @@ static ONE_CLUSTER: Mutex<()> = Mutex::new(());
 
 /// The run's run.json; when okp wrote none, the panic shows okp's own output.
 fn run_json(dir: &Path, o: &std::process::Output) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("run.json")).unwrap_or_else(|e| panic!("{}: {e}\nexit {:?}\nstdout:\n{}\nstderr:\n{}", dir.display(), o.status.code(), stdout(o), stderr(o)));
+    let text = std::fs::read_to_string(dir.join("run.json")).unwrap_or_else(|e| {
+        panic!("{}: {e}\nexit {:?}\nstdout:\n{}\nstderr:\n{}", dir.display(), o.status.code(), stdout(o), stderr(o))
+    });
     serde_json::from_str(&text).unwrap()
 }
 
@@ -46,7 +48,12 @@ fn full_suite(version: &str, mode: &str) {
     assert_eq!(o.status.code(), Some(0), "{}\n{}\nfailed checks: {:#?}", stdout(&o), stderr(&o), failed_checks(&run));
     assert_eq!(run["verdict"], "pass");
     // Wall time per phase and per scenario, for the CI log (never asserted: see bench/ and evidence/).
-    let per: Vec<String> = run["scenarios"].as_array().unwrap().iter().map(|s| format!("{} {}s", s["id"].as_str().unwrap(), s["seconds"])).collect();
+    let per: Vec<String> = run["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| format!("{} {}s", s["id"].as_str().unwrap(), s["seconds"]))
+        .collect();
     eprintln!("okp verify {name}: seconds {} ; {}", run["seconds"], per.join(", "));
     let ids: Vec<&str> = run["scenarios"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     for want in ["INIT", "LAT", "S1", "S2", "S3", "TXN", "S5", "DEM", "S6", "S7", "S8", "S4", "MET"] {
@@ -54,7 +61,10 @@ fn full_suite(version: &str, mode: &str) {
     }
     for s in run["scenarios"].as_array().unwrap() {
         assert!(s["pass"].as_bool().unwrap(), "{}", s);
-        assert!(s["checks"].as_array().unwrap().len() >= 2, "a scenario with fewer than 2 checks asserts too little: {s}");
+        assert!(
+            s["checks"].as_array().unwrap().len() >= 2,
+            "a scenario with fewer than 2 checks asserts too little: {s}"
+        );
         let journal = dir.join(s["evidence"].as_str().unwrap());
         let text = std::fs::read_to_string(&journal).unwrap();
         assert!(text.contains("$ CLASSPATH=$RUNTIME_CLASSPATH java"), "{} lists no tool command", journal.display());
@@ -72,11 +82,19 @@ fn full_suite(version: &str, mode: &str) {
 /// No JVM whose command line names this run's directory is alive.
 fn assert_no_java_of(o: &std::process::Output) {
     let err = stderr(o);
-    let Some(run_dir) = err.lines().find_map(|l| l.split("run directory ").nth(1)).map(|s| s.split_whitespace().next().unwrap_or("").to_string()) else {
+    let Some(run_dir) = err
+        .lines()
+        .find_map(|l| l.split("run directory ").nth(1))
+        .map(|s| s.split_whitespace().next().unwrap_or("").to_string())
+    else {
         return;
     };
     let ps = std::process::Command::new("ps").args(["-eo", "pid,args"]).output().unwrap();
-    let left: Vec<String> = String::from_utf8_lossy(&ps.stdout).lines().filter(|l| l.contains("java") && l.contains(&run_dir)).map(str::to_string).collect();
+    let left: Vec<String> = String::from_utf8_lossy(&ps.stdout)
+        .lines()
+        .filter(|l| l.contains("java") && l.contains(&run_dir))
+        .map(str::to_string)
+        .collect();
     assert!(left.is_empty(), "processes of {run_dir} still running: {left:#?}");
 }
 
@@ -97,7 +115,11 @@ fn kraft_release_4_3_1_full_suite() {
 fn upstream_jars_fail_the_gate_scenarios() {
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let ev = tempfile::tempdir().unwrap();
-    let o = okp().args(["verify", "--version", "3.9.2", "--mode", "zk", "--upstream", "--evidence"]).arg(ev.path()).output().unwrap();
+    let o = okp()
+        .args(["verify", "--version", "3.9.2", "--mode", "zk", "--upstream", "--evidence"])
+        .arg(ev.path())
+        .output()
+        .unwrap();
     let run = run_json(&ev.path().join("3.9.2-zk-upstream"), &o);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     assert_eq!(run["flavor"], "upstream");
@@ -106,7 +128,12 @@ fn upstream_jars_fail_the_gate_scenarios() {
         assert_eq!(s["pass"], false, "gate {} passed on upstream jars: {s}", s["id"]);
     }
     let init = run["scenarios"].as_array().unwrap().iter().find(|s| s["id"] == "INIT").unwrap();
-    let isr_check = init["checks"].as_array().unwrap().iter().find(|c| c["name"].as_str().unwrap().starts_with("obs (1:2:3:4)")).unwrap();
+    let isr_check = init["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"].as_str().unwrap().starts_with("obs (1:2:3:4)"))
+        .unwrap();
     assert_eq!(isr_check["pass"], false);
     assert!(isr_check["detail"].as_str().unwrap().contains("Isr: 1,2,3,4"), "{isr_check}");
     assert!(run["jars"].as_array().unwrap().is_empty(), "an upstream run swaps no jar");
@@ -141,7 +168,11 @@ fn interrupt_stops_every_process() {
     std::thread::sleep(Duration::from_secs(3));
     let java_of_run = || -> Vec<String> {
         let ps = std::process::Command::new("ps").args(["-eo", "pid,args"]).output().unwrap();
-        String::from_utf8_lossy(&ps.stdout).lines().filter(|l| l.contains("java") && l.contains(&run_dir)).map(str::to_string).collect()
+        String::from_utf8_lossy(&ps.stdout)
+            .lines()
+            .filter(|l| l.contains("java") && l.contains(&run_dir))
+            .map(str::to_string)
+            .collect()
     };
     assert!(java_of_run().len() >= 5, "expected ZooKeeper and 4 brokers running: {:#?}", java_of_run());
     // SAFETY: signals the okp process this test started.
@@ -171,8 +202,14 @@ fn bad_input_is_refused_before_anything_starts() {
         (&["verify", "--version", "9.9.9"], "unknown Kafka release 9.9.9"),
         (&["verify", "--version", "4.2.2"], "no -sources.jar"),
         (&["verify", "--version", "3.9.2", "--lag-ms", "10"], "--lag-ms must be at least 500"),
-        (&["verify", "--version", "3.9.2", "--layer", "core", "--scenarios", "MET"], "scenario MET needs the metrics layer: pass --layer metrics"),
-        (&["verify", "--version", "3.9.2", "--upstream", "--scenarios", "INIT,MET"], "scenario MET needs the metrics layer: upstream jars carry no layer"),
+        (
+            &["verify", "--version", "3.9.2", "--layer", "core", "--scenarios", "MET"],
+            "scenario MET needs the metrics layer: pass --layer metrics",
+        ),
+        (
+            &["verify", "--version", "3.9.2", "--upstream", "--scenarios", "INIT,MET"],
+            "scenario MET needs the metrics layer: upstream jars carry no layer",
+        ),
         (&["verify", "--version", "3.9.2", "--layer", "gauges"], "invalid value 'gauges' for '--layer <L>'"),
     ];
     for (args, want) in cases {

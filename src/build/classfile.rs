@@ -141,14 +141,14 @@ mod tests {
             v
         };
         let mut pool: Vec<Vec<u8>> = vec![
-            utf("a/B"),                          // 1
-            vec![7, 0, 1],                       // 2 class a/B
-            utf("java/lang/Object"),             // 3
-            vec![7, 0, 3],                       // 4
-            utf("SourceFile"),                   // 5
-            utf("B.scala"),                      // 6
-            utf("kafka/observer/ObserverIds"),   // 7
-            vec![5, 0, 0, 0, 0, 0, 0, 0, 1],     // 8-9 long
+            utf("a/B"),                        // 1
+            vec![7, 0, 1],                     // 2 class a/B
+            utf("java/lang/Object"),           // 3
+            vec![7, 0, 3],                     // 4
+            utf("SourceFile"),                 // 5
+            utf("B.scala"),                    // 6
+            utf("kafka/observer/ObserverIds"), // 7
+            vec![5, 0, 0, 0, 0, 0, 0, 0, 1],   // 8-9 long
         ];
         b.extend(((pool.len() + 2) as u16).to_be_bytes());
         for p in pool.drain(..) {

@@ -25,7 +25,11 @@ pub enum Progress {
 pub enum Outcome {
     Built(Vec<PathBuf>),
     /// The build ran and failed: the failing task (when Gradle named one) and the log's tail.
-    Failed { task: Option<String>, tail: String, log: PathBuf },
+    Failed {
+        task: Option<String>,
+        tail: String,
+        log: PathBuf,
+    },
 }
 
 /// Lines of the log shown when a build fails.
@@ -36,13 +40,15 @@ pub fn build(root: &Path, release: &Release, mode: Mode, out: &Path, progress: P
     if !wrapper.is_file() {
         return Err(Error::Tree {
             path: root.to_path_buf(),
-            msg: "has no ./gradlew; the Gradle backend runs the checkout's own wrapper (or use --backend splice)".into(),
+            msg: "has no ./gradlew; the Gradle backend runs the checkout's own wrapper (or use --backend splice)"
+                .into(),
         });
     }
     let tasks = release.gradle_tasks.get(&mode).cloned().unwrap_or_default();
     std::fs::create_dir_all(out).map_err(|e| Error::io(format!("cannot create {}", out.display()), e))?;
     let log_path = out.join(format!("gradle-{}-{mode}.log", release.version));
-    let mut log = std::fs::File::create(&log_path).map_err(|e| Error::io(format!("cannot create {}", log_path.display()), e))?;
+    let mut log =
+        std::fs::File::create(&log_path).map_err(|e| Error::io(format!("cannot create {}", log_path.display()), e))?;
 
     let mut cmd = Command::new(&wrapper);
     cmd.current_dir(root).arg("--console=plain").args(&tasks).args(["-x", "test"]);
@@ -105,7 +111,11 @@ pub fn build(root: &Path, release: &Release, mode: Mode, out: &Path, progress: P
         eprintln!();
     }
     if !status.success() {
-        return Ok(Outcome::Failed { task: failed_task, tail: tail.into_iter().collect::<Vec<_>>().join("\n"), log: log_path });
+        return Ok(Outcome::Failed {
+            task: failed_task,
+            tail: tail.into_iter().collect::<Vec<_>>().join("\n"),
+            log: log_path,
+        });
     }
     let mut jars = Vec::new();
     for dir in release.jars.get(&mode).into_iter().flatten() {
@@ -113,10 +123,15 @@ pub fn build(root: &Path, release: &Release, mode: Mode, out: &Path, progress: P
         let name = format!("{}-{}.jar", coord.artifact, coord.version);
         let built = root.join(dir).join("build").join("libs").join(&name);
         if !built.is_file() {
-            return Err(Error::External(format!("gradle succeeded but {} was not built (expected it from {})", built.display(), tasks.join(" "))));
+            return Err(Error::External(format!(
+                "gradle succeeded but {} was not built (expected it from {})",
+                built.display(),
+                tasks.join(" ")
+            )));
         }
         let dest = out.join(&name);
-        std::fs::copy(&built, &dest).map_err(|e| Error::io(format!("cannot copy {} to {}", built.display(), dest.display()), e))?;
+        std::fs::copy(&built, &dest)
+            .map_err(|e| Error::io(format!("cannot copy {} to {}", built.display(), dest.display()), e))?;
         jars.push(dest);
     }
     Ok(Outcome::Built(jars))

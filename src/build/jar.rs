@@ -23,7 +23,8 @@ pub struct SourceKey {
 impl SourceKey {
     /// From a repository path like `core/src/main/scala/kafka/cluster/Partition.scala`.
     pub fn from_repo_path(path: &str) -> Option<SourceKey> {
-        let rest = ["/src/main/scala/", "/src/main/java/"].iter().find_map(|root| path.split_once(root).map(|(_, r)| r))?;
+        let rest =
+            ["/src/main/scala/", "/src/main/java/"].iter().find_map(|root| path.split_once(root).map(|(_, r)| r))?;
         let (dir, name) = rest.rsplit_once('/')?;
         Some(SourceKey { package_dir: dir.to_string(), file_name: name.to_string() })
     }
@@ -51,12 +52,24 @@ pub struct SpliceReport {
 /// Writes `out`: `upstream` with the classes of `sources` swapped for `compiled`
 /// (jar entry name -> bytes). Entry order and timestamps are kept, so the same
 /// inputs give the same bytes.
-pub fn splice(upstream: &Path, out: &Path, sources: &[SourceKey], compiled: &BTreeMap<String, Vec<u8>>) -> Result<SpliceReport> {
+pub fn splice(
+    upstream: &Path,
+    out: &Path,
+    sources: &[SourceKey],
+    compiled: &BTreeMap<String, Vec<u8>>,
+) -> Result<SpliceReport> {
     let zerr = |e: zip::result::ZipError| Error::Source(format!("{}: {e}", upstream.display()));
-    let mut zin = zip::ZipArchive::new(File::open(upstream).map_err(|e| Error::io(format!("cannot open {}", upstream.display()), e))?).map_err(zerr)?;
+    let mut zin = zip::ZipArchive::new(
+        File::open(upstream).map_err(|e| Error::io(format!("cannot open {}", upstream.display()), e))?,
+    )
+    .map_err(zerr)?;
     let tmp = out.with_extension("jar.okp-tmp");
-    let mut zout = zip::ZipWriter::new(File::create(&tmp).map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?);
-    let mut report = SpliceReport { jar: out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), ..Default::default() };
+    let mut zout =
+        zip::ZipWriter::new(File::create(&tmp).map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?);
+    let mut report = SpliceReport {
+        jar: out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        ..Default::default()
+    };
     let mut written = BTreeSet::new();
     let mut stamp = None;
     for i in 0..zin.len() {
@@ -68,7 +81,8 @@ pub fn splice(upstream: &Path, out: &Path, sources: &[SourceKey], compiled: &BTr
             if name.ends_with(".class") {
                 let mut b = Vec::with_capacity(f.size() as usize);
                 f.read_to_end(&mut b).map_err(|e| Error::io(format!("reading {name} in {}", upstream.display()), e))?;
-                let info = classfile::parse(&b).map_err(|e| Error::Source(format!("{name} in {}: {e}", upstream.display())))?;
+                let info = classfile::parse(&b)
+                    .map_err(|e| Error::Source(format!("{name} in {}: {e}", upstream.display())))?;
                 owned = sources.iter().any(|s| s.owns(&name, info.source_file.as_deref()));
             }
             (name, owned, time)
@@ -99,7 +113,12 @@ pub fn splice(upstream: &Path, out: &Path, sources: &[SourceKey], compiled: &BTr
     Ok(report)
 }
 
-fn write_entry<W: Write + std::io::Seek>(z: &mut zip::ZipWriter<W>, name: &str, bytes: &[u8], time: Option<zip::DateTime>) -> zip::result::ZipResult<()> {
+fn write_entry<W: Write + std::io::Seek>(
+    z: &mut zip::ZipWriter<W>,
+    name: &str,
+    bytes: &[u8],
+    time: Option<zip::DateTime>,
+) -> zip::result::ZipResult<()> {
     let opts = SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
         .last_modified_time(time.unwrap_or_default())
@@ -111,7 +130,9 @@ fn write_entry<W: Write + std::io::Seek>(z: &mut zip::ZipWriter<W>, name: &str, 
 /// Every entry of a jar with its bytes (for checks).
 pub fn entries(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
     let zerr = |e: zip::result::ZipError| Error::Source(format!("{}: {e}", path.display()));
-    let mut z = zip::ZipArchive::new(File::open(path).map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?).map_err(zerr)?;
+    let mut z =
+        zip::ZipArchive::new(File::open(path).map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?)
+            .map_err(zerr)?;
     let mut out = BTreeMap::new();
     for i in 0..z.len() {
         let mut f = z.by_index(i).map_err(zerr)?;

@@ -130,7 +130,11 @@ fn classes_under(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
 /// (path, true) when it must still be dumped. None with OKP_NO_CDS.
 pub(crate) fn cds_archive(maven: &Maven, what: &str) -> Option<(PathBuf, bool)> {
     let v = std::env::var("OKP_NO_CDS").is_err().then(|| {
-        Command::new(java_bin("java")).arg("-version").output().ok().map(|o| String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or_default().to_string())
+        Command::new(java_bin("java"))
+            .arg("-version")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or_default().to_string())
     })??;
     let key: String = v.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).collect();
     let dir = maven.repo_local.join("okp-cds");
@@ -159,13 +163,19 @@ fn optimizer_unusable(scala: &str) -> bool {
 /// release's Java target and Kafka's optimizer settings (inline-kafka), and
 /// a note when they had to differ.
 fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
-    let mut o: Vec<String> = ["-release", &release.java_release.to_string(), "-encoding", "utf8", "-nowarn"].iter().map(|s| s.to_string()).collect();
+    let mut o: Vec<String> = ["-release", &release.java_release.to_string(), "-encoding", "utf8", "-nowarn"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     // Kafka's build enables these language features; they change no bytecode
     // but some upstream files need them to compile.
     o.extend(["-language:postfixOps", "-language:implicitConversions", "-language:existentials"].map(String::from));
     if optimizer_unusable(&release.scala) {
         o.push("-opt:l:none".into());
-        let why = format!("optimizer off: scalac {} cannot read JDK 17 class files (major 61) in its optimizer", release.scala);
+        let why = format!(
+            "optimizer off: scalac {} cannot read JDK 17 class files (major 61) in its optimizer",
+            release.scala
+        );
         return (o, Some(why));
     }
     o.push("-opt:l:inline".into());
@@ -177,9 +187,20 @@ fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
     (o, None)
 }
 
-pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Release, mode: Mode, layers: &Layers, out: &Path) -> Result<SpliceOutcome> {
+pub fn splice(
+    model: &Model,
+    patches: Option<&Path>,
+    maven: &Maven,
+    release: &Release,
+    mode: Mode,
+    layers: &Layers,
+    out: &Path,
+) -> Result<SpliceOutcome> {
     if let Some(why) = &release.no_sources_jar {
-        return Err(Error::Usage(format!("release {}: {why}; the splice build needs the sources of the files it patches", release.version)));
+        return Err(Error::Usage(format!(
+            "release {}: {why}; the splice build needs the sources of the files it patches",
+            release.version
+        )));
     }
     let ps = PatchSet::load(patches, model)?;
     let eff = ps.effective(model, release, release.version, mode, layers);
@@ -199,7 +220,8 @@ pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Re
     let _ = std::fs::remove_dir_all(&work);
     for c in &plan.changes {
         let p = work.join("src").join(&c.path);
-        std::fs::create_dir_all(p.parent().unwrap_or(&work)).map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
+        std::fs::create_dir_all(p.parent().unwrap_or(&work))
+            .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
         std::fs::write(&p, &c.after).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
     }
     seconds.insert("prepare".into(), t0.elapsed().as_secs_f64());
@@ -211,11 +233,20 @@ pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Re
         by_module.entry(module).or_default().push(c.path.clone());
     }
     let mut compilers = BTreeMap::new();
-    let javac_version = Command::new(java_bin("javac")).arg("-version").output().map(|o| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)).trim().to_string()).unwrap_or_default();
+    let javac_version = Command::new(java_bin("javac"))
+        .arg("-version")
+        .output()
+        .map(|o| {
+            format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)).trim().to_string()
+        })
+        .unwrap_or_default();
 
     let mut jars = Vec::new();
     for (module, files) in &by_module {
-        let coord: &Coordinate = release.sources.get(module).ok_or_else(|| Error::Source(format!("{module}: not a source module of {}", release.version)))?;
+        let coord: &Coordinate = release
+            .sources
+            .get(module)
+            .ok_or_else(|| Error::Source(format!("{module}: not a source module of {}", release.version)))?;
         let t = Instant::now();
         let classpath = maven.classpath(coord)?;
         let cp = std::env::join_paths(&classpath).map_err(|e| Error::Source(format!("classpath: {e}")))?;
@@ -227,8 +258,13 @@ pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Re
         seconds.insert(format!("classpath-{module}"), t.elapsed().as_secs_f64());
         let t = Instant::now();
         if !scala.is_empty() {
-            let compiler = Coordinate { group: "org.scala-lang".into(), artifact: "scala-compiler".into(), version: release.scala.clone() };
-            let ccp = std::env::join_paths(maven.classpath(&compiler)?).map_err(|e| Error::Source(format!("classpath: {e}")))?;
+            let compiler = Coordinate {
+                group: "org.scala-lang".into(),
+                artifact: "scala-compiler".into(),
+                version: release.scala.clone(),
+            };
+            let ccp = std::env::join_paths(maven.classpath(&compiler)?)
+                .map_err(|e| Error::Source(format!("classpath: {e}")))?;
             let mut cmd = Command::new(java_bin("java"));
             // A compile of a few files is short-lived: C1-only JIT and the serial
             // collector cut its wall time by about a third on a 2-core machine.
@@ -253,7 +289,11 @@ pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Re
                 compilers.insert("scalac_note".into(), note);
             }
             if let Err(output) = run(&mut cmd, "scalac")? {
-                return Ok(SpliceOutcome::CompileFailed(CompileFailure { module: module.clone(), command: show(&cmd), output }));
+                return Ok(SpliceOutcome::CompileFailed(CompileFailure {
+                    module: module.clone(),
+                    command: show(&cmd),
+                    output,
+                }));
             }
             if let Some((archive, true)) = cds {
                 // The first compile with this scalac dumped its loaded classes; later ones map them.
@@ -261,7 +301,11 @@ pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Re
             }
         }
         if !java.is_empty() {
-            let rel = if module == "metadata" { release.java_release_metadata.unwrap_or(release.java_release) } else { release.java_release };
+            let rel = if module == "metadata" {
+                release.java_release_metadata.unwrap_or(release.java_release)
+            } else {
+                release.java_release
+            };
             let mut cp_java = std::ffi::OsString::from(&classes_dir);
             cp_java.push(if cfg!(windows) { ";" } else { ":" });
             cp_java.push(&cp);
@@ -271,7 +315,11 @@ pub fn splice(model: &Model, patches: Option<&Path>, maven: &Maven, release: &Re
             cmd.arg("-d").arg(&classes_dir).arg("-cp").arg(&cp_java).args(&java);
             compilers.insert("javac".into(), format!("{javac_version} --release {rel}"));
             if let Err(output) = run(&mut cmd, "javac")? {
-                return Ok(SpliceOutcome::CompileFailed(CompileFailure { module: module.clone(), command: show(&cmd), output }));
+                return Ok(SpliceOutcome::CompileFailed(CompileFailure {
+                    module: module.clone(),
+                    command: show(&cmd),
+                    output,
+                }));
             }
         }
         seconds.insert(format!("compile-{module}"), t.elapsed().as_secs_f64());
@@ -328,11 +376,15 @@ fn check_splice(
 ) -> Result<()> {
     let before = jar::entries(upstream)?;
     let after = jar::entries(spliced)?;
-    let touched: std::collections::BTreeSet<&String> = report.replaced.iter().chain(&report.added).chain(&report.removed).collect();
+    let touched: std::collections::BTreeSet<&String> =
+        report.replaced.iter().chain(&report.added).chain(&report.removed).collect();
     // 1. Nothing outside the recompiled sources changed.
     for (name, bytes) in &before {
         if !touched.contains(name) && after.get(name) != Some(bytes) {
-            return Err(Error::External(format!("{}: {name} changed although no recompiled source owns it", spliced.display())));
+            return Err(Error::External(format!(
+                "{}: {name} changed although no recompiled source owns it",
+                spliced.display()
+            )));
         }
     }
     for name in after.keys() {
@@ -346,7 +398,9 @@ fn check_splice(
         let edited = plan.changes.iter().any(|c| &c.path == f && c.before.is_some());
         let Some(key) = SourceKey::from_repo_path(f) else { continue };
         let mut references = false;
-        for (name, bytes) in compiled.iter().filter(|(n, _)| n.rsplit_once('/').map(|(d, _)| d) == Some(key.package_dir.as_str())) {
+        for (name, bytes) in
+            compiled.iter().filter(|(n, _)| n.rsplit_once('/').map(|(d, _)| d) == Some(key.package_dir.as_str()))
+        {
             let info = classfile::parse(bytes).map_err(|e| Error::External(format!("{name}: {e}")))?;
             if info.source_file.as_deref() != Some(key.file_name.as_str()) {
                 continue;
@@ -364,7 +418,9 @@ fn check_splice(
             }
         }
         if edited && !references {
-            return Err(Error::External(format!("{f}: no recompiled class references {registry}; the hook edits did not reach the bytecode")));
+            return Err(Error::External(format!(
+                "{f}: no recompiled class references {registry}; the hook edits did not reach the bytecode"
+            )));
         }
     }
     Ok(())

@@ -37,7 +37,9 @@ const MAX_UNPACKED: u64 = 2 << 30;
 /// reproducible-builds convention), else 0.
 pub fn source_date_epoch() -> Result<u64, String> {
     match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(s) if !s.trim().is_empty() => s.trim().parse().map_err(|_| format!("SOURCE_DATE_EPOCH=`{s}` is not a number of seconds")),
+        Ok(s) if !s.trim().is_empty() => {
+            s.trim().parse().map_err(|_| format!("SOURCE_DATE_EPOCH=`{s}` is not a number of seconds"))
+        }
         _ => Ok(0),
     }
 }
@@ -154,7 +156,8 @@ pub fn read(bytes: &[u8]) -> Result<Unpacked, Vec<String>> {
                 tar::EntryType::Fifo => "a FIFO",
                 _ => "not a regular file or directory",
             };
-            let target = entry.link_name_bytes().map(|l| format!(" -> {}", String::from_utf8_lossy(&l))).unwrap_or_default();
+            let target =
+                entry.link_name_bytes().map(|l| format!(" -> {}", String::from_utf8_lossy(&l))).unwrap_or_default();
             problems.push(format!("{raw}{target}: {what}; bundles hold only files and directories"));
             continue;
         }

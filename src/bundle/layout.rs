@@ -73,8 +73,12 @@ pub fn files(i: &Inputs) -> Vec<File> {
     let name = id.name();
     let release = id.release.to_string();
     let okp_version = env!("CARGO_PKG_VERSION");
-    let jars_data: String =
-        i.jars.iter().map(|j| format!("\n{} {} {}", j.file_name, j.upstream.sha256, sha256(&j.bytes))).collect::<String>() + "\n";
+    let jars_data: String = i
+        .jars
+        .iter()
+        .map(|j| format!("\n{} {} {}", j.file_name, j.upstream.sha256, sha256(&j.bytes)))
+        .collect::<String>()
+        + "\n";
     let sources: String = i.build.recompiled_sources.iter().map(|s| format!("  {s}\n")).collect();
     let file_list: String = i
         .jars
@@ -120,7 +124,11 @@ pub fn files(i: &Inputs) -> Vec<File> {
     if i.layers.contains(&crate::model::Layer::Metrics) {
         files.push(text("OBSERVER-METRICS.md", MODE_FILE, OBSERVER_METRICS_MD.to_string()));
     }
-    files.extend(i.jars.iter().map(|j| File { path: format!("libs/{}", j.file_name), mode: MODE_FILE, bytes: j.bytes.clone() }));
+    files.extend(i.jars.iter().map(|j| File {
+        path: format!("libs/{}", j.file_name),
+        mode: MODE_FILE,
+        bytes: j.bytes.clone(),
+    }));
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files
 }
@@ -158,7 +166,16 @@ pub fn manifest(i: &Inputs, files: &[File], native: Vec<NativeLib>) -> Manifest 
             .collect(),
         files: files
             .iter()
-            .map(|f| (f.path.clone(), FileInfo { sha256: sha256(&f.bytes), size: f.bytes.len() as u64, mode: manifest::mode_string(f.mode) }))
+            .map(|f| {
+                (
+                    f.path.clone(),
+                    FileInfo {
+                        sha256: sha256(&f.bytes),
+                        size: f.bytes.len() as u64,
+                        mode: manifest::mode_string(f.mode),
+                    },
+                )
+            })
             .collect(),
     }
 }
@@ -175,7 +192,11 @@ mod tests {
             family: "f3.7".into(),
             patch_set_hash: "b".repeat(64),
             layers: crate::model::anchors::core_only(),
-            build: Build { backend: "splice".into(), compilers: BTreeMap::new(), recompiled_sources: vec!["core/src/main/scala/kafka/cluster/Partition.scala".into()] },
+            build: Build {
+                backend: "splice".into(),
+                compilers: BTreeMap::new(),
+                recompiled_sources: vec!["core/src/main/scala/kafka/cluster/Partition.scala".into()],
+            },
             sources: BTreeMap::new(),
             jars: vec![JarInput {
                 file_name: "kafka_2.13-3.9.2.jar".into(),
@@ -202,10 +223,18 @@ mod tests {
         assert!(install.contains("MACHINES='aarch64 arm64'"));
         assert!(install.contains(&format!("kafka_2.13-3.9.2.jar {} {}", "c".repeat(64), sha256(b"jar"))));
         assert!(install.contains("sha256_of()"), "common.sh is included");
-        let observers = String::from_utf8_lossy(&fs.iter().find(|f| f.path == "OBSERVERS.md").unwrap().bytes).into_owned();
-        assert!(observers.contains("okp observers status") && observers.contains("never overrides"), "the operator's page for okp observers ships");
+        let observers =
+            String::from_utf8_lossy(&fs.iter().find(|f| f.path == "OBSERVERS.md").unwrap().bytes).into_owned();
+        assert!(
+            observers.contains("okp observers status") && observers.contains("never overrides"),
+            "the operator's page for okp observers ships"
+        );
         let notice = String::from_utf8_lossy(&fs.iter().find(|f| f.path == "NOTICE").unwrap().bytes).into_owned();
-        assert!(notice.contains("MODIFIED BUILD OF APACHE KAFKA") && notice.contains("Partition.scala") && notice.ends_with("Copyright\n"));
+        assert!(
+            notice.contains("MODIFIED BUILD OF APACHE KAFKA")
+                && notice.contains("Partition.scala")
+                && notice.ends_with("Copyright\n")
+        );
         let m = manifest(&inputs(), &fs, vec![]);
         assert!(m.validate().is_ok(), "{:?}", m.validate());
         assert_eq!(m.files["install.sh"].mode, "0755");

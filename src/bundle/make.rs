@@ -64,9 +64,16 @@ fn jar_entry(jar: &[u8], name: &str) -> Option<Vec<u8>> {
 fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<layout::Inputs> {
     let record_path = dir.join("okp-build.json");
     let text = std::fs::read(&record_path).map_err(|e| {
-        Error::io(format!("cannot read {} (bundle a directory written by `okp build --version V --mode M --out DIR`)", record_path.display()), e)
+        Error::io(
+            format!(
+                "cannot read {} (bundle a directory written by `okp build --version V --mode M --out DIR`)",
+                record_path.display()
+            ),
+            e,
+        )
     })?;
-    let rec: BuildRecord = serde_json::from_slice(&text).map_err(|e| bad(dir, format!("not an okp build record: {e}")))?;
+    let rec: BuildRecord =
+        serde_json::from_slice(&text).map_err(|e| bad(dir, format!("not an okp build record: {e}")))?;
     let release_v: KafkaVersion = rec.release.parse().map_err(|e: String| bad(dir, e))?;
     let mode: Mode = rec.mode.parse().map_err(|e: String| bad(dir, e))?;
     let release = model.matrix.require(release_v)?;
@@ -96,7 +103,10 @@ fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<la
         let coord: Coordinate = j.upstream.parse().map_err(|e: String| bad(dir, e))?;
         let expected_name = format!("{}-{}.jar", coord.artifact, coord.version);
         if j.splice.jar != expected_name || !plain_file_name(&j.splice.jar) || coord.version != rec.release {
-            return Err(bad(dir, format!("jar {} does not match its upstream {} of release {}", j.splice.jar, j.upstream, rec.release)));
+            return Err(bad(
+                dir,
+                format!("jar {} does not match its upstream {} of release {}", j.splice.jar, j.upstream, rec.release),
+            ));
         }
         let bytes = read(&dir.join(&j.splice.jar))?;
         let got = sha256(&bytes);
@@ -119,8 +129,10 @@ fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<la
     jars.sort_by(|a, b| a.file_name.cmp(&b.file_name));
 
     // The upstream sources the build read: the release's sources jars, by sha256.
-    let modules: Vec<(&String, &Coordinate)> = release.sources.iter().filter(|(m, _)| jars.iter().any(|j| &j.module == *m)).collect();
-    let wanted_sources: Vec<(Coordinate, Option<&str>)> = modules.iter().map(|(_, c)| ((*c).clone(), Some("sources"))).collect();
+    let modules: Vec<(&String, &Coordinate)> =
+        release.sources.iter().filter(|(m, _)| jars.iter().any(|j| &j.module == *m)).collect();
+    let wanted_sources: Vec<(Coordinate, Option<&str>)> =
+        modules.iter().map(|(_, c)| ((*c).clone(), Some("sources"))).collect();
     let paths = maven.ensure(&wanted_sources)?;
     let mut sources = BTreeMap::new();
     for ((module, c), p) in modules.into_iter().zip(paths) {
@@ -128,8 +140,10 @@ fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<la
     }
 
     let core = jars.iter().find(|j| j.module == "core").ok_or_else(|| bad(dir, "no core jar".into()))?;
-    let license = jar_entry(&core.bytes, "LICENSE").ok_or_else(|| bad(dir, format!("{} has no LICENSE entry to ship", core.file_name)))?;
-    let notice = jar_entry(&core.bytes, "NOTICE").ok_or_else(|| bad(dir, format!("{} has no NOTICE entry to ship", core.file_name)))?;
+    let license = jar_entry(&core.bytes, "LICENSE")
+        .ok_or_else(|| bad(dir, format!("{} has no LICENSE entry to ship", core.file_name)))?;
+    let notice = jar_entry(&core.bytes, "NOTICE")
+        .ok_or_else(|| bad(dir, format!("{} has no NOTICE entry to ship", core.file_name)))?;
     Ok(layout::Inputs {
         id,
         family: rec.family,
@@ -146,8 +160,11 @@ fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<la
 /// Writes `bytes` to `path` through a temporary file in the same directory.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(format!("cannot create a file in {}", dir.display()), e))?;
-    std::io::Write::write_all(&mut tmp, bytes).and_then(|_| tmp.as_file().sync_all()).map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| Error::io(format!("cannot create a file in {}", dir.display()), e))?;
+    std::io::Write::write_all(&mut tmp, bytes)
+        .and_then(|_| tmp.as_file().sync_all())
+        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
     {
         use std::os::unix::fs::PermissionsExt;
         let _ = tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
@@ -170,14 +187,22 @@ pub fn make(model: &Model, o: &Options) -> Result<Made> {
         }
     }
     if !problems.is_empty() {
-        return Err(Error::Usage(format!("native code in the bundle does not fit {}:\n  {}", o.target, problems.join("\n  "))));
+        return Err(Error::Usage(format!(
+            "native code in the bundle does not fit {}:\n  {}",
+            o.target,
+            problems.join("\n  ")
+        )));
     }
     let manifest = layout::manifest(&inputs, &files, native);
     if let Err(problems) = manifest.validate() {
         return Err(Error::Usage(format!("the bundle's manifest would be inconsistent:\n  {}", problems.join("\n  "))));
     }
     let mut all = files;
-    all.push(archive::File { path: super::manifest::FILE_NAME.into(), mode: archive::MODE_FILE, bytes: manifest.to_json().into_bytes() });
+    all.push(archive::File {
+        path: super::manifest::FILE_NAME.into(),
+        mode: archive::MODE_FILE,
+        bytes: manifest.to_json().into_bytes(),
+    });
 
     let name = inputs.id.name();
     let file_name = format!("{name}.tar.gz");
@@ -191,7 +216,8 @@ pub fn make(model: &Model, o: &Options) -> Result<Made> {
     let (s256, s512) = verify::sidecars(&file_name, &bytes);
 
     // Check the result the way a user will, before anything is written.
-    let pk = minisign::PublicKey::from_secret_key(&sk).map_err(|e| Error::Usage(format!("cannot derive the public key: {e}")))?;
+    let pk = minisign::PublicKey::from_secret_key(&sk)
+        .map_err(|e| Error::Usage(format!("cannot derive the public key: {e}")))?;
     let outcome = verify::verify(&verify::Inputs {
         file_name: &file_name,
         bundle: &bytes,
@@ -201,7 +227,10 @@ pub fn make(model: &Model, o: &Options) -> Result<Made> {
         sha512_file: Some(&s512),
     });
     if !outcome.verified() {
-        return Err(Error::External(format!("the bundle okp just made does not verify (a defect in okp); nothing was written:\n{}", verify::render(&outcome, &file_name))));
+        return Err(Error::External(format!(
+            "the bundle okp just made does not verify (a defect in okp); nothing was written:\n{}",
+            verify::render(&outcome, &file_name)
+        )));
     }
     std::fs::create_dir_all(o.out).map_err(|e| Error::io(format!("cannot create {}", o.out.display()), e))?;
     let bundle = o.out.join(&file_name);

@@ -191,14 +191,21 @@ impl Manifest {
         }
         for lib in &self.native_libraries {
             if target.is_some_and(|t| t.elf_machine() != lib.elf_machine) {
-                p.push(format!("native_libraries: {} is for ELF machine {}, not {}", lib.path, lib.elf_machine, self.target));
+                p.push(format!(
+                    "native_libraries: {} is for ELF machine {}, not {}",
+                    lib.path, lib.elf_machine, self.target
+                ));
             }
         }
         match (release, mode, target) {
             (Some(release), Some(mode), Some(target)) if p.is_empty() => {
                 let id = Identity { release, mode, target };
                 if self.name != id.name() {
-                    return Err(vec![format!("name `{}` does not match release, mode and target ({})", self.name, id.name())]);
+                    return Err(vec![format!(
+                        "name `{}` does not match release, mode and target ({})",
+                        self.name,
+                        id.name()
+                    )]);
                 }
                 Ok(id)
             }
@@ -217,7 +224,10 @@ mod tests {
     fn sample() -> Manifest {
         let h = "a".repeat(64);
         let mut files = BTreeMap::new();
-        files.insert("libs/kafka_2.13-3.9.2.jar".to_string(), FileInfo { sha256: h.clone(), size: 3, mode: "0644".into() });
+        files.insert(
+            "libs/kafka_2.13-3.9.2.jar".to_string(),
+            FileInfo { sha256: h.clone(), size: 3, mode: "0644".into() },
+        );
         Manifest {
             schema: SCHEMA.into(),
             name: "okp-observer-3.9.2-kraft-linux-x86_64".into(),

@@ -47,7 +47,14 @@ pub fn keygen(prefix: &Path, unencrypted: bool) -> Result<i32> {
 }
 
 /// `okp bundle`.
-pub fn bundle(model: &Model, build_dir: &Path, target: Target, key: &Path, out: Option<&Path>, gpg_key: Option<&str>) -> Result<i32> {
+pub fn bundle(
+    model: &Model,
+    build_dir: &Path,
+    target: Target,
+    key: &Path,
+    out: Option<&Path>,
+    gpg_key: Option<&str>,
+) -> Result<i32> {
     let out = out.unwrap_or(build_dir);
     let t = std::time::Instant::now();
     let made = make::make(model, &make::Options { build_dir, target, key, out, gpg_key })?;
@@ -61,7 +68,11 @@ pub fn bundle(model: &Model, build_dir: &Path, target: Target, key: &Path, out: 
         made.size,
         made.manifest.files.len() + 1,
         &made.manifest.patch_set_hash[..12],
-        if made.manifest.architecture_independent { "architecture-independent" } else { "with native code for the target" },
+        if made.manifest.architecture_independent {
+            "architecture-independent"
+        } else {
+            "with native code for the target"
+        },
         t.elapsed().as_secs_f64()
     );
     Ok(EXIT_OK)
@@ -123,10 +134,15 @@ pub struct ScriptFlags {
 
 impl ScriptFlags {
     fn args(&self) -> Vec<&'static str> {
-        [(self.dry_run, "--dry-run"), (self.ignore_arch, "--ignore-arch"), (self.accept_local_jars, "--accept-local-jars"), (self.force, "--force")]
-            .into_iter()
-            .filter_map(|(on, flag)| on.then_some(flag))
-            .collect()
+        [
+            (self.dry_run, "--dry-run"),
+            (self.ignore_arch, "--ignore-arch"),
+            (self.accept_local_jars, "--accept-local-jars"),
+            (self.force, "--force"),
+        ]
+        .into_iter()
+        .filter_map(|(on, flag)| on.then_some(flag))
+        .collect()
     }
 }
 
@@ -145,7 +161,13 @@ fn run_script(script: &Path, flags: &ScriptFlags, kafka_home: &Path) -> Result<i
 }
 
 /// `okp install`: verify, unpack into a private directory, run the bundle's install.sh.
-pub fn install(file: &Path, kafka_home: &Path, pubkey: Option<&str>, allow_unverified: bool, flags: &ScriptFlags) -> Result<i32> {
+pub fn install(
+    file: &Path,
+    kafka_home: &Path,
+    pubkey: Option<&str>,
+    allow_unverified: bool,
+    flags: &ScriptFlags,
+) -> Result<i32> {
     let d = read_on_disk(file)?;
     let o = run_verify(&d, pubkey)?;
     eprint!("{}", verify::render(&o, &d.file_name));
@@ -165,8 +187,12 @@ pub fn install(file: &Path, kafka_home: &Path, pubkey: Option<&str>, allow_unver
         eprintln!("okp: warning: installing {} WITHOUT a verified signature (--allow-unverified)", d.file_name);
     }
     let (unpacked, _, _) = content;
-    let staging = tempfile::Builder::new().prefix("okp-install-").tempdir().map_err(|e| Error::io("cannot create a staging directory", e))?;
-    let root = archive::extract(&unpacked, staging.path()).map_err(|e| Error::io(format!("cannot unpack into {}", staging.path().display()), e))?;
+    let staging = tempfile::Builder::new()
+        .prefix("okp-install-")
+        .tempdir()
+        .map_err(|e| Error::io("cannot create a staging directory", e))?;
+    let root = archive::extract(&unpacked, staging.path())
+        .map_err(|e| Error::io(format!("cannot unpack into {}", staging.path().display()), e))?;
     run_script(&root.join("install.sh"), flags, kafka_home)
 }
 
@@ -177,7 +203,12 @@ pub fn rollback(kafka_home: &Path, flags: &ScriptFlags) -> Result<i32> {
     if kept.is_file() {
         return run_script(&kept, flags, kafka_home);
     }
-    let mut tmp = tempfile::Builder::new().prefix("okp-rollback-").suffix(".sh").tempfile().map_err(|e| Error::io("cannot create a temporary file", e))?;
-    std::io::Write::write_all(&mut tmp, layout::rollback_script().as_bytes()).map_err(|e| Error::io("cannot write the rollback script", e))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix("okp-rollback-")
+        .suffix(".sh")
+        .tempfile()
+        .map_err(|e| Error::io("cannot create a temporary file", e))?;
+    std::io::Write::write_all(&mut tmp, layout::rollback_script().as_bytes())
+        .map_err(|e| Error::io("cannot write the rollback script", e))?;
     run_script(tmp.path(), flags, kafka_home)
 }

@@ -46,7 +46,9 @@ fn password(purpose: &str, confirm: bool) -> Result<String> {
             "{purpose} needs a password: set {PASSWORD_ENV}, or run on a terminal to be asked (for CI keys without a password: okp keygen --unencrypted)"
         )));
     }
-    let ask = |prompt: &str| rpassword::prompt_password(prompt).map_err(|e| Error::io("cannot read the password from the terminal", e));
+    let ask = |prompt: &str| {
+        rpassword::prompt_password(prompt).map_err(|e| Error::io("cannot read the password from the terminal", e))
+    };
     let p = ask(&format!("{purpose}: password: "))?;
     if confirm && ask("again: ")? != p {
         return Err(Error::Usage("the passwords differ".into()));
@@ -68,7 +70,10 @@ pub fn keygen(prefix: &Path, unencrypted: bool) -> Result<KeyFiles> {
     let public = PathBuf::from(format!("{}.pub", prefix.display()));
     for p in [&secret, &public] {
         if p.exists() {
-            return Err(Error::Tree { path: p.clone(), msg: "already exists; okp never overwrites a key (move it away first)".into() });
+            return Err(Error::Tree {
+                path: p.clone(),
+                msg: "already exists; okp never overwrites a key (move it away first)".into(),
+            });
         }
     }
     let kp = if unencrypted {
@@ -82,7 +87,8 @@ pub fn keygen(prefix: &Path, unencrypted: bool) -> Result<KeyFiles> {
     }
     .map_err(|e| crypto("cannot generate a key", e))?;
     let id = key_id(kp.pk.keynum());
-    let comment = if unencrypted { format!("okp secret key {id} (unencrypted)") } else { format!("okp secret key {id}") };
+    let comment =
+        if unencrypted { format!("okp secret key {id} (unencrypted)") } else { format!("okp secret key {id}") };
     let sk_box = kp.sk.to_box(Some(&comment)).map_err(|e| crypto("cannot encode the secret key", e))?;
     let pk_box = kp.pk.to_box().map_err(|e| crypto("cannot encode the public key", e))?.into_string();
     if let Some(d) = secret.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -96,7 +102,9 @@ pub fn keygen(prefix: &Path, unencrypted: bool) -> Result<KeyFiles> {
             .mode(0o600)
             .open(&secret)
             .map_err(|e| Error::io(format!("cannot create {}", secret.display()), e))?;
-        f.write_all(&sk_box.to_bytes()).and_then(|_| f.sync_all()).map_err(|e| Error::io(format!("cannot write {}", secret.display()), e))?;
+        f.write_all(&sk_box.to_bytes())
+            .and_then(|_| f.sync_all())
+            .map_err(|e| Error::io(format!("cannot write {}", secret.display()), e))?;
     }
     std::fs::write(&public, &pk_box).map_err(|e| Error::io(format!("cannot write {}", public.display()), e))?;
     Ok(KeyFiles { secret, public, id, public_box: pk_box })
@@ -107,15 +115,20 @@ pub fn load_secret(path: &Path) -> Result<SecretKey> {
     let text = read_text(path, "secret key")?;
     let encoded = text.lines().nth(1).map(str::trim).unwrap_or_default();
     use ct_codecs::Decoder;
-    let raw = ct_codecs::Base64::decode_to_vec(encoded, None)
-        .map_err(|_| Error::Usage(format!("{}: not a minisign secret key (second line is not base64)", path.display())))?;
+    let raw = ct_codecs::Base64::decode_to_vec(encoded, None).map_err(|_| {
+        Error::Usage(format!("{}: not a minisign secret key (second line is not base64)", path.display()))
+    })?;
     // Bytes 2..4 name the key derivation: "\0\0" none (unencrypted), "Sc" scrypt.
     let sk_box = SecretKeyBox::from_string(&text).map_err(|e| crypto(&path.display().to_string(), e))?;
     let sk = match raw.get(2..4) {
         // minisign's own unencrypted keys (`minisign -G -W`) carry an all-zero checksum,
         // which the crate rejects; their integrity is checked when signing instead
         // (the signature is verified against the key's public half before use).
-        Some([0, 0]) if raw.len() == UNENCRYPTED_KEY_BYTES && raw[UNENCRYPTED_KEY_BYTES - 32..].iter().all(|&b| b == 0) => SecretKey::from_bytes(&raw),
+        Some([0, 0])
+            if raw.len() == UNENCRYPTED_KEY_BYTES && raw[UNENCRYPTED_KEY_BYTES - 32..].iter().all(|&b| b == 0) =>
+        {
+            SecretKey::from_bytes(&raw)
+        }
         Some([0, 0]) => sk_box.into_unencrypted_secret_key(),
         Some(b"Sc") => sk_box.into_secret_key(Some(password(&format!("secret key {}", path.display()), false)?)),
         _ => return Err(Error::Usage(format!("{}: not a minisign secret key", path.display()))),
@@ -128,8 +141,10 @@ pub fn load_secret(path: &Path) -> Result<SecretKey> {
 pub fn load_public(arg: &str) -> Result<PublicKey> {
     let p = Path::new(arg);
     if !p.is_file() {
-        return PublicKey::from_base64(arg.trim())
-            .map_err(|_| Error::Tree { path: p.to_path_buf(), msg: "no such public key file (nor a minisign public key in base64)".into() });
+        return PublicKey::from_base64(arg.trim()).map_err(|_| Error::Tree {
+            path: p.to_path_buf(),
+            msg: "no such public key file (nor a minisign public key in base64)".into(),
+        });
     }
     let text = read_text(p, "public key")?;
     PublicKeyBox::from_string(&text)
@@ -158,7 +173,8 @@ pub fn comment_fields(comment: &str) -> std::collections::BTreeMap<String, Strin
 pub fn sign(sk: &SecretKey, data: &[u8], trusted: &str) -> Result<String> {
     let pk = PublicKey::from_secret_key(sk).map_err(|e| crypto("cannot derive the public key", e))?;
     let untrusted = format!("signature from okp secret key {}", key_id(pk.keynum()));
-    let sig = minisign::sign(Some(&pk), sk, Cursor::new(data), Some(trusted), Some(&untrusted)).map_err(|e| crypto("cannot sign", e))?;
+    let sig = minisign::sign(Some(&pk), sk, Cursor::new(data), Some(trusted), Some(&untrusted))
+        .map_err(|e| crypto("cannot sign", e))?;
     Ok(sig.into_string())
 }
 
@@ -182,7 +198,10 @@ pub fn gpg_sign(file: &Path, key_id: &str) -> Result<PathBuf> {
         .map_err(|e| Error::External(format!("cannot run {gpg}: {e}")))?;
     if !o.status.success() {
         let _ = std::fs::remove_file(&asc);
-        return Err(Error::External(format!("{gpg} could not sign with key {key_id}: {}", String::from_utf8_lossy(&o.stderr).trim())));
+        return Err(Error::External(format!(
+            "{gpg} could not sign with key {key_id}: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )));
     }
     Ok(asc)
 }
@@ -193,7 +212,11 @@ mod tests {
     use crate::model::Mode;
 
     fn id() -> Identity {
-        Identity { release: "3.9.2".parse().unwrap(), mode: Mode::Kraft, target: super::super::target::Target::LinuxX86_64 }
+        Identity {
+            release: "3.9.2".parse().unwrap(),
+            mode: Mode::Kraft,
+            target: super::super::target::Target::LinuxX86_64,
+        }
     }
 
     #[test]

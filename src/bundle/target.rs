@@ -96,7 +96,11 @@ pub struct NativeLib {
 /// Names that denote native code on some platform.
 fn looks_native(name: &str) -> bool {
     let base = name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase();
-    base.ends_with(".so") || base.contains(".so.") || base.ends_with(".dylib") || base.ends_with(".jnilib") || base.ends_with(".dll")
+    base.ends_with(".so")
+        || base.contains(".so.")
+        || base.ends_with(".dylib")
+        || base.ends_with(".jnilib")
+        || base.ends_with(".dll")
 }
 
 const ELF_MAGIC: &[u8; 4] = b"\x7fELF";
@@ -140,7 +144,10 @@ pub fn check_native(path: &str, bytes: &[u8], target: Target) -> Result<Option<N
         return Err(format!("{path}: built for {}, but the bundle targets {target}", machine_name(machine)));
     }
     if bytes[4] != 2 || !little {
-        return Err(format!("{path}: {target} needs a 64-bit little-endian ELF object (class {}, byte order {})", bytes[4], bytes[5]));
+        return Err(format!(
+            "{path}: {target} needs a 64-bit little-endian ELF object (class {}, byte order {})",
+            bytes[4], bytes[5]
+        ));
     }
     Ok(Some(NativeLib { path: path.to_string(), elf_machine: machine }))
 }
@@ -158,7 +165,14 @@ pub fn scan(path: &str, bytes: &[u8], target: Target) -> Result<Vec<NativeLib>, 
     }
 }
 
-fn scan_into(path: &str, bytes: &[u8], target: Target, depth: usize, found: &mut Vec<NativeLib>, problems: &mut Vec<String>) {
+fn scan_into(
+    path: &str,
+    bytes: &[u8],
+    target: Target,
+    depth: usize,
+    found: &mut Vec<NativeLib>,
+    problems: &mut Vec<String>,
+) {
     match check_native(path, bytes, target) {
         Ok(Some(lib)) => found.push(lib),
         Ok(None) => {}
@@ -190,7 +204,11 @@ fn scan_into(path: &str, bytes: &[u8], target: Target, depth: usize, found: &mut
         let nested = name.to_ascii_lowercase().ends_with(".jar");
         // The ELF header is all the check needs, unless the entry is itself a jar.
         let mut data = Vec::new();
-        let read = if nested || looks_native(entry.name()) { entry.read_to_end(&mut data) } else { (&mut entry).take(64).read_to_end(&mut data) };
+        let read = if nested || looks_native(entry.name()) {
+            entry.read_to_end(&mut data)
+        } else {
+            (&mut entry).take(64).read_to_end(&mut data)
+        };
         if let Err(e) = read {
             problems.push(format!("{name}: cannot read: {e}"));
             continue;
@@ -222,7 +240,17 @@ mod tests {
 
     #[test]
     fn parses_the_usual_spellings() {
-        for s in ["linux-x86_64", "x86_64", "X86_64", "amd64", "x64", "x86-64", "linux/amd64", "linux-amd64", "x86_64-unknown-linux-gnu"] {
+        for s in [
+            "linux-x86_64",
+            "x86_64",
+            "X86_64",
+            "amd64",
+            "x64",
+            "x86-64",
+            "linux/amd64",
+            "linux-amd64",
+            "x86_64-unknown-linux-gnu",
+        ] {
             assert_eq!(s.parse::<Target>(), Ok(Target::LinuxX86_64), "{s}");
         }
         for s in ["linux-aarch64", "aarch64", "arm64", "ARM64", "armv8", "linux/arm64", "aarch64-unknown-linux-gnu"] {
@@ -272,7 +300,10 @@ mod tests {
         let clean = jar_with(&[("a/B.class", b"\xca\xfe\xba\xbe"), ("META-INF/MANIFEST.MF", b"x")]);
         assert_eq!(scan("libs/x.jar", &clean, Target::LinuxX86_64), Ok(vec![]));
         let with_so = jar_with(&[("a/B.class", b"\xca\xfe\xba\xbe"), ("native/linux/libz.so", &arm)]);
-        assert_eq!(scan("libs/x.jar", &with_so, Target::LinuxAarch64).unwrap()[0].path, "libs/x.jar!native/linux/libz.so");
+        assert_eq!(
+            scan("libs/x.jar", &with_so, Target::LinuxAarch64).unwrap()[0].path,
+            "libs/x.jar!native/linux/libz.so"
+        );
         let problems = scan("libs/x.jar", &with_so, Target::LinuxX86_64).unwrap_err();
         assert!(problems[0].contains("libs/x.jar!native/linux/libz.so: built for aarch64"), "{problems:?}");
         let outer = jar_with(&[("lib/inner.jar", &with_so)]);

@@ -45,7 +45,8 @@ pub struct Outcome {
 impl Outcome {
     /// Every check passed and the signature was checked.
     pub fn verified(&self) -> bool {
-        self.integral() && self.checks.iter().filter(|c| c.authenticity).all(|c| c.status != Status::Failed)
+        self.integral()
+            && self.checks.iter().filter(|c| c.authenticity).all(|c| c.status != Status::Failed)
             && self.checks.iter().any(|c| c.check == "signature" && c.status == Status::Ok)
     }
 
@@ -96,7 +97,11 @@ pub fn verify(i: &Inputs) -> Outcome {
         }
         (Some(pk), Some(sig)) => match sign::verify(pk, i.bundle, sig) {
             Ok(c) => {
-                push("signature", true, Ok(format!("good minisign signature; trusted comment: {}", c.replace('\t', " "))));
+                push(
+                    "signature",
+                    true,
+                    Ok(format!("good minisign signature; trusted comment: {}", c.replace('\t', " "))),
+                );
                 Some(c)
             }
             Err(e) => {
@@ -123,7 +128,11 @@ pub fn verify(i: &Inputs) -> Outcome {
     // Integrity of the content; the archive is judged before anything else reads it.
     let unpacked = match archive::read(i.bundle) {
         Ok(u) => {
-            push("archive", false, Ok(format!("{} files under {}/, all regular files with safe paths", u.files.len(), u.top)));
+            push(
+                "archive",
+                false,
+                Ok(format!("{} files under {}/, all regular files with safe paths", u.files.len(), u.top)),
+            );
             u
         }
         Err(problems) => {
@@ -145,7 +154,15 @@ pub fn verify(i: &Inputs) -> Outcome {
             if i.file_name != expected_file {
                 problems.push(format!("the file is called {}, the manifest says {expected_file}", i.file_name));
             }
-            push("manifest", false, if problems.is_empty() { Ok(format!("{} {}", manifest::SCHEMA, m.name)) } else { Err(problems.join("; ")) });
+            push(
+                "manifest",
+                false,
+                if problems.is_empty() {
+                    Ok(format!("{} {}", manifest::SCHEMA, m.name))
+                } else {
+                    Err(problems.join("; "))
+                },
+            );
             (m, id)
         }
         Err(problems) => {
@@ -169,7 +186,15 @@ pub fn verify(i: &Inputs) -> Outcome {
             .filter(|(k, v)| f.get(*k) != Some(v))
             .map(|(k, v)| format!("{k} is {:?}, expected {v}", f.get(*k).map(String::as_str).unwrap_or("(missing)")))
             .collect();
-        push("trusted comment", true, if wrong.is_empty() { Ok("binds this file name, release, mode, target and patch set".into()) } else { Err(wrong.join("; ")) });
+        push(
+            "trusted comment",
+            true,
+            if wrong.is_empty() {
+                Ok("binds this file name, release, mode, target and patch set".into())
+            } else {
+                Err(wrong.join("; "))
+            },
+        );
     }
 
     let mut problems = Vec::new();
@@ -187,7 +212,12 @@ pub fn verify(i: &Inputs) -> Outcome {
                     problems.push(format!("{}: {} bytes, manifest {}", f.path, f.bytes.len(), info.size));
                 }
                 if info.mode != manifest::mode_string(f.mode) {
-                    problems.push(format!("{}: mode {}, manifest {}", f.path, manifest::mode_string(f.mode), info.mode));
+                    problems.push(format!(
+                        "{}: mode {}, manifest {}",
+                        f.path,
+                        manifest::mode_string(f.mode),
+                        info.mode
+                    ));
                 }
             }
         }
@@ -197,7 +227,15 @@ pub fn verify(i: &Inputs) -> Outcome {
             problems.push(format!("{path} is in the manifest but not in the bundle"));
         }
     }
-    push("files", false, if problems.is_empty() { Ok(format!("{listed} files match their sha256, size and mode")) } else { Err(problems.join("; ")) });
+    push(
+        "files",
+        false,
+        if problems.is_empty() {
+            Ok(format!("{listed} files match their sha256, size and mode"))
+        } else {
+            Err(problems.join("; "))
+        },
+    );
 
     let mut natives = Vec::new();
     let mut problems = Vec::new();
@@ -208,7 +246,11 @@ pub fn verify(i: &Inputs) -> Outcome {
         }
     }
     if problems.is_empty() && natives != m.native_libraries {
-        problems.push(format!("native libraries found ({}) differ from the manifest's ({})", natives.len(), m.native_libraries.len()));
+        problems.push(format!(
+            "native libraries found ({}) differ from the manifest's ({})",
+            natives.len(),
+            m.native_libraries.len()
+        ));
     }
     push(
         "native code",
@@ -226,7 +268,10 @@ pub fn verify(i: &Inputs) -> Outcome {
 
 /// The sidecar lines `okp bundle` writes and `sha256sum -c` / `sha512sum -c` read.
 pub fn sidecars(file_name: &str, bundle: &[u8]) -> (String, String) {
-    (format!("{}  {file_name}\n", hex(&Sha256::digest(bundle))), format!("{}  {file_name}\n", hex(&Sha512::digest(bundle))))
+    (
+        format!("{}  {file_name}\n", hex(&Sha256::digest(bundle))),
+        format!("{}  {file_name}\n", hex(&Sha512::digest(bundle))),
+    )
 }
 
 /// The report, one line per check.

@@ -22,13 +22,23 @@ use crate::model::{Mode, Model, Release};
 
 /// `NAME=ASSIGNMENT[,CONFIG=VALUE...]` → (name, assignment, configs).
 fn topic_spec(s: &str) -> Result<(String, String, Vec<String>)> {
-    let (name, rest) = s.split_once('=').ok_or_else(|| Error::Usage(format!("--topic {s}: expected NAME=ASSIGNMENT[,CONFIG=VALUE...]")))?;
+    let (name, rest) = s
+        .split_once('=')
+        .ok_or_else(|| Error::Usage(format!("--topic {s}: expected NAME=ASSIGNMENT[,CONFIG=VALUE...]")))?;
     let mut parts = rest.split(',');
     let assignment = parts.next().unwrap_or_default().to_string();
     Ok((name.to_string(), assignment, parts.map(str::to_string).collect()))
 }
 
-pub fn hold(model: &Model, patches: Option<&Path>, release: Release, mode: Mode, timers: Timers, extra: &[String], state: &Path) -> Result<i32> {
+pub fn hold(
+    model: &Model,
+    patches: Option<&Path>,
+    release: Release,
+    mode: Mode,
+    timers: Timers,
+    extra: &[String],
+    state: &Path,
+) -> Result<i32> {
     let extra: Vec<(String, String, Vec<String>)> = extra.iter().map(|s| topic_spec(s)).collect::<Result<_>>()?;
     let maven = Maven::from_env();
     let opts = crate::verify::Options {
@@ -46,17 +56,26 @@ pub fn hold(model: &Model, patches: Option<&Path>, release: Release, mode: Mode,
     };
     let build = crate::verify::patched_jars(model, patches, &maven, &opts)?;
     let rt = Runtime::assemble(&maven, release.version, Some(&build))?;
-    let run_dir = tempfile::Builder::new().prefix("okp-dev-cluster-").tempdir().map_err(|e| Error::io("cannot create the run directory", e))?.keep();
+    let run_dir = tempfile::Builder::new()
+        .prefix("okp-dev-cluster-")
+        .tempdir()
+        .map_err(|e| Error::io("cannot create the run directory", e))?
+        .keep();
     let journal = Journal::new(&run_dir.join("journal"), &run_dir);
     eprintln!("okp: dev-cluster: run directory {}", run_dir.display());
     let mut c = Cluster::up(mode, rt, timers, &run_dir, None, journal)?;
-    let mut topics: Vec<(&str, &str, Vec<&str>)> = crate::scenarios::TOPICS.iter().map(|(t, a, cfg)| (*t, *a, cfg.to_vec())).collect();
+    let mut topics: Vec<(&str, &str, Vec<&str>)> =
+        crate::scenarios::TOPICS.iter().map(|(t, a, cfg)| (*t, *a, cfg.to_vec())).collect();
     topics.extend(extra.iter().map(|(t, a, cfg)| (t.as_str(), a.as_str(), cfg.iter().map(String::as_str).collect())));
     let specs: Vec<(&str, &str, &[&str])> = topics.iter().map(|(t, a, cfg)| (*t, *a, &cfg[..])).collect();
     for ((t, _, _), out) in specs.iter().zip(c.create_topics(&specs)?) {
         if !out.ok() {
             c.down();
-            return Err(Error::External(format!("creating topic {t} failed (rc {}): {}", out.rc, out.stderr.lines().last().unwrap_or(""))));
+            return Err(Error::External(format!(
+                "creating topic {t} failed (rc {}): {}",
+                out.rc,
+                out.stderr.lines().last().unwrap_or("")
+            )));
         }
     }
     for (t, _, _) in &specs {
@@ -130,7 +149,10 @@ fn command(c: &mut Cluster, words: &[&str], seq: u32) -> Result<String> {
             let p = c.produce(topic, &format!("dev{seq}"), n, &[])?;
             Ok(format!("ok acked={} errors={} rc={}", p.values.len(), p.errors, p.rc))
         }
-        _ => Err(Error::Usage(format!("unknown command `{}` (kill N, start N, freeze N, thaw N, produce TOPIC COUNT, down)", words.join(" ")))),
+        _ => Err(Error::Usage(format!(
+            "unknown command `{}` (kill N, start N, freeze N, thaw N, produce TOPIC COUNT, down)",
+            words.join(" ")
+        ))),
     }
 }
 

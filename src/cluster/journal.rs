@@ -27,7 +27,13 @@ pub struct Journal {
 impl Journal {
     pub fn new(dir: &Path, run_dir: &Path) -> Journal {
         let _ = std::fs::create_dir_all(dir);
-        let mut j = Journal { dir: dir.to_path_buf(), run_dir: run_dir.display().to_string(), file: None, name: String::new(), t0: Instant::now() };
+        let mut j = Journal {
+            dir: dir.to_path_buf(),
+            run_dir: run_dir.display().to_string(),
+            file: None,
+            name: String::new(),
+            t0: Instant::now(),
+        };
         j.begin("setup", "cluster set-up");
         j
     }
@@ -66,7 +72,12 @@ impl Journal {
 
     pub fn tool(&mut self, label: &str, out: &Output) {
         let mut s = format!("{} $ CLASSPATH=$RUNTIME_CLASSPATH {}\n", self.stamp(), shell_words(&out.argv));
-        s.push_str(&format!("  ({label}: rc={}{}, {:.2} s)\n", out.rc, if out.timed_out { ", killed at timeout" } else { "" }, out.secs));
+        s.push_str(&format!(
+            "  ({label}: rc={}{}, {:.2} s)\n",
+            out.rc,
+            if out.timed_out { ", killed at timeout" } else { "" },
+            out.secs
+        ));
         s.push_str(&excerpt("stdout", &out.stdout));
         s.push_str(&excerpt("stderr", &out.stderr));
         self.write(&s);
@@ -75,7 +86,13 @@ impl Journal {
 
 fn shell_words(argv: &[String]) -> String {
     argv.iter()
-        .map(|a| if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') { format!("'{}'", a.replace('\'', "'\\''")) } else { a.clone() })
+        .map(|a| {
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            } else {
+                a.clone()
+            }
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -94,7 +111,10 @@ fn excerpt(name: &str, text: &str) -> String {
     } else {
         use sha2::Digest;
         let digest = crate::patchset::hex(&sha2::Sha256::digest(text.as_bytes()));
-        s.push_str(&format!("  --- {name} ({} lines, sha256 {digest}; first {HEAD} and last {TAIL} shown)\n", lines.len()));
+        s.push_str(&format!(
+            "  --- {name} ({} lines, sha256 {digest}; first {HEAD} and last {TAIL} shown)\n",
+            lines.len()
+        ));
         for l in &lines[..HEAD] {
             s.push_str(&format!("  | {l}\n"));
         }

@@ -55,12 +55,33 @@ pub struct Cluster {
 
 impl Cluster {
     /// Configures and starts the whole cluster, waiting until every node is ready.
-    pub fn up(mode: Mode, rt: Runtime, timers: Timers, run_dir: &Path, base_port: Option<u16>, journal: Journal) -> Result<Cluster> {
+    pub fn up(
+        mode: Mode,
+        rt: Runtime,
+        timers: Timers,
+        run_dir: &Path,
+        base_port: Option<u16>,
+        journal: Journal,
+    ) -> Result<Cluster> {
         node::install_interrupt_handler();
         let base_port = free_port_block(base_port)?;
         let (server_log, tool_log) = rt.write_logging(run_dir)?;
-        let server_jvm = vec!["-Xms64m".into(), "-Xmx320m".into(), "-XX:+UseSerialGC".into(), "-XX:TieredStopAtLevel=1".into(), "-Djava.awt.headless=true".into(), server_log];
-        let tool_jvm = vec!["-Xms16m".into(), "-Xmx128m".into(), "-XX:+UseSerialGC".into(), "-XX:TieredStopAtLevel=1".into(), "-Xshare:auto".into(), tool_log];
+        let server_jvm = vec![
+            "-Xms64m".into(),
+            "-Xmx320m".into(),
+            "-XX:+UseSerialGC".into(),
+            "-XX:TieredStopAtLevel=1".into(),
+            "-Djava.awt.headless=true".into(),
+            server_log,
+        ];
+        let tool_jvm = vec![
+            "-Xms16m".into(),
+            "-Xmx128m".into(),
+            "-XX:+UseSerialGC".into(),
+            "-XX:TieredStopAtLevel=1".into(),
+            "-Xshare:auto".into(),
+            tool_log,
+        ];
         let mut tool_jvm = tool_jvm;
         if let Some((archive, false)) = &rt.tool_cds {
             tool_jvm.push(format!("-XX:SharedArchiveFile={}", archive.display()));
@@ -70,12 +91,28 @@ impl Cluster {
         let scratch = run_dir.join("tools");
         std::fs::create_dir_all(&scratch).map_err(|e| Error::io(format!("cannot create {}", scratch.display()), e))?;
         let runner = Runner::new(rt.java.clone(), rt.classpath_string(), tool_jvm, classes, scratch);
-        let mut c = Cluster { mode, rt, timers, run_dir: run_dir.to_path_buf(), base_port, nodes: Vec::new(), tools: runner, journal, server_jvm, cluster_id: None };
+        let mut c = Cluster {
+            mode,
+            rt,
+            timers,
+            run_dir: run_dir.to_path_buf(),
+            base_port,
+            nodes: Vec::new(),
+            tools: runner,
+            journal,
+            server_jvm,
+            cluster_id: None,
+        };
         c.configure()?;
         let t0 = Instant::now();
         c.start_all()?;
         c.train_tool_cds();
-        c.journal.note(&format!("cluster up in {:.1} s (ports {}..{})", t0.elapsed().as_secs_f64(), base_port, base_port + 13));
+        c.journal.note(&format!(
+            "cluster up in {:.1} s (ports {}..{})",
+            t0.elapsed().as_secs_f64(),
+            base_port,
+            base_port + 13
+        ));
         Ok(c)
     }
 
@@ -87,7 +124,12 @@ impl Cluster {
         let staging = crate::build::splice::cds_staging(&archive);
         let boot = self.bootstrap(&[]);
         self.tools.jvm.push(format!("-XX:ArchiveClassesAtExit={}", staging.display()));
-        let out = self.tools.run(Tool::Topics, &args(&["--bootstrap-server", &boot, "--list"]), None, Duration::from_secs(60));
+        let out = self.tools.run(
+            Tool::Topics,
+            &args(&["--bootstrap-server", &boot, "--list"]),
+            None,
+            Duration::from_secs(60),
+        );
         self.tools.jvm.pop();
         if out.is_ok_and(|o| o.ok()) && std::fs::rename(&staging, &archive).is_ok() {
             self.tools.jvm.push(format!("-XX:SharedArchiveFile={}", archive.display()));
@@ -113,7 +155,11 @@ impl Cluster {
 
     fn configure(&mut self) -> Result<()> {
         let server_class = self.tools.class(Tool::Server)?.to_string();
-        let voters = CONTROLLERS.iter().map(|id| format!("{id}@127.0.0.1:{}", self.controller_port(*id))).collect::<Vec<_>>().join(",");
+        let voters = CONTROLLERS
+            .iter()
+            .map(|id| format!("{id}@127.0.0.1:{}", self.controller_port(*id)))
+            .collect::<Vec<_>>()
+            .join(",");
         let mut nodes = Vec::new();
         if self.mode == Mode::Zk {
             let dir = self.run_dir.join("zk");
@@ -149,7 +195,10 @@ impl Cluster {
             let port = self.broker_port(id);
             let mut props = String::new();
             if self.mode == Mode::Zk {
-                props.push_str(&format!("broker.id={id}\nzookeeper.connect=127.0.0.1:{}\nzookeeper.session.timeout.ms={}\n", self.base_port, self.timers.session_ms));
+                props.push_str(&format!(
+                    "broker.id={id}\nzookeeper.connect=127.0.0.1:{}\nzookeeper.session.timeout.ms={}\n",
+                    self.base_port, self.timers.session_ms
+                ));
             } else {
                 props.push_str(&format!(
                     "process.roles=broker\nnode.id={id}\ncontroller.quorum.voters={voters}\ncontroller.listener.names=CONTROLLER\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\ninter.broker.listener.name=PLAINTEXT\nbroker.session.timeout.ms={}\nbroker.heartbeat.interval.ms=1000\n",
@@ -181,7 +230,8 @@ impl Cluster {
         self.nodes = nodes;
         let all: Vec<i32> = self.kafka_nodes();
         self.set_observers(&all, "4\n")?;
-        let listing: Vec<String> = self.nodes.iter().map(|n| format!("{} port {} dir {}", n.name, n.port, n.dir.display())).collect();
+        let listing: Vec<String> =
+            self.nodes.iter().map(|n| format!("{} port {} dir {}", n.name, n.port, n.dir.display())).collect();
         self.journal.note(&format!("nodes:\n  {}", listing.join("\n  ")));
         Ok(())
     }
@@ -220,17 +270,25 @@ impl Cluster {
             zk.start(&java, &cp)?;
             let port = zk.port;
             let t0 = Instant::now();
-            while TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_millis(200)).is_err() {
+            while TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_millis(200))
+                .is_err()
+            {
                 if t0.elapsed() > Duration::from_secs(30) {
                     let zk = self.node_mut_by_role(Role::ZooKeeper)?;
-                    return Err(Error::External(format!("ZooKeeper did not listen on 127.0.0.1:{port} within 30 s; last lines:\n{}", zk.tail(20))));
+                    return Err(Error::External(format!(
+                        "ZooKeeper did not listen on 127.0.0.1:{port} within 30 s; last lines:\n{}",
+                        zk.tail(20)
+                    )));
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }
             std::thread::sleep(Duration::from_millis(300));
             let zk = self.node_mut_by_role(Role::ZooKeeper)?;
             if !zk.is_running() {
-                return Err(Error::External(format!("ZooKeeper exited right after start; last lines:\n{}", zk.tail(20))));
+                return Err(Error::External(format!(
+                    "ZooKeeper exited right after start; last lines:\n{}",
+                    zk.tail(20)
+                )));
             }
         }
         let ids: Vec<i32> = self.kafka_nodes();
@@ -246,18 +304,26 @@ impl Cluster {
     fn format_storage(&mut self) -> Result<()> {
         let mut raw = [0u8; 16];
         getrandom(&mut raw)?;
-        let id = <ct_codecs::Base64UrlSafeNoPadding as ct_codecs::Encoder>::encode_to_string(raw).map_err(|e| Error::Source(format!("cluster id: {e}")))?;
+        let id = <ct_codecs::Base64UrlSafeNoPadding as ct_codecs::Encoder>::encode_to_string(raw)
+            .map_err(|e| Error::Source(format!("cluster id: {e}")))?;
         self.cluster_id = Some(id.clone());
         let mut running = Vec::new();
         for n in &self.nodes {
             let cfg = n.dir.join("server.properties").display().to_string();
-            running.push((n.name.clone(), self.tools.spawn(Tool::Storage, &["format".into(), "-t".into(), id.clone(), "-c".into(), cfg], None)?));
+            running.push((
+                n.name.clone(),
+                self.tools.spawn(Tool::Storage, &["format".into(), "-t".into(), id.clone(), "-c".into(), cfg], None)?,
+            ));
         }
         for (name, r) in running {
             let out = r.finish(Duration::from_secs(120));
             self.journal.tool(&format!("format {name}"), &out);
             if !out.ok() {
-                return Err(Error::External(format!("formatting {name} failed (rc {}): {}", out.rc, out.stderr.lines().last().unwrap_or(""))));
+                return Err(Error::External(format!(
+                    "formatting {name} failed (rc {}): {}",
+                    out.rc,
+                    out.stderr.lines().last().unwrap_or("")
+                )));
             }
         }
         Ok(())
@@ -272,7 +338,10 @@ impl Cluster {
     }
 
     pub fn node_mut(&mut self, id: i32) -> &mut Node {
-        self.nodes.iter_mut().find(|n| n.id == id && n.role != Role::ZooKeeper).expect("node ids are fixed by the topology")
+        self.nodes
+            .iter_mut()
+            .find(|n| n.id == id && n.role != Role::ZooKeeper)
+            .expect("node ids are fixed by the topology")
     }
 
     pub fn start_node(&mut self, id: i32) -> Result<()> {
@@ -282,7 +351,11 @@ impl Cluster {
             let session = Duration::from_millis(self.timers.session_ms + 1000);
             if let Some(since) = self.node(id).killed_at.map(|t| t.elapsed()) {
                 if since < session {
-                    self.journal.note(&format!("waiting {:.1} s for the killed {}'s ZooKeeper session to expire", (session - since).as_secs_f64(), self.node(id).name));
+                    self.journal.note(&format!(
+                        "waiting {:.1} s for the killed {}'s ZooKeeper session to expire",
+                        (session - since).as_secs_f64(),
+                        self.node(id).name
+                    ));
                     std::thread::sleep(session - since);
                 }
             }
@@ -342,7 +415,8 @@ impl Cluster {
         for id in ids {
             let path = self.node(*id).observer_file();
             if path.is_dir() {
-                std::fs::remove_dir_all(&path).map_err(|e| Error::io(format!("cannot remove {}", path.display()), e))?;
+                std::fs::remove_dir_all(&path)
+                    .map_err(|e| Error::io(format!("cannot remove {}", path.display()), e))?;
             }
             let tmp = path.with_extension("ids.tmp");
             write(&tmp, content)?;
@@ -364,7 +438,14 @@ impl Cluster {
     /// names match `patterns`, with the release's own JmxTool: name -> value.
     pub fn jmx(&mut self, id: i32, patterns: &[&str]) -> Result<BTreeMap<String, f64>> {
         let url = format!("service:jmx:rmi:///jndi/rmi://127.0.0.1:{}/jmxrmi", self.jmx_port(id));
-        let mut a = vec!["--jmx-url".to_string(), url, "--one-time".into(), "true".into(), "--attributes".into(), "Value".into()];
+        let mut a = vec![
+            "--jmx-url".to_string(),
+            url,
+            "--one-time".into(),
+            "true".into(),
+            "--attributes".into(),
+            "Value".into(),
+        ];
         for p in patterns {
             a.push("--object-name".into());
             a.push(p.to_string());
@@ -416,7 +497,10 @@ impl Cluster {
             if out.ok() || out.timed_out || attempt == 3 {
                 return Ok(out);
             }
-            self.journal.note(&format!("describe of {what} failed (rc {}, attempt {attempt} of 3): asking again in 1 s", out.rc));
+            self.journal.note(&format!(
+                "describe of {what} failed (rc {}, attempt {attempt} of 3): asking again in 1 s",
+                out.rc
+            ));
             std::thread::sleep(Duration::from_secs(1));
             attempt += 1;
         }
@@ -494,7 +578,12 @@ impl Cluster {
 
     /// Polls partition 0 of `topic` for `hold` (probe every 250 ms, the tool at
     /// the end) and returns every state for which `bad` held, with its time.
-    pub fn watch(&mut self, topic: &str, hold: Duration, bad: impl Fn(&PartitionState) -> bool) -> Result<(usize, Vec<String>)> {
+    pub fn watch(
+        &mut self,
+        topic: &str,
+        hold: Duration,
+        bad: impl Fn(&PartitionState) -> bool,
+    ) -> Result<(usize, Vec<String>)> {
         let t0 = Instant::now();
         let mut polls = 0;
         let mut violations = Vec::new();
@@ -530,7 +619,8 @@ impl Cluster {
         let boot = self.bootstrap(&[]);
         let mut running = Vec::new();
         for (topic, assignment, configs) in topics {
-            let mut a = args(&["--bootstrap-server", &boot, "--create", "--topic", topic, "--replica-assignment", assignment]);
+            let mut a =
+                args(&["--bootstrap-server", &boot, "--create", "--topic", topic, "--replica-assignment", assignment]);
             for c in *configs {
                 a.push("--config".into());
                 a.push(c.to_string());
@@ -559,11 +649,26 @@ impl Cluster {
     }
 
     /// As `produce`, running `during` once the producer JVM has started (to kill a broker mid-stream).
-    pub fn produce_during(&mut self, topic: &str, tag: &str, n: usize, exclude: &[i32], during: Option<&mut dyn FnMut(&mut Cluster)>) -> Result<Produced> {
+    pub fn produce_during(
+        &mut self,
+        topic: &str,
+        tag: &str,
+        n: usize,
+        exclude: &[i32],
+        during: Option<&mut dyn FnMut(&mut Cluster)>,
+    ) -> Result<Produced> {
         self.produce_with(topic, tag, n, exclude, during, &[])
     }
 
-    fn produce_with(&mut self, topic: &str, tag: &str, n: usize, exclude: &[i32], during: Option<&mut dyn FnMut(&mut Cluster)>, extra: &[&str]) -> Result<Produced> {
+    fn produce_with(
+        &mut self,
+        topic: &str,
+        tag: &str,
+        n: usize,
+        exclude: &[i32],
+        during: Option<&mut dyn FnMut(&mut Cluster)>,
+        extra: &[&str],
+    ) -> Result<Produced> {
         let values: Vec<String> = (0..n).map(|i| format!("{tag}-{i:06}")).collect();
         let input = self.run_dir.join("tools").join(format!("input-{tag}.txt"));
         write(&input, &(values.join("\n") + "\n"))?;
@@ -602,7 +707,20 @@ impl Cluster {
     pub fn consume(&mut self, topic: &str, max: usize, read_committed: bool, exclude: &[i32]) -> Result<Vec<String>> {
         let boot = self.bootstrap(exclude);
         let max_s = max.to_string();
-        let mut a = args(&["--bootstrap-server", &boot, "--topic", topic, "--partition", "0", "--offset", "earliest", "--max-messages", &max_s, "--timeout-ms", "15000"]);
+        let mut a = args(&[
+            "--bootstrap-server",
+            &boot,
+            "--topic",
+            topic,
+            "--partition",
+            "0",
+            "--offset",
+            "earliest",
+            "--max-messages",
+            &max_s,
+            "--timeout-ms",
+            "15000",
+        ]);
         if read_committed {
             a.extend(args(&["--isolation-level", "read_committed"]));
         }
@@ -614,13 +732,23 @@ impl Cluster {
     pub fn end_offset(&mut self, topic: &str, exclude: &[i32]) -> Result<Option<i64>> {
         let boot = self.bootstrap(exclude);
         let flag = if self.rt.version.major == 2 { "--broker-list" } else { "--bootstrap-server" };
-        let out = self.tool(Tool::Offsets, &args(&[flag, &boot, "--topic", topic, "--time", "-1"]), None, Duration::from_secs(30))?;
+        let out = self.tool(
+            Tool::Offsets,
+            &args(&[flag, &boot, "--topic", topic, "--time", "-1"]),
+            None,
+            Duration::from_secs(30),
+        )?;
         Ok(tools::parse_offset(&out.stdout, topic, 0))
     }
 
     pub fn elect(&mut self, topic: &str, kind: &str, exclude: &[i32]) -> Result<Output> {
         let boot = self.bootstrap(exclude);
-        self.tool(Tool::Elect, &args(&["--bootstrap-server", &boot, "--election-type", kind, "--topic", topic, "--partition", "0"]), None, Duration::from_secs(60))
+        self.tool(
+            Tool::Elect,
+            &args(&["--bootstrap-server", &boot, "--election-type", kind, "--topic", topic, "--partition", "0"]),
+            None,
+            Duration::from_secs(60),
+        )
     }
 
     pub fn segment(&self, broker: i32, topic: &str) -> PathBuf {
@@ -637,7 +765,8 @@ impl Cluster {
     /// Batch headers of a replica's first segment, through DumpLogSegments.
     pub fn dump_batches(&mut self, broker: i32, topic: &str) -> Result<Vec<String>> {
         let seg = self.segment(broker, topic).display().to_string();
-        let out = self.tool(Tool::Dump, &args(&["--deep-iteration", "--files", &seg]), None, Duration::from_secs(60))?;
+        let out =
+            self.tool(Tool::Dump, &args(&["--deep-iteration", "--files", &seg]), None, Duration::from_secs(60))?;
         Ok(tools::batch_lines(&out.stdout))
     }
 
@@ -661,11 +790,24 @@ impl Cluster {
     pub fn active_controller(&mut self) -> Result<Option<i32>> {
         if self.mode == Mode::Kraft {
             let boot = self.bootstrap(&[]);
-            let out = self.tool(Tool::Quorum, &args(&["--bootstrap-server", &boot, "describe", "--status"]), None, Duration::from_secs(30))?;
-            return Ok(out.stdout.lines().find_map(|l| l.trim().strip_prefix("LeaderId:").and_then(|v| v.trim().parse().ok())));
+            let out = self.tool(
+                Tool::Quorum,
+                &args(&["--bootstrap-server", &boot, "describe", "--status"]),
+                None,
+                Duration::from_secs(30),
+            )?;
+            return Ok(out
+                .stdout
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("LeaderId:").and_then(|v| v.trim().parse().ok())));
         }
         let zk = format!("127.0.0.1:{}", self.base_port);
-        let out = self.tool(Tool::ZooKeeperShell, &args(&["-server", &zk, "get", "/controller"]), None, Duration::from_secs(30))?;
+        let out = self.tool(
+            Tool::ZooKeeperShell,
+            &args(&["-server", &zk, "get", "/controller"]),
+            None,
+            Duration::from_secs(30),
+        )?;
         Ok(out.stdout.lines().find_map(|l| {
             let at = l.find("\"brokerid\":")? + "\"brokerid\":".len();
             l[at..].trim().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
@@ -691,7 +833,9 @@ impl Cluster {
         for n in &mut self.nodes {
             if let Some(pid) = n.pid() {
                 if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-                    if let Some(kb) = s.lines().find_map(|l| l.strip_prefix("VmRSS:").and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())) {
+                    if let Some(kb) = s.lines().find_map(|l| {
+                        l.strip_prefix("VmRSS:").and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                    }) {
                         m.insert(n.name.clone(), kb / 1024);
                     }
                 }
@@ -749,7 +893,9 @@ fn write(p: &Path, text: &str) -> Result<()> {
 
 fn getrandom(buf: &mut [u8]) -> Result<()> {
     use std::io::Read;
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf)).map_err(|e| Error::io("cannot read /dev/urandom", e))
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(buf))
+        .map_err(|e| Error::io("cannot read /dev/urandom", e))
 }
 
 /// A block of 14 consecutive loopback ports that all bind. A requested base
@@ -760,7 +906,10 @@ fn free_port_block(requested: Option<u16>) -> Result<u16> {
     let free = |base: u16| (0..14u16).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok());
     if let Some(base) = requested {
         if base.checked_add(14).is_none() || !free(base) {
-            return Err(Error::External(format!("--base-port {base}: ports {base}..{} on 127.0.0.1 are not all free (another cluster?)", base.saturating_add(13))));
+            return Err(Error::External(format!(
+                "--base-port {base}: ports {base}..{} on 127.0.0.1 are not all free (another cluster?)",
+                base.saturating_add(13)
+            )));
         }
         return Ok(base);
     }
@@ -771,7 +920,9 @@ fn free_port_block(requested: Option<u16>) -> Result<u16> {
     let ephemeral_low = ephemeral_low();
     let blocks = ephemeral_low.saturating_sub(FIRST) / 20;
     if blocks == 0 {
-        return Err(Error::External(format!("no room for a port block below the ephemeral range (it starts at {ephemeral_low}); pass --base-port")));
+        return Err(Error::External(format!(
+            "no room for a port block below the ephemeral range (it starts at {ephemeral_low}); pass --base-port"
+        )));
     }
     let start = (std::process::id() % blocks as u32) as u16;
     for k in 0..blocks {
@@ -780,7 +931,9 @@ fn free_port_block(requested: Option<u16>) -> Result<u16> {
             return Ok(base);
         }
     }
-    Err(Error::External(format!("no block of 14 free ports on 127.0.0.1 between {FIRST} and {ephemeral_low} (below the ephemeral range)")))
+    Err(Error::External(format!(
+        "no block of 14 free ports on 127.0.0.1 between {FIRST} and {ephemeral_low} (below the ephemeral range)"
+    )))
 }
 
 /// The first port of the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), 32768 if unreadable.

@@ -87,8 +87,29 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(name: &str, role: Role, id: i32, port: u16, dir: PathBuf, argv: Vec<String>, env: Vec<(String, String)>) -> Node {
-        Node { name: name.to_string(), role, id, port, dir, argv, env, child: None, frozen: false, log_mark: 0, starts: 0, killed_at: None }
+    pub fn new(
+        name: &str,
+        role: Role,
+        id: i32,
+        port: u16,
+        dir: PathBuf,
+        argv: Vec<String>,
+        env: Vec<(String, String)>,
+    ) -> Node {
+        Node {
+            name: name.to_string(),
+            role,
+            id,
+            port,
+            dir,
+            argv,
+            env,
+            child: None,
+            frozen: false,
+            log_mark: 0,
+            starts: 0,
+            killed_at: None,
+        }
     }
 
     pub fn log_path(&self) -> PathBuf {
@@ -120,18 +141,26 @@ impl Node {
             return Ok(());
         }
         let log = self.log_path();
-        let out = OpenOptions::new().create(true).append(true).open(&log).map_err(|e| Error::io(format!("cannot open {}", log.display()), e))?;
+        let out = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|e| Error::io(format!("cannot open {}", log.display()), e))?;
         self.log_mark = out.metadata().map(|m| m.len()).unwrap_or(0);
         let err = out.try_clone().map_err(|e| Error::io("cannot duplicate a log handle", e))?;
         let mut cmd = Command::new(java);
         // The classpath travels in the environment, so `ps` and the evidence stay readable.
         cmd.env("CLASSPATH", classpath);
-        cmd.env_remove("KAFKA_OBSERVER_BROKER_IDS").env_remove("KAFKA_OBSERVER_IDS_FILE").env_remove("JAVA_TOOL_OPTIONS");
+        cmd.env_remove("KAFKA_OBSERVER_BROKER_IDS")
+            .env_remove("KAFKA_OBSERVER_IDS_FILE")
+            .env_remove("JAVA_TOOL_OPTIONS");
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
         cmd.args(&self.argv).current_dir(&self.dir).stdin(Stdio::null()).stdout(out).stderr(err).process_group(0);
-        let child = cmd.spawn().map_err(|e| Error::External(format!("cannot start {} with {} ({e})", self.name, java.display())))?;
+        let child = cmd
+            .spawn()
+            .map_err(|e| Error::External(format!("cannot start {} with {} ({e})", self.name, java.display())))?;
         register(child.id() as i32);
         self.child = Some(child);
         self.frozen = false;
@@ -147,7 +176,12 @@ impl Node {
                 return Ok(t0.elapsed());
             }
             if !self.is_running() {
-                return Err(Error::External(format!("{} exited before it was ready; last lines of {}:\n{}", self.name, self.log_path().display(), self.tail(25))));
+                return Err(Error::External(format!(
+                    "{} exited before it was ready; last lines of {}:\n{}",
+                    self.name,
+                    self.log_path().display(),
+                    self.tail(25)
+                )));
             }
             if t0.elapsed() > timeout {
                 return Err(Error::External(format!(

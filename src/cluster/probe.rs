@@ -84,7 +84,8 @@ impl Probe {
         let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(1000)).ok()?;
         stream.set_read_timeout(Some(Duration::from_millis(1500))).ok()?;
         stream.set_write_timeout(Some(Duration::from_millis(1500))).ok()?;
-        let mut p = Probe { stream, correlation: 0, metadata_version: 4, list_offsets_version: 1, describe_configs_v1: false };
+        let mut p =
+            Probe { stream, correlation: 0, metadata_version: 4, list_offsets_version: 1, describe_configs_v1: false };
         let body = p.call(API_VERSIONS, 0, &[])?;
         let mut r = Reader::new(&body);
         if r.i16()? != 0 {
@@ -197,7 +198,11 @@ impl Probe {
     /// ListOffsets "latest" for each of `partitions`, as `replica_id`
     /// (`CONSUMER`: a leader's high watermark; `DEBUGGING`: this broker's own
     /// log end offset, leader or follower). One request for all of them.
-    pub fn latest_offsets(&mut self, replica_id: i32, partitions: &[(String, i32)]) -> Option<BTreeMap<(String, i32), OffsetAnswer>> {
+    pub fn latest_offsets(
+        &mut self,
+        replica_id: i32,
+        partitions: &[(String, i32)],
+    ) -> Option<BTreeMap<(String, i32), OffsetAnswer>> {
         let v = self.list_offsets_version;
         let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
         for (t, p) in partitions {

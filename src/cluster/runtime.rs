@@ -46,7 +46,11 @@ impl Runtime {
     /// Resolves the release's runtime classpath; with `build`, swaps in its jars.
     pub fn assemble(maven: &Maven, version: KafkaVersion, build: Option<&BuildRecord>) -> Result<Runtime> {
         let v = version.to_string();
-        let kafka = |artifact: &str| Coordinate { group: "org.apache.kafka".into(), artifact: artifact.into(), version: v.clone() };
+        let kafka = |artifact: &str| Coordinate {
+            group: "org.apache.kafka".into(),
+            artifact: artifact.into(),
+            version: v.clone(),
+        };
         let mut deps = vec![kafka("kafka_2.13"), kafka("kafka-tools")];
         let base = maven.classpath_of(&deps, &format!("okp-verify-runtime-{v}-pom"))?;
         let (logging, added) = logging_binding(maven, version, &base)?;
@@ -70,7 +74,11 @@ impl Runtime {
                 };
                 let slot = classpath.iter().position(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == file));
                 let Some(slot) = slot else {
-                    return Err(Error::Source(format!("patched {} has no upstream twin {} on the {v} runtime classpath", jar.path.display(), jar.upstream)));
+                    return Err(Error::Source(format!(
+                        "patched {} has no upstream twin {} on the {v} runtime classpath",
+                        jar.path.display(),
+                        jar.upstream
+                    )));
                 };
                 if !jar.path.is_file() {
                     return Err(Error::Usage(format!("{}: named in okp-build.json but missing", jar.path.display())));
@@ -85,7 +93,9 @@ impl Runtime {
             .arg("-version")
             .output()
             .map(|o| String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or_default().to_string())
-            .map_err(|e| Error::External(format!("cannot run {} ({e}); okp verify needs a JDK (set JAVA_HOME)", java.display())))?;
+            .map_err(|e| {
+                Error::External(format!("cannot run {} ({e}); okp verify needs a JDK (set JAVA_HOME)", java.display()))
+            })?;
         let tool_cds = {
             use sha2::Digest;
             let joined = std::env::join_paths(&classpath).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -129,7 +139,14 @@ impl Runtime {
     pub fn write_logging(&self, dir: &Path) -> Result<(String, String)> {
         let (server, tool, prop) = match self.logging {
             Logging::Log4j1 => (LOG4J1_SERVER.to_string(), LOG4J1_TOOL.to_string(), "log4j.configuration"),
-            Logging::Log4j2 => (LOG4J2_SERVER.to_string(), LOG4J2_SERVER.replace("rootLogger.level = info", "rootLogger.level = warn").replace("appender.out.type = Console", "appender.out.type = Console\nappender.out.target = SYSTEM_ERR"), "log4j2.configurationFile"),
+            Logging::Log4j2 => (
+                LOG4J2_SERVER.to_string(),
+                LOG4J2_SERVER.replace("rootLogger.level = info", "rootLogger.level = warn").replace(
+                    "appender.out.type = Console",
+                    "appender.out.type = Console\nappender.out.target = SYSTEM_ERR",
+                ),
+                "log4j2.configurationFile",
+            ),
         };
         let s = dir.join("log-server.properties");
         let t = dir.join("log-tool.properties");
@@ -170,7 +187,8 @@ logger.zk.level = warn
 /// else what the binary distribution ships: reload4j on 3.x, log4j 2 at
 /// kafka-server's version on 4.x.
 fn logging_binding(maven: &Maven, v: KafkaVersion, base: &[PathBuf]) -> Result<(Logging, Vec<Coordinate>)> {
-    let has = |prefix: &str| base.iter().any(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)));
+    let has =
+        |prefix: &str| base.iter().any(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)));
     if has("slf4j-log4j12-") || has("slf4j-reload4j-") {
         return Ok((Logging::Log4j1, vec![]));
     }
@@ -179,16 +197,26 @@ fn logging_binding(maven: &Maven, v: KafkaVersion, base: &[PathBuf]) -> Result<(
     }
     let c = |g: &str, a: &str, ver: &str| Coordinate { group: g.into(), artifact: a.into(), version: ver.into() };
     Ok(match v.major {
-        0..=3 => (Logging::Log4j1, vec![c("ch.qos.reload4j", "reload4j", "1.2.25"), c("org.slf4j", "slf4j-reload4j", "1.7.36")]),
+        0..=3 => (
+            Logging::Log4j1,
+            vec![c("ch.qos.reload4j", "reload4j", "1.2.25"), c("org.slf4j", "slf4j-reload4j", "1.7.36")],
+        ),
         _ => {
             let l = log4j2_version(maven, v)?;
-            (Logging::Log4j2, vec![c("org.apache.logging.log4j", "log4j-slf4j-impl", &l), c("org.apache.logging.log4j", "log4j-core", &l)])
+            (
+                Logging::Log4j2,
+                vec![
+                    c("org.apache.logging.log4j", "log4j-slf4j-impl", &l),
+                    c("org.apache.logging.log4j", "log4j-core", &l),
+                ],
+            )
         }
     })
 }
 
 fn log4j2_version(maven: &Maven, v: KafkaVersion) -> Result<String> {
-    let server = Coordinate { group: "org.apache.kafka".into(), artifact: "kafka-server".into(), version: v.to_string() };
+    let server =
+        Coordinate { group: "org.apache.kafka".into(), artifact: "kafka-server".into(), version: v.to_string() };
     let pom = maven.path(&server, None).with_extension("pom");
     if !pom.is_file() {
         // The POM arrives with the runtime classpath; fetch it alone on a cold cache.
@@ -214,12 +242,21 @@ fn check_one_binding(cp: &[PathBuf], v: &str) -> Result<()> {
     let bindings: Vec<String> = cp
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .filter(|n| n.starts_with("slf4j-log4j12-") || n.starts_with("slf4j-reload4j-") || n.starts_with("log4j-slf4j-impl-") || n.starts_with("log4j-slf4j2-impl-"))
+        .filter(|n| {
+            n.starts_with("slf4j-log4j12-")
+                || n.starts_with("slf4j-reload4j-")
+                || n.starts_with("log4j-slf4j-impl-")
+                || n.starts_with("log4j-slf4j2-impl-")
+        })
         .collect();
     if bindings.len() == 1 {
         Ok(())
     } else {
-        Err(Error::Source(format!("the {v} runtime classpath has {} SLF4J bindings ({}); expected exactly one", bindings.len(), bindings.join(", "))))
+        Err(Error::Source(format!(
+            "the {v} runtime classpath has {} SLF4J bindings ({}); expected exactly one",
+            bindings.len(),
+            bindings.join(", ")
+        )))
     }
 }
 

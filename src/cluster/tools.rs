@@ -56,7 +56,9 @@ impl Tool {
         match self {
             Tool::Server => &["kafka.Kafka"],
             Tool::ZooKeeper => &["org.apache.zookeeper.server.ZooKeeperServerMain"],
-            Tool::ZooKeeperShell => &["org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka", "org.apache.zookeeper.ZooKeeperMain"],
+            Tool::ZooKeeperShell => {
+                &["org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka", "org.apache.zookeeper.ZooKeeperMain"]
+            }
             Tool::Storage => &["kafka.tools.StorageTool", "org.apache.kafka.tools.StorageTool"],
             Tool::Topics => &["org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"],
             Tool::Producer => &["org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"],
@@ -135,12 +137,20 @@ pub struct Runner {
 }
 
 impl Runner {
-    pub fn new(java: PathBuf, classpath: String, jvm: Vec<String>, classes: BTreeMap<Tool, (String, String)>, scratch: PathBuf) -> Runner {
+    pub fn new(
+        java: PathBuf,
+        classpath: String,
+        jvm: Vec<String>,
+        classes: BTreeMap<Tool, (String, String)>,
+        scratch: PathBuf,
+    ) -> Runner {
         Runner { java, classpath, jvm, classes, scratch, seq: 0 }
     }
 
     pub fn class(&self, t: Tool) -> Result<&str> {
-        self.classes.get(&t).map(|(c, _)| c.as_str()).ok_or_else(|| Error::Source(format!("this release has no {} tool (looked for {})", t.label(), t.candidates().join(", "))))
+        self.classes.get(&t).map(|(c, _)| c.as_str()).ok_or_else(|| {
+            Error::Source(format!("this release has no {} tool (looked for {})", t.label(), t.candidates().join(", ")))
+        })
     }
 
     pub fn spawn(&mut self, t: Tool, args: &[String], stdin: Option<&Path>) -> Result<Running> {
@@ -195,7 +205,14 @@ impl Running {
         };
         node::unregister(pid);
         let read = |p: &Path| std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-        let out = Output { argv: self.argv.clone(), rc, stdout: read(&self.out), stderr: read(&self.err), secs: self.t0.elapsed().as_secs_f64(), timed_out };
+        let out = Output {
+            argv: self.argv.clone(),
+            rc,
+            stdout: read(&self.out),
+            stderr: read(&self.err),
+            secs: self.t0.elapsed().as_secs_f64(),
+            timed_out,
+        };
         let _ = std::fs::remove_file(&self.out);
         let _ = std::fs::remove_file(&self.err);
         out
@@ -244,7 +261,8 @@ pub fn parse_describe_all(stdout: &str) -> Vec<(String, u32, PartitionState)> {
             .filter_map(|f| f.split_once(':'))
             .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
             .collect();
-        let (Some(topic), Some(p)) = (fields.get("Topic"), fields.get("Partition").and_then(|x| x.parse::<u32>().ok())) else {
+        let (Some(topic), Some(p)) = (fields.get("Topic"), fields.get("Partition").and_then(|x| x.parse::<u32>().ok()))
+        else {
             continue;
         };
         let leader = fields.get("Leader").and_then(|l| l.parse::<i32>().ok()).filter(|l| *l >= 0);
@@ -285,14 +303,19 @@ pub struct PerfSummary {
 /// keys (the first is "time") and one row of values. Returns key -> number,
 /// the keys without the `:Value` attribute suffix.
 pub fn parse_jmx(stdout: &str) -> BTreeMap<String, f64> {
-    let mut lines = stdout.lines().filter(|l| l.starts_with('"') || l.chars().next().is_some_and(|c| c.is_ascii_digit()));
-    let (Some(header), Some(row)) = (lines.find(|l| l.starts_with("\"time\"")), lines.next()) else { return BTreeMap::new() };
+    let mut lines =
+        stdout.lines().filter(|l| l.starts_with('"') || l.chars().next().is_some_and(|c| c.is_ascii_digit()));
+    let (Some(header), Some(row)) = (lines.find(|l| l.starts_with("\"time\"")), lines.next()) else {
+        return BTreeMap::new();
+    };
     let keys = csv_fields(header);
     let values = csv_fields(row);
     keys.into_iter()
         .zip(values)
         .skip(1)
-        .filter_map(|(k, v)| v.trim().parse::<f64>().ok().map(|v| (k.strip_suffix(":Value").unwrap_or(&k).to_string(), v)))
+        .filter_map(|(k, v)| {
+            v.trim().parse::<f64>().ok().map(|v| (k.strip_suffix(":Value").unwrap_or(&k).to_string(), v))
+        })
         .collect()
 }
 
@@ -364,7 +387,10 @@ mod tests {
         let out = "Topic: __consumer_offsets\tTopicId: x\tPartitionCount: 2\tReplicationFactor: 3\tConfigs: \n\tTopic: __consumer_offsets\tPartition: 0\tLeader: 2\tReplicas: 2,3,4\tIsr: 2,3\n\tTopic: __consumer_offsets\tPartition: 1\tLeader: 3\tReplicas: 3,4,1\tIsr: 3,1\nTopic: obs\tPartitionCount: 1\n\tTopic: obs\tPartition: 0\tLeader: 1\tReplicas: 1,2,3,4\tIsr: 1,2,3\n";
         let all = parse_describe_all(out);
         let keys: Vec<(&str, u32, Option<i32>)> = all.iter().map(|(t, p, s)| (t.as_str(), *p, s.leader)).collect();
-        assert_eq!(keys, vec![("__consumer_offsets", 0, Some(2)), ("__consumer_offsets", 1, Some(3)), ("obs", 0, Some(1))]);
+        assert_eq!(
+            keys,
+            vec![("__consumer_offsets", 0, Some(2)), ("__consumer_offsets", 1, Some(3)), ("obs", 0, Some(1))]
+        );
         assert_eq!(parse_describe(out, "__consumer_offsets", 1).unwrap().replicas, vec![3, 4, 1]);
     }
 

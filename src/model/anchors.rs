@@ -37,7 +37,9 @@ impl Scope {
 /// A part of the patch set a build takes as a whole. `core` is the observer
 /// contract and always goes in; every other layer is optional and is chosen
 /// per build (`--layer`), so a release can take it or leave it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize, clap::ValueEnum)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Layer {
     #[default]
@@ -212,7 +214,9 @@ impl AnchorSet {
     pub fn parse(origin: &Origin) -> Result<AnchorSet, Error> {
         let raw: RawSet = serde_yaml::from_str(&origin.text).map_err(|e| origin.yaml_error(e))?;
         if raw.schema != 1 {
-            return Err(origin.error_at("schema", format!("unsupported schema {} (this okp reads schema 1)", raw.schema)));
+            return Err(
+                origin.error_at("schema", format!("unsupported schema {} (this okp reads schema 1)", raw.schema))
+            );
         }
         let mut hook_ids = BTreeSet::new();
         for h in &raw.hooks {
@@ -227,7 +231,10 @@ impl AnchorSet {
         }
         for h in &raw.hooks {
             if CONTRACT_HOOKS.contains(&h.id.as_str()) && h.layer != Layer::Core {
-                return Err(origin.error_at(&format!("id: {}", h.id), format!("hook `{}` is part of the observer contract: its layer is core", h.id)));
+                return Err(origin.error_at(
+                    &format!("id: {}", h.id),
+                    format!("hook `{}` is part of the observer contract: its layer is core", h.id),
+                ));
             }
         }
         let mut ids = BTreeSet::new();
@@ -236,7 +243,9 @@ impl AnchorSet {
             let at = format!("id: {}", a.id);
             let line = origin.locate(&at).map_or(1, |(l, _)| l);
             let err = |msg: String| origin.error_at(&at, format!("anchor {}: {msg}", a.id));
-            if a.id.is_empty() || !a.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-') {
+            if a.id.is_empty()
+                || !a.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+            {
                 return Err(err("ids use lowercase letters, digits, dots and dashes".into()));
             }
             if !ids.insert(a.id.clone()) {
@@ -247,7 +256,8 @@ impl AnchorSet {
             }
             let pattern = match (a.text, a.regex) {
                 (Some(t), None) => {
-                    let lines: Vec<String> = t.strip_suffix('\n').unwrap_or(&t).split('\n').map(str::to_string).collect();
+                    let lines: Vec<String> =
+                        t.strip_suffix('\n').unwrap_or(&t).split('\n').map(str::to_string).collect();
                     if lines.iter().all(|l| l.trim().is_empty()) {
                         return Err(err("text is blank".into()));
                     }
@@ -257,7 +267,10 @@ impl AnchorSet {
                     Pattern::Lines(lines)
                 }
                 (None, Some(r)) => {
-                    let reason = a.regex_reason.filter(|s| !s.trim().is_empty()).ok_or_else(|| err("a regex anchor needs regex_reason: why exact text cannot work".into()))?;
+                    let reason = a
+                        .regex_reason
+                        .filter(|s| !s.trim().is_empty())
+                        .ok_or_else(|| err("a regex anchor needs regex_reason: why exact text cannot work".into()))?;
                     let regex = regex::Regex::new(&format!("^(?:{r})$")).map_err(|e| err(format!("bad regex: {e}")))?;
                     Pattern::Regex { regex, reason }
                 }
@@ -275,17 +288,31 @@ impl AnchorSet {
             }
             for h in &a.hooks {
                 if !hook_ids.contains(h) {
-                    return Err(err(format!("names unknown hook `{h}` (defined: {})", hook_ids.iter().cloned().collect::<Vec<_>>().join(", "))));
+                    return Err(err(format!(
+                        "names unknown hook `{h}` (defined: {})",
+                        hook_ids.iter().cloned().collect::<Vec<_>>().join(", ")
+                    )));
                 }
             }
-            let layers: BTreeSet<Layer> = a.hooks.iter().filter_map(|h| raw.hooks.iter().find(|x| &x.id == h)).map(|h| h.layer).collect();
+            let layers: BTreeSet<Layer> =
+                a.hooks.iter().filter_map(|h| raw.hooks.iter().find(|x| &x.id == h)).map(|h| h.layer).collect();
             if layers.len() > 1 {
                 return Err(err("names hooks of different layers; an anchor belongs to one layer".into()));
             }
             if a.why.trim().is_empty() {
                 return Err(err("needs a `why`".into()));
             }
-            anchors.push(Anchor { id: a.id, file: a.file, pattern, from, to, hooks: a.hooks, why: a.why, enclosing: a.enclosing, line });
+            anchors.push(Anchor {
+                id: a.id,
+                file: a.file,
+                pattern,
+                from,
+                to,
+                hooks: a.hooks,
+                why: a.why,
+                enclosing: a.enclosing,
+                line,
+            });
         }
         Ok(AnchorSet { hooks: raw.hooks, anchors })
     }
@@ -310,7 +337,13 @@ impl AnchorSet {
     }
 
     /// The anchors of `layers` only (what a build with those layers needs).
-    pub fn applicable_in<'a>(&'a self, release: &Release, version: KafkaVersion, mode: Mode, layers: &Layers) -> Vec<&'a Anchor> {
+    pub fn applicable_in<'a>(
+        &'a self,
+        release: &Release,
+        version: KafkaVersion,
+        mode: Mode,
+        layers: &Layers,
+    ) -> Vec<&'a Anchor> {
         let hooks = self.hooks_in(release, mode, layers);
         self.anchors
             .iter()
@@ -333,10 +366,8 @@ impl AnchorSet {
             }
         }
         if let Some((hook, where_)) = gaps.into_iter().next() {
-            return Err(origin.error_at(
-                &format!("id: {hook}"),
-                format!("hook `{hook}` has no anchor for {}", where_.join(", ")),
-            ));
+            return Err(origin
+                .error_at(&format!("id: {hook}"), format!("hook `{hook}` has no anchor for {}", where_.join(", "))));
         }
         Ok(())
     }

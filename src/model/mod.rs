@@ -45,10 +45,7 @@ impl Origin {
     }
 
     pub fn locate(&self, needle: &str) -> Option<(usize, usize)> {
-        self.text
-            .lines()
-            .enumerate()
-            .find_map(|(i, l)| l.find(needle).map(|c| (i + 1, c + 1)))
+        self.text.lines().enumerate().find_map(|(i, l)| l.find(needle).map(|c| (i + 1, c + 1)))
     }
 }
 

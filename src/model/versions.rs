@@ -81,11 +81,9 @@ impl FromStr for Coordinate {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let parts: Vec<&str> = s.split(':').collect();
         match parts.as_slice() {
-            [g, a, v] if !g.is_empty() && !a.is_empty() && !v.is_empty() => Ok(Coordinate {
-                group: g.to_string(),
-                artifact: a.to_string(),
-                version: v.to_string(),
-            }),
+            [g, a, v] if !g.is_empty() && !a.is_empty() && !v.is_empty() => {
+                Ok(Coordinate { group: g.to_string(), artifact: a.to_string(), version: v.to_string() })
+            }
             _ => Err(format!("`{s}` is not a Maven coordinate (expected group:artifact:version)")),
         }
     }
@@ -159,7 +157,9 @@ impl Matrix {
     pub fn parse(origin: &Origin) -> Result<Matrix, Error> {
         let raw: RawMatrix = serde_yaml::from_str(&origin.text).map_err(|e| origin.yaml_error(e))?;
         if raw.schema != 1 {
-            return Err(origin.error_at("schema", format!("unsupported schema {} (this okp reads schema 1)", raw.schema)));
+            return Err(
+                origin.error_at("schema", format!("unsupported schema {} (this okp reads schema 1)", raw.schema))
+            );
         }
         if raw.releases.is_empty() {
             return Err(origin.error_at("releases", "no releases listed"));
@@ -171,7 +171,10 @@ impl Matrix {
             let version: KafkaVersion = r.version.parse().map_err(|e: String| err(e))?;
             if let Some(prev) = releases.last() {
                 if prev.version >= version {
-                    return Err(err(format!("releases must be listed in ascending order without repeats (after {})", prev.version)));
+                    return Err(err(format!(
+                        "releases must be listed in ascending order without repeats (after {})",
+                        prev.version
+                    )));
                 }
             }
             if r.modes.is_empty() {
@@ -203,7 +206,10 @@ impl Matrix {
                 let jars = r.jars.get(mode).ok_or_else(|| err(format!("lists no jars for mode {mode}")))?;
                 for j in jars {
                     if !sources.contains_key(j) {
-                        return Err(err(format!("jar `{j}` of mode {mode} is not one of its sources ({})", keys(&sources))));
+                        return Err(err(format!(
+                            "jar `{j}` of mode {mode} is not one of its sources ({})",
+                            keys(&sources)
+                        )));
                     }
                 }
                 if !r.gradle_tasks.contains_key(mode) {

@@ -174,11 +174,19 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<i32> {
         };
         edits.push(Edit { node: n, before, after });
     }
-    let snap = view::snapshot(&a.bootstrap, None, Depth { offsets: a.direction == Direction::Promote, min_insync: a.direction == Direction::Demote })?;
+    let snap = view::snapshot(
+        &a.bootstrap,
+        None,
+        Depth { offsets: a.direction == Direction::Promote, min_insync: a.direction == Direction::Demote },
+    )?;
     let hosted = snap.partitions.iter().filter(|p| p.replicas.contains(&a.broker)).count();
     if !snap.live(a.broker) && hosted == 0 {
         let known: Vec<i32> = snap.brokers.keys().copied().collect();
-        return Err(Error::Usage(format!("broker {} is not in the cluster: it is not registered (live brokers: {}) and hosts no replica", a.broker, ids(&known))));
+        return Err(Error::Usage(format!(
+            "broker {} is not in the cluster: it is not registered (live brokers: {}) and hosts no replica",
+            a.broker,
+            ids(&known)
+        )));
     }
     let refusals = prechecks(&snap, a.broker, a.direction, a.for_unclean);
     let blocked: Vec<&Refusal> = refusals.iter().filter(|r| blocking(r, a.force)).collect();
@@ -187,8 +195,16 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<i32> {
         eprintln!("okp: {verb} broker {}: {how} ({}): {}: {}", a.broker, r.rule.word(), r.partition, r.detail);
     }
     if !blocked.is_empty() {
-        let hint = if blocked.iter().all(|r| r.rule != Rule::Leadership) { "; --force overrides these checks" } else { "; --force never overrides leadership" };
-        eprintln!("okp: {verb} broker {} refused by {} pre-check(s); nothing was written{hint}", a.broker, blocked.len());
+        let hint = if blocked.iter().all(|r| r.rule != Rule::Leadership) {
+            "; --force overrides these checks"
+        } else {
+            "; --force never overrides leadership"
+        };
+        eprintln!(
+            "okp: {verb} broker {} refused by {} pre-check(s); nothing was written{hint}",
+            a.broker,
+            blocked.len()
+        );
         return Ok(EXIT_DRIFT);
     }
     let changing: Vec<&Edit> = edits.iter().filter(|e| e.before != e.after).collect();
@@ -211,7 +227,15 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<i32> {
         if e.before == e.after {
             plan.push_str(&format!("  {}: unchanged {}\n", e.node.label(), idfile::show(&idfile::parse(&e.before))));
         } else {
-            plan.push_str(&format!("  {}: {} → {} ({} → {}) by {}\n", e.node.label(), idfile::show(&idfile::parse(&e.before)), idfile::show(&idfile::parse(&e.after)), quoted(&e.before), quoted(&e.after), transport.describe_write(&e.node)));
+            plan.push_str(&format!(
+                "  {}: {} → {} ({} → {}) by {}\n",
+                e.node.label(),
+                idfile::show(&idfile::parse(&e.before)),
+                idfile::show(&idfile::parse(&e.after)),
+                quoted(&e.before),
+                quoted(&e.after),
+                transport.describe_write(&e.node)
+            ));
         }
     }
     crate::cli::print(&plan)?;
@@ -223,13 +247,22 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<i32> {
     let mut last_role = None;
     for e in &changing {
         if last_role.is_some_and(|r| r != e.node.role) {
-            eprintln!("okp: waiting {} s (the nodes' re-read interval) before writing the {}s", REREAD.as_secs(), if e.node.role == NodeRole::Broker { "broker" } else { "controller" });
+            eprintln!(
+                "okp: waiting {} s (the nodes' re-read interval) before writing the {}s",
+                REREAD.as_secs(),
+                if e.node.role == NodeRole::Broker { "broker" } else { "controller" }
+            );
             std::thread::sleep(REREAD + Duration::from_millis(500));
         }
         transport.write(&e.node, &e.after)?;
         let back = transport.read(&e.node)?;
         if back != e.after {
-            return Err(Error::External(format!("{}: read back {} after writing {}; the file is being changed by something else", e.node.label(), quoted(&back), quoted(&e.after))));
+            return Err(Error::External(format!(
+                "{}: read back {} after writing {}; the file is being changed by something else",
+                e.node.label(),
+                quoted(&back),
+                quoted(&e.after)
+            )));
         }
         eprintln!("okp: wrote {}", e.node.label());
         last_role = Some(e.node.role);
@@ -252,11 +285,21 @@ fn wait(a: &Args, t0: Instant, verb: &str) -> Result<i32> {
                 Direction::Promote => p.leader.is_some() && !p.isr.contains(&a.broker),
                 Direction::Demote => p.isr.contains(&a.broker),
             })
-            .map(|p| format!("{} (leader {}, ISR {})", p.name(), p.leader.map(|l| l.to_string()).unwrap_or_else(|| "none".into()), ids(&p.isr)))
+            .map(|p| {
+                format!(
+                    "{} (leader {}, ISR {})",
+                    p.name(),
+                    p.leader.map(|l| l.to_string()).unwrap_or_else(|| "none".into()),
+                    ids(&p.isr)
+                )
+            })
             .collect();
         let secs = t0.elapsed().as_secs_f64();
         let (done, total) = match a.direction {
-            Direction::Promote => (mine.iter().filter(|p| p.leader.is_some() && p.isr.contains(&a.broker)).count(), mine.len() - leaderless.len()),
+            Direction::Promote => (
+                mine.iter().filter(|p| p.leader.is_some() && p.isr.contains(&a.broker)).count(),
+                mine.len() - leaderless.len(),
+            ),
             Direction::Demote => (mine.len() - pending.len(), mine.len()),
         };
         if pending.is_empty() && (leaderless.is_empty() || a.direction == Direction::Demote || t0.elapsed() >= REREAD) {
@@ -286,7 +329,10 @@ fn wait(a: &Args, t0: Instant, verb: &str) -> Result<i32> {
             return Ok(EXIT_DRIFT);
         }
         if last_pending.as_ref() != Some(&pending) || last_report.elapsed() > Duration::from_secs(5) {
-            eprintln!("okp: waiting ({secs:.1} s): {done}/{total} partition(s) converged; pending: {}", if pending.is_empty() { "-".into() } else { pending.join("; ") });
+            eprintln!(
+                "okp: waiting ({secs:.1} s): {done}/{total} partition(s) converged; pending: {}",
+                if pending.is_empty() { "-".into() } else { pending.join("; ") }
+            );
             last_report = Instant::now();
             last_pending = Some(pending);
         }
@@ -295,7 +341,12 @@ fn wait(a: &Args, t0: Instant, verb: &str) -> Result<i32> {
 }
 
 /// The observer set for `status`: `--observers`, `--observers-file`, or every node's file.
-pub fn observer_set(list: Option<&str>, file: Option<&std::path::Path>, nodes: &[NodeSpec], transport: &Transport) -> Result<view::ObserverSet> {
+pub fn observer_set(
+    list: Option<&str>,
+    file: Option<&std::path::Path>,
+    nodes: &[NodeSpec],
+    transport: &Transport,
+) -> Result<view::ObserverSet> {
     if let Some(l) = list {
         let set: BTreeSet<i32> = idfile::parse(l);
         if set.is_empty() && !l.trim().is_empty() {
@@ -305,7 +356,11 @@ pub fn observer_set(list: Option<&str>, file: Option<&std::path::Path>, nodes: &
     }
     if let Some(f) = file {
         let text = std::fs::read_to_string(f).map_err(|e| Error::io(format!("cannot read {}", f.display()), e))?;
-        return Ok(view::ObserverSet { ids: Some(idfile::parse(&text)), source: format!("file {}", f.display()), disagreeing: vec![] });
+        return Ok(view::ObserverSet {
+            ids: Some(idfile::parse(&text)),
+            source: format!("file {}", f.display()),
+            disagreeing: vec![],
+        });
     }
     if nodes.is_empty() {
         return Ok(view::ObserverSet { ids: None, source: "nowhere: pass --observers, --observers-file or the nodes' files (--node, --nodes) to know which replicas are observers".into(), disagreeing: vec![] });
@@ -354,12 +409,21 @@ mod tests {
         let r = prechecks(&lagging, 4, Direction::Promote, false);
         assert_eq!(r.len(), 1, "{r:?}");
         assert_eq!(r[0].rule, Rule::Lag);
-        assert!(r[0].detail.contains("log end offset 900, live replica 1 has 1200") && r[0].detail.contains("900..1199 (300 records)"), "{}", r[0].detail);
+        assert!(
+            r[0].detail.contains("log end offset 900, live replica 1 has 1200")
+                && r[0].detail.contains("900..1199 (300 records)"),
+            "{}",
+            r[0].detail
+        );
         let level = snap(vec![part("rf3", None, &[1, 2, 4], &[2], &[(1, 1200), (4, 1200)])], &[1, 4]);
         assert!(prechecks(&level, 4, Direction::Promote, false).is_empty(), "replica 2 is down: not compared");
         let led = snap(vec![part("obs", Some(1), &[1, 4], &[1], &[(1, 1200), (4, 900)])], &[1, 4]);
         assert!(prechecks(&led, 4, Direction::Promote, false).is_empty(), "a clean promotion catches up first");
-        assert_eq!(prechecks(&led, 4, Direction::Promote, true)[0].rule, Rule::Lag, "--for-unclean-election checks led partitions too");
+        assert_eq!(
+            prechecks(&led, 4, Direction::Promote, true)[0].rule,
+            Rule::Lag,
+            "--for-unclean-election checks led partitions too"
+        );
         let silent = snap(vec![part("rf3", None, &[1, 4], &[1], &[(1, 1200)])], &[1, 4]);
         assert_eq!(prechecks(&silent, 4, Direction::Promote, false)[0].rule, Rule::Unknown);
     }
@@ -367,7 +431,12 @@ mod tests {
     #[test]
     fn promote_writes_controllers_first_and_demote_brokers_first() {
         let n = |id, role| NodeSpec { id, role, path: format!("/{id}"), host: None };
-        let nodes = vec![n(1, NodeRole::Broker), n(101, NodeRole::Controller), n(4, NodeRole::Broker), n(102, NodeRole::Controller)];
+        let nodes = vec![
+            n(1, NodeRole::Broker),
+            n(101, NodeRole::Controller),
+            n(4, NodeRole::Broker),
+            n(102, NodeRole::Controller),
+        ];
         let order = |d| write_order(&nodes, d).iter().map(|n| n.id).collect::<Vec<_>>();
         assert_eq!(order(Direction::Promote), vec![101, 102, 1, 4]);
         assert_eq!(order(Direction::Demote), vec![1, 4, 101, 102]);

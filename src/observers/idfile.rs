@@ -113,7 +113,11 @@ mod tests {
     fn removing_an_id_keeps_everything_else() {
         let text = "# DR site observers\n4, 5 # rack b\n6\n\n# end\n";
         assert_eq!(without_id(text, 5), "# DR site observers\n4 # rack b\n6\n\n# end\n");
-        assert_eq!(without_id(text, 6), "# DR site observers\n4, 5 # rack b\n\n# end\n", "a line left empty is dropped, blank lines stay");
+        assert_eq!(
+            without_id(text, 6),
+            "# DR site observers\n4, 5 # rack b\n\n# end\n",
+            "a line left empty is dropped, blank lines stay"
+        );
         assert_eq!(without_id("4 5 04\n", 4), "5\n", "every token that reads as the id goes");
         assert_eq!(without_id("  4,5\r\n", 4), "  5\r\n", "indentation and CRLF stay");
         assert_eq!(without_id("4 # was here\n", 4), "# was here\n");

@@ -33,7 +33,8 @@ pub struct StatusArgs {
 pub fn status(a: &StatusArgs) -> Result<i32> {
     let snap = view::snapshot(&a.bootstrap, a.topic.as_deref(), view::Depth { offsets: true, min_insync: false })?;
     let rows = view::rows(&snap, &a.observers, a.max_lag);
-    let out = if a.json { view::json(&rows, &a.observers, a.max_lag) } else { view::table(&rows, &a.observers, a.color) };
+    let out =
+        if a.json { view::json(&rows, &a.observers, a.max_lag) } else { view::table(&rows, &a.observers, a.color) };
     crate::cli::print(&out)?;
     Ok(if rows.iter().any(|r| !r.flags.is_empty()) { EXIT_DRIFT } else { EXIT_OK })
 }

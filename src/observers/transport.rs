@@ -63,15 +63,15 @@ impl NodeSpec {
 #[derive(serde::Deserialize)]
 #[serde(untagged)]
 enum NodesFile {
-    Wrapped {
-        nodes: Vec<NodeSpec>,
-    },
+    Wrapped { nodes: Vec<NodeSpec> },
     List(Vec<NodeSpec>),
 }
 
 /// `ID=PATH` of `--node` / `--controller-node`.
 pub fn parse_node_flag(s: &str, role: NodeRole) -> Result<NodeSpec> {
-    let (id, path) = s.split_once('=').ok_or_else(|| Error::Usage(format!("--node {s}: expected ID=PATH, e.g. 4=/opt/kafka/observer.ids")))?;
+    let (id, path) = s
+        .split_once('=')
+        .ok_or_else(|| Error::Usage(format!("--node {s}: expected ID=PATH, e.g. 4=/opt/kafka/observer.ids")))?;
     let id = id.trim().parse::<i32>().map_err(|_| Error::Usage(format!("--node {s}: `{id}` is not a node id")))?;
     if path.is_empty() {
         return Err(Error::Usage(format!("--node {s}: the path is empty")));
@@ -81,10 +81,14 @@ pub fn parse_node_flag(s: &str, role: NodeRole) -> Result<NodeSpec> {
 
 /// The nodes file: a YAML list (or `nodes:` holding one) of `{id, role, path, host}`.
 pub fn load_nodes_file(path: &Path) -> Result<Vec<NodeSpec>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(format!("cannot read the nodes file {}", path.display()), e))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io(format!("cannot read the nodes file {}", path.display()), e))?;
     let parsed: NodesFile = serde_yaml::from_str(&text).map_err(|e| {
         let at = e.location().map(|l| format!(":{}:{}", l.line(), l.column())).unwrap_or_default();
-        Error::Usage(format!("{}{at}: not a nodes file ({e}); expected a list of {{id, role: broker|controller, path, host}}", path.display()))
+        Error::Usage(format!(
+            "{}{at}: not a nodes file ({e}); expected a list of {{id, role: broker|controller, path, host}}",
+            path.display()
+        ))
     })?;
     Ok(match parsed {
         NodesFile::Wrapped { nodes } | NodesFile::List(nodes) => nodes,
@@ -99,7 +103,11 @@ pub fn check_nodes(nodes: &[NodeSpec]) -> Result<()> {
     let mut seen = BTreeSet::new();
     for n in nodes {
         if !seen.insert((n.role, n.id)) {
-            return Err(Error::Usage(format!("{} {} is listed twice", if n.role == NodeRole::Controller { "controller" } else { "broker" }, n.id)));
+            return Err(Error::Usage(format!(
+                "{} {} is listed twice",
+                if n.role == NodeRole::Controller { "controller" } else { "broker" },
+                n.id
+            )));
         }
     }
     Ok(())
@@ -108,7 +116,10 @@ pub fn check_nodes(nodes: &[NodeSpec]) -> Result<()> {
 pub enum Transport {
     Local,
     /// `sh -c` templates with `{host}`, `{path}` and `{id}` (each substituted shell-quoted); the write gets the content on stdin.
-    Command { read: String, write: String },
+    Command {
+        read: String,
+        write: String,
+    },
 }
 
 /// One of the placeholders, quoted for sh: 'it''s' style.
@@ -120,7 +131,10 @@ fn sh_quote(s: &str) -> String {
 }
 
 fn fill(template: &str, n: &NodeSpec) -> String {
-    template.replace("{host}", &sh_quote(n.host.as_deref().unwrap_or("localhost"))).replace("{path}", &sh_quote(&n.path)).replace("{id}", &n.id.to_string())
+    template
+        .replace("{host}", &sh_quote(n.host.as_deref().unwrap_or("localhost")))
+        .replace("{path}", &sh_quote(&n.path))
+        .replace("{id}", &n.id.to_string())
 }
 
 impl Transport {
@@ -144,7 +158,12 @@ impl Transport {
             }
             Transport::Command { read, .. } => {
                 let cmd = fill(read, n);
-                let out = Command::new("sh").arg("-c").arg(&cmd).stdin(Stdio::null()).output().map_err(|e| Error::External(format!("cannot run sh for `{cmd}` ({e})")))?;
+                let out = Command::new("sh")
+                    .arg("-c")
+                    .arg(&cmd)
+                    .stdin(Stdio::null())
+                    .output()
+                    .map_err(|e| Error::External(format!("cannot run sh for `{cmd}` ({e})")))?;
                 if !out.status.success() {
                     return Err(Error::External(format!(
                         "reading observer.ids of {}: `{cmd}` exited with {}: {}",
@@ -173,11 +192,17 @@ impl Transport {
                     .spawn()
                     .map_err(|e| Error::External(format!("cannot run sh for `{cmd}` ({e})")))?;
                 if let Some(mut stdin) = child.stdin.take() {
-                    stdin.write_all(text.as_bytes()).map_err(|e| Error::External(format!("writing to `{cmd}`: {e}")))?;
+                    stdin
+                        .write_all(text.as_bytes())
+                        .map_err(|e| Error::External(format!("writing to `{cmd}`: {e}")))?;
                 }
                 let out = child.wait_with_output().map_err(|e| Error::External(format!("waiting for `{cmd}`: {e}")))?;
                 if !out.status.success() {
-                    return Err(Error::External(format!("writing observer.ids of {}: `{cmd}` failed: {}", n.label(), String::from_utf8_lossy(&out.stderr).trim())));
+                    return Err(Error::External(format!(
+                        "writing observer.ids of {}: `{cmd}` failed: {}",
+                        n.label(),
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    )));
                 }
                 Ok(())
             }
@@ -221,7 +246,12 @@ mod tests {
 
     #[test]
     fn templates_quote_what_they_fill() {
-        let n = NodeSpec { id: 4, role: NodeRole::Broker, path: "/opt/my kafka/observer.ids".into(), host: Some("b4.dc2".into()) };
+        let n = NodeSpec {
+            id: 4,
+            role: NodeRole::Broker,
+            path: "/opt/my kafka/observer.ids".into(),
+            host: Some("b4.dc2".into()),
+        };
         assert_eq!(fill("ssh {host} cat {path} # {id}", &n), "ssh b4.dc2 cat '/opt/my kafka/observer.ids' # 4");
         assert_eq!(sh_quote("it's"), "'it'\\''s'");
     }
@@ -233,9 +263,16 @@ mod tests {
         assert!(parse_node_flag("4", NodeRole::Broker).is_err());
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("nodes.yaml");
-        std::fs::write(&f, "nodes:\n  - {id: 101, role: controller, path: /c/o.ids}\n  - {id: 4, path: /b/o.ids, host: b4}\n").unwrap();
+        std::fs::write(
+            &f,
+            "nodes:\n  - {id: 101, role: controller, path: /c/o.ids}\n  - {id: 4, path: /b/o.ids, host: b4}\n",
+        )
+        .unwrap();
         let nodes = load_nodes_file(&f).unwrap();
-        assert_eq!((nodes[0].role, nodes[1].role, nodes[1].host.as_deref()), (NodeRole::Controller, NodeRole::Broker, Some("b4")));
+        assert_eq!(
+            (nodes[0].role, nodes[1].role, nodes[1].host.as_deref()),
+            (NodeRole::Controller, NodeRole::Broker, Some("b4"))
+        );
         std::fs::write(&f, "- {id: 4, path: /b/o.ids, colour: red}\n").unwrap();
         assert!(load_nodes_file(&f).is_err(), "unknown fields are refused");
         assert!(check_nodes(&[nodes[1].clone(), nodes[1].clone()]).is_err());

@@ -73,7 +73,10 @@ fn metadata(bootstrap: &[String], topic: Option<&str>) -> Result<(probe::Metadat
             return Ok((m, b.clone()));
         }
     }
-    Err(Error::External(format!("no bootstrap server answered a Metadata request (tried {}); okp speaks PLAINTEXT only", bootstrap.join(", "))))
+    Err(Error::External(format!(
+        "no bootstrap server answered a Metadata request (tried {}); okp speaks PLAINTEXT only",
+        bootstrap.join(", ")
+    )))
 }
 
 /// Reads the cluster: Metadata from the first answering bootstrap server, then
@@ -92,7 +95,16 @@ pub fn snapshot(bootstrap: &[String], topic: Option<&str>, depth: Depth) -> Resu
     let mut parts: Vec<Part> = m
         .partitions
         .into_iter()
-        .map(|p| Part { topic: p.topic, partition: p.index, leader: p.state.leader, replicas: p.state.replicas, isr: p.state.isr, high_watermark: None, leo: BTreeMap::new(), min_insync: None })
+        .map(|p| Part {
+            topic: p.topic,
+            partition: p.index,
+            leader: p.state.leader,
+            replicas: p.state.replicas,
+            isr: p.state.isr,
+            high_watermark: None,
+            leo: BTreeMap::new(),
+            min_insync: None,
+        })
         .collect();
     parts.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
     if depth.offsets {
@@ -108,7 +120,11 @@ pub fn snapshot(bootstrap: &[String], topic: Option<&str>, depth: Depth) -> Resu
                 }
                 let Some(mut pr) = Probe::connect_to(addr) else { continue };
                 let leos = pr.latest_offsets(probe::DEBUGGING, &keys).unwrap_or_default();
-                let hws = if leaders_pass { pr.latest_offsets(probe::CONSUMER, &keys).unwrap_or_default() } else { BTreeMap::new() };
+                let hws = if leaders_pass {
+                    pr.latest_offsets(probe::CONSUMER, &keys).unwrap_or_default()
+                } else {
+                    BTreeMap::new()
+                };
                 for p in parts.iter_mut() {
                     let k = (p.topic.clone(), p.partition);
                     if let Some(Ok(o)) = leos.get(&k) {
@@ -131,7 +147,8 @@ pub fn snapshot(bootstrap: &[String], topic: Option<&str>, depth: Depth) -> Resu
                 break;
             }
         }
-        let values = found.ok_or_else(|| Error::External("no broker answered DescribeConfigs for min.insync.replicas".into()))?;
+        let values = found
+            .ok_or_else(|| Error::External("no broker answered DescribeConfigs for min.insync.replicas".into()))?;
         for p in parts.iter_mut() {
             p.min_insync = values.get(&p.topic).and_then(|v| v.parse().ok());
         }
@@ -155,8 +172,10 @@ impl ObserverSet {
     /// disagreement named.
     pub fn from_files(read: &[(String, BTreeSet<i32>)]) -> ObserverSet {
         let union: BTreeSet<i32> = read.iter().flat_map(|(_, s)| s.iter().copied()).collect();
-        let disagreeing: Vec<String> = read.iter().filter(|(_, s)| *s != union).map(|(n, s)| format!("{n}: {}", super::idfile::show(s))).collect();
-        let agree = if disagreeing.is_empty() { "all agree".to_string() } else { format!("{} disagree", disagreeing.len()) };
+        let disagreeing: Vec<String> =
+            read.iter().filter(|(_, s)| *s != union).map(|(n, s)| format!("{n}: {}", super::idfile::show(s))).collect();
+        let agree =
+            if disagreeing.is_empty() { "all agree".to_string() } else { format!("{} disagree", disagreeing.len()) };
         ObserverSet { ids: Some(union), source: format!("observer.ids of {} nodes ({agree})", read.len()), disagreeing }
     }
 
@@ -245,12 +264,30 @@ fn yes(b: bool) -> &'static str {
 }
 
 pub fn table(rows: &[ReplicaRow], observers: &ObserverSet, color: bool) -> String {
-    let mut s = format!("observers: {} from {}\n", observers.ids.as_ref().map(super::idfile::show).unwrap_or_else(|| "unknown".into()), observers.source);
+    let mut s = format!(
+        "observers: {} from {}\n",
+        observers.ids.as_ref().map(super::idfile::show).unwrap_or_else(|| "unknown".into()),
+        observers.source
+    );
     for d in &observers.disagreeing {
         s.push_str(&format!("  disagrees: {d}\n"));
     }
     s.push('\n');
-    let head = ["TOPIC", "PARTITION", "REPLICA", "ROLE", "LEADER", "OBSERVER", "IN-ISR", "LIVE", "LEO", "HW", "LAG", "CAUGHT-UP", "FLAGS"];
+    let head = [
+        "TOPIC",
+        "PARTITION",
+        "REPLICA",
+        "ROLE",
+        "LEADER",
+        "OBSERVER",
+        "IN-ISR",
+        "LIVE",
+        "LEO",
+        "HW",
+        "LAG",
+        "CAUGHT-UP",
+        "FLAGS",
+    ];
     let mut cells: Vec<Vec<String>> = vec![head.iter().map(|h| h.to_string()).collect()];
     for r in rows {
         cells.push(vec![
@@ -280,7 +317,11 @@ pub fn table(rows: &[ReplicaRow], observers: &ObserverSet, color: bool) -> Strin
             s.push('\n');
         }
     }
-    let red: Vec<String> = rows.iter().filter(|r| !r.flags.is_empty()).map(|r| format!("{}-{} replica {}: {}", r.topic, r.partition, r.replica, r.flags.join(", "))).collect();
+    let red: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.flags.is_empty())
+        .map(|r| format!("{}-{} replica {}: {}", r.topic, r.partition, r.replica, r.flags.join(", ")))
+        .collect();
     if !red.is_empty() {
         s.push_str(&format!(
             "\n{} red state(s): an observer inside an ISR or leading (expected only for up to replica.lag.time.max.ms + 5 s after a demotion, or after a deliberate unclean promotion):\n  {}\n",
@@ -330,7 +371,10 @@ pub(crate) mod tests {
         let by = |id: i32| r.iter().find(|x| x.replica == id).unwrap();
         assert_eq!((by(1).role, by(1).lag, by(1).caught_up), ("leader", Some(0), Some(true)));
         assert_eq!((by(3).role, by(3).lag), ("down", None));
-        assert_eq!((by(4).role, by(4).lag, by(4).caught_up, by(4).flags.clone()), ("isr", Some(3), Some(false), vec!["observer-in-isr"]));
+        assert_eq!(
+            (by(4).role, by(4).lag, by(4).caught_up, by(4).flags.clone()),
+            ("isr", Some(3), Some(false), vec!["observer-in-isr"])
+        );
         assert_eq!(rows(&snap, &obs, 5).iter().find(|x| x.replica == 4).unwrap().caught_up, Some(true));
         let t = table(&r, &obs, false);
         assert!(t.contains("1 red state(s)") && t.contains("obs-0 replica 4: observer-in-isr"), "{t}");

@@ -32,7 +32,9 @@ impl ColorChoice {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal(),
+            ColorChoice::Auto => {
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+            }
         }
     }
 }
@@ -105,9 +107,19 @@ fn table(r: &PortReport, color: bool) -> String {
     let _ = writeln!(s, "{}", title(r));
     let _ = writeln!(s, "  from: {}", r.from.source);
     let _ = writeln!(s, "  to:   {}", r.to.source);
-    let _ = writeln!(s, "\n{:<38} {:<10} {:<8} {:>8} {:>13}  site", "anchor", "status", "carries", "old line", "new line");
+    let _ =
+        writeln!(s, "\n{:<38} {:<10} {:<8} {:>8} {:>13}  site", "anchor", "status", "carries", "old line", "new line");
     for a in &r.anchors {
-        let _ = writeln!(s, "{:<38} {:<10} {:<8} {:>8} {:>13}  {}", a.anchor, a.status.as_str(), yes(a.carries), a.from_line, at(a), a.site.as_deref().unwrap_or("-"));
+        let _ = writeln!(
+            s,
+            "{:<38} {:<10} {:<8} {:>8} {:>13}  {}",
+            a.anchor,
+            a.status.as_str(),
+            yes(a.carries),
+            a.from_line,
+            at(a),
+            a.site.as_deref().unwrap_or("-")
+        );
     }
     let _ = writeln!(s, "\n{:<30} {:<17} {:<8} anchors in {}", "hook", "scope", "site", r.from.label());
     for h in &r.hooks {
@@ -140,7 +152,14 @@ fn table(r: &PortReport, color: bool) -> String {
     }
     for a in r.anchors.iter().filter(|a| a.needs_review()) {
         s.push('\n');
-        let _ = writeln!(s, "{} `{}` (hooks: {}){}", a.status.as_str().to_uppercase(), a.anchor, a.hooks.join(", "), if a.carries { ": the anchor still holds" } else { "" });
+        let _ = writeln!(
+            s,
+            "{} `{}` (hooks: {}){}",
+            a.status.as_str().to_uppercase(),
+            a.anchor,
+            a.hooks.join(", "),
+            if a.carries { ": the anchor still holds" } else { "" }
+        );
         let _ = writeln!(s, "  file: {}", a.file);
         if let Some(site) = &a.site {
             let now = a.site_to_line.map(|l| format!("line {l}")).unwrap_or_else(|| "not found".into());
@@ -176,7 +195,13 @@ fn table(r: &PortReport, color: bool) -> String {
             }
         }
         if !a.candidates.is_empty() {
-            let _ = writeln!(s, "  re-anchoring candidates in {} (score = {:.0}% similarity + {:.0}% structure):", r.to.label(), super::SIMILARITY_WEIGHT * 100.0, (1.0 - super::SIMILARITY_WEIGHT) * 100.0);
+            let _ = writeln!(
+                s,
+                "  re-anchoring candidates in {} (score = {:.0}% similarity + {:.0}% structure):",
+                r.to.label(),
+                super::SIMILARITY_WEIGHT * 100.0,
+                (1.0 - super::SIMILARITY_WEIGHT) * 100.0
+            );
             for c in &a.candidates {
                 let _ = writeln!(s, "    line {:<5} score {:>3.0}%  {}", c.line, c.score * 100.0, components(c));
                 for l in &c.text {
@@ -214,7 +239,16 @@ pub fn markdown(r: &PortReport) -> String {
     let _ = writeln!(s, "- from: {}\n- to: {}\n", r.from.source, r.to.source);
     s.push_str("| anchor | status | carries | old line | new line | site |\n|---|---|---|---:|---:|---|\n");
     for a in &r.anchors {
-        let _ = writeln!(s, "| `{}` | {} | {} | {} | {} | {} |", a.anchor, a.status.as_str(), yes(a.carries), a.from_line, at(a), a.site.as_deref().unwrap_or("-"));
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            a.anchor,
+            a.status.as_str(),
+            yes(a.carries),
+            a.from_line,
+            at(a),
+            a.site.as_deref().unwrap_or("-")
+        );
     }
     let _ = writeln!(s, "\n| hook | site in {} | anchors in {} |\n|---|---|---|", r.to.label(), r.from.label());
     for h in &r.hooks {
@@ -223,7 +257,12 @@ pub fn markdown(r: &PortReport) -> String {
             (true, true) => "yes, code around it changed",
             (false, _) => "**none**",
         };
-        let _ = writeln!(s, "| {} | {site} | {} |", h.hook, h.anchors.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", "));
+        let _ = writeln!(
+            s,
+            "| {} | {site} | {} |",
+            h.hook,
+            h.anchors.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
+        );
     }
     s.push_str("\n| file | change |\n|---|---|\n");
     for f in &r.files {
@@ -264,7 +303,14 @@ fn evidence_md(r: &PortReport, a: &AnchorPort, heading: &str) -> String {
     let mut s = String::new();
     let what = if a.carries { "the anchor still holds" } else { "the anchor does not carry over" };
     let _ = writeln!(s, "{heading} `{}`: {} ({what})\n", a.anchor, a.status.as_str());
-    let _ = writeln!(s, "- hooks: {}\n- file: `{}`, line {} in {}", a.hooks.join(", "), a.file, a.from_line, r.from.label());
+    let _ = writeln!(
+        s,
+        "- hooks: {}\n- file: `{}`, line {} in {}",
+        a.hooks.join(", "),
+        a.file,
+        a.from_line,
+        r.from.label()
+    );
     if let Some(site) = &a.site {
         let now = a.site_to_line.map(|l| format!("line {l}")).unwrap_or_else(|| "not found".into());
         let _ = writeln!(s, "- site: {site}; in {}: {now}", r.to.label());
@@ -317,9 +363,19 @@ fn evidence_md(r: &PortReport, a: &AnchorPort, heading: &str) -> String {
             );
         }
     }
-    let commits: Vec<&super::Commit> = r.files.iter().filter(|f| f.file == a.file).flat_map(|f| f.commits.iter().flatten()).collect();
+    let commits: Vec<&super::Commit> =
+        r.files.iter().filter(|f| f.file == a.file).flat_map(|f| f.commits.iter().flatten()).collect();
     if !commits.is_empty() {
-        let _ = writeln!(s, "\ncommits that touched the file: {}", commits.iter().take(MAX_COMMITS).map(|c| format!("`{}` {}", c.id, md_cell(&c.summary))).collect::<Vec<_>>().join("; "));
+        let _ = writeln!(
+            s,
+            "\ncommits that touched the file: {}",
+            commits
+                .iter()
+                .take(MAX_COMMITS)
+                .map(|c| format!("`{}` {}", c.id, md_cell(&c.summary)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
     }
     s
 }
@@ -329,7 +385,15 @@ pub fn worksheet(r: &PortReport, versions_file: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Porting worksheet: {} → {}\n", r.from.label(), r.to.label());
     let _ = writeln!(s, "Written by okp {} (`okp diff --write`). {}\n", env!("CARGO_PKG_VERSION"), verdict_line(r));
-    let _ = writeln!(s, "- from: {}\n- to: {}\n- patch family of {}: {} (modes {})\n", r.from.source, r.to.source, r.from.label(), r.family, r.modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", "));
+    let _ = writeln!(
+        s,
+        "- from: {}\n- to: {}\n- patch family of {}: {} (modes {})\n",
+        r.from.source,
+        r.to.source,
+        r.from.label(),
+        r.family,
+        r.modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+    );
     s.push_str("## Decisions\n\n");
     let mut n = 0;
     for h in r.hooks.iter().filter(|h| !h.has_site) {
@@ -350,7 +414,11 @@ pub fn worksheet(r: &PortReport, versions_file: &str) -> String {
     for a in r.anchors.iter().filter(|a| a.needs_review()) {
         n += 1;
         let task = if a.range_note.is_some() && a.carries {
-            format!("Range of `{}`: it holds in {}, but anchors.yaml's range excludes it; extend the range or say why not.", a.anchor, r.to.label())
+            format!(
+                "Range of `{}`: it holds in {}, but anchors.yaml's range excludes it; extend the range or say why not.",
+                a.anchor,
+                r.to.label()
+            )
         } else if a.carries && a.status == SiteStatus::Changed {
             format!("Review `{}`: the anchor holds, but upstream changed the code around it; confirm the hook's rule still holds there.", a.anchor)
         } else if a.carries {

@@ -107,11 +107,13 @@ pub fn insert_entry(text: &str, matrix: &Matrix, v: KafkaVersion, entry: &str) -
 /// Reads one class's class-file major from a jar and maps it to the Java release.
 fn java_release_of(jar: &Path, class: &str) -> Result<u32> {
     let f = std::fs::File::open(jar).map_err(|e| Error::io(format!("cannot open {}", jar.display()), e))?;
-    let mut zip = zip::ZipArchive::new(f).map_err(|e| Error::Source(format!("{} is not a readable jar ({e})", jar.display())))?;
+    let mut zip =
+        zip::ZipArchive::new(f).map_err(|e| Error::Source(format!("{} is not a readable jar ({e})", jar.display())))?;
     let mut entry = zip.by_name(class).map_err(|e| Error::Source(format!("{}: no {class} ({e})", jar.display())))?;
     let mut bytes = Vec::new();
     entry.read_to_end(&mut bytes).map_err(|e| Error::io(format!("reading {class} from {}", jar.display()), e))?;
-    let info = crate::build::classfile::parse(&bytes).map_err(|e| Error::Source(format!("{}!{class}: {e}", jar.display())))?;
+    let info =
+        crate::build::classfile::parse(&bytes).map_err(|e| Error::Source(format!("{}!{class}: {e}", jar.display())))?;
     Ok(u32::from(crate::build::classfile::java_release(info.major)))
 }
 
@@ -119,18 +121,28 @@ fn java_release_of(jar: &Path, class: &str) -> Result<u32> {
 /// its own coordinates, Scala and Java release, read from Maven Central.
 pub fn derive_entry(maven: &Maven, template: &Release, v: KafkaVersion) -> Result<Release> {
     let at = |c: &Coordinate| c.at_version(&v.to_string());
-    let sources: std::collections::BTreeMap<String, Coordinate> = template.sources.iter().map(|(d, c)| (d.clone(), at(c))).collect();
-    let core = sources.get("core").cloned().ok_or_else(|| Error::Usage(format!("release {} lists no core source", template.version)))?;
+    let sources: std::collections::BTreeMap<String, Coordinate> =
+        template.sources.iter().map(|(d, c)| (d.clone(), at(c))).collect();
+    let core = sources
+        .get("core")
+        .cloned()
+        .ok_or_else(|| Error::Usage(format!("release {} lists no core source", template.version)))?;
     let metadata = template.java_release_metadata.map(|_| {
-        sources.get("metadata").cloned().unwrap_or(Coordinate { group: core.group.clone(), artifact: "kafka-metadata".into(), version: v.to_string() })
+        sources.get("metadata").cloned().unwrap_or(Coordinate {
+            group: core.group.clone(),
+            artifact: "kafka-metadata".into(),
+            version: v.to_string(),
+        })
     });
     let mut wanted = vec![(core.clone(), None)];
     wanted.extend(metadata.iter().map(|c| (c.clone(), None)));
     let jars = maven.ensure(&wanted)?;
     // Resolving a jar brings its POM into the local repository.
     let pom_path = jars[0].with_extension("pom");
-    let pom = std::fs::read_to_string(&pom_path).map_err(|e| Error::io(format!("cannot read the POM of {core} ({})", pom_path.display()), e))?;
-    let scala = scala_from_pom(&pom).ok_or_else(|| Error::Source(format!("{}: no scala-library dependency with a version", pom_path.display())))?;
+    let pom = std::fs::read_to_string(&pom_path)
+        .map_err(|e| Error::io(format!("cannot read the POM of {core} ({})", pom_path.display()), e))?;
+    let scala = scala_from_pom(&pom)
+        .ok_or_else(|| Error::Source(format!("{}: no scala-library dependency with a version", pom_path.display())))?;
     Ok(Release {
         version: v,
         reference: false,
@@ -162,19 +174,32 @@ fn write_worksheet(report: &PortReport, t: &Targets) -> Result<()> {
 /// the worksheet. versions.yaml changes only after check-anchors passed on
 /// the new release with the new entry, and then in one rename.
 pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &Targets) -> Result<i32> {
-    let v = report.to.version.ok_or_else(|| Error::Usage("--write needs the new release's number: pass --to V2".into()))?;
-    let text = std::fs::read_to_string(&t.versions).map_err(|e| Error::io(format!("cannot read {} (--write edits it; --versions FILE names another)", t.versions.display()), e))?;
+    let v =
+        report.to.version.ok_or_else(|| Error::Usage("--write needs the new release's number: pass --to V2".into()))?;
+    let text = std::fs::read_to_string(&t.versions).map_err(|e| {
+        Error::io(format!("cannot read {} (--write edits it; --versions FILE names another)", t.versions.display()), e)
+    })?;
     let origin = Origin::new(t.versions.display().to_string(), text.clone());
     let matrix = Matrix::parse(&origin)?;
     if matrix.get(v).is_some() {
-        return Err(Error::Usage(format!("{v} is already in {}; --write adds a release that is not there yet", t.versions.display())));
+        return Err(Error::Usage(format!(
+            "{v} is already in {}; --write adds a release that is not there yet",
+            t.versions.display()
+        )));
     }
     if report.verdict == Verdict::Drift {
         write_worksheet(report, t)?;
-        eprintln!("okp: {} unchanged: the patch set of {} does not carry over to {v}", t.versions.display(), report.from.label());
+        eprintln!(
+            "okp: {} unchanged: the patch set of {} does not carry over to {v}",
+            t.versions.display(),
+            report.from.label()
+        );
         return Ok(EXIT_DRIFT);
     }
-    let from = report.from.version.ok_or_else(|| Error::Usage("--write needs the old release's number: pass --from V1".into()))?;
+    let from = report
+        .from
+        .version
+        .ok_or_else(|| Error::Usage("--write needs the old release's number: pass --from V1".into()))?;
     let template = matrix.require(from)?;
     let entry = derive_entry(maven, template, v)?;
     let new_text = insert_entry(&text, &matrix, v, &entry_text(&entry));
@@ -183,11 +208,24 @@ pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &T
     let anchors = AnchorSet::parse(&t.anchors)?;
     anchors.check_coverage(&new_matrix, &t.anchors)?;
     let release = new_matrix.require(v)?;
-    let checked = crate::check::check_tree(&anchors, release, v, &release.modes, &crate::model::Layers::all(), to_tree)?;
-    let drifted: Vec<String> = checked.iter().flat_map(|t| t.anchors.iter().filter(|a| a.status != crate::check::Status::Ok).map(move |a| format!("{} {}: {}", t.mode, a.anchor, a.status.as_str()))).collect();
+    let checked =
+        crate::check::check_tree(&anchors, release, v, &release.modes, &crate::model::Layers::all(), to_tree)?;
+    let drifted: Vec<String> = checked
+        .iter()
+        .flat_map(|t| {
+            t.anchors
+                .iter()
+                .filter(|a| a.status != crate::check::Status::Ok)
+                .map(move |a| format!("{} {}: {}", t.mode, a.anchor, a.status.as_str()))
+        })
+        .collect();
     if !drifted.is_empty() {
         write_worksheet(report, t)?;
-        eprintln!("okp: {} unchanged: check-anchors on {v} with the new entry failed: {}", t.versions.display(), drifted.join(", "));
+        eprintln!(
+            "okp: {} unchanged: check-anchors on {v} with the new entry failed: {}",
+            t.versions.display(),
+            drifted.join(", ")
+        );
         return Ok(EXIT_DRIFT);
     }
     crate::cli::write_atomic(&t.versions, new_text.as_bytes())?;
@@ -228,8 +266,14 @@ mod tests {
         assert_eq!(text, block.replace("1.0.0", "2.0.0"), "same layout as the file's own entries");
         let new = insert_entry(FILE, &m, r.version, &text);
         let parsed = matrix(&new);
-        assert_eq!(parsed.releases.iter().map(|r| r.version.to_string()).collect::<Vec<_>>(), ["1.0.0", "2.0.0", "3.0.0"]);
-        assert!(new.contains("  zk: [\":core:jar\"]\n  - version: 2.0.0\n"), "inserted above the next entry's comment:\n{new}");
+        assert_eq!(
+            parsed.releases.iter().map(|r| r.version.to_string()).collect::<Vec<_>>(),
+            ["1.0.0", "2.0.0", "3.0.0"]
+        );
+        assert!(
+            new.contains("  zk: [\":core:jar\"]\n  - version: 2.0.0\n"),
+            "inserted above the next entry's comment:\n{new}"
+        );
         assert!(new.contains("# a comment about 3.0.0\n  - version: 3.0.0"), "the comment stays with its entry");
         assert_eq!(new.replace(&text, ""), FILE, "nothing else changed");
     }
@@ -246,6 +290,9 @@ mod tests {
         let pom = "<project><dependencies><dependency><groupId>org.scala-lang</groupId><artifactId>scala-reflect</artifactId><version>9.9</version></dependency>\n<dependency>\n <groupId>org.scala-lang</groupId>\n <artifactId>scala-library</artifactId>\n <version>2.13.16</version>\n</dependency></dependencies></project>";
         assert_eq!(scala_from_pom(pom).as_deref(), Some("2.13.16"));
         assert_eq!(scala_from_pom("<project/>"), None);
-        assert_eq!(scala_from_pom("<artifactId>scala-library</artifactId><version>${scala.version}</version></dependency>"), None);
+        assert_eq!(
+            scala_from_pom("<artifactId>scala-library</artifactId><version>${scala.version}</version></dependency>"),
+            None
+        );
     }
 }

@@ -22,17 +22,31 @@ pub fn s1_leader_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     o.fact("leader_before", old);
     x.c.kill9(old);
     let mut observer_led = Vec::new();
-    let (s, secs) = x.c.wait_state("obs", bound(x, 10), |s| s.leader.is_some_and(|l| l != old), |s| {
-        if s.leader == Some(OBSERVER) {
-            observer_led.push(s.show());
-        }
-    })?;
+    let (s, secs) = x.c.wait_state(
+        "obs",
+        bound(x, 10),
+        |s| s.leader.is_some_and(|l| l != old),
+        |s| {
+            if s.leader == Some(OBSERVER) {
+                observer_led.push(s.show());
+            }
+        },
+    )?;
     o.fact("new_leader_seconds", round(secs));
-    o.check("a new leader is elected", s.is_some(), format!("after {secs:.1} s: {}", s.as_ref().map(|s| s.show()).unwrap_or_default()));
+    o.check(
+        "a new leader is elected",
+        s.is_some(),
+        format!("after {secs:.1} s: {}", s.as_ref().map(|s| s.show()).unwrap_or_default()),
+    );
     o.check("the observer is never leader at any poll", observer_led.is_empty(), super::polls_summary(&observer_led));
-    x.wait(o, "obs", bound(x, 10), "the dead leader leaves the ISR; the ISR keeps ≥ 2 primaries and no observer", "isr_shrink_seconds", |s| {
-        !s.in_isr(old) && s.isr.len() >= 2 && !s.in_isr(OBSERVER)
-    })?;
+    x.wait(
+        o,
+        "obs",
+        bound(x, 10),
+        "the dead leader leaves the ISR; the ISR keeps ≥ 2 primaries and no observer",
+        "isr_shrink_seconds",
+        |s| !s.in_isr(old) && s.isr.len() >= 2 && !s.in_isr(OBSERVER),
+    )?;
     x.produce_obs(o, "S1", 300, &[old])?;
     x.read_back(o, "S1", &[old])?;
     let restart = x.c.restart(old)?;
@@ -52,13 +66,22 @@ pub fn s2_follower_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     o.fact("follower", f);
     x.c.kill9(f);
     let mut moved = Vec::new();
-    let (s, secs) = x.c.wait_state("obs", bound(x, 10), |s| !s.in_isr(f), |s| {
-        if s.leader != leader {
-            moved.push(s.show());
-        }
-    })?;
+    let (s, secs) = x.c.wait_state(
+        "obs",
+        bound(x, 10),
+        |s| !s.in_isr(f),
+        |s| {
+            if s.leader != leader {
+                moved.push(s.show());
+            }
+        },
+    )?;
     o.fact("isr_shrink_seconds", round(secs));
-    o.check("the crashed follower leaves the ISR", s.is_some(), format!("after {secs:.1} s: {}", s.as_ref().map(|s| s.show()).unwrap_or_default()));
+    o.check(
+        "the crashed follower leaves the ISR",
+        s.is_some(),
+        format!("after {secs:.1} s: {}", s.as_ref().map(|s| s.show()).unwrap_or_default()),
+    );
     o.check("the leader never changes", moved.is_empty(), super::polls_summary(&moved));
     let s = x.state("obs")?;
     o.check("the observer stays out of the ISR", !s.in_isr(OBSERVER), s.show());
@@ -81,10 +104,16 @@ pub fn s3_observer_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let p = x.c.produce_during("obs", "S3", 1000, &[OBSERVER], Some(&mut kill))?;
     x.sent += p.sent;
     x.ledger.extend(p.values.iter().cloned());
-    o.check("S3: 1000 records acked with acks=all while the observer was killed, 0 errors", p.all_acked(), format!("sent {}, errors {}, rc {}", p.sent, p.errors, p.rc));
+    o.check(
+        "S3: 1000 records acked with acks=all while the observer was killed, 0 errors",
+        p.all_acked(),
+        format!("sent {}, errors {}, rc {}", p.sent, p.errors, p.rc),
+    );
     let expect_isr = before.isr.clone();
     let leader = before.leader;
-    x.hold(o, "obs", Duration::from_secs(3), "leader and ISR unchanged while the observer is down", |s| s.leader != leader || s.isr != expect_isr)?;
+    x.hold(o, "obs", Duration::from_secs(3), "leader and ISR unchanged while the observer is down", |s| {
+        s.leader != leader || s.isr != expect_isr
+    })?;
     let restart = x.c.restart(OBSERVER)?;
     o.fact("restart_seconds", round(restart));
     let leader = leader.unwrap_or(1);
@@ -93,10 +122,18 @@ pub fn s3_observer_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let (sa, sb) = (x.c.segment_digest(leader, "obs"), x.c.segment_digest(OBSERVER, "obs"));
     o.fact("segment_leader", &sa);
     o.fact("segment_observer", &sb);
-    o.check("after restart the observer's segment is byte-identical to the leader's", same, format!("after {secs:.1} s: {sa:?} vs {sb:?}"));
+    o.check(
+        "after restart the observer's segment is byte-identical to the leader's",
+        same,
+        format!("after {secs:.1} s: {sa:?} vs {sb:?}"),
+    );
     let a = x.c.dump_batches(leader, "obs")?;
     let b = x.c.dump_batches(OBSERVER, "obs")?;
-    o.check("dump-log batches equal (offsets, producer ids, sequences, CRCs)", !a.is_empty() && a == b, format!("{} vs {} batch lines", a.len(), b.len()));
+    o.check(
+        "dump-log batches equal (offsets, producer ids, sequences, CRCs)",
+        !a.is_empty() && a == b,
+        format!("{} vs {} batch lines", a.len(), b.len()),
+    );
     x.read_back(o, "S3", &[])?;
     Ok(())
 }
@@ -115,18 +152,41 @@ pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     }
     let t_kill = Instant::now();
     let mut observer_led = Vec::new();
-    let (s, secs) = x.c.wait_state("obs", bound(x, 15), |s| s.leader.is_none(), |s| {
-        if s.leader == Some(OBSERVER) {
-            observer_led.push(s.show());
-        }
-    })?;
+    let (s, secs) = x.c.wait_state(
+        "obs",
+        bound(x, 15),
+        |s| s.leader.is_none(),
+        |s| {
+            if s.leader == Some(OBSERVER) {
+                observer_led.push(s.show());
+            }
+        },
+    )?;
     o.fact("leader_none_seconds", round(secs));
-    o.check("the partition goes leaderless (Leader: none) although unclean election is enabled", s.is_some(), format!("after {secs:.1} s: {}", s.map(|s| s.show()).unwrap_or_default()));
-    x.hold(o, "obs", Duration::from_secs(10), "no leader for 10 s more: the observer is never elected by itself", |s| s.leader.is_some())?;
+    o.check(
+        "the partition goes leaderless (Leader: none) although unclean election is enabled",
+        s.is_some(),
+        format!("after {secs:.1} s: {}", s.map(|s| s.show()).unwrap_or_default()),
+    );
+    x.hold(
+        o,
+        "obs",
+        Duration::from_secs(10),
+        "no leader for 10 s more: the observer is never elected by itself",
+        |s| s.leader.is_some(),
+    )?;
     let observer_led_count = observer_led.len();
-    o.check("the observer was never leader before promotion", observer_led_count == 0, super::polls_summary(&observer_led));
+    o.check(
+        "the observer was never leader before promotion",
+        observer_led_count == 0,
+        super::polls_summary(&observer_led),
+    );
     let refused = x.c.elect("obs", "unclean", &[])?;
-    o.check("an explicit unclean election is refused while 4 is an observer", !refused.ok(), format!("rc {}: {}", refused.rc, last_line(&refused.stdout, &refused.stderr)));
+    o.check(
+        "an explicit unclean election is refused while 4 is an observer",
+        !refused.ok(),
+        format!("rc {}: {}", refused.rc, last_line(&refused.stdout, &refused.stderr)),
+    );
     // Promote: empty observer.ids on every node (brokers and controllers), then elect.
     let all = x.c.kafka_nodes();
     let t_promote = Instant::now();
@@ -145,7 +205,9 @@ pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     o.fact("promote_to_elected_seconds", elected.map(round));
     o.fact("election_attempts", attempts);
     o.check("after promotion an explicit unclean election succeeds", elected.is_some(), format!("{attempts} attempts"));
-    x.wait(o, "obs", Duration::from_secs(15), "broker 4 leads obs", "leader_4_seconds", |s| s.leader == Some(OBSERVER))?;
+    x.wait(o, "obs", Duration::from_secs(15), "broker 4 leads obs", "leader_4_seconds", |s| {
+        s.leader == Some(OBSERVER)
+    })?;
     o.fact("kill_to_serving_seconds", round(t_kill.elapsed().as_secs_f64()));
     x.read_back(o, "S4", &[])?;
     // Back to the normal topology, in the runbook's order: bring 1–3 back while
@@ -158,7 +220,14 @@ pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     for id in primaries {
         x.c.wait_node_ready(id)?;
     }
-    x.wait(o, "obs", Duration::from_secs(90), "brokers 1–3 restarted and back in the ISR", "primaries_rejoin_seconds", |s| primaries.iter().all(|p| s.in_isr(*p)))?;
+    x.wait(
+        o,
+        "obs",
+        Duration::from_secs(90),
+        "brokers 1–3 restarted and back in the ISR",
+        "primaries_rejoin_seconds",
+        |s| primaries.iter().all(|p| s.in_isr(*p)),
+    )?;
     let mut pref = x.c.elect("obs", "preferred", &[])?;
     for _ in 0..10 {
         if pref.ok() {
@@ -170,9 +239,14 @@ pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     o.check("a preferred election hands leadership back to broker 1", pref.ok(), format!("rc {}", pref.rc));
     x.c.set_observers(&all, "4\n")?;
     if x.flavor == Flavor::Patched {
-        x.wait(o, "obs", x.lag() + x.ttl() + Duration::from_secs(20), "broker 4 is demoted (out of the ISR) once it no longer leads", "demoted_seconds", |s| {
-            !s.in_isr(OBSERVER) && s.leader.is_some_and(|l| l != OBSERVER)
-        })?;
+        x.wait(
+            o,
+            "obs",
+            x.lag() + x.ttl() + Duration::from_secs(20),
+            "broker 4 is demoted (out of the ISR) once it no longer leads",
+            "demoted_seconds",
+            |s| !s.in_isr(OBSERVER) && s.leader.is_some_and(|l| l != OBSERVER),
+        )?;
     }
     x.produce_obs(o, "S4-after", 200, &[])?;
     x.read_back(o, "S4-final", &[])?;
@@ -209,15 +283,28 @@ pub fn s8_controller_failover(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     o.check("topic s8 created with broker 4 first in its assignment", created.ok(), format!("rc {}", created.rc));
     let s = x.wait(o, "s8", Duration::from_secs(20), "s8 has a leader", "s8_leader_seconds", |s| s.leader.is_some())?;
     if let Some(s) = s {
-        o.check("the new controller left 4 out of the initial ISR and did not make it leader", !s.in_isr(OBSERVER) && s.leader != Some(OBSERVER), s.show());
+        o.check(
+            "the new controller left 4 out of the initial ISR and did not make it leader",
+            !s.in_isr(OBSERVER) && s.leader != Some(OBSERVER),
+            s.show(),
+        );
     }
     let pref = x.c.elect("s8", "preferred", &[])?;
     let s = x.state("s8")?;
-    o.check("a preferred election does not make the observer leader", s.leader != Some(OBSERVER), format!("election rc {}: {}; {}", pref.rc, last_line(&pref.stdout, &pref.stderr), s.show()));
+    o.check(
+        "a preferred election does not make the observer leader",
+        s.leader != Some(OBSERVER),
+        format!("election rc {}: {}; {}", pref.rc, last_line(&pref.stdout, &pref.stderr), s.show()),
+    );
     Ok(())
 }
 
 fn last_line(stdout: &str, stderr: &str) -> String {
     let text = format!("{stdout}\n{stderr}");
-    text.lines().rfind(|l| !l.trim().is_empty() && !l.starts_with('\t') && !l.trim_start().starts_with("at ")).unwrap_or("").chars().take(200).collect()
+    text.lines()
+        .rfind(|l| !l.trim().is_empty() && !l.starts_with('\t') && !l.trim_start().starts_with("at "))
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect()
 }

@@ -25,7 +25,8 @@ const FOLLOWER: i32 = 3;
 
 /// The gauges okp's metrics layer registers (docs/observer-metrics.md).
 const PARTITION_GAUGES: [&str; 4] = ["ObserverReplicas", "ObserversInIsr", "CaughtUpObservers", "ObserverLag"];
-const BROKER_GAUGES: [&str; 5] = ["ObserverSetSize", "ObserverReplicas", "ObserversInIsr", "CaughtUpObservers", "ObserverMaxLag"];
+const BROKER_GAUGES: [&str; 5] =
+    ["ObserverSetSize", "ObserverReplicas", "ObserversInIsr", "CaughtUpObservers", "ObserverMaxLag"];
 
 /// One JmxTool read of a broker: `partition.<gauge>` (topic met, partition 0)
 /// and `broker.<gauge>`, as integers.
@@ -36,7 +37,9 @@ fn read(x: &mut Ctx, o: &mut Outcome, id: i32, label: &str) -> Result<Gauges> {
     let names: Vec<String> = PARTITION_GAUGES
         .iter()
         .map(|n| format!("kafka.cluster:type=Partition,name={n},topic={TOPIC},partition=0"))
-        .chain(BROKER_GAUGES.iter().chain(&["LeaderCount"]).map(|n| format!("kafka.server:type=ReplicaManager,name={n}")))
+        .chain(
+            BROKER_GAUGES.iter().chain(&["LeaderCount"]).map(|n| format!("kafka.server:type=ReplicaManager,name={n}")),
+        )
         .collect();
     let raw = x.c.jmx(id, &names.iter().map(String::as_str).collect::<Vec<_>>())?;
     let mut g = Gauges::new();
@@ -58,7 +61,10 @@ fn read(x: &mut Ctx, o: &mut Outcome, id: i32, label: &str) -> Result<Gauges> {
         .filter(|k| !g.contains_key(k))
         .collect();
     if !missing.is_empty() {
-        return Err(Error::External(format!("broker {id} exposes no gauge {} (is the metrics layer in the jars?)", missing.join(", "))));
+        return Err(Error::External(format!(
+            "broker {id} exposes no gauge {} (is the metrics layer in the jars?)",
+            missing.join(", ")
+        )));
     }
     o.fact(&format!("{label}_broker{id}"), &g);
     x.c.journal.note(&format!("gauges of broker {id} ({label}): {}", show(&g)));
@@ -74,9 +80,15 @@ fn expect(o: &mut Outcome, what: &str, g: &Gauges, want: &[(&str, i64)]) -> bool
     let bad: Vec<String> = want
         .iter()
         .filter(|(k, v)| g.get(*k) != Some(v))
-        .map(|(k, v)| format!("{k}={} (expected {v})", g.get(*k).map_or_else(|| "absent".to_string(), |x| x.to_string())))
+        .map(|(k, v)| {
+            format!("{k}={} (expected {v})", g.get(*k).map_or_else(|| "absent".to_string(), |x| x.to_string()))
+        })
         .collect();
-    let detail = if bad.is_empty() { want.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ") } else { bad.join(", ") };
+    let detail = if bad.is_empty() {
+        want.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    } else {
+        bad.join(", ")
+    };
     o.check(what, bad.is_empty(), detail)
 }
 
@@ -101,11 +113,16 @@ fn cluster_wide(x: &mut Ctx, o: &mut Outcome, settle: Duration) -> Result<()> {
         std::thread::sleep(Duration::from_secs(1));
         all = x.c.describe_all()?;
     }
-    let held: Vec<String> = all.iter().filter(|(_, _, s)| s.in_isr(OBSERVER)).map(|(t, p, s)| format!("{t}-{p} {}", s.show())).collect();
+    let held: Vec<String> =
+        all.iter().filter(|(_, _, s)| s.in_isr(OBSERVER)).map(|(t, p, s)| format!("{t}-{p} {}", s.show())).collect();
     o.check(
         &format!("cluster: observer {OBSERVER} is in the ISR of no partition of any topic"),
         held.is_empty() && !all.is_empty(),
-        if held.is_empty() { format!("{} partitions, after {:.1} s", all.len(), t0.elapsed().as_secs_f64()) } else { held.join("; ") },
+        if held.is_empty() {
+            format!("{} partitions, after {:.1} s", all.len(), t0.elapsed().as_secs_f64())
+        } else {
+            held.join("; ")
+        },
     );
     let leaders = |d: &Partitions| d.iter().map(|(t, p, s)| (t.clone(), *p, s.leader)).collect::<Vec<_>>();
     // The last describe above is the first read's "before"; each "after" is the next one's.
@@ -120,13 +137,17 @@ fn cluster_wide(x: &mut Ctx, o: &mut Outcome, settle: Duration) -> Result<()> {
         if leaders(&before) == leaders(&after) || attempt == 3 {
             break (views, after);
         }
-        x.c.journal.note(&format!("a leader moved while the gauges were read (attempt {attempt} of 3): reading them again"));
+        x.c.journal
+            .note(&format!("a leader moved while the gauges were read (attempt {attempt} of 3): reading them again"));
         before = after;
         attempt += 1;
     };
     let mut total = 0;
     for (id, g) in &views {
-        let led = all.iter().filter(|(_, _, s)| s.leader == Some(*id) && *id != OBSERVER && s.replicas.contains(&OBSERVER)).count() as i64;
+        let led = all
+            .iter()
+            .filter(|(_, _, s)| s.leader == Some(*id) && *id != OBSERVER && s.replicas.contains(&OBSERVER))
+            .count() as i64;
         total += led;
         let mut want = vec![
             ("broker.ObserverSetSize", 1),
@@ -141,7 +162,10 @@ fn cluster_wide(x: &mut Ctx, o: &mut Outcome, settle: Duration) -> Result<()> {
         expect(o, &format!("cluster, broker {id}: set size 1; it leads {led} partition(s) with an observer replica, all caught up, none in an ISR"), g, &want);
     }
     let assigned = all.iter().filter(|(_, _, s)| s.replicas.contains(&OBSERVER)).count();
-    o.fact("cluster_observer_replicas", serde_json::json!({"assigned": assigned, "counted_by_leaders": total, "partitions": all.len()}));
+    o.fact(
+        "cluster_observer_replicas",
+        serde_json::json!({"assigned": assigned, "counted_by_leaders": total, "partitions": all.len()}),
+    );
     o.check(
         "cluster: the brokers' ObserverReplicas add up to every observer replica of the assignment",
         total == assigned as i64,
@@ -155,7 +179,11 @@ pub fn met(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let audit_before: std::collections::BTreeSet<String> = x.c.grep_logs(&["OBSERVER AUDIT"]).into_iter().collect();
     let out = x.c.create_topic(TOPIC, "1:2:3:4", &["min.insync.replicas=2"])?;
     if !out.ok() {
-        return Err(Error::External(format!("creating topic {TOPIC} failed (rc {}): {}", out.rc, out.stderr.lines().last().unwrap_or(""))));
+        return Err(Error::External(format!(
+            "creating topic {TOPIC} failed (rc {}): {}",
+            out.rc,
+            out.stderr.lines().last().unwrap_or("")
+        )));
     }
     let settle = x.lag() + x.ttl() + Duration::from_secs(20);
     x.wait(o, TOPIC, Duration::from_secs(30), "met: leader 1, ISR 1,2,3 (4 is an observer)", "create_seconds", |s| {
@@ -168,26 +196,41 @@ pub fn met(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 
     // 1. Steady state: one observer, caught up, outside the ISR.
     let steady = read(x, o, LEADER, "steady")?;
-    expect(o, "steady, leader, partition: 1 observer replica, 0 in the ISR, 1 caught up, lag 0", &steady, &[
-        ("partition.ObserverReplicas", 1),
-        ("partition.ObserversInIsr", 0),
-        ("partition.CaughtUpObservers", 1),
-        ("partition.ObserverLag", 0),
-    ]);
+    expect(
+        o,
+        "steady, leader, partition: 1 observer replica, 0 in the ISR, 1 caught up, lag 0",
+        &steady,
+        &[
+            ("partition.ObserverReplicas", 1),
+            ("partition.ObserversInIsr", 0),
+            ("partition.CaughtUpObservers", 1),
+            ("partition.ObserverLag", 0),
+        ],
+    );
     let replicas = get(&steady, "broker.ObserverReplicas");
-    expect(o, "steady, leader, broker: set size 1, 0 in any ISR, every observer replica caught up, max lag 0", &steady, &[
-        ("broker.ObserverSetSize", 1),
-        ("broker.ObserversInIsr", 0),
-        ("broker.CaughtUpObservers", replicas),
-        ("broker.ObserverMaxLag", 0),
-    ]);
-    o.check("steady, leader, broker: it leads at least met with an observer", replicas >= 1, format!("broker.ObserverReplicas={replicas}"));
+    expect(
+        o,
+        "steady, leader, broker: set size 1, 0 in any ISR, every observer replica caught up, max lag 0",
+        &steady,
+        &[
+            ("broker.ObserverSetSize", 1),
+            ("broker.ObserversInIsr", 0),
+            ("broker.CaughtUpObservers", replicas),
+            ("broker.ObserverMaxLag", 0),
+        ],
+    );
+    o.check(
+        "steady, leader, broker: it leads at least met with an observer",
+        replicas >= 1,
+        format!("broker.ObserverReplicas={replicas}"),
+    );
     let on_observer = read(x, o, OBSERVER, "steady")?;
-    expect(o, "steady, observer 4 itself: set size 1; it leads nothing, so its partition gauges read 0", &on_observer, &[
-        ("broker.ObserverSetSize", 1),
-        ("partition.ObserverReplicas", 0),
-        ("partition.ObserverLag", 0),
-    ]);
+    expect(
+        o,
+        "steady, observer 4 itself: set size 1; it leads nothing, so its partition gauges read 0",
+        &on_observer,
+        &[("broker.ObserverSetSize", 1), ("partition.ObserverReplicas", 0), ("partition.ObserverLag", 0)],
+    );
 
     // 1b. The whole cluster: every broker's own view, against every partition's assignment.
     cluster_wide(x, o, settle)?;
@@ -201,7 +244,11 @@ pub fn met(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
         // batch): wait out the session and produce without idempotence.
         std::thread::sleep(x.session() + Duration::from_secs(1));
         let p = x.c.produce_not_idempotent(TOPIC, "MET-lag", 300, &[OBSERVER])?;
-        o.check("observer frozen: 300 records acked with acks=all", p.all_acked(), format!("sent {}, errors {}", p.sent, p.errors));
+        o.check(
+            "observer frozen: 300 records acked with acks=all",
+            p.all_acked(),
+            format!("sent {}, errors {}", p.sent, p.errors),
+        );
         std::thread::sleep(x.lag() + Duration::from_secs(1));
         read(x, o, LEADER, "lagging")
     })();
@@ -211,43 +258,67 @@ pub fn met(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let after = after?.ok_or_else(|| Error::External("no end offset for met".into()))?;
     let moved = after - before;
     o.fact("lag_expected_offsets", moved);
-    expect(o, &format!("lagging, leader, partition: lag = the {moved} offsets written while frozen; 0 caught up; 0 in the ISR"), &lagging, &[
-        ("partition.ObserverReplicas", 1),
-        ("partition.ObserversInIsr", 0),
-        ("partition.CaughtUpObservers", 0),
-        ("partition.ObserverLag", moved),
-    ]);
-    expect(o, "lagging, leader, broker: one fewer caught up; max lag = that lag", &lagging, &[
-        ("broker.ObserverReplicas", replicas),
-        ("broker.CaughtUpObservers", replicas - 1),
-        ("broker.ObserversInIsr", 0),
-        ("broker.ObserverMaxLag", moved),
-    ]);
+    expect(
+        o,
+        &format!(
+            "lagging, leader, partition: lag = the {moved} offsets written while frozen; 0 caught up; 0 in the ISR"
+        ),
+        &lagging,
+        &[
+            ("partition.ObserverReplicas", 1),
+            ("partition.ObserversInIsr", 0),
+            ("partition.CaughtUpObservers", 0),
+            ("partition.ObserverLag", moved),
+        ],
+    );
+    expect(
+        o,
+        "lagging, leader, broker: one fewer caught up; max lag = that lag",
+        &lagging,
+        &[
+            ("broker.ObserverReplicas", replicas),
+            ("broker.CaughtUpObservers", replicas - 1),
+            ("broker.ObserversInIsr", 0),
+            ("broker.ObserverMaxLag", moved),
+        ],
+    );
     let (same, secs) = x.c.wait_replica_identical(OBSERVER, LEADER, TOPIC, Duration::from_secs(60));
     o.check("thawed: the observer catches up to a byte-identical copy", same, format!("after {secs:.1} s"));
     o.fact("catch_up_seconds", super::round(secs));
     let caught = read(x, o, LEADER, "caught_up")?;
-    expect(o, "caught up again, leader: lag 0, 1 caught up", &caught, &[
-        ("partition.ObserverLag", 0),
-        ("partition.CaughtUpObservers", 1),
-        ("broker.ObserverMaxLag", 0),
-        ("broker.CaughtUpObservers", replicas),
-    ]);
+    expect(
+        o,
+        "caught up again, leader: lag 0, 1 caught up",
+        &caught,
+        &[
+            ("partition.ObserverLag", 0),
+            ("partition.CaughtUpObservers", 1),
+            ("broker.ObserverMaxLag", 0),
+            ("broker.CaughtUpObservers", replicas),
+        ],
+    );
 
     // 3. Demotion of follower 3: it leaves the ISR and is counted as an observer.
     x.c.set_observers(&all, "3\n4\n")?;
-    x.wait(o, TOPIC, settle, "demotion of 3: it leaves the ISR of met", "demotion_seconds", |s| !s.in_isr(FOLLOWER) && !s.in_isr(OBSERVER) && s.leader == Some(LEADER))?;
+    x.wait(o, TOPIC, settle, "demotion of 3: it leaves the ISR of met", "demotion_seconds", |s| {
+        !s.in_isr(FOLLOWER) && !s.in_isr(OBSERVER) && s.leader == Some(LEADER)
+    })?;
     // Let every other partition 1 leads drop 3 too before the next step.
     std::thread::sleep(x.lag());
     let demoted = read(x, o, LEADER, "demoted")?;
-    expect(o, "3 demoted, leader: set size 2; met has 2 observer replicas, both caught up, none in the ISR", &demoted, &[
-        ("broker.ObserverSetSize", 2),
-        ("broker.ObserversInIsr", 0),
-        ("partition.ObserverReplicas", 2),
-        ("partition.CaughtUpObservers", 2),
-        ("partition.ObserversInIsr", 0),
-        ("partition.ObserverLag", 0),
-    ]);
+    expect(
+        o,
+        "3 demoted, leader: set size 2; met has 2 observer replicas, both caught up, none in the ISR",
+        &demoted,
+        &[
+            ("broker.ObserverSetSize", 2),
+            ("broker.ObserversInIsr", 0),
+            ("partition.ObserverReplicas", 2),
+            ("partition.CaughtUpObservers", 2),
+            ("partition.ObserversInIsr", 0),
+            ("partition.ObserverLag", 0),
+        ],
+    );
 
     // 4. An observer stuck in the ISR: the leader itself named in the files.
     // The ISR shrink never removes a leader, so the gauge must show it and keep showing it.
@@ -257,14 +328,19 @@ pub fn met(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     std::thread::sleep(x.lag() + Duration::from_secs(1));
     let still = read(x, o, LEADER, "still_stuck")?;
     let s = x.state(TOPIC)?;
-    o.check("leader 1 named an observer: it still leads met and is in its ISR", s.leader == Some(LEADER) && s.in_isr(LEADER), s.show());
+    o.check(
+        "leader 1 named an observer: it still leads met and is in its ISR",
+        s.leader == Some(LEADER) && s.in_isr(LEADER),
+        s.show(),
+    );
     let later = format!("still stuck {:.0} s later", (x.lag() + Duration::from_secs(1)).as_secs_f64());
     for (label, g) in [("stuck", &stuck), (later.as_str(), &still)] {
-        expect(o, &format!("{label}, leader: ObserversInIsr = 1 on met; set size 3; 2 observer followers"), g, &[
-            ("partition.ObserversInIsr", 1),
-            ("partition.ObserverReplicas", 2),
-            ("broker.ObserverSetSize", 3),
-        ]);
+        expect(
+            o,
+            &format!("{label}, leader: ObserversInIsr = 1 on met; set size 3; 2 observer followers"),
+            g,
+            &[("partition.ObserversInIsr", 1), ("partition.ObserverReplicas", 2), ("broker.ObserverSetSize", 3)],
+        );
         let (n, leads) = (get(g, "broker.ObserversInIsr"), get(g, "broker.LeaderCount"));
         o.check(
             &format!("{label}, leader, broker: ObserversInIsr = LeaderCount (itself, in every ISR it leads)"),
@@ -275,37 +351,55 @@ pub fn met(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 
     // 5. Back to the suite's state: only 4 is an observer; 3 rejoins every ISR.
     x.c.set_observers(&all, "4\n")?;
-    x.wait(o, TOPIC, settle, "restored: 3 back in the ISR of met, 4 still out", "rejoin_seconds", |s| s.in_isr(FOLLOWER) && !s.in_isr(OBSERVER))?;
-    x.wait(o, "obs", settle, "restored: 3 back in the ISR of obs", "rejoin_obs_seconds", |s| s.in_isr(FOLLOWER) && !s.in_isr(OBSERVER))?;
+    x.wait(o, TOPIC, settle, "restored: 3 back in the ISR of met, 4 still out", "rejoin_seconds", |s| {
+        s.in_isr(FOLLOWER) && !s.in_isr(OBSERVER)
+    })?;
+    x.wait(o, "obs", settle, "restored: 3 back in the ISR of obs", "rejoin_obs_seconds", |s| {
+        s.in_isr(FOLLOWER) && !s.in_isr(OBSERVER)
+    })?;
     let restored = read(x, o, LEADER, "restored")?;
-    expect(o, "restored, leader: set size 1; met back to 1 observer replica, 0 in the ISR, 1 caught up", &restored, &[
-        ("broker.ObserverSetSize", 1),
-        ("broker.ObserversInIsr", 0),
-        ("partition.ObserverReplicas", 1),
-        ("partition.ObserversInIsr", 0),
-        ("partition.CaughtUpObservers", 1),
-    ]);
+    expect(
+        o,
+        "restored, leader: set size 1; met back to 1 observer replica, 0 in the ISR, 1 caught up",
+        &restored,
+        &[
+            ("broker.ObserverSetSize", 1),
+            ("broker.ObserversInIsr", 0),
+            ("partition.ObserverReplicas", 1),
+            ("partition.ObserversInIsr", 0),
+            ("partition.CaughtUpObservers", 1),
+        ],
+    );
 
     // 6. The audit trail. Broker 1's registry is read all the time (its gauges, its ISR checks),
     // so it logs each of the three changes with exact sets. A controller's registry is read only
     // when the controller is asked something (an AlterPartition, an election), so it may skip a
     // set the files held for a few seconds; its trail must still name only sets the files held
     // and end at the restored one.
-    let audit: Vec<String> = x.c.grep_logs(&["OBSERVER AUDIT"]).into_iter().filter(|l| !audit_before.contains(l)).collect();
+    let audit: Vec<String> =
+        x.c.grep_logs(&["OBSERVER AUDIT"]).into_iter().filter(|l| !audit_before.contains(l)).collect();
     o.fact("audit_lines", audit.len());
     let text = "event=change source=file:";
-    for (before, after, added, removed) in [("[4]", "[3,4]", "[3]", "[]"), ("[3,4]", "[1,3,4]", "[1]", "[]"), ("[1,3,4]", "[4]", "[]", "[1,3]")] {
+    for (before, after, added, removed) in
+        [("[4]", "[3,4]", "[3]", "[]"), ("[3,4]", "[1,3,4]", "[1]", "[]"), ("[1,3,4]", "[4]", "[]", "[1,3]")]
+    {
         let sets = format!("before={before} after={after} added={added} removed={removed} ");
-        let hit = audit.iter().find(|l| l.starts_with("broker-1:") && l.contains("registry=broker") && l.contains(text) && l.contains(&sets));
+        let hit = audit.iter().find(|l| {
+            l.starts_with("broker-1:") && l.contains("registry=broker") && l.contains(text) && l.contains(&sets)
+        });
         o.check(
             &format!("audit: broker-1 logged OBSERVER AUDIT registry=broker event=change {}", sets.trim_end()),
             hit.is_some(),
-            hit.map(|l| l.chars().take(300).collect::<String>()).unwrap_or_else(|| format!("no such line among {} new audit lines", audit.len())),
+            hit.map(|l| l.chars().take(300).collect::<String>())
+                .unwrap_or_else(|| format!("no such line among {} new audit lines", audit.len())),
         );
     }
     if x.c.mode == crate::model::Mode::Kraft {
         let held = ["after=[3,4] ", "after=[1,3,4] ", "after=[4] "];
-        let lines: Vec<&String> = audit.iter().filter(|l| l.starts_with("controller-") && l.contains("registry=controller") && l.contains(text)).collect();
+        let lines: Vec<&String> = audit
+            .iter()
+            .filter(|l| l.starts_with("controller-") && l.contains("registry=controller") && l.contains(text))
+            .collect();
         let stray: Vec<&&String> = lines.iter().filter(|l| !held.iter().any(|h| l.contains(h))).collect();
         // The last line of each controller (grep_logs lists each node's lines in order): the one
         // that accepted 3 back into the ISR must have read the restored file.

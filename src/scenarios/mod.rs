@@ -135,7 +135,11 @@ impl Ctx<'_> {
         let p = self.c.produce("obs", tag, n, exclude)?;
         self.sent += p.sent;
         self.ledger.extend(p.values.iter().cloned());
-        o.check(&format!("{tag}: {n} records acked with acks=all, 0 errors"), p.all_acked(), format!("sent {}, errors {}, rc {}", p.sent, p.errors, p.rc));
+        o.check(
+            &format!("{tag}: {n} records acked with acks=all, 0 errors"),
+            p.all_acked(),
+            format!("sent {}, errors {}, rc {}", p.sent, p.errors, p.rc),
+        );
         Ok(p)
     }
 
@@ -148,7 +152,10 @@ impl Ctx<'_> {
         }
         let missing = self.ledger.iter().filter(|v| !seen.contains_key(v.as_str())).count();
         let dups = seen.values().filter(|n| **n > 1).count();
-        o.fact(&format!("{label}_read_back"), serde_json::json!({"acked": self.ledger.len(), "read": got.len(), "missing": missing, "duplicated": dups}));
+        o.fact(
+            &format!("{label}_read_back"),
+            serde_json::json!({"acked": self.ledger.len(), "read": got.len(), "missing": missing, "duplicated": dups}),
+        );
         Ok(o.check(
             &format!("{label}: every acked record read back (zero loss, no duplicates)"),
             missing == 0 && dups == 0,
@@ -157,7 +164,14 @@ impl Ctx<'_> {
     }
 
     /// Watches `topic` for `hold`, failing the check if `bad` is ever true.
-    pub fn hold(&mut self, o: &mut Outcome, topic: &str, hold: Duration, name: &str, bad: impl Fn(&PartitionState) -> bool) -> Result<bool> {
+    pub fn hold(
+        &mut self,
+        o: &mut Outcome,
+        topic: &str,
+        hold: Duration,
+        name: &str,
+        bad: impl Fn(&PartitionState) -> bool,
+    ) -> Result<bool> {
         let (polls, violations) = self.c.watch(topic, hold, bad)?;
         let detail = match violations.as_slice() {
             [] => format!("held for {:.1} s over {polls} polls", hold.as_secs_f64()),
@@ -168,13 +182,25 @@ impl Ctx<'_> {
     }
 
     /// Waits until `pred` holds for `topic`; records the time as fact `fact`.
-    pub fn wait(&mut self, o: &mut Outcome, topic: &str, timeout: Duration, name: &str, fact: &str, pred: impl Fn(&PartitionState) -> bool) -> Result<Option<PartitionState>> {
+    pub fn wait(
+        &mut self,
+        o: &mut Outcome,
+        topic: &str,
+        timeout: Duration,
+        name: &str,
+        fact: &str,
+        pred: impl Fn(&PartitionState) -> bool,
+    ) -> Result<Option<PartitionState>> {
         let (s, secs) = self.c.wait_state(topic, timeout, &pred, |_| {})?;
         o.fact(fact, round(secs));
-        o.check(name, s.is_some(), match &s {
-            Some(s) => format!("after {secs:.1} s: {}", s.show()),
-            None => format!("not within {:.0} s", timeout.as_secs_f64()),
-        });
+        o.check(
+            name,
+            s.is_some(),
+            match &s {
+                Some(s) => format!("after {secs:.1} s: {}", s.show()),
+                None => format!("not within {:.0} s", timeout.as_secs_f64()),
+            },
+        );
         Ok(s)
     }
 
@@ -184,7 +210,14 @@ impl Ctx<'_> {
         self.c.set_observers(&all, "4\n")?;
         if self.flavor == Flavor::Patched {
             let t = self.lag() + self.ttl() + Duration::from_secs(20);
-            self.wait(o, topic, t, "restored: broker 4 is an observer again (out of the ISR)", "restore_seconds", |s| !s.in_isr(OBSERVER))?;
+            self.wait(
+                o,
+                topic,
+                t,
+                "restored: broker 4 is an observer again (out of the ISR)",
+                "restore_seconds",
+                |s| !s.in_isr(OBSERVER),
+            )?;
         }
         Ok(())
     }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use super::{round, Ctx, Outcome};
 use crate::cluster::tools::{parse_perf, Tool};
 use crate::cluster::{args, OBSERVER};
-use crate::model::Mode;
 use crate::error::Result;
+use crate::model::Mode;
 
 /// S5: the observer misses 30 000 records, then restarts and is promoted at
 /// once. It joins the ISR only once caught up; the HW never goes backwards.
@@ -16,10 +16,28 @@ pub fn s5_lagging_promotion(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     x.c.kill9(OBSERVER);
     let boot = x.c.bootstrap(&[OBSERVER]);
     let props = format!("bootstrap.servers={boot}");
-    let a = args(&["--topic", "lag", "--num-records", "30000", "--throughput", "-1", "--record-size", "100", "--producer-props", &props, "acks=all", "batch.size=16384", "linger.ms=5"]);
+    let a = args(&[
+        "--topic",
+        "lag",
+        "--num-records",
+        "30000",
+        "--throughput",
+        "-1",
+        "--record-size",
+        "100",
+        "--producer-props",
+        &props,
+        "acks=all",
+        "batch.size=16384",
+        "linger.ms=5",
+    ]);
     let out = x.c.tool(Tool::Perf, &a, None, Duration::from_secs(120))?;
     let p = parse_perf(&out.stdout);
-    o.check("30 000 records acked while the observer is down", out.ok() && p.as_ref().is_some_and(|p| p.records == 30000), format!("rc {} {p:?}", out.rc));
+    o.check(
+        "30 000 records acked while the observer is down",
+        out.ok() && p.as_ref().is_some_and(|p| p.records == 30000),
+        format!("rc {} {p:?}", out.rc),
+    );
     x.c.start_node(OBSERVER)?;
     let t0 = Instant::now();
     let all = x.c.kafka_nodes();
@@ -29,7 +47,10 @@ pub fn s5_lagging_promotion(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let mut joined = None;
     while t0.elapsed() < Duration::from_secs(90) {
         if !x.c.node_mut(OBSERVER).is_running() {
-            return Err(crate::error::Error::External(format!("broker 4 exited after its restart; last lines:\n{}", x.c.node(OBSERVER).tail(15))));
+            return Err(crate::error::Error::External(format!(
+                "broker 4 exited after its restart; last lines:\n{}",
+                x.c.node(OBSERVER).tail(15)
+            )));
         }
         if let Some(h) = x.c.probe_hw("lag") {
             if hw.last().is_none_or(|(_, last)| *last != h) {
@@ -44,12 +65,23 @@ pub fn s5_lagging_promotion(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     }
     // The probe asked one broker; the release's describe may ask another whose metadata is a
     // moment behind (CI, 4.3.1 kraft: the describe 0.7 s after the probe still had ISR 1,2,3).
-    x.wait(o, "lag", Duration::from_secs(10), "describe confirms 4 in the ISR of lag", "confirm_seconds", |s| s.in_isr(OBSERVER))?;
-    let regressions: Vec<String> = hw.windows(2).filter(|w| w[1].1 < w[0].1).map(|w| format!("{} → {} at +{}s", w[0].1, w[1].1, w[1].0)).collect();
+    x.wait(o, "lag", Duration::from_secs(10), "describe confirms 4 in the ISR of lag", "confirm_seconds", |s| {
+        s.in_isr(OBSERVER)
+    })?;
+    let regressions: Vec<String> =
+        hw.windows(2).filter(|w| w[1].1 < w[0].1).map(|w| format!("{} → {} at +{}s", w[0].1, w[1].1, w[1].0)).collect();
     o.fact("hw_samples", &hw);
     o.fact("restart_to_isr_seconds", joined.map(round));
-    o.check("the promoted observer joins the ISR", joined.is_some(), format!("{:?} s after its restart", joined.map(round)));
-    o.check("the high watermark never moved backwards", regressions.is_empty() && !hw.is_empty(), format!("{} distinct values sampled every 200 ms; {}", hw.len(), regressions.join("; ")));
+    o.check(
+        "the promoted observer joins the ISR",
+        joined.is_some(),
+        format!("{:?} s after its restart", joined.map(round)),
+    );
+    o.check(
+        "the high watermark never moved backwards",
+        regressions.is_empty() && !hw.is_empty(),
+        format!("{} distinct values sampled every 200 ms; {}", hw.len(), regressions.join("; ")),
+    );
     let s = x.state("lag")?;
     let leader = s.leader.unwrap_or(1);
     let (same, secs) = x.c.wait_replica_identical(OBSERVER, leader, "lag", Duration::from_secs(20));
@@ -67,7 +99,9 @@ pub fn demotion(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     x.wait(o, "obs", t, "promotion: 4 joins the ISR", "promotion_seconds", |s| s.in_isr(OBSERVER))?;
     x.produce_obs(o, "DEM", 200, &[])?;
     x.c.set_observers(&all, "4\n")?;
-    x.wait(o, "obs", t, "demotion: 4 leaves the ISR, leader unchanged", "demotion_seconds", |s| !s.in_isr(OBSERVER) && s.leader.is_some_and(|l| l != OBSERVER))?;
+    x.wait(o, "obs", t, "demotion: 4 leaves the ISR, leader unchanged", "demotion_seconds", |s| {
+        !s.in_isr(OBSERVER) && s.leader.is_some_and(|l| l != OBSERVER)
+    })?;
     x.produce_obs(o, "DEM-after", 200, &[])?;
     x.read_back(o, "DEM", &[])?;
     Ok(())
@@ -87,20 +121,41 @@ pub fn s6_inconsistent(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     };
     let rejections_before = x.c.grep_logs(&["ineligible"]).iter().filter(|l| l.contains("observer")).count();
     x.c.set_observers(&first, "")?;
-    let what = if x.c.mode == Mode::Kraft { "brokers promote 4, controllers do not" } else { "every node but the leader promotes 4" };
-    x.hold(o, "obs", x.ttl() + x.lag() + Duration::from_secs(7), &format!("{what}: 4 never enters the committed ISR"), |s| s.in_isr(OBSERVER))?;
+    let what = if x.c.mode == Mode::Kraft {
+        "brokers promote 4, controllers do not"
+    } else {
+        "every node but the leader promotes 4"
+    };
+    x.hold(
+        o,
+        "obs",
+        x.ttl() + x.lag() + Duration::from_secs(7),
+        &format!("{what}: 4 never enters the committed ISR"),
+        |s| s.in_isr(OBSERVER),
+    )?;
     if x.c.mode == Mode::Kraft {
-        let lines: Vec<String> = x.c.grep_logs(&["ineligible"]).into_iter().filter(|l| l.contains("observer")).collect();
+        let lines: Vec<String> =
+            x.c.grep_logs(&["ineligible"]).into_iter().filter(|l| l.contains("observer")).collect();
         let new = lines.len().saturating_sub(rejections_before);
         o.fact("controller_rejections", new);
         o.check(
             "the controllers logged AlterPartition rejections naming 4 as an ineligible observer",
             new > 0,
-            lines.last().map(|l| format!("{new} lines; last: {}", l.chars().take(240).collect::<String>())).unwrap_or_else(|| "none".into()),
+            lines
+                .last()
+                .map(|l| format!("{new} lines; last: {}", l.chars().take(240).collect::<String>()))
+                .unwrap_or_else(|| "none".into()),
         );
     }
     x.c.set_observers(&second, "")?;
-    x.wait(o, "obs", x.ttl() + x.lag() + Duration::from_secs(20), "once every node agrees, 4 joins the ISR", "join_after_alignment_seconds", |s| s.in_isr(OBSERVER))?;
+    x.wait(
+        o,
+        "obs",
+        x.ttl() + x.lag() + Duration::from_secs(20),
+        "once every node agrees, 4 joins the ISR",
+        "join_after_alignment_seconds",
+        |s| s.in_isr(OBSERVER),
+    )?;
     x.restore_observer(o, "obs")?;
     Ok(())
 }
@@ -120,26 +175,43 @@ pub fn s7_bad_file(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     for id in &all {
         let p = x.c.node(*id).observer_file();
         let _ = std::fs::remove_file(&p);
-        std::fs::create_dir_all(&p).map_err(|e| crate::error::Error::io(format!("cannot create {}", p.display()), e))?;
+        std::fs::create_dir_all(&p)
+            .map_err(|e| crate::error::Error::io(format!("cannot create {}", p.display()), e))?;
     }
     x.c.journal.note("observer.ids replaced by a directory on every node (unreadable)");
     x.hold(o, "obs", hold, "unreadable file: 4 stays out of the ISR", |s| s.in_isr(OBSERVER))?;
     x.produce_obs(o, "S7-unreadable", 200, &[])?;
     let warns = x.c.grep_logs(&["Cannot read observer ids"]);
     o.fact("read_failure_warnings", warns.len() - warn_before.min(warns.len()));
-    o.check("the read failure is logged as a WARN naming the file", warns.len() > warn_before, warns.last().cloned().unwrap_or_default());
+    o.check(
+        "the read failure is logged as a WARN naming the file",
+        warns.len() > warn_before,
+        warns.last().cloned().unwrap_or_default(),
+    );
     // Deleted.
     for id in &all {
         let p = x.c.node(*id).observer_file();
         let _ = std::fs::remove_dir_all(&p);
         let _ = std::fs::remove_file(&p);
     }
-    let freezes_before = x.c.grep_logs(&["OBSERVER AUDIT"]).iter().filter(|l| l.contains("event=freeze") && l.contains("source=frozen:file-missing")).count();
+    let freezes_before =
+        x.c.grep_logs(&["OBSERVER AUDIT"])
+            .iter()
+            .filter(|l| l.contains("event=freeze") && l.contains("source=frozen:file-missing"))
+            .count();
     x.c.journal.note("observer.ids deleted on every node");
     x.hold(o, "obs", hold, "deleted file: the set stays frozen, 4 stays out of the ISR", |s| s.in_isr(OBSERVER))?;
-    let freezes: Vec<String> = x.c.grep_logs(&["OBSERVER AUDIT"]).into_iter().filter(|l| l.contains("event=freeze") && l.contains("source=frozen:file-missing")).collect();
+    let freezes: Vec<String> =
+        x.c.grep_logs(&["OBSERVER AUDIT"])
+            .into_iter()
+            .filter(|l| l.contains("event=freeze") && l.contains("source=frozen:file-missing"))
+            .collect();
     o.fact("audit_freeze_lines", freezes.len().saturating_sub(freezes_before));
-    o.check("an OBSERVER AUDIT event=freeze line (source=frozen:file-missing) is logged", freezes.len() > freezes_before, freezes.last().cloned().unwrap_or_default());
+    o.check(
+        "an OBSERVER AUDIT event=freeze line (source=frozen:file-missing) is logged",
+        freezes.len() > freezes_before,
+        freezes.last().cloned().unwrap_or_default(),
+    );
     x.produce_obs(o, "S7-deleted", 200, &[])?;
     let mut dead = Vec::new();
     for id in &all {
@@ -161,6 +233,10 @@ pub fn s7_bad_file(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    o.check("restoring the file logs OBSERVER AUDIT event=unfreeze", unfreezes > unfreezes_before, format!("{} new unfreeze lines", unfreezes - unfreezes_before.min(unfreezes)));
+    o.check(
+        "restoring the file logs OBSERVER AUDIT event=unfreeze",
+        unfreezes > unfreezes_before,
+        format!("{} new unfreeze lines", unfreezes - unfreezes_before.min(unfreezes)),
+    );
     Ok(())
 }

@@ -28,11 +28,23 @@ pub fn init(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let leader = x.state("obs")?.leader.unwrap_or(1);
     let (same, secs) = x.c.wait_replica_identical(OBSERVER, leader, "obs", Duration::from_secs(20));
     o.fact("observer_identical_after_seconds", round(secs));
-    o.check("observer's segment of obs is byte-identical to the leader's", same, format!("leader {leader}, {:?} vs {:?} after {secs:.1} s", x.c.segment_digest(leader, "obs"), x.c.segment_digest(OBSERVER, "obs")));
+    o.check(
+        "observer's segment of obs is byte-identical to the leader's",
+        same,
+        format!(
+            "leader {leader}, {:?} vs {:?} after {secs:.1} s",
+            x.c.segment_digest(leader, "obs"),
+            x.c.segment_digest(OBSERVER, "obs")
+        ),
+    );
     let a = x.c.dump_batches(leader, "obs")?;
     let b = x.c.dump_batches(OBSERVER, "obs")?;
     o.fact("obs_batches", a.len());
-    o.check("dump-log: batches (offsets, producer ids, sequences, CRCs) equal on leader and observer", !a.is_empty() && a == b, format!("{} vs {} batch lines", a.len(), b.len()));
+    o.check(
+        "dump-log: batches (offsets, producer ids, sequences, CRCs) equal on leader and observer",
+        !a.is_empty() && a == b,
+        format!("{} vs {} batch lines", a.len(), b.len()),
+    );
     Ok(())
 }
 
@@ -46,12 +58,30 @@ pub fn latency(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     // broker for a producer id, and that may be the frozen observer, still in the metadata until
     // its session expires: a 30 s request timeout that says nothing about the HW (seen on 4.1.2).
     let perf = |n: &str, rate: &str| {
-        args(&["--topic", "lat", "--num-records", n, "--throughput", rate, "--record-size", "100", "--producer-props", &props, "acks=all", "linger.ms=0", "enable.idempotence=false"])
+        args(&[
+            "--topic",
+            "lat",
+            "--num-records",
+            n,
+            "--throughput",
+            rate,
+            "--record-size",
+            "100",
+            "--producer-props",
+            &props,
+            "acks=all",
+            "linger.ms=0",
+            "enable.idempotence=false",
+        ])
     };
     let healthy = x.c.tool(Tool::Perf, &perf("300", "100"), None, Duration::from_secs(60))?;
     let h = parse_perf(&healthy.stdout);
     o.fact("healthy", &h);
-    o.check("300 records with acks=all, observer present", healthy.ok() && h.as_ref().is_some_and(|p| p.records == 300), format!("rc {} {:?}", healthy.rc, h));
+    o.check(
+        "300 records with acks=all, observer present",
+        healthy.ok() && h.as_ref().is_some_and(|p| p.records == 300),
+        format!("rc {} {:?}", healthy.rc, h),
+    );
     x.c.freeze(OBSERVER);
     let frozen = x.c.tool(Tool::Perf, &perf("300", "100"), None, Duration::from_secs(90));
     x.c.thaw(OBSERVER);
@@ -59,11 +89,17 @@ pub fn latency(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let f = parse_perf(&frozen.stdout);
     o.fact("observer_frozen", &f);
     let limit = x.c.timers.lag_ms as f64 / 3.0;
-    o.check("300 records with acks=all, observer frozen", frozen.ok() && f.as_ref().is_some_and(|p| p.records == 300), format!("rc {} {:?}", frozen.rc, f));
+    o.check(
+        "300 records with acks=all, observer frozen",
+        frozen.ok() && f.as_ref().is_some_and(|p| p.records == 300),
+        format!("rc {} {:?}", frozen.rc, f),
+    );
     o.check(
         &format!("HW gate: p99 with the observer frozen < {limit:.0} ms (a third of replica.lag.time.max.ms)"),
         f.as_ref().is_some_and(|p| p.p99_ms < limit),
-        f.as_ref().map(|p| format!("p50 {} ms, p99 {} ms, max {} ms", p.p50_ms, p.p99_ms, p.max_ms)).unwrap_or_else(|| "no summary".into()),
+        f.as_ref()
+            .map(|p| format!("p50 {} ms, p99 {} ms, max {} ms", p.p50_ms, p.p99_ms, p.max_ms))
+            .unwrap_or_else(|| "no summary".into()),
     );
     let leader = x.state("lat")?.leader.unwrap_or(1);
     let (same, secs) = x.c.wait_replica_identical(OBSERVER, leader, "lat", Duration::from_secs(45));
@@ -101,13 +137,21 @@ pub fn transactions(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     ]);
     let out = x.c.tool(Tool::Perf, &a, None, Duration::from_secs(120))?;
     let p = parse_perf(&out.stdout);
-    o.check("2000 transactional records committed", out.ok() && p.as_ref().is_some_and(|p| p.records == 2000), format!("rc {} {:?}", out.rc, p));
+    o.check(
+        "2000 transactional records committed",
+        out.ok() && p.as_ref().is_some_and(|p| p.records == 2000),
+        format!("rc {} {:?}", out.rc, p),
+    );
     let committed = x.c.consume("tx", 2000, true, &[])?;
     o.fact("read_committed_records", committed.len());
     o.check("read_committed reads all 2000 records", committed.len() == 2000, format!("{} records", committed.len()));
     let leader = x.state("tx")?.leader.unwrap_or(2);
     let (same, secs) = x.c.wait_replica_identical(OBSERVER, leader, "tx", Duration::from_secs(20));
-    o.check("observer's segment of tx is byte-identical to the leader's", same, format!("leader {leader}, after {secs:.1} s"));
+    o.check(
+        "observer's segment of tx is byte-identical to the leader's",
+        same,
+        format!("leader {leader}, after {secs:.1} s"),
+    );
     let la = x.c.dump_batches(leader, "tx")?;
     let lb = x.c.dump_batches(OBSERVER, "tx")?;
     let controls = la.iter().filter(|l| l.contains("isControl: true")).count();

@@ -12,7 +12,8 @@ pub struct DirTree {
 impl DirTree {
     /// Opens `root`, refusing anything that is not a Kafka source tree.
     pub fn open(root: &Path) -> Result<DirTree> {
-        let meta = std::fs::metadata(root).map_err(|e| Error::Tree { path: root.to_path_buf(), msg: format!("cannot open: {e}") })?;
+        let meta = std::fs::metadata(root)
+            .map_err(|e| Error::Tree { path: root.to_path_buf(), msg: format!("cannot open: {e}") })?;
         if !meta.is_dir() {
             return Err(Error::Tree { path: root.to_path_buf(), msg: "is not a directory".into() });
         }

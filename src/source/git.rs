@@ -20,16 +20,16 @@ impl GitTree {
             path: repo_path.to_path_buf(),
             msg: format!("is not a git repository: {}", e.message()),
         })?;
-        let obj = repo.revparse_single(rev).map_err(|_| Error::Source(format!(
-            "{}: no revision `{rev}` (is the tag fetched? `git -C {} tag --list` shows the tags)",
-            repo_path.display(),
-            repo_path.display()
-        )))?;
-        let commit = obj.peel_to_commit().map_err(|e| Error::Source(format!(
-            "{}: `{rev}` does not name a commit: {}",
-            repo_path.display(),
-            e.message()
-        )))?;
+        let obj = repo.revparse_single(rev).map_err(|_| {
+            Error::Source(format!(
+                "{}: no revision `{rev}` (is the tag fetched? `git -C {} tag --list` shows the tags)",
+                repo_path.display(),
+                repo_path.display()
+            ))
+        })?;
+        let commit = obj.peel_to_commit().map_err(|e| {
+            Error::Source(format!("{}: `{rev}` does not name a commit: {}", repo_path.display(), e.message()))
+        })?;
         let (commit_id, tree_id) = (commit.id(), commit.tree_id());
         drop(commit);
         drop(obj);
@@ -48,7 +48,9 @@ impl SourceTree for GitTree {
     }
 
     fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
-        let git_err = |e: git2::Error| Error::Source(format!("{}: reading {path} at {}: {}", self.repo_path.display(), self.rev, e.message()));
+        let git_err = |e: git2::Error| {
+            Error::Source(format!("{}: reading {path} at {}: {}", self.repo_path.display(), self.rev, e.message()))
+        };
         let tree = self.repo.find_tree(self.tree).map_err(git_err)?;
         let entry = match tree.get_path(Path::new(path)) {
             Ok(e) => e,

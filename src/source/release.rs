@@ -30,8 +30,12 @@ impl ReleaseTree {
         let mut jars = BTreeMap::new();
         for ((dir, coord), path) in sources.iter().zip(paths) {
             let f = File::open(&path).map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
-            let zip = zip::ZipArchive::new(f)
-                .map_err(|e| Error::Source(format!("{} is not a readable jar ({e}); delete it so okp fetches it again", path.display())))?;
+            let zip = zip::ZipArchive::new(f).map_err(|e| {
+                Error::Source(format!(
+                    "{} is not a readable jar ({e}); delete it so okp fetches it again",
+                    path.display()
+                ))
+            })?;
             jars.insert(dir.clone(), (coord.clone(), path, Mutex::new(zip)));
         }
         Ok(ReleaseTree { version: version.to_string(), jars })
@@ -62,7 +66,8 @@ impl ReleaseTree {
                     return Err(Error::Source(format!("{}: refusing entry with unsafe path `{name}`", path.display())));
                 }
                 let mut buf = Vec::with_capacity(f.size() as usize);
-                std::io::Read::read_to_end(&mut f, &mut buf).map_err(|e| Error::io(format!("reading {name} from {}", path.display()), e))?;
+                std::io::Read::read_to_end(&mut f, &mut buf)
+                    .map_err(|e| Error::io(format!("reading {name} from {}", path.display()), e))?;
                 out.push((format!("{dir}/{root}{name}"), buf));
             }
         }
@@ -93,7 +98,8 @@ impl SourceTree for ReleaseTree {
             Err(e) => return Err(Error::Source(format!("{}: {e}", jar.display()))),
         };
         let mut buf = Vec::with_capacity(f.size() as usize);
-        std::io::Read::read_to_end(&mut f, &mut buf).map_err(|e| Error::io(format!("reading {entry} from {}", jar.display()), e))?;
+        std::io::Read::read_to_end(&mut f, &mut buf)
+            .map_err(|e| Error::io(format!("reading {entry} from {}", jar.display()), e))?;
         Ok(Some(buf))
     }
 }

@@ -27,7 +27,9 @@ pub fn repo_root() -> PathBuf {
 
 /// The Maven local repository okp and its tests use.
 pub fn m2() -> PathBuf {
-    std::env::var_os("OKP_MAVEN_REPO_LOCAL").map(Into::into).unwrap_or_else(|| Path::new(&std::env::var("HOME").unwrap()).join(".m2/repository"))
+    std::env::var_os("OKP_MAVEN_REPO_LOCAL")
+        .map(Into::into)
+        .unwrap_or_else(|| Path::new(&std::env::var("HOME").unwrap()).join(".m2/repository"))
 }
 
 /// The output of `okp <args> --out DIR`, made once per build directory under
