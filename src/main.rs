@@ -1,36 +1,17 @@
-//! okp: observer replicas for Apache Kafka. The binary only parses the
-//! command line, runs it, and turns the outcome into an exit code.
-
-mod anchor;
-mod apply;
-mod build;
-mod bundle;
-mod check;
-mod cli;
-mod cluster;
-mod error;
-mod gitwt;
-mod maven;
-mod model;
-mod observers;
-mod patch;
-mod patchset;
-mod port;
-mod report;
-mod scenarios;
-mod source;
-mod tx;
-mod verify;
-mod version;
+//! okp: observer replicas for Apache Kafka. The binary parses the command
+//! line, runs the command, and turns its outcome into the exit code.
+//!
+//! Not here: anything else (`okp::cmd` runs commands; `okp::error` owns the
+//! exit codes).
 
 use clap::Parser;
 
 fn main() {
-    let cli = cli::Cli::parse();
-    let code = match cli::run(cli) {
-        Ok(code) => code,
+    let cli = okp::cli::Cli::parse();
+    let code = match okp::cmd::run(cli) {
+        Ok(outcome) => outcome.code(),
         Err(e) => {
-            eprintln!("okp: error: {e}");
+            eprintln!("{}", okp::out::error_line(&e));
             e.exit_code()
         }
     };

@@ -185,7 +185,7 @@ fn classify_failure(log: &str, wanted: &str) -> Error {
     if network.iter().any(|n| log.contains(n)) {
         Error::External(format!("cannot reach Maven Central through mvn while fetching {wanted}: {first}"))
     } else if absent.iter().any(|n| log.contains(n)) {
-        Error::Source(format!("not published on Maven Central: {wanted}: {first}"))
+        Error::NotPublished(format!("{wanted}: {first}"))
     } else {
         Error::External(format!("mvn failed while fetching {wanted}: {first}"))
     }
@@ -220,6 +220,6 @@ mod tests {
         let net = "[ERROR] Failed to execute goal: Could not transfer artifact x from/to central: Connection refused";
         assert!(matches!(classify_failure(net, "x"), Error::External(_)));
         let absent = "[ERROR] Failed to execute goal on project fetch: Could not resolve dependencies: Could not find artifact org.apache.kafka:kafka_2.13:jar:sources:9.9.9 in central";
-        assert!(matches!(classify_failure(absent, "x"), Error::Source(_)));
+        assert!(matches!(classify_failure(absent, "x"), Error::NotPublished(_)));
     }
 }

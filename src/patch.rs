@@ -7,33 +7,22 @@ use std::path::Path;
 
 use crate::apply::{self, Plan};
 use crate::check;
-use crate::cli::print;
-use crate::error::{Error, Result, EXIT_DRIFT, EXIT_OK};
+use crate::error::{Error, Outcome, Result};
 use crate::gitwt;
-use crate::model::{Layers, Mode, Model, Release};
-use crate::patchset::{marked_block, Effective, Op, PatchSet};
+use crate::model::{Layers, Mode, ModeDefault, Model, Release};
+use crate::out::print;
+use crate::patchset::{marked_block, Effective, Op};
 use crate::report::{self, Format};
 use crate::source::{DirTree, SourceTree};
 use crate::tx::{State, Tx};
 use crate::version::KafkaVersion;
+use crate::workspace::Workspace;
 
 pub struct ApplyOpts {
     pub force: bool,
     pub dry_run: bool,
     pub commit: bool,
     pub layers: Layers,
-}
-
-/// The one mode to act on: the flag, or the release's only mode.
-fn one_mode(release: &Release, mode: Option<Mode>) -> Result<Mode> {
-    match (mode, release.modes.as_slice()) {
-        (Some(m), _) => crate::cli::modes_of(release, Some(m)).map(|_| m),
-        (None, [m]) => Ok(*m),
-        (None, _) => Err(Error::Usage(format!(
-            "release {} supports zk and kraft: pass --mode (kraft also carries the ZooKeeper controller hooks, for a ZK->KRaft migration)",
-            release.version
-        ))),
-    }
 }
 
 /// Checks the anchors; on drift prints the report to stderr and says so.
@@ -48,21 +37,14 @@ fn anchors_hold(model: &Model, release: &Release, mode: Mode, layers: &Layers, t
     Ok(false)
 }
 
-pub fn show(
-    model: &Model,
-    patches: Option<&Path>,
-    version: KafkaVersion,
-    mode: Option<Mode>,
-    layers: &Layers,
-    json: bool,
-) -> Result<i32> {
-    let ps = PatchSet::load(patches, model)?;
+pub fn show(ws: &Workspace, version: KafkaVersion, mode: Option<Mode>, layers: &Layers, json: bool) -> Result<Outcome> {
+    let (model, ps) = (&ws.model, ws.patch_set()?);
     let release = model.matrix.require(version)?;
-    let modes = crate::cli::modes_of(release, mode)?;
+    let modes = release.modes_for(mode)?;
     let effs: Vec<Effective> = modes.iter().map(|&m| ps.effective(model, release, version, m, layers)).collect();
     if json {
         print(&(serde_json::to_string_pretty(&effs).unwrap_or_default() + "\n"))?;
-        return Ok(EXIT_OK);
+        return Ok(Outcome::Done);
     }
     let mut s = String::new();
     for eff in &effs {
@@ -97,7 +79,7 @@ pub fn show(
         s.push('\n');
     }
     print(&s)?;
-    Ok(EXIT_OK)
+    Ok(Outcome::Done)
 }
 
 /// The release a checkout is: refuses a mismatch with --version unless forced.
@@ -127,13 +109,12 @@ fn checkout_version(tree: &DirTree, flag: Option<KafkaVersion>, force: bool) -> 
 }
 
 pub fn apply(
-    model: &Model,
-    patches: Option<&Path>,
+    ws: &Workspace,
     root: &Path,
     version: Option<KafkaVersion>,
     mode: Option<Mode>,
     opts: ApplyOpts,
-) -> Result<i32> {
+) -> Result<Outcome> {
     let tree = DirTree::open(root)?;
     let mut tx = Tx::new(root);
     if !opts.dry_run {
@@ -142,9 +123,9 @@ pub fn apply(
         }
     }
     let version = checkout_version(&tree, version, opts.force)?;
+    let (model, ps) = (&ws.model, ws.patch_set()?);
     let release = model.matrix.require(version)?;
-    let mode = one_mode(release, mode)?;
-    let ps = PatchSet::load(patches, model)?;
+    let mode = release.mode_for(mode, ModeDefault::Ask)?;
     let eff = ps.effective(model, release, version, mode, &opts.layers);
     if let Some(st) = tx.state()? {
         if st.patch_set_hash == eff.hash && st.release == version.to_string() && st.mode == mode.as_str() {
@@ -153,7 +134,7 @@ pub fn apply(
                 root.display(),
                 &eff.hash[..16]
             );
-            return Ok(EXIT_OK);
+            return Ok(Outcome::Done);
         }
         return Err(Error::Usage(format!(
             "{} already carries another okp patch set ({} {} patch set {}, okp {}); run `okp revert` first",
@@ -165,7 +146,7 @@ pub fn apply(
         )));
     }
     if !anchors_hold(model, release, mode, &eff.layers, &tree)? {
-        return Ok(EXIT_DRIFT);
+        return Ok(Outcome::Failed(crate::error::Failure::Drift));
     }
     let plan = apply::plan(&eff, &tree)?;
     let paths: Vec<String> = plan.changes.iter().map(|c| c.path.clone()).collect();
@@ -179,7 +160,7 @@ pub fn apply(
     }
     if opts.dry_run {
         print(&apply::unified_diff(&plan))?;
-        return Ok(EXIT_OK);
+        return Ok(Outcome::Done);
     }
     tx.preflight(&plan)?;
     let state = State {
@@ -207,7 +188,7 @@ pub fn apply(
         let id = gitwt::commit_on_branch(root, &paths, &branch, &msg)?;
         eprintln!("okp: committed {} on branch {branch}", &id[..12]);
     }
-    Ok(EXIT_OK)
+    Ok(Outcome::Done)
 }
 
 fn summary(eff: &Effective, plan: &Plan) -> String {
@@ -225,7 +206,7 @@ fn summary(eff: &Effective, plan: &Plan) -> String {
     )
 }
 
-pub fn revert(root: &Path, force: bool) -> Result<i32> {
+pub fn revert(root: &Path, force: bool) -> Result<Outcome> {
     DirTree::open(root)?;
     let mut tx = Tx::new(root);
     if let Some(msg) = tx.recover()? {
@@ -234,7 +215,7 @@ pub fn revert(root: &Path, force: bool) -> Result<i32> {
     match tx.state()? {
         None => {
             eprintln!("okp: {} carries no okp patch set; nothing to revert", root.display());
-            Ok(EXIT_OK)
+            Ok(Outcome::Done)
         }
         Some(st) => {
             let n = tx.revert(&st, force)?;
@@ -244,12 +225,12 @@ pub fn revert(root: &Path, force: bool) -> Result<i32> {
                 st.release,
                 st.mode
             );
-            Ok(EXIT_OK)
+            Ok(Outcome::Done)
         }
     }
 }
 
-pub fn status(root: &Path) -> Result<i32> {
+pub fn status(root: &Path) -> Result<Outcome> {
     DirTree::open(root)?;
     let mut tx = Tx::new(root);
     if let Some(msg) = tx.recover()? {
@@ -269,37 +250,32 @@ pub fn status(root: &Path) -> Result<i32> {
             st.files.len()
         ))?,
     }
-    Ok(EXIT_OK)
+    Ok(Outcome::Done)
 }
 
 pub fn export(
-    model: &Model,
-    patches: Option<&Path>,
+    ws: &Workspace,
     version: KafkaVersion,
     mode: Option<Mode>,
     layers: &Layers,
     tree: &dyn SourceTree,
     output: Option<&Path>,
-) -> Result<i32> {
+) -> Result<Outcome> {
+    let (model, ps) = (&ws.model, ws.patch_set()?);
     let release = model.matrix.require(version)?;
-    let mode = one_mode(release, mode)?;
-    let ps = PatchSet::load(patches, model)?;
+    let mode = release.mode_for(mode, ModeDefault::Ask)?;
     let eff = ps.effective(model, release, version, mode, layers);
     if !anchors_hold(model, release, mode, layers, tree)? {
-        return Ok(EXIT_DRIFT);
+        return Ok(Outcome::Failed(crate::error::Failure::Drift));
     }
     let plan = apply::plan(&eff, tree)?;
     let diff = apply::unified_diff(&plan);
     match output {
         None => print(&diff)?,
         Some(p) => {
-            let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            let mut tmp = tempfile::NamedTempFile::new_in(dir)
-                .map_err(|e| Error::io(format!("cannot write in {}", dir.display()), e))?;
-            std::io::Write::write_all(&mut tmp, diff.as_bytes()).map_err(|e| Error::io("cannot write the patch", e))?;
-            tmp.persist(p).map_err(|e| Error::io(format!("cannot write {}", p.display()), e.error))?;
+            crate::fsx::write_atomic(p, diff.as_bytes())?;
             eprintln!("okp: wrote {} ({})", p.display(), summary(&eff, &plan));
         }
     }
-    Ok(EXIT_OK)
+    Ok(Outcome::Done)
 }

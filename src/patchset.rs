@@ -249,11 +249,7 @@ fn hash_of(edits: &[(&Edit, &Anchor)], files: &[&NewFile]) -> String {
         h.update(format!("file {}\n", f.path).as_bytes());
         h.update(Sha256::digest(f.contents.as_bytes()));
     }
-    hex(&h.finalize())
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::hash::hex(&h.finalize())
 }
 
 /// The block an edit inserts: its code between the markers, at the

@@ -13,11 +13,9 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::apply::Plan;
 use crate::error::{Error, Result};
-use crate::patchset::hex;
 
 pub const STATE_DIR: &str = ".okp";
 
@@ -65,9 +63,7 @@ struct Journal {
     created_dirs: Vec<String>,
 }
 
-pub fn sha256(b: &[u8]) -> String {
-    hex(&Sha256::digest(b))
-}
+pub use crate::hash::sha256;
 
 /// A tree okp writes to, with the failure-injection hook tests use.
 pub struct Tx {

@@ -14,11 +14,10 @@ use crate::build::splice::{self, BuildRecord};
 use crate::cluster::journal::Journal;
 use crate::cluster::runtime::Runtime;
 use crate::cluster::{Cluster, Timers};
-use crate::error::{Error, Result, EXIT_DRIFT, EXIT_OK};
-use crate::maven::Maven;
-use crate::model::{Layers, Mode, Model, Release};
-use crate::patchset::PatchSet;
+use crate::error::{Error, Outcome as Exit, Result};
+use crate::model::{Layers, Mode, Release};
 use crate::scenarios::{self, Flavor, Outcome, Scenario};
+use crate::workspace::Workspace;
 
 pub struct Options {
     pub release: Release,
@@ -43,9 +42,9 @@ pub fn run_name(release: &str, mode: Mode, flavor: Flavor) -> String {
     }
 }
 
-pub fn run(model: &Model, patches: Option<&Path>, opts: Options) -> Result<i32> {
+pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     let t_suite = Instant::now();
-    let maven = Maven::from_env();
+    let maven = &ws.maven;
     let version = opts.release.version;
     let name = run_name(&version.to_string(), opts.mode, opts.flavor);
     let mut seconds: BTreeMap<String, f64> = BTreeMap::new();
@@ -54,13 +53,13 @@ pub fn run(model: &Model, patches: Option<&Path>, opts: Options) -> Result<i32> 
     let t = Instant::now();
     let build = match opts.flavor {
         Flavor::Upstream => None,
-        Flavor::Patched => Some(patched_jars(model, patches, &maven, &opts)?),
+        Flavor::Patched => Some(patched_jars(ws, &opts.release, opts.mode, &opts.layers, opts.jars.as_deref())?),
     };
     seconds.insert("jars".into(), scenarios::round(t.elapsed().as_secs_f64()));
 
     // 2. The runtime: the release's classpath with the patched jars swapped in.
     let t = Instant::now();
-    let rt = Runtime::assemble(&maven, version, build.as_ref())?;
+    let rt = Runtime::assemble(maven, version, build.as_ref())?;
     seconds.insert("classpath".into(), scenarios::round(t.elapsed().as_secs_f64()));
 
     let run_dir = tempfile::Builder::new()
@@ -171,15 +170,15 @@ pub fn run(model: &Model, patches: Option<&Path>, opts: Options) -> Result<i32> 
         eprintln!("okp: verify {name}: run directory (node logs) kept at {}", run_dir.display());
     }
     if opts.json {
-        crate::cli::print(&(serde_json::to_string_pretty(&record).unwrap_or_default() + "\n"))?;
+        crate::out::print(&(serde_json::to_string_pretty(&record).unwrap_or_default() + "\n"))?;
     } else {
-        crate::cli::print(&terminal_table(&name, &outcomes, &seconds, &verdict, &dest))?;
+        crate::out::print(&terminal_table(&name, &outcomes, &seconds, &verdict, &dest))?;
     }
-    Ok(if verdict.ok() { EXIT_OK } else { EXIT_DRIFT })
+    Ok(Exit::check(verdict.ok()))
 }
 
 /// The okp-build.json of an `okp build` output directory.
-pub(crate) fn read_build_record(dir: &Path) -> Result<BuildRecord> {
+pub fn read_build_record(dir: &Path) -> Result<BuildRecord> {
     let p = dir.join("okp-build.json");
     let text = std::fs::read_to_string(&p)
         .map_err(|e| Error::io(format!("cannot read {} (is it an `okp build` output?)", p.display()), e))?;
@@ -188,47 +187,41 @@ pub(crate) fn read_build_record(dir: &Path) -> Result<BuildRecord> {
 
 /// Patched jars: `--jars DIR` (a build's output), else a splice build cached
 /// per release, mode and patch-set hash (a changed patch set builds anew).
-pub(crate) fn patched_jars(
-    model: &Model,
-    patches: Option<&Path>,
-    maven: &Maven,
-    opts: &Options,
+pub fn patched_jars(
+    ws: &Workspace,
+    release: &Release,
+    mode: Mode,
+    layers: &Layers,
+    jars: Option<&Path>,
 ) -> Result<BuildRecord> {
-    if let Some(dir) = &opts.jars {
+    if let Some(dir) = jars {
         let rec = read_build_record(dir)?;
-        if rec.release != opts.release.version.to_string() || rec.mode != opts.mode.as_str() {
+        if rec.release != release.version.to_string() || rec.mode != mode.as_str() {
             return Err(Error::Usage(format!(
                 "{}: built for {} {}, not {} {}",
                 dir.display(),
                 rec.release,
                 rec.mode,
-                opts.release.version,
-                opts.mode
+                release.version,
+                mode
             )));
         }
         return Ok(rec);
     }
-    let ps = PatchSet::load(patches, model)?;
-    let hash = ps.effective(model, &opts.release, opts.release.version, opts.mode, &opts.layers).hash;
-    let dir = maven.repo_local.join("okp-verify-jars").join(format!(
-        "{}-{}-{}",
-        opts.release.version,
-        opts.mode,
-        &hash[..16]
-    ));
+    let hash = ws.patch_set()?.effective(&ws.model, release, release.version, mode, layers).hash;
+    let dir = ws.maven.repo_local.join("okp-verify-jars").join(format!("{}-{}-{}", release.version, mode, &hash[..16]));
     if let Ok(rec) = read_build_record(&dir) {
         if rec.patch_set_hash == hash && rec.jars.iter().all(|j| j.path.is_file()) {
             eprintln!("okp: verify: patched jars from the cache {}", dir.display());
             return Ok(rec);
         }
     }
-    eprintln!("okp: verify: building the patched jars of {} {} (splice)", opts.release.version, opts.mode);
-    match splice::splice(model, patches, maven, &opts.release, opts.mode, &opts.layers, &dir)? {
+    eprintln!("okp: verify: building the patched jars of {} {} (splice)", release.version, mode);
+    match splice::splice(ws, release, mode, layers, &dir)? {
         splice::SpliceOutcome::Built(rec) => Ok(rec),
-        splice::SpliceOutcome::CompileFailed(f) => Err(Error::Source(format!(
-            "the {} build failed to compile {}:\n{}",
-            opts.release.version, f.module, f.output
-        ))),
+        splice::SpliceOutcome::CompileFailed(f) => {
+            Err(Error::Check(format!("the {} build failed to compile {}:\n{}", release.version, f.module, f.output)))
+        }
     }
 }
 
@@ -444,5 +437,5 @@ pub fn write_matrix(evidence: &Path) -> Result<()> {
     }
     let p = evidence.join("VERIFY.md");
     std::fs::create_dir_all(evidence).map_err(|e| Error::io(format!("cannot create {}", evidence.display()), e))?;
-    crate::cli::write_atomic(&p, s.as_bytes())
+    crate::fsx::write_atomic(&p, s.as_bytes())
 }

@@ -198,7 +198,7 @@ extern "C" {
 fn bad_input_is_refused_before_anything_starts() {
     let cases: &[(&[&str], &str)] = &[
         (&["verify", "--version", "3.9.2", "--scenarios", "S9"], "unknown scenario `S9`; known: INIT, LAT, S1"),
-        (&["verify", "--version", "2.7.2", "--mode", "kraft"], "release 2.7.2 does not support kraft"),
+        (&["verify", "--version", "2.7.2", "--mode", "kraft"], "release 2.7.2 has no kraft mode"),
         (&["verify", "--version", "9.9.9"], "unknown Kafka release 9.9.9"),
         (&["verify", "--version", "4.2.2"], "no -sources.jar"),
         (&["verify", "--version", "3.9.2", "--lag-ms", "10"], "--lag-ms must be at least 500"),

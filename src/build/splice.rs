@@ -14,11 +14,11 @@ use super::classfile;
 use super::jar::{self, SourceKey, SpliceReport};
 use crate::apply;
 use crate::error::{Error, Result};
+use crate::hash::sha256;
 use crate::maven::Maven;
-use crate::model::{Coordinate, Layer, Layers, Mode, Model, Release};
-use crate::patchset::PatchSet;
+use crate::model::{Coordinate, Layer, Layers, Mode, Release};
 use crate::source::ReleaseTree;
-use crate::tx::sha256;
+use crate::workspace::Workspace;
 
 /// The registry classes every edited class must reference, per source module.
 fn registry_for(module: &str) -> &'static str {
@@ -187,22 +187,9 @@ fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
     (o, None)
 }
 
-pub fn splice(
-    model: &Model,
-    patches: Option<&Path>,
-    maven: &Maven,
-    release: &Release,
-    mode: Mode,
-    layers: &Layers,
-    out: &Path,
-) -> Result<SpliceOutcome> {
-    if let Some(why) = &release.no_sources_jar {
-        return Err(Error::Usage(format!(
-            "release {}: {why}; the splice build needs the sources of the files it patches",
-            release.version
-        )));
-    }
-    let ps = PatchSet::load(patches, model)?;
+pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, out: &Path) -> Result<SpliceOutcome> {
+    release.require_sources_jar("the splice build needs the sources of the files it patches")?;
+    let (model, maven, ps) = (&ws.model, &ws.maven, ws.patch_set()?);
     let eff = ps.effective(model, release, release.version, mode, layers);
     let mut seconds = BTreeMap::new();
     let t0 = Instant::now();
@@ -213,7 +200,7 @@ pub fn splice(
     if !targets.iter().all(|t| t.ok()) {
         let rep = crate::check::Report { targets };
         eprint!("{}", crate::report::check_report(&rep, crate::report::Format::Table, false));
-        return Err(Error::Usage(format!("anchor drift in {} {mode}: nothing was built", release.version)));
+        return Err(Error::Drift(format!("anchor drift in {} {mode}: nothing was built", release.version)));
     }
     let plan = apply::plan(&eff, &tree)?;
     let work = out.join("work");

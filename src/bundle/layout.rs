@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use super::archive::{File, MODE_EXEC, MODE_FILE};
 use super::manifest::{self, Artifact, Build, FileInfo, Identity, Jar, Manifest, Upstream};
 use super::target::NativeLib;
-use crate::tx::sha256;
+use crate::hash::sha256;
 
 const INSTALL_SH: &str = include_str!("files/install.sh");
 const ROLLBACK_SH: &str = include_str!("files/rollback.sh");

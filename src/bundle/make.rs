@@ -15,10 +15,11 @@ use super::sign;
 use super::target::{self, Target};
 use super::verify;
 use crate::error::{Error, Result};
+use crate::hash::sha256;
 use crate::maven::Maven;
 use crate::model::{Coordinate, Mode, Model};
-use crate::tx::sha256;
 use crate::version::KafkaVersion;
+use crate::workspace::Workspace;
 
 pub struct Options<'a> {
     pub build_dir: &'a Path,
@@ -173,9 +174,8 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-pub fn make(model: &Model, o: &Options) -> Result<Made> {
-    let maven = Maven::from_env();
-    let inputs = inputs(model, &maven, o.build_dir, o.target)?;
+pub fn make(ws: &Workspace, o: &Options) -> Result<Made> {
+    let inputs = inputs(&ws.model, &ws.maven, o.build_dir, o.target)?;
     let files = layout::files(&inputs);
 
     let mut native = Vec::new();

@@ -114,9 +114,7 @@ pub fn mode_string(mode: u32) -> String {
     format!("{mode:04o}")
 }
 
-pub fn is_sha256(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+pub use crate::hash::is_sha256;
 
 fn is_core_only(l: &[Layer]) -> bool {
     l == [Layer::Core]

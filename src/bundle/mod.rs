@@ -28,12 +28,12 @@ use std::process::Command;
 
 pub use target::Target;
 
-use crate::cli::print;
-use crate::error::{Error, Result, EXIT_DRIFT, EXIT_EXTERNAL, EXIT_OK};
-use crate::model::Model;
+use crate::error::{Error, Failure, Outcome, Result};
+use crate::out::print;
+use crate::workspace::Workspace;
 
 /// `okp keygen`: writes PREFIX.key and PREFIX.pub; prints the public key only.
-pub fn keygen(prefix: &Path, unencrypted: bool) -> Result<i32> {
+pub fn keygen(prefix: &Path, unencrypted: bool) -> Result<Outcome> {
     let k = sign::keygen(prefix, unencrypted)?;
     print(&k.public_box)?;
     eprintln!(
@@ -43,21 +43,21 @@ pub fn keygen(prefix: &Path, unencrypted: bool) -> Result<i32> {
         if unencrypted { ", NOT encrypted: keep it in a CI secret store" } else { ", encrypted with your password" },
         k.public.display()
     );
-    Ok(EXIT_OK)
+    Ok(Outcome::Done)
 }
 
 /// `okp bundle`.
 pub fn bundle(
-    model: &Model,
+    ws: &Workspace,
     build_dir: &Path,
     target: Target,
     key: &Path,
     out: Option<&Path>,
     gpg_key: Option<&str>,
-) -> Result<i32> {
+) -> Result<Outcome> {
     let out = out.unwrap_or(build_dir);
     let t = std::time::Instant::now();
-    let made = make::make(model, &make::Options { build_dir, target, key, out, gpg_key })?;
+    let made = make::make(ws, &make::Options { build_dir, target, key, out, gpg_key })?;
     print(&format!("{}\n", made.bundle.display()))?;
     for s in &made.sidecars {
         eprintln!("okp: wrote {}", s.display());
@@ -75,7 +75,7 @@ pub fn bundle(
         },
         t.elapsed().as_secs_f64()
     );
-    Ok(EXIT_OK)
+    Ok(Outcome::Done)
 }
 
 /// The bundle and what lies beside it, read once.
@@ -107,7 +107,7 @@ fn run_verify(d: &OnDisk, pubkey: Option<&str>) -> Result<verify::Outcome> {
 }
 
 /// `okp verify-bundle`: exit 0 when verified, 1 when not.
-pub fn verify_bundle(file: &Path, pubkey: &str, json: bool) -> Result<i32> {
+pub fn verify_bundle(file: &Path, pubkey: &str, json: bool) -> Result<Outcome> {
     let d = read_on_disk(file)?;
     let o = run_verify(&d, Some(pubkey))?;
     if json {
@@ -121,7 +121,7 @@ pub fn verify_bundle(file: &Path, pubkey: &str, json: bool) -> Result<i32> {
     } else {
         print(&verify::render(&o, &d.file_name))?;
     }
-    Ok(if o.verified() { EXIT_OK } else { EXIT_DRIFT })
+    Ok(Outcome::check(o.verified()))
 }
 
 /// Flags passed through to install.sh / rollback.sh.
@@ -146,17 +146,17 @@ impl ScriptFlags {
     }
 }
 
-/// Runs a bundle script with `sh`; its exit status is okp's (0, 2, 3).
-fn run_script(script: &Path, flags: &ScriptFlags, kafka_home: &Path) -> Result<i32> {
+/// Runs a bundle script with `sh`; its exit status is okp's (0 done, 2 refused, 3 a step failed).
+fn run_script(script: &Path, flags: &ScriptFlags, kafka_home: &Path) -> Result<Outcome> {
     let status = Command::new("sh")
         .arg(script)
         .args(flags.args())
         .arg(kafka_home)
         .status()
         .map_err(|e| Error::External(format!("cannot run sh {}: {e}", script.display())))?;
-    Ok(match status.code() {
-        Some(c @ (0 | 2 | 3)) => c,
-        _ => EXIT_EXTERNAL,
+    Ok(match Failure::of_script_status(status.code()) {
+        None => Outcome::Done,
+        Some(f) => Outcome::Failed(f),
     })
 }
 
@@ -167,7 +167,7 @@ pub fn install(
     pubkey: Option<&str>,
     allow_unverified: bool,
     flags: &ScriptFlags,
-) -> Result<i32> {
+) -> Result<Outcome> {
     let d = read_on_disk(file)?;
     let o = run_verify(&d, pubkey)?;
     eprint!("{}", verify::render(&o, &d.file_name));
@@ -176,11 +176,11 @@ pub fn install(
         Some(c) if verified || (allow_unverified && integral) => c,
         _ if allow_unverified => {
             eprintln!("okp: refusing to install {}: it is damaged or unsafe to unpack (--allow-unverified waives only the signature and checksum files)", d.file_name);
-            return Ok(EXIT_DRIFT);
+            return Ok(Outcome::Failed(Failure::CheckFailed));
         }
         _ => {
             eprintln!("okp: refusing to install {}: it does not verify (--allow-unverified installs a well-formed bundle without a valid signature)", d.file_name);
-            return Ok(EXIT_DRIFT);
+            return Ok(Outcome::Failed(Failure::CheckFailed));
         }
     };
     if !verified {
@@ -198,7 +198,7 @@ pub fn install(
 
 /// `okp rollback`: the rollback.sh that install left in the installation, or
 /// okp's own copy of the same script when that one is gone.
-pub fn rollback(kafka_home: &Path, flags: &ScriptFlags) -> Result<i32> {
+pub fn rollback(kafka_home: &Path, flags: &ScriptFlags) -> Result<Outcome> {
     let kept = kafka_home.join(".okp-observer").join("rollback.sh");
     if kept.is_file() {
         return run_script(&kept, flags, kafka_home);

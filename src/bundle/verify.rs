@@ -15,8 +15,8 @@ use super::archive::{self, Unpacked};
 use super::manifest::{self, Identity, Manifest};
 use super::sign;
 use super::target;
-use crate::patchset::hex;
-use crate::tx::sha256;
+use crate::hash::hex;
+use crate::hash::sha256;
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

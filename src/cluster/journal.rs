@@ -109,8 +109,7 @@ fn excerpt(name: &str, text: &str) -> String {
             s.push_str(&format!("  | {l}\n"));
         }
     } else {
-        use sha2::Digest;
-        let digest = crate::patchset::hex(&sha2::Sha256::digest(text.as_bytes()));
+        let digest = crate::hash::sha256(text.as_bytes());
         s.push_str(&format!(
             "  --- {name} ({} lines, sha256 {digest}; first {HEAD} and last {TAIL} shown)\n",
             lines.len()

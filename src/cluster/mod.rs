@@ -8,10 +8,8 @@
 //! produce, consume, …) run the release's own tools and write each command and
 //! its output to the run's journal, which becomes the evidence.
 
-pub mod harness;
 pub mod journal;
 pub mod node;
-pub mod probe;
 pub mod runtime;
 pub mod tools;
 
@@ -515,7 +513,7 @@ impl Cluster {
                 continue;
             }
             let port = n.port;
-            if let Some(s) = probe::Probe::connect(port).and_then(|mut p| p.partition(topic, 0)) {
+            if let Some(s) = crate::wire::Probe::connect(port).and_then(|mut p| p.partition(topic, 0)) {
                 return Some(s);
             }
         }
@@ -530,7 +528,7 @@ impl Cluster {
             return None;
         }
         let port = n.port;
-        probe::Probe::connect(port)?.high_watermark(topic, 0)
+        crate::wire::Probe::connect(port)?.high_watermark(topic, 0)
     }
 
     /// Waits until `pred` holds for partition 0 of `topic`: polls with the probe
@@ -757,9 +755,8 @@ impl Cluster {
 
     /// Size and sha256 of a replica's first segment (None when it has none).
     pub fn segment_digest(&self, broker: i32, topic: &str) -> Option<(u64, String)> {
-        use sha2::Digest;
         let bytes = std::fs::read(self.segment(broker, topic)).ok()?;
-        Some((bytes.len() as u64, crate::patchset::hex(&sha2::Sha256::digest(&bytes))))
+        Some((bytes.len() as u64, crate::hash::sha256(&bytes)))
     }
 
     /// Batch headers of a replica's first segment, through DumpLogSegments.

@@ -97,9 +97,8 @@ impl Runtime {
                 Error::External(format!("cannot run {} ({e}); okp verify needs a JDK (set JAVA_HOME)", java.display()))
             })?;
         let tool_cds = {
-            use sha2::Digest;
             let joined = std::env::join_paths(&classpath).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let digest = crate::patchset::hex(&sha2::Sha256::digest(joined.as_bytes()));
+            let digest = crate::hash::sha256(joined.as_bytes());
             crate::build::splice::cds_archive(maven, &format!("kafka-tools-{v}-{}", &digest[..16]))
         };
         Ok(Runtime {

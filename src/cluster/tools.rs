@@ -219,28 +219,7 @@ impl Running {
     }
 }
 
-/// One partition as TopicCommand --describe prints it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct PartitionState {
-    pub leader: Option<i32>,
-    pub replicas: Vec<i32>,
-    pub isr: Vec<i32>,
-    /// Eligible leader replicas (3.9 on prints them; empty otherwise).
-    pub elr: Vec<i32>,
-}
-
-impl PartitionState {
-    pub fn in_isr(&self, id: i32) -> bool {
-        self.isr.contains(&id)
-    }
-
-    pub fn show(&self) -> String {
-        let j = |v: &[i32]| v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
-        let leader = self.leader.map(|l| l.to_string()).unwrap_or_else(|| "none".into());
-        let elr = if self.elr.is_empty() { String::new() } else { format!(" Elr: {}", j(&self.elr)) };
-        format!("Leader: {leader} Replicas: {} Isr: {}{elr}", j(&self.replicas), j(&self.isr))
-    }
-}
+pub use crate::wire::PartitionState;
 
 fn ids(v: &str) -> Vec<i32> {
     v.split(',').filter_map(|s| s.trim().parse().ok()).collect()

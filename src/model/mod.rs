@@ -10,7 +10,7 @@ pub mod versions;
 use crate::error::Error;
 
 pub use anchors::{Anchor, AnchorSet, Layer, Layers, Pattern};
-pub use versions::{Coordinate, Matrix, Mode, Release};
+pub use versions::{Coordinate, Matrix, Mode, ModeDefault, Release};
 
 /// Where a data file came from, for error messages.
 #[derive(Clone, Debug)]

@@ -141,9 +141,56 @@ pub struct Release {
     pub gradle_tasks: BTreeMap<Mode, Vec<String>>,
 }
 
+/// What a command does when `--mode` is absent and the release has both modes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ModeDefault {
+    /// Ask for `--mode` (apply, build, show, export: the jars differ per mode).
+    Ask,
+    /// ZooKeeper where the release has it, else KRaft (verify, dev-cluster).
+    ZkFirst,
+}
+
 impl Release {
     pub fn supports(&self, mode: Mode) -> bool {
         self.modes.contains(&mode)
+    }
+
+    /// The modes to act on: `chosen` if the release has it, else every mode it has.
+    pub fn modes_for(&self, chosen: Option<Mode>) -> Result<Vec<Mode>, Error> {
+        match chosen {
+            None => Ok(self.modes.clone()),
+            Some(m) if self.supports(m) => Ok(vec![m]),
+            Some(m) => Err(self.no_such_mode(m)),
+        }
+    }
+
+    /// The one mode to act on: `chosen` if the release has it, its only mode, or `default`'s pick.
+    pub fn mode_for(&self, chosen: Option<Mode>, default: ModeDefault) -> Result<Mode, Error> {
+        match (chosen, self.modes.as_slice(), default) {
+            (Some(m), _, _) if self.supports(m) => Ok(m),
+            (Some(m), _, _) => Err(self.no_such_mode(m)),
+            (None, [m], _) => Ok(*m),
+            (None, _, ModeDefault::ZkFirst) => Ok(if self.supports(Mode::Zk) { Mode::Zk } else { Mode::Kraft }),
+            (None, _, ModeDefault::Ask) => Err(Error::Usage(format!(
+                "release {} supports zk and kraft: pass --mode (kraft also carries the ZooKeeper controller hooks, \
+                 for a ZK->KRaft migration)",
+                self.version
+            ))),
+        }
+    }
+
+    fn no_such_mode(&self, m: Mode) -> Error {
+        let why = self.kraft_note.as_ref().filter(|_| m == Mode::Kraft).map(|n| format!(": {n}")).unwrap_or_default();
+        Error::Usage(format!("release {} has no {m} mode{why}", self.version))
+    }
+
+    /// Fails when Maven Central has no sources jar of this release; `hint` says which flags read a
+    /// checkout instead.
+    pub fn require_sources_jar(&self, hint: &str) -> Result<(), Error> {
+        match &self.no_sources_jar {
+            None => Ok(()),
+            Some(why) => Err(Error::Usage(format!("release {}: {why}; {hint}", self.version))),
+        }
     }
 }
 
@@ -246,6 +293,28 @@ impl Matrix {
     /// Looks a release up, or fails with the list of supported ones.
     pub fn require(&self, v: KafkaVersion) -> Result<&Release, Error> {
         self.get(v).ok_or_else(|| Error::UnknownRelease { version: v.to_string(), supported: self.supported_list() })
+    }
+
+    /// The release whose rules (modes, family, anchor range) apply to `v`: its own entry, or the
+    /// newest one for a release newer than the matrix.
+    pub fn rules_for(&self, v: KafkaVersion) -> Result<&Release, Error> {
+        match self.get(v) {
+            Some(r) => Ok(r),
+            None if v > self.newest().version => Ok(self.newest()),
+            None => self.require(v),
+        }
+    }
+
+    /// Coordinates of a release's sources jars; for a release not in the matrix (newer, or between
+    /// two listed ones), the nearest older release's artifacts at its version.
+    pub fn coordinates_for(&self, v: KafkaVersion) -> Result<BTreeMap<String, Coordinate>, Error> {
+        if let Some(r) = self.get(v) {
+            return Ok(r.sources.clone());
+        }
+        match self.releases.iter().rev().find(|r| r.version < v) {
+            Some(older) => Ok(older.sources.iter().map(|(d, c)| (d.clone(), c.at_version(&v.to_string()))).collect()),
+            None => Err(Error::UnknownRelease { version: v.to_string(), supported: self.supported_list() }),
+        }
     }
 
     pub fn newest(&self) -> &Release {

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use super::idfile;
 use super::transport::{NodeRole, NodeSpec, Transport};
 use super::view::{self, Depth, Snapshot};
-use crate::error::{Error, Result, EXIT_DRIFT, EXIT_OK};
+use crate::error::{Error, Failure, Outcome, Result};
 
 /// How long the registries may take to see an edited file (their cache TTL).
 const REREAD: Duration = Duration::from_secs(5);
@@ -159,7 +159,7 @@ fn quoted(text: &str) -> String {
     format!("{text:?}")
 }
 
-pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<i32> {
+pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcome> {
     super::transport::check_nodes(nodes)?;
     let verb = match a.direction {
         Direction::Promote => "promote",
@@ -205,7 +205,7 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<i32> {
             a.broker,
             blocked.len()
         );
-        return Ok(EXIT_DRIFT);
+        return Ok(Outcome::Failed(Failure::CheckFailed));
     }
     let changing: Vec<&Edit> = edits.iter().filter(|e| e.before != e.after).collect();
     let order = if edits.iter().all(|e| e.node.role == NodeRole::Broker) {
@@ -238,10 +238,10 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<i32> {
             ));
         }
     }
-    crate::cli::print(&plan)?;
+    crate::out::print(&plan)?;
     if a.dry_run {
-        crate::cli::print("dry run: nothing written\n")?;
-        return Ok(EXIT_OK);
+        crate::out::print("dry run: nothing written\n")?;
+        return Ok(Outcome::Done);
     }
     let t0 = Instant::now();
     let mut last_role = None;
@@ -272,7 +272,7 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<i32> {
 
 /// Polls Metadata until the change is visible: promote → N in the ISR of every
 /// partition it replicates that has a leader; demote → N in no ISR.
-fn wait(a: &Args, t0: Instant, verb: &str) -> Result<i32> {
+fn wait(a: &Args, t0: Instant, verb: &str) -> Result<Outcome> {
     let mut last_report = Instant::now();
     let mut last_pending: Option<Vec<String>> = None;
     loop {
@@ -316,8 +316,8 @@ fn wait(a: &Args, t0: Instant, verb: &str) -> Result<i32> {
                     a.broker
                 ));
             }
-            crate::cli::print(&s)?;
-            return Ok(EXIT_OK);
+            crate::out::print(&s)?;
+            return Ok(Outcome::Done);
         }
         if t0.elapsed() > a.timeout {
             eprintln!(
@@ -326,7 +326,7 @@ fn wait(a: &Args, t0: Instant, verb: &str) -> Result<i32> {
                 a.timeout.as_secs_f64(),
                 if pending.is_empty() { "waiting for the re-read interval".to_string() } else { pending.join("; ") }
             );
-            return Ok(EXIT_DRIFT);
+            return Ok(Outcome::Failed(Failure::CheckFailed));
         }
         if last_pending.as_ref() != Some(&pending) || last_report.elapsed() > Duration::from_secs(5) {
             eprintln!(

@@ -18,7 +18,7 @@ pub mod idfile;
 pub mod transport;
 pub mod view;
 
-use crate::error::{Result, EXIT_DRIFT, EXIT_OK};
+use crate::error::{Outcome, Result};
 
 pub struct StatusArgs {
     pub bootstrap: Vec<String>,
@@ -30,11 +30,11 @@ pub struct StatusArgs {
 }
 
 /// Prints the status; exit 1 when a red state is found (an observer in an ISR or leading).
-pub fn status(a: &StatusArgs) -> Result<i32> {
+pub fn status(a: &StatusArgs) -> Result<Outcome> {
     let snap = view::snapshot(&a.bootstrap, a.topic.as_deref(), view::Depth { offsets: true, min_insync: false })?;
     let rows = view::rows(&snap, &a.observers, a.max_lag);
     let out =
         if a.json { view::json(&rows, &a.observers, a.max_lag) } else { view::table(&rows, &a.observers, a.color) };
-    crate::cli::print(&out)?;
-    Ok(if rows.iter().any(|r| !r.flags.is_empty()) { EXIT_DRIFT } else { EXIT_OK })
+    crate::out::print(&out)?;
+    Ok(Outcome::check(rows.iter().all(|r| r.flags.is_empty())))
 }

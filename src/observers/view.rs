@@ -11,8 +11,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::cluster::probe::{self, Probe};
 use crate::error::{Error, Result};
+use crate::wire::{self as probe, Probe};
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Part {

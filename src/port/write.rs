@@ -9,7 +9,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::{PortReport, Verdict};
-use crate::error::{Error, Result, EXIT_DRIFT, EXIT_OK};
+use crate::error::{Error, Failure, Outcome, Result};
 use crate::maven::Maven;
 use crate::model::{AnchorSet, Coordinate, Matrix, Origin, Release};
 use crate::source::SourceTree;
@@ -164,7 +164,7 @@ pub fn derive_entry(maven: &Maven, template: &Release, v: KafkaVersion) -> Resul
 
 fn write_worksheet(report: &PortReport, t: &Targets) -> Result<()> {
     let text = super::render::worksheet(report, &t.versions.display().to_string());
-    crate::cli::write_atomic(&t.worksheet, text.as_bytes())?;
+    crate::fsx::write_atomic(&t.worksheet, text.as_bytes())?;
     eprintln!("okp: porting worksheet written to {}", t.worksheet.display());
     Ok(())
 }
@@ -173,7 +173,7 @@ fn write_worksheet(report: &PortReport, t: &Targets) -> Result<()> {
 /// worksheet of the sites to review, if any changed); otherwise writes only
 /// the worksheet. versions.yaml changes only after check-anchors passed on
 /// the new release with the new entry, and then in one rename.
-pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &Targets) -> Result<i32> {
+pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &Targets) -> Result<Outcome> {
     let v =
         report.to.version.ok_or_else(|| Error::Usage("--write needs the new release's number: pass --to V2".into()))?;
     let text = std::fs::read_to_string(&t.versions).map_err(|e| {
@@ -194,7 +194,7 @@ pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &T
             t.versions.display(),
             report.from.label()
         );
-        return Ok(EXIT_DRIFT);
+        return Ok(Outcome::Failed(Failure::Drift));
     }
     let from = report
         .from
@@ -226,9 +226,9 @@ pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &T
             t.versions.display(),
             drifted.join(", ")
         );
-        return Ok(EXIT_DRIFT);
+        return Ok(Outcome::Failed(Failure::Drift));
     }
-    crate::cli::write_atomic(&t.versions, new_text.as_bytes())?;
+    crate::fsx::write_atomic(&t.versions, new_text.as_bytes())?;
     let n: usize = checked.iter().map(|t| t.anchors.len()).sum();
     eprintln!(
         "okp: added {v} to {} (family {}, modes {}, scala {}, java {}); check-anchors passed: {n} anchor checks in {} mode(s)",
@@ -242,7 +242,7 @@ pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &T
     if report.verdict == Verdict::CarriesOverReview {
         write_worksheet(report, t)?;
     }
-    Ok(EXIT_OK)
+    Ok(Outcome::Done)
 }
 
 #[cfg(test)]

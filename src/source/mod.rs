@@ -12,7 +12,12 @@ pub use dir::DirTree;
 pub use git::GitTree;
 pub use release::ReleaseTree;
 
-use crate::error::Result;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::maven::Maven;
+use crate::model::Matrix;
+use crate::version::KafkaVersion;
 
 /// Name of the marker file okp writes into a tree it laid out from a
 /// release's sources jars (there is no gradle.properties in those jars).
@@ -27,6 +32,113 @@ pub trait SourceTree {
     fn declared_version(&self) -> Result<Option<String>>;
     /// Bytes of a repository-relative file, or `None` when the tree has no such file.
     fn read(&self, path: &str) -> Result<Option<Vec<u8>>>;
+}
+
+/// Where a command reads upstream sources from, as its flags said.
+#[derive(Clone, Copy, Debug)]
+pub enum Spec<'a> {
+    /// A checkout or a tree laid out by `okp sources` (`--source DIR`).
+    Dir(&'a Path),
+    /// A revision of a git repository, read from its object database (`--git REPO --rev REV`).
+    Git { repo: &'a Path, rev: &'a str },
+    /// A release's sources jars from Maven Central. `hint` names the flags that read a checkout
+    /// instead, for the message when Maven Central has no sources jar of it.
+    Release { version: KafkaVersion, hint: &'a str },
+}
+
+/// Opens the tree `spec` names: the one place that knows a release may have no sources jar.
+pub fn open(spec: Spec<'_>, matrix: &Matrix, maven: &Maven) -> Result<Box<dyn SourceTree>> {
+    match spec {
+        Spec::Dir(d) => Ok(Box::new(DirTree::open(d)?)),
+        Spec::Git { repo, rev } => Ok(Box::new(GitTree::open(repo, rev)?)),
+        Spec::Release { version, hint } => {
+            if let Some(r) = matrix.get(version) {
+                r.require_sources_jar(hint)?;
+            }
+            let coords = matrix.coordinates_for(version)?;
+            let tree = ReleaseTree::open(maven, &version.to_string(), &coords).map_err(|e| match e {
+                Error::NotPublished(m) => Error::Usage(format!(
+                    "release {version} has no sources jar: not published on Maven Central: {m}; {hint}"
+                )),
+                e => e,
+            })?;
+            Ok(Box::new(tree))
+        }
+    }
+}
+
+/// The release a tree is: `flag` when given (noting a mismatch with what the tree declares), else
+/// what the tree declares, which must be a final release.
+pub fn release_of(tree: &dyn SourceTree, flag: Option<KafkaVersion>) -> Result<KafkaVersion> {
+    let declared = tree.declared_version()?;
+    match (flag, declared) {
+        (Some(v), Some(d)) => {
+            if d != v.to_string() {
+                crate::out::note(format!(
+                    "note: {} declares version {d}; checking it against the anchors of {v}",
+                    tree.describe()
+                ));
+            }
+            Ok(d.parse().unwrap_or(v))
+        }
+        (Some(v), None) => Ok(v),
+        (None, Some(d)) => d.parse().map_err(|_| {
+            Error::Usage(format!(
+                "{} declares version {d}, which is not a final release; pass --version to choose the anchors to check",
+                tree.describe()
+            ))
+        }),
+        (None, None) => Err(Error::Usage(format!(
+            "{} does not say which release it is (no gradle.properties version=); pass --version",
+            tree.describe()
+        ))),
+    }
+}
+
+/// Refuses an output directory that exists and is not empty.
+pub fn refuse_non_empty(out: &Path) -> Result<()> {
+    if out.exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        return Err(Error::Tree { path: out.to_path_buf(), msg: "already exists and is not empty".into() });
+    }
+    Ok(())
+}
+
+/// Lays `files` (repository-relative path, bytes) out as a tree at `out` with okp's `marker`,
+/// atomically: built in a staging directory beside `out`, then renamed into place. Each path must
+/// stay inside the tree. Returns the number of files written.
+pub fn lay_out(out: &Path, files: &[(String, Vec<u8>)], marker: &str) -> Result<usize> {
+    refuse_non_empty(out)?;
+    for (path, _) in files {
+        let p = Path::new(path);
+        let inside = !path.is_empty() && p.components().all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !inside {
+            return Err(Error::Source(format!("{}: a source path leaves the tree: {path:?}", out.display())));
+        }
+    }
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".okp-sources-")
+        .tempdir_in(parent)
+        .map_err(|e| Error::io(format!("cannot create a staging directory in {}", parent.display()), e))?;
+    for (path, bytes) in files {
+        let p = staging.path().join(path);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).map_err(|e| Error::io(format!("cannot create {}", d.display()), e))?;
+        }
+        std::fs::write(&p, bytes).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+    }
+    std::fs::write(staging.path().join(MARKER), marker).map_err(|e| Error::io("cannot write the source marker", e))?;
+    if out.exists() {
+        std::fs::remove_dir(out).map_err(|e| Error::io(format!("cannot replace empty {}", out.display()), e))?;
+    }
+    // The staging directory is removed on every error above; from here it becomes `out`.
+    let staged = staging.keep();
+    std::fs::rename(&staged, out).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&staged);
+        Error::io(format!("cannot move the laid-out tree to {}", out.display()), e)
+    })?;
+    Ok(files.len())
 }
 
 /// The `version=` value of a gradle.properties file.

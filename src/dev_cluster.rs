@@ -10,15 +10,15 @@
 //! Not for operators: it proves nothing by itself (that is `okp verify`).
 
 use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::journal::Journal;
-use super::runtime::Runtime;
-use super::{Cluster, Timers};
-use crate::error::{Error, Result, EXIT_OK};
-use crate::maven::Maven;
-use crate::model::{Mode, Model, Release};
+use crate::cluster::journal::Journal;
+use crate::cluster::runtime::Runtime;
+use crate::cluster::{Cluster, Timers};
+use crate::error::{Error, Outcome, Result};
+use crate::model::{Layers, Mode, Release};
+use crate::workspace::Workspace;
 
 /// `NAME=ASSIGNMENT[,CONFIG=VALUE...]` → (name, assignment, configs).
 fn topic_spec(s: &str) -> Result<(String, String, Vec<String>)> {
@@ -31,31 +31,16 @@ fn topic_spec(s: &str) -> Result<(String, String, Vec<String>)> {
 }
 
 pub fn hold(
-    model: &Model,
-    patches: Option<&Path>,
+    ws: &Workspace,
     release: Release,
     mode: Mode,
     timers: Timers,
     extra: &[String],
     state: &Path,
-) -> Result<i32> {
+) -> Result<Outcome> {
     let extra: Vec<(String, String, Vec<String>)> = extra.iter().map(|s| topic_spec(s)).collect::<Result<_>>()?;
-    let maven = Maven::from_env();
-    let opts = crate::verify::Options {
-        release: release.clone(),
-        mode,
-        flavor: crate::scenarios::Flavor::Patched,
-        jars: None,
-        layers: crate::model::Layers::all(),
-        scenarios: vec![],
-        timers: timers.clone(),
-        evidence: PathBuf::new(),
-        keep: false,
-        base_port: None,
-        json: false,
-    };
-    let build = crate::verify::patched_jars(model, patches, &maven, &opts)?;
-    let rt = Runtime::assemble(&maven, release.version, Some(&build))?;
+    let build = crate::verify::patched_jars(ws, &release, mode, &Layers::all(), None)?;
+    let rt = Runtime::assemble(&ws.maven, release.version, Some(&build))?;
     let run_dir = tempfile::Builder::new()
         .prefix("okp-dev-cluster-")
         .tempdir()
@@ -112,7 +97,7 @@ pub fn hold(
     } else {
         let _ = std::fs::remove_dir_all(&run_dir);
     }
-    Ok(EXIT_OK)
+    Ok(Outcome::Done)
 }
 
 fn reply(s: &str) {
@@ -162,12 +147,12 @@ fn write_state(c: &mut Cluster, release: &Release, state: &Path) -> Result<()> {
     let mut list = Vec::new();
     for id in c.kafka_nodes() {
         let n = c.node(id);
-        let role = if n.role == super::node::Role::Controller { "controller" } else { "broker" };
+        let role = if n.role == crate::cluster::node::Role::Controller { "controller" } else { "broker" };
         nodes.push_str(&format!("  - {{id: {id}, role: {role}, path: '{}'}}\n", n.observer_file().display()));
         list.push(serde_json::json!({"id": id, "role": role, "port": n.port, "pid": n.pid(), "observer_file": n.observer_file(), "dir": n.dir}));
     }
     let nodes_file = state.with_file_name("nodes.yaml");
-    crate::cli::write_atomic(&nodes_file, nodes.as_bytes())?;
+    crate::fsx::write_atomic(&nodes_file, nodes.as_bytes())?;
     let boot = c.bootstrap(&[]);
     let v = serde_json::json!({
         "release": release.version.to_string(),
@@ -177,5 +162,5 @@ fn write_state(c: &mut Cluster, release: &Release, state: &Path) -> Result<()> {
         "nodes_file": nodes_file,
         "nodes": list,
     });
-    crate::cli::write_atomic(state, (serde_json::to_string_pretty(&v).unwrap_or_default() + "\n").as_bytes())
+    crate::fsx::write_atomic(state, (serde_json::to_string_pretty(&v).unwrap_or_default() + "\n").as_bytes())
 }

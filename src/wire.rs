@@ -19,14 +19,36 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use super::tools::PartitionState;
-
 const API_LIST_OFFSETS: i16 = 2;
 const API_METADATA: i16 = 3;
 const API_DESCRIBE_CONFIGS: i16 = 32;
 const API_VERSIONS: i16 = 18;
 
 /// ListOffsets `replica_id` of an ordinary consumer: a leader answers with its high watermark.
+/// One partition's leader, replicas and ISR, as Metadata answers it and as
+/// TopicCommand --describe prints it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PartitionState {
+    pub leader: Option<i32>,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    /// Eligible leader replicas (3.9 on prints them; empty otherwise).
+    pub elr: Vec<i32>,
+}
+
+impl PartitionState {
+    pub fn in_isr(&self, id: i32) -> bool {
+        self.isr.contains(&id)
+    }
+
+    pub fn show(&self) -> String {
+        let j = |v: &[i32]| v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+        let leader = self.leader.map(|l| l.to_string()).unwrap_or_else(|| "none".into());
+        let elr = if self.elr.is_empty() { String::new() } else { format!(" Elr: {}", j(&self.elr)) };
+        format!("Leader: {leader} Replicas: {} Isr: {}{elr}", j(&self.replicas), j(&self.isr))
+    }
+}
+
 pub const CONSUMER: i32 = -1;
 /// Kafka's DEBUGGING_REPLICA_ID: any replica (follower too) answers "latest"
 /// with its own local log end offset (no isolation level applies).

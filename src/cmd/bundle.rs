@@ -1,0 +1,36 @@
+//! `okp keygen`, `bundle`, `verify-bundle`, `install`, `rollback`.
+//!
+//! Not here: keys and signatures (`bundle::sign`), the checks
+//! (`bundle::verify`), making a bundle (`bundle::make`).
+
+use crate::bundle::{self as lib, ScriptFlags};
+use crate::cli::{BundleArgs, InstallArgs, KeygenArgs, RollbackArgs, VerifyBundleArgs};
+use crate::error::{Outcome, Result};
+use crate::workspace::Workspace;
+
+pub fn keygen(a: KeygenArgs) -> Result<Outcome> {
+    lib::keygen(&a.out, a.unencrypted)
+}
+
+pub fn bundle(ws: &Workspace, a: BundleArgs) -> Result<Outcome> {
+    lib::bundle(ws, &a.build, a.target, &a.key, a.out.as_deref(), a.gpg_sign.as_deref())
+}
+
+pub fn verify_bundle(a: VerifyBundleArgs) -> Result<Outcome> {
+    lib::verify_bundle(&a.file, &a.pubkey, super::json(a.format))
+}
+
+pub fn install(a: InstallArgs) -> Result<Outcome> {
+    let flags = ScriptFlags {
+        dry_run: a.dry_run,
+        ignore_arch: a.ignore_arch,
+        accept_local_jars: a.accept_local_jars,
+        force: false,
+    };
+    lib::install(&a.bundle, &a.kafka_home, a.pubkey.as_deref(), a.allow_unverified, &flags)
+}
+
+pub fn rollback(a: RollbackArgs) -> Result<Outcome> {
+    let flags = ScriptFlags { dry_run: a.dry_run, ignore_arch: false, accept_local_jars: false, force: a.force };
+    lib::rollback(&a.kafka_home, &flags)
+}

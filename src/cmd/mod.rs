@@ -1,0 +1,57 @@
+//! One module per command: each turns its flags (`cli`) into library calls
+//! and returns how the command came out. Only the commands that need the
+//! model and the patch set build a `Workspace`, once.
+//!
+//! Not here: flag definitions (`cli`), the work itself (the library modules),
+//! exit codes (`error`).
+
+mod build;
+mod bundle;
+mod check;
+mod dev_cluster;
+mod diff;
+mod observers;
+mod patch;
+mod sources;
+mod verify;
+mod versions;
+
+use crate::cli::{Cli, Command, ListFormat};
+use crate::error::{Outcome, Result};
+use crate::model::{Layer, Layers};
+use crate::workspace::{DataFiles, Workspace};
+
+/// Runs the command the command line names.
+pub fn run(cli: Cli) -> Result<Outcome> {
+    let files = DataFiles { versions: cli.versions, anchors: cli.anchors, patches: cli.patches };
+    let ws = || Workspace::load(&files);
+    match cli.command {
+        Command::Versions(a) => versions::run(&ws()?, a),
+        Command::CheckAnchors(a) => check::run(&ws()?, a),
+        Command::Diff(a) => diff::run(&files, a),
+        Command::Show(a) => patch::show(&ws()?, a),
+        Command::Apply(a) => patch::apply(&ws()?, a),
+        Command::Revert(a) => patch::revert(a),
+        Command::Status(a) => patch::status(a),
+        Command::Export(a) => patch::export(&ws()?, a),
+        Command::Build(a) => build::run(&ws()?, a),
+        Command::Verify(a) => verify::run(&ws()?, a),
+        Command::DevCluster(a) => dev_cluster::run(&ws()?, a),
+        Command::Sources(a) => sources::run(&ws()?, a),
+        Command::Keygen(a) => bundle::keygen(a),
+        Command::Bundle(a) => bundle::bundle(&ws()?, a),
+        Command::VerifyBundle(a) => bundle::verify_bundle(a),
+        Command::Install(a) => bundle::install(a),
+        Command::Rollback(a) => bundle::rollback(a),
+        Command::Observers(a) => observers::run(a),
+    }
+}
+
+/// `--layer` as given: core plus the chosen layers.
+fn layers(chosen: &[Layer]) -> Layers {
+    Layers::with(chosen)
+}
+
+fn json(f: ListFormat) -> bool {
+    f == ListFormat::Json
+}

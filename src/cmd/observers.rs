@@ -1,0 +1,75 @@
+//! `okp observers status|promote|demote`: which nodes' files to read and how,
+//! then the library call.
+//!
+//! Not here: the snapshot and its rows (`observers::view`), the change with
+//! its pre-checks and waits (`observers::change`), transports
+//! (`observers::transport`).
+
+use crate::cli::{NodeFiles, ObserversArgs, ObserversChangeArgs, ObserversCommand, TransportKind};
+use crate::error::{Error, Outcome, Result};
+use crate::observers::change::{self, Direction};
+use crate::observers::transport::{self as t, NodeRole, NodeSpec, Transport};
+use crate::observers::{self, StatusArgs};
+
+pub fn run(a: ObserversArgs) -> Result<Outcome> {
+    match a.command {
+        ObserversCommand::Status(a) => {
+            let (nodes, transport) = resolve(&a.files)?;
+            let set = change::observer_set(a.observers.as_deref(), a.observers_file.as_deref(), &nodes, &transport)?;
+            observers::status(&StatusArgs {
+                bootstrap: a.bootstrap.bootstrap,
+                topic: a.topic,
+                observers: set,
+                max_lag: a.max_lag,
+                json: super::json(a.format),
+                color: crate::out::stdout_styled(),
+            })
+        }
+        ObserversCommand::Promote(a) => change_one(a, Direction::Promote),
+        ObserversCommand::Demote(a) => {
+            if a.for_unclean_election {
+                return Err(Error::Usage("--for-unclean-election belongs to promote".into()));
+            }
+            change_one(a, Direction::Demote)
+        }
+    }
+}
+
+fn change_one(a: ObserversChangeArgs, direction: Direction) -> Result<Outcome> {
+    let (nodes, transport) = resolve(&a.files)?;
+    let args = change::Args {
+        broker: a.broker,
+        direction,
+        for_unclean: a.for_unclean_election,
+        force: a.force,
+        dry_run: a.dry_run,
+        timeout: std::time::Duration::from_secs(a.timeout),
+        bootstrap: a.bootstrap.bootstrap,
+    };
+    change::run(&nodes, &transport, &args)
+}
+
+/// The nodes (from --nodes, --node, --controller-node) and how their files are reached.
+fn resolve(f: &NodeFiles) -> Result<(Vec<NodeSpec>, Transport)> {
+    let mut nodes = Vec::new();
+    if let Some(file) = &f.nodes {
+        nodes.extend(t::load_nodes_file(file)?);
+    }
+    for n in &f.node {
+        nodes.push(t::parse_node_flag(n, NodeRole::Broker)?);
+    }
+    for n in &f.controller_node {
+        nodes.push(t::parse_node_flag(n, NodeRole::Controller)?);
+    }
+    let transport = match (f.transport, &f.read_cmd, &f.write_cmd) {
+        (TransportKind::Local, None, None) => Transport::Local,
+        (TransportKind::Local, _, _) => {
+            return Err(Error::Usage("--read-cmd and --write-cmd need --transport command".into()))
+        }
+        (TransportKind::Command, Some(r), Some(w)) => Transport::Command { read: r.clone(), write: w.clone() },
+        (TransportKind::Command, _, _) => {
+            return Err(Error::Usage("--transport command needs both --read-cmd and --write-cmd".into()))
+        }
+    };
+    Ok((nodes, transport))
+}

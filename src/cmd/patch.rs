@@ -1,0 +1,42 @@
+//! `okp show`, `apply`, `revert`, `status`, `export`: the patch set on a tree.
+//!
+//! Not here: planning and writing (`patch`, `apply`, `tx`).
+
+use crate::cli::{ApplyArgs, ExportArgs, RevertArgs, ShowArgs, StatusArgs};
+use crate::error::{Outcome, Result};
+use crate::patch::{self as lib, ApplyOpts};
+use crate::source::Spec;
+use crate::workspace::Workspace;
+
+pub fn show(ws: &Workspace, a: ShowArgs) -> Result<Outcome> {
+    lib::show(ws, a.version, a.mode, &super::layers(&a.layers), super::json(a.format))
+}
+
+pub fn apply(ws: &Workspace, a: ApplyArgs) -> Result<Outcome> {
+    let opts = ApplyOpts { force: a.force, dry_run: a.dry_run, commit: a.commit, layers: super::layers(&a.layers) };
+    lib::apply(ws, &a.target.source, a.target.version, a.target.mode, opts)
+}
+
+pub fn revert(a: RevertArgs) -> Result<Outcome> {
+    lib::revert(&a.source, a.force)
+}
+
+pub fn status(a: StatusArgs) -> Result<Outcome> {
+    lib::status(&a.source)
+}
+
+pub fn export(ws: &Workspace, a: ExportArgs) -> Result<Outcome> {
+    let spec = match (&a.source, &a.git) {
+        (Some(d), _) => Spec::Dir(d),
+        (_, Some(g)) => Spec::Git { repo: g, rev: a.rev.as_deref().unwrap_or("HEAD") },
+        _ => {
+            ws.release(a.version)?;
+            Spec::Release {
+                version: a.version,
+                hint: "export reads a checkout instead with --source DIR or --git REPO --rev REV",
+            }
+        }
+    };
+    let tree = ws.open(spec)?;
+    lib::export(ws, a.version, a.mode, &super::layers(&a.layers), tree.as_ref(), a.output.as_deref())
+}

@@ -1,0 +1,54 @@
+//! okp: observer replicas for Apache Kafka, as a library the `okp` binary
+//! drives. The pipeline, bottom to top (docs/architecture.md draws it):
+//!
+//! - foundations: `error` (outcomes, exit codes), `out` (stdout, messages),
+//!   `fsx` (atomic writes), `hash`, `version`
+//! - data: `model` (versions.yaml, anchors.yaml), `patchset` (edits.yaml and
+//!   our own sources, in layers)
+//! - upstream sources: `maven`, `source` (directory, git, release jars),
+//!   `workspace` (what a command works with)
+//! - anchors and edits: `anchor`, `check`, `report`, `apply`, `tx`, `gitwt`,
+//!   `patch`
+//! - products: `build` (splice, Gradle), `port` (diff to a new release),
+//!   `bundle` (signed bundles, install, rollback)
+//! - live clusters: `wire` (Kafka protocol client), `cluster`, `scenarios`,
+//!   `verify`, `dev_cluster`, `observers`
+//! - the command line: `cli` (flags only), `cmd` (one module per command)
+//!
+//! A module imports only modules listed before its own line, or its own
+//! line's; `tests/architecture.rs` checks that on every run.
+
+pub mod error;
+pub mod fsx;
+pub mod hash;
+pub mod out;
+pub mod version;
+
+pub mod model;
+pub mod patchset;
+
+pub mod maven;
+pub mod source;
+pub mod workspace;
+
+pub mod anchor;
+pub mod apply;
+pub mod check;
+pub mod gitwt;
+pub mod patch;
+pub mod report;
+pub mod tx;
+
+pub mod build;
+pub mod bundle;
+pub mod port;
+
+pub mod cluster;
+pub mod dev_cluster;
+pub mod observers;
+pub mod scenarios;
+pub mod verify;
+pub mod wire;
+
+pub mod cli;
+pub mod cmd;

@@ -1,0 +1,39 @@
+//! What okp says: the one place that writes to stdout, and the shape of its
+//! messages on stderr (`okp: …` notes, `okp: error: …`).
+//!
+//! Results (tables, JSON, diffs, plans) go to stdout through `print`, so a
+//! reader can pipe them; progress and notes go to stderr through `note`, so
+//! they never mix into a result. A closed pipe (`okp … | head`) is the
+//! reader's choice and ends the output quietly.
+//!
+//! Not here: how a report is laid out (`report`, `port::render`,
+//! `bundle::verify::render`), exit codes (`error`).
+
+use std::io::Write;
+
+use crate::error::{Error, Result};
+
+/// Writes a result to stdout, flushed.
+pub fn print(s: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map_err(|e| Error::io("cannot write to stdout", e)),
+    }
+}
+
+/// A note or progress line on stderr: `okp: <msg>`.
+pub fn note(msg: impl std::fmt::Display) {
+    eprintln!("okp: {msg}");
+}
+
+/// The line `main` prints for an error that ends a command.
+pub fn error_line(e: &Error) -> String {
+    format!("okp: error: {e}")
+}
+
+/// True when stdout is a terminal and NO_COLOR is unset: colour and progress may be used.
+pub fn stdout_styled() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
