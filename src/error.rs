@@ -113,6 +113,10 @@ pub enum Error {
     #[error("{path}: {msg}")]
     Tree { path: PathBuf, msg: String },
 
+    /// A file okp wrote carries a `schema` this okp does not read (written by another okp).
+    #[error("{path}: schema {found} is not one this okp reads (it reads schema {reads}); {remedy}")]
+    UnknownSchema { path: PathBuf, found: String, reads: u32, remedy: &'static str },
+
     #[error("{0}")]
     Source(String),
 

@@ -2,7 +2,8 @@
 //! drives. The pipeline, bottom to top (docs/architecture.md draws it):
 //!
 //! - foundations: `error` (outcomes, exit codes), `out` (stdout, messages),
-//!   `fsx` (atomic writes), `hash`, `version`
+//!   `fsx` (atomic writes), `hash`, `schema` (the versioned records okp
+//!   writes), `version`
 //! - data: `model` (versions.yaml, anchors.yaml), `patchset` (edits.yaml and
 //!   our own sources, in layers)
 //! - upstream sources: `maven`, `source` (directory, git, release jars),
@@ -22,6 +23,7 @@ pub mod error;
 pub mod fsx;
 pub mod hash;
 pub mod out;
+pub mod schema;
 pub mod version;
 
 pub mod model;

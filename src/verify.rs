@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::build::splice::{self, BuildRecord};
+use crate::build::record::BuildRecord;
+use crate::build::splice;
 use crate::cluster::journal::Journal;
 use crate::cluster::runtime::Runtime;
 use crate::cluster::{Cluster, Timers};
@@ -177,14 +178,6 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     Ok(Exit::check(verdict.ok()))
 }
 
-/// The okp-build.json of an `okp build` output directory.
-pub fn read_build_record(dir: &Path) -> Result<BuildRecord> {
-    let p = dir.join("okp-build.json");
-    let text = std::fs::read_to_string(&p)
-        .map_err(|e| Error::io(format!("cannot read {} (is it an `okp build` output?)", p.display()), e))?;
-    serde_json::from_str(&text).map_err(|e| Error::Usage(format!("{}: not an okp build record: {e}", p.display())))
-}
-
 /// Patched jars: `--jars DIR` (a build's output), else a splice build cached
 /// per release, mode and patch-set hash (a changed patch set builds anew).
 pub fn patched_jars(
@@ -195,8 +188,8 @@ pub fn patched_jars(
     jars: Option<&Path>,
 ) -> Result<BuildRecord> {
     if let Some(dir) = jars {
-        let rec = read_build_record(dir)?;
-        if rec.release != release.version.to_string() || rec.mode != mode.as_str() {
+        let rec = BuildRecord::read(dir)?;
+        if rec.release != release.version || rec.mode != mode {
             return Err(Error::Usage(format!(
                 "{}: built for {} {}, not {} {}",
                 dir.display(),
@@ -210,11 +203,14 @@ pub fn patched_jars(
     }
     let hash = ws.patch_set()?.effective(&ws.model, release, release.version, mode, layers).hash;
     let dir = ws.maven.repo_local.join("okp-verify-jars").join(format!("{}-{}-{}", release.version, mode, &hash[..16]));
-    if let Ok(rec) = read_build_record(&dir) {
-        if rec.patch_set_hash == hash && rec.jars.iter().all(|j| j.path.is_file()) {
+    // A record this okp cannot read (another schema, damaged) is a miss: the jars are built anew.
+    match BuildRecord::read(&dir) {
+        Ok(rec) if rec.patch_set_hash == hash && rec.jars.iter().all(|j| j.path.is_file()) => {
             eprintln!("okp: verify: patched jars from the cache {}", dir.display());
             return Ok(rec);
         }
+        Err(e) if dir.exists() => eprintln!("okp: verify: cached jars not used ({e})"),
+        _ => {}
     }
     eprintln!("okp: verify: building the patched jars of {} {} (splice)", release.version, mode);
     match splice::splice(ws, release, mode, layers, &dir)? {

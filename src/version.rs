@@ -50,6 +50,14 @@ impl serde::Serialize for KafkaVersion {
     }
 }
 
+/// The same string `Serialize` writes (`3.9.2`), parsed as at the edge.
+impl<'de> serde::Deserialize<'de> for KafkaVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<str>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,6 +68,15 @@ mod tests {
         let b: KafkaVersion = "3.10.0".parse().unwrap();
         assert!(a < b);
         assert_eq!(a.to_string(), "3.9.2");
+    }
+
+    #[test]
+    fn serializes_to_the_string_it_parses_from() {
+        let v: KafkaVersion = serde_json::from_str("\"3.10.0\"").unwrap();
+        assert_eq!(v, KafkaVersion::new(3, 10, 0));
+        assert_eq!(serde_json::to_string(&v).unwrap(), "\"3.10.0\"");
+        let e = serde_json::from_str::<KafkaVersion>("\"3.9\"").unwrap_err().to_string();
+        assert!(e.contains("not a Kafka release number"), "{e}");
     }
 
     #[test]

@@ -36,7 +36,7 @@ impl SourceKey {
     }
 }
 
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SpliceReport {
     pub jar: String,
     /// Upstream classes replaced by a recompiled class of the same name.

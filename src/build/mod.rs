@@ -1,7 +1,12 @@
 //! Building patched jars: the splice backend (from a release's jars, no
-//! checkout) and the Gradle backend (a checkout's own wrapper).
+//! checkout) and the Gradle backend (a checkout's own wrapper), and the
+//! records a build writes (okp-build.json: `record`).
+//!
+//! Not here: what the patch set changes (`apply`, `patchset`), bundling the
+//! jars (`bundle`).
 
 pub mod classfile;
 pub mod gradle;
 pub mod jar;
+pub mod record;
 pub mod splice;

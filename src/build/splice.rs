@@ -12,11 +12,12 @@ use std::time::Instant;
 
 use super::classfile;
 use super::jar::{self, SourceKey, SpliceReport};
+use super::record::{BuildRecord, JarResult};
 use crate::apply;
 use crate::error::{Error, Result};
 use crate::hash::sha256;
 use crate::maven::Maven;
-use crate::model::{Coordinate, Layer, Layers, Mode, Release};
+use crate::model::{Coordinate, Layers, Mode, Release};
 use crate::source::ReleaseTree;
 use crate::workspace::Workspace;
 
@@ -26,37 +27,6 @@ fn registry_for(module: &str) -> &'static str {
         "metadata" => "org/apache/kafka/controller/ObserverReplicas",
         _ => "kafka/observer/ObserverIds",
     }
-}
-
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub struct JarResult {
-    pub module: String,
-    pub upstream: String,
-    pub upstream_sha256: String,
-    pub path: PathBuf,
-    pub sha256: String,
-    pub splice: SpliceReport,
-}
-
-/// okp-build.json: what a build produced and from what. Written by the
-/// splice backend, read back by `okp bundle`.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub struct BuildRecord {
-    pub okp_version: String,
-    pub release: String,
-    pub mode: String,
-    pub family: String,
-    pub patch_set_hash: String,
-    /// The layers built in (`core`, `metrics`); records written before layers existed hold core only.
-    #[serde(default = "crate::model::anchors::core_only")]
-    pub layers: Vec<Layer>,
-    pub backend: String,
-    pub compilers: BTreeMap<String, String>,
-    /// Repository paths recompiled (our new files and the edited upstream files).
-    pub sources: Vec<String>,
-    pub jars: Vec<JarResult>,
-    #[serde(default)]
-    pub seconds: BTreeMap<String, f64>,
 }
 
 /// Why a splice build did not produce jars: the compiler's own words.
@@ -334,9 +304,10 @@ pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, ou
     }
     // Keep the patched sources beside the jars: they are what was compiled.
     let record = BuildRecord {
+        schema: super::record::SCHEMA.current,
         okp_version: env!("CARGO_PKG_VERSION").to_string(),
-        release: release.version.to_string(),
-        mode: mode.to_string(),
+        release: release.version,
+        mode,
         family: eff.family.clone(),
         patch_set_hash: eff.hash.clone(),
         layers: eff.layers.iter().collect(),
@@ -346,8 +317,7 @@ pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, ou
         jars,
         seconds,
     };
-    let json = serde_json::to_string_pretty(&record).unwrap_or_default() + "\n";
-    std::fs::write(out.join("okp-build.json"), json).map_err(|e| Error::io("cannot write okp-build.json", e))?;
+    record.write(out)?;
     Ok(SpliceOutcome::Built(record))
 }
 

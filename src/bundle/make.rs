@@ -4,21 +4,24 @@
 //! identity → lay out the files (pure, `layout`) → check native code for the
 //! target → manifest → archive → sign → write everything atomically → verify
 //! the result as a user would.
+//!
+//! Not here: reading okp-build.json (`build::record`), the manifest's schema
+//! (`manifest`), checking a bundle (`verify`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::archive;
 use super::layout::{self, JarInput};
-use super::manifest::{is_sha256, Artifact, Build, BuildRecord, Identity, Manifest};
+use super::manifest::{is_sha256, Artifact, Build, Identity, Manifest};
 use super::sign;
 use super::target::{self, Target};
 use super::verify;
+use crate::build::record::{self, BuildRecord};
 use crate::error::{Error, Result};
 use crate::hash::sha256;
 use crate::maven::Maven;
-use crate::model::{Coordinate, Mode, Model};
-use crate::version::KafkaVersion;
+use crate::model::{Coordinate, Model};
 use crate::workspace::Workspace;
 
 pub struct Options<'a> {
@@ -48,7 +51,7 @@ fn plain_file_name(s: &str) -> bool {
 }
 
 fn bad(dir: &Path, msg: String) -> Error {
-    Error::Tree { path: dir.join("okp-build.json"), msg }
+    Error::Tree { path: dir.join(record::FILE_NAME), msg }
 }
 
 /// An entry of a jar, by name (LICENSE, NOTICE at its root).
@@ -63,20 +66,8 @@ fn jar_entry(jar: &[u8], name: &str) -> Option<Vec<u8>> {
 
 /// Reads the build record and checks it against the jars beside it and the matrix.
 fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<layout::Inputs> {
-    let record_path = dir.join("okp-build.json");
-    let text = std::fs::read(&record_path).map_err(|e| {
-        Error::io(
-            format!(
-                "cannot read {} (bundle a directory written by `okp build --version V --mode M --out DIR`)",
-                record_path.display()
-            ),
-            e,
-        )
-    })?;
-    let rec: BuildRecord =
-        serde_json::from_slice(&text).map_err(|e| bad(dir, format!("not an okp build record: {e}")))?;
-    let release_v: KafkaVersion = rec.release.parse().map_err(|e: String| bad(dir, e))?;
-    let mode: Mode = rec.mode.parse().map_err(|e: String| bad(dir, e))?;
+    let rec = BuildRecord::read(dir)?;
+    let (release_v, mode) = (rec.release, rec.mode);
     let release = model.matrix.require(release_v)?;
     if !release.supports(mode) {
         return Err(bad(dir, format!("release {release_v} has no {mode} mode")));
@@ -103,7 +94,7 @@ fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<la
         }
         let coord: Coordinate = j.upstream.parse().map_err(|e: String| bad(dir, e))?;
         let expected_name = format!("{}-{}.jar", coord.artifact, coord.version);
-        if j.splice.jar != expected_name || !plain_file_name(&j.splice.jar) || coord.version != rec.release {
+        if j.splice.jar != expected_name || !plain_file_name(&j.splice.jar) || coord.version != release_v.to_string() {
             return Err(bad(
                 dir,
                 format!("jar {} does not match its upstream {} of release {}", j.splice.jar, j.upstream, rec.release),

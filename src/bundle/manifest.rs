@@ -1,10 +1,12 @@
-//! MANIFEST.json, the bundle's versioned description of itself, and the reader
-//! of the build record (okp-build.json) it is made from.
+//! MANIFEST.json, the bundle's versioned description of itself.
 //!
 //! The schema is strict (`deny_unknown_fields`, `schema: "okp-bundle/1"`): a
 //! manifest okp cannot fully understand fails verification instead of being
 //! half-read. A change of meaning gets a new schema string. `validate` checks
 //! what serde cannot: the typed values, hashes, paths, and that the parts agree.
+//!
+//! Not here: the build record a bundle is made from (`build::record`), laying
+//! the files out (`layout`), checking a bundle's bytes (`verify`).
 
 use std::collections::BTreeMap;
 
@@ -211,9 +213,6 @@ impl Manifest {
         }
     }
 }
-
-/// okp-build.json, as the splice backend writes it.
-pub use crate::build::splice::BuildRecord;
 
 #[cfg(test)]
 mod tests {

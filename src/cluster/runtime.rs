@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::build::splice::BuildRecord;
+use crate::build::record::BuildRecord;
 use crate::error::{Error, Result};
 use crate::maven::Maven;
 use crate::model::Coordinate;
@@ -62,7 +62,7 @@ impl Runtime {
         };
         let mut swapped = Vec::new();
         if let Some(rec) = build {
-            if rec.release != v {
+            if rec.release != version {
                 return Err(Error::Usage(format!("the build record is for {} but the run is for {v}", rec.release)));
             }
             for jar in &rec.jars {

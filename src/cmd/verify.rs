@@ -3,6 +3,7 @@
 //!
 //! Not here: the run and its evidence (`verify`), the scenarios (`scenarios`).
 
+use crate::build::record::BuildRecord;
 use crate::cli::{ListFormat, VerifyArgs};
 use crate::error::{Error, Outcome, Result};
 use crate::model::{Layers, Mode, ModeDefault};
@@ -76,7 +77,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     };
     // With --jars the build record says which layers the jars carry.
     let layers = match &args.jars {
-        Some(dir) => Layers::with(&crate::verify::read_build_record(dir).map(|r| r.layers).unwrap_or_default()),
+        Some(dir) => Layers::with(&BuildRecord::read(dir).map(|r| r.layers).unwrap_or_default()),
         None => Layers::with(&args.layers),
     };
     let explicit = !args.scenarios.is_empty();

@@ -1,0 +1,165 @@
+//! okp-build.json: what a build produced and from what, beside the jars in a
+//! build's output directory. The splice backend writes it (`BuildRecord::write`);
+//! `okp bundle`, `okp verify --jars`, verify's jar cache and the cluster runtime
+//! read it (`BuildRecord::read`), nothing else.
+//!
+//! Schema 1. A record without a `schema` field (written before the field
+//! existed, by this same struct) is read as schema 1: its fields mean what
+//! they mean in schema 1, and refusing it would only make users rebuild jars
+//! that are fine. Any other number is refused ("rebuild with okp build"); in
+//! verify's cache under ~/.m2/repository/okp-verify-jars/ a refused record is
+//! a miss and the jars are built anew.
+//!
+//! Not here: producing the jars (`splice`), checking the record against the
+//! jars for a bundle (`bundle::make`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::jar::SpliceReport;
+use crate::error::Result;
+use crate::model::{Layer, Mode};
+use crate::schema::Schema;
+use crate::version::KafkaVersion;
+
+pub const FILE_NAME: &str = "okp-build.json";
+
+/// The schema this okp writes and reads.
+pub const SCHEMA: Schema = Schema {
+    current: 1,
+    remedy: "it was written by another okp; rebuild the jars with `okp build` (or use the okp that built them)",
+};
+
+fn schema_1() -> u32 {
+    1
+}
+
+/// okp-build.json, schema 1.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BuildRecord {
+    /// 1; absent in records written before the field existed, which are read as 1.
+    #[serde(default = "schema_1")]
+    pub schema: u32,
+    pub okp_version: String,
+    pub release: KafkaVersion,
+    pub mode: Mode,
+    pub family: String,
+    pub patch_set_hash: String,
+    /// The layers built in (`core`, `metrics`); records written before layers existed hold core only.
+    #[serde(default = "crate::model::anchors::core_only")]
+    pub layers: Vec<Layer>,
+    pub backend: String,
+    pub compilers: BTreeMap<String, String>,
+    /// Repository paths recompiled (our new files and the edited upstream files).
+    pub sources: Vec<String>,
+    pub jars: Vec<JarResult>,
+    #[serde(default)]
+    pub seconds: BTreeMap<String, f64>,
+}
+
+/// One patched jar of a build.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JarResult {
+    pub module: String,
+    /// The Maven coordinate (`group:artifact:version`) of the upstream jar this one is a copy of.
+    pub upstream: String,
+    pub upstream_sha256: String,
+    pub path: PathBuf,
+    pub sha256: String,
+    pub splice: SpliceReport,
+}
+
+impl BuildRecord {
+    /// The record of the build output directory `dir`.
+    pub fn read(dir: &Path) -> Result<BuildRecord> {
+        SCHEMA.read(
+            &dir.join(FILE_NAME),
+            "an okp build record",
+            "is it a directory written by `okp build --version V --mode M --out DIR`?",
+        )
+    }
+
+    /// Writes the record into the build output directory `dir`.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        crate::schema::write(&dir.join(FILE_NAME), self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> BuildRecord {
+        let h = |c: char| c.to_string().repeat(64);
+        BuildRecord {
+            schema: SCHEMA.current,
+            okp_version: "0.1.0".into(),
+            release: KafkaVersion::new(3, 9, 2),
+            mode: Mode::Kraft,
+            family: "f3.7".into(),
+            patch_set_hash: h('a'),
+            layers: vec![Layer::Core, Layer::Metrics],
+            backend: "splice".into(),
+            compilers: [("javac".to_string(), "javac 17.0.15 --release 11".to_string())].into(),
+            sources: vec!["core/src/main/scala/kafka/cluster/Partition.scala".into()],
+            jars: vec![JarResult {
+                module: "core".into(),
+                upstream: "org.apache.kafka:kafka_2.13:3.9.2".into(),
+                upstream_sha256: h('b'),
+                path: "/tmp/out/kafka_2.13-3.9.2.jar".into(),
+                sha256: h('c'),
+                splice: SpliceReport {
+                    jar: "kafka_2.13-3.9.2.jar".into(),
+                    replaced: vec!["kafka/cluster/Partition.class".into()],
+                    added: vec!["kafka/observer/ObserverIds.class".into()],
+                    removed: vec![],
+                    unchanged: 4242,
+                },
+            }],
+            seconds: [("prepare".to_string(), 1.25)].into(),
+        }
+    }
+
+    #[test]
+    fn serialized_form() {
+        insta::assert_snapshot!(crate::schema::to_json(&sample()));
+    }
+
+    #[test]
+    fn writes_and_reads_back() {
+        let d = tempfile::tempdir().unwrap();
+        sample().write(d.path()).unwrap();
+        assert_eq!(BuildRecord::read(d.path()).unwrap(), sample());
+    }
+
+    #[test]
+    fn a_record_without_schema_reads_as_schema_1() {
+        let d = tempfile::tempdir().unwrap();
+        let mut v = serde_json::to_value(sample()).unwrap();
+        v.as_object_mut().unwrap().remove("schema");
+        v.as_object_mut().unwrap().remove("layers");
+        std::fs::write(d.path().join(FILE_NAME), v.to_string()).unwrap();
+        let r = BuildRecord::read(d.path()).unwrap();
+        assert_eq!((r.schema, r.layers), (1, vec![Layer::Core]));
+    }
+
+    #[test]
+    fn an_unknown_schema_is_refused_naming_the_file_and_the_schema() {
+        let d = tempfile::tempdir().unwrap();
+        let text = crate::schema::to_json(&sample()).replacen("\"schema\": 1", "\"schema\": 7", 1);
+        std::fs::write(d.path().join(FILE_NAME), text).unwrap();
+        let e = BuildRecord::read(d.path()).unwrap_err().to_string();
+        let path = d.path().join(FILE_NAME).display().to_string();
+        assert!(e.starts_with(&format!("{path}: schema 7 is not one this okp reads (it reads schema 1)")), "{e}");
+        assert!(e.contains("okp build"), "{e}");
+    }
+
+    #[test]
+    fn release_and_mode_are_typed() {
+        let d = tempfile::tempdir().unwrap();
+        let text = crate::schema::to_json(&sample()).replacen("\"3.9.2\"", "\"3.9\"", 1);
+        std::fs::write(d.path().join(FILE_NAME), text).unwrap();
+        let e = BuildRecord::read(d.path()).unwrap_err().to_string();
+        assert!(e.contains("not an okp build record of schema 1") && e.contains("not a Kafka release number"), "{e}");
+    }
+}

@@ -1,0 +1,128 @@
+//! The `schema` number every JSON record okp writes carries, and the one check
+//! a reader makes before it trusts a record's body: a number this okp does not
+//! read is refused with a sentence naming the file and the number, instead of
+//! being half-read or misread. docs/records.md lists every file okp writes.
+//!
+//! A record's schema changes when a field changes meaning, is renamed or goes
+//! away; a new optional field does not change it (readers ignore fields they
+//! do not know, except `.okp/state.json`, which is strict). How a record
+//! written before it had a `schema` field is read is the record's own choice,
+//! stated on its type (`#[serde(default)]` of its `schema` field, or none).
+//!
+//! Not here: the records themselves (each beside its writer: `build::record`,
+//! `build::matrix`, `verify::record`, `tx::State`, `report`, `port::render`),
+//! the bundle manifest's string schema `okp-bundle/1` (`bundle::manifest`).
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result};
+
+/// The schema a reader understands, and what to tell a user whose file has another.
+#[derive(Clone, Copy, Debug)]
+pub struct Schema {
+    /// The number this okp writes and reads.
+    pub current: u32,
+    /// What the user can do about a refused file (a sentence).
+    pub remedy: &'static str,
+}
+
+/// Only the `schema` field, whatever the rest holds.
+#[derive(serde::Deserialize)]
+struct Head {
+    schema: Option<serde_json::Value>,
+}
+
+impl Schema {
+    /// Refuses `bytes` (the contents of `path`) when they carry a `schema` other than
+    /// `current`. Bytes that are not a JSON object, or carry no `schema`, pass: the
+    /// record's own parse decides about those.
+    pub fn check(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let Ok(Head { schema: Some(found) }) = serde_json::from_slice::<Head>(bytes) else {
+            return Ok(());
+        };
+        if found.as_u64() == Some(u64::from(self.current)) {
+            return Ok(());
+        }
+        Err(Error::UnknownSchema {
+            path: path.to_path_buf(),
+            found: found.to_string(),
+            reads: self.current,
+            remedy: self.remedy,
+        })
+    }
+
+    /// Checks the schema, then parses the record; `what` names the record in the
+    /// error when its body does not parse ("an okp build record").
+    pub fn parse<T: DeserializeOwned>(&self, path: &Path, bytes: &[u8], what: &str) -> Result<T> {
+        self.check(path, bytes)?;
+        serde_json::from_slice(bytes).map_err(|e| Error::Tree {
+            path: path.to_path_buf(),
+            msg: format!("not {what} of schema {}: {e}", self.current),
+        })
+    }
+
+    /// Reads and parses the record at `path`; `missing` is said when it cannot be read.
+    pub fn read<T: DeserializeOwned>(&self, path: &Path, what: &str, missing: &str) -> Result<T> {
+        let bytes =
+            std::fs::read(path).map_err(|e| Error::io(format!("cannot read {} ({missing})", path.display()), e))?;
+        self.parse(path, &bytes, what)
+    }
+}
+
+/// A record as okp writes it: pretty JSON ending in a newline.
+pub fn to_json<T: serde::Serialize>(record: &T) -> String {
+    // Records are plain structs with string map keys: serialising them cannot fail.
+    serde_json::to_string_pretty(record).unwrap_or_default() + "\n"
+}
+
+/// Writes a record to `path` atomically (`fsx::write_atomic`).
+pub fn write<T: serde::Serialize>(path: &Path, record: &T) -> Result<()> {
+    crate::fsx::write_atomic(path, to_json(record).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Schema = Schema { current: 1, remedy: "rebuild it" };
+
+    #[derive(serde::Deserialize, Debug)]
+    struct R {
+        #[serde(default = "one")]
+        schema: u32,
+        x: u32,
+    }
+
+    fn one() -> u32 {
+        1
+    }
+
+    #[test]
+    fn the_current_number_and_an_absent_one_pass_to_the_record() {
+        let p = Path::new("dir/r.json");
+        let r: R = S.parse(p, br#"{"schema": 1, "x": 3}"#, "a test record").unwrap();
+        assert_eq!((r.schema, r.x), (1, 3));
+        let r: R = S.parse(p, br#"{"x": 4}"#, "a test record").unwrap();
+        assert_eq!((r.schema, r.x), (1, 4));
+    }
+
+    #[test]
+    fn another_number_is_refused_naming_the_file_and_the_number() {
+        let p = Path::new("dir/r.json");
+        for (text, found) in [(r#"{"schema": 2, "x": 3}"#, "schema 2 "), (r#"{"schema": "r/1"}"#, "schema \"r/1\" ")] {
+            let e = S.parse::<R>(p, text.as_bytes(), "a test record").unwrap_err();
+            let msg = e.to_string();
+            assert!(matches!(e, Error::UnknownSchema { .. }), "{msg}");
+            assert!(msg.starts_with("dir/r.json: ") && msg.contains(found) && msg.contains("rebuild it"), "{msg}");
+            assert_eq!(e.exit_code(), 2);
+        }
+    }
+
+    #[test]
+    fn a_body_that_does_not_parse_names_the_file_and_the_record() {
+        let e = S.parse::<R>(Path::new("r.json"), b"{ not json", "a test record").unwrap_err();
+        assert!(e.to_string().starts_with("r.json: not a test record of schema 1: "), "{e}");
+    }
+}
