@@ -4,7 +4,10 @@
 //! run.json with every number, a summary page per run and one matrix page
 //! over every run in the evidence directory.
 //!
-//! Not here: processes and tools (cluster/), what is asserted (scenarios/).
+//! Not here: processes and tools (cluster/), what is asserted (scenarios/),
+//! run.json's schema (`record`).
+
+pub mod record;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +22,7 @@ use crate::error::{Error, Outcome as Exit, Result};
 use crate::model::{Layers, Mode, Release};
 use crate::scenarios::{self, Flavor, Outcome, Scenario};
 use crate::workspace::Workspace;
+use record::{RunRecord, RunVerdict, SwappedJar};
 
 pub struct Options {
     pub release: Release,
@@ -127,36 +131,44 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     seconds.insert("total".into(), scenarios::round(t_suite.elapsed().as_secs_f64()));
 
     // 5. Verdict and evidence.
-    let verdict = Verdict::of(opts.flavor, &outcomes);
-    let record = serde_json::json!({
-        "okp_version": env!("CARGO_PKG_VERSION"),
-        "written_utc": crate::report::utc_now(),
-        "release": version.to_string(),
-        "mode": opts.mode,
-        "family": opts.release.family,
-        "flavor": opts.flavor,
-        "verdict": verdict.word(),
-        "java": cluster.rt.java_version,
-        "patch_set_hash": build.as_ref().map(|b| b.patch_set_hash.clone()),
-        "layers": build.as_ref().map(|b| b.layers.clone()),
-        "jars": cluster.rt.swapped.iter().map(|(up, p, sha)| serde_json::json!({
-            "upstream": up.file_name().map(|n| n.to_string_lossy().into_owned()),
-            "patched": p.file_name().map(|n| n.to_string_lossy().into_owned()),
-            "sha256": sha,
-        })).collect::<Vec<_>>(),
-        "classpath_jars": cluster.rt.classpath.len(),
-        "logging_added": cluster.rt.added,
-        "tool_classes": cluster.tools.classes.iter().map(|(t, (c, jar))| (t.label().to_string(), format!("{c} ({jar})"))).collect::<BTreeMap<_, _>>(),
-        "timers": opts.timers,
-        "cluster_id": cluster.cluster_id,
-        "rss_mib_after_start": rss_after_start,
-        "rss_mib_at_end": rss_end,
-        "seconds": seconds,
-        "scenarios": outcomes,
-    });
-    let summary = summary_page(&record, &outcomes);
+    let verdict = Verdict::of(opts.flavor, &outcomes).verdict();
+    let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let record = RunRecord {
+        schema: record::SCHEMA.current,
+        okp_version: env!("CARGO_PKG_VERSION").to_string(),
+        written_utc: crate::report::utc_now(),
+        release: version,
+        mode: opts.mode,
+        family: opts.release.family.clone(),
+        flavor: opts.flavor,
+        verdict,
+        java: cluster.rt.java_version.clone(),
+        patch_set_hash: build.as_ref().map(|b| b.patch_set_hash.clone()),
+        layers: build.as_ref().map(|b| b.layers.clone()),
+        jars: cluster
+            .rt
+            .swapped
+            .iter()
+            .map(|(up, p, sha)| SwappedJar { upstream: file_name(up), patched: file_name(p), sha256: sha.clone() })
+            .collect(),
+        classpath_jars: cluster.rt.classpath.len(),
+        logging_added: cluster.rt.added.clone(),
+        tool_classes: cluster
+            .tools
+            .classes
+            .iter()
+            .map(|(t, (c, jar))| (t.label().to_string(), format!("{c} ({jar})")))
+            .collect(),
+        timers: opts.timers,
+        cluster_id: cluster.cluster_id.clone(),
+        rss_mib_after_start: rss_after_start,
+        rss_mib_at_end: rss_end,
+        seconds,
+        scenarios: outcomes,
+    };
+    let summary = summary_page(&record);
     let staging = cluster.journal.dir().to_path_buf();
-    write(&staging.join("run.json"), &(serde_json::to_string_pretty(&record).unwrap_or_default() + "\n"))?;
+    record.write(&staging)?;
     write(&staging.join("summary.md"), &summary)?;
     let run_str = run_dir.display().to_string();
     write(&staging.join("observer-audit.txt"), &(audit.join("\n").replace(&run_str, "$RUN") + "\n"))?;
@@ -171,9 +183,9 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         eprintln!("okp: verify {name}: run directory (node logs) kept at {}", run_dir.display());
     }
     if opts.json {
-        crate::out::print(&(serde_json::to_string_pretty(&record).unwrap_or_default() + "\n"))?;
+        crate::out::print(&crate::schema::to_json(&record))?;
     } else {
-        crate::out::print(&terminal_table(&name, &outcomes, &seconds, &verdict, &dest))?;
+        crate::out::print(&terminal_table(&name, &record, &dest))?;
     }
     Ok(Exit::check(verdict.ok()))
 }
@@ -237,30 +249,18 @@ impl Verdict {
     }
 
     /// Patched: every scenario passed. Upstream (negative control): every gate scenario failed.
-    fn ok(&self) -> bool {
+    fn verdict(&self) -> RunVerdict {
         match self.flavor {
-            Flavor::Patched => self.failed.is_empty(),
-            Flavor::Upstream => self.gates_not_failed.is_empty(),
-        }
-    }
-
-    fn word(&self) -> &'static str {
-        match (self.flavor, self.ok()) {
-            (Flavor::Patched, true) => "pass",
-            (Flavor::Patched, false) => "fail",
-            (Flavor::Upstream, true) => "negative control: gates failed as expected",
-            (Flavor::Upstream, false) => "negative control FAILED: a gate passed on upstream jars",
+            Flavor::Patched if self.failed.is_empty() => RunVerdict::Pass,
+            Flavor::Patched => RunVerdict::Fail,
+            Flavor::Upstream if self.gates_not_failed.is_empty() => RunVerdict::ControlHeld,
+            Flavor::Upstream => RunVerdict::ControlFailed,
         }
     }
 }
 
-fn terminal_table(
-    name: &str,
-    outcomes: &[Outcome],
-    seconds: &BTreeMap<String, f64>,
-    verdict: &Verdict,
-    dest: &Path,
-) -> String {
+fn terminal_table(name: &str, record: &RunRecord, dest: &Path) -> String {
+    let (outcomes, seconds) = (&record.scenarios, &record.seconds);
     let mut s =
         format!("okp verify {name}\n\n{:<5} {:<6} {:>8}  {:>6}  {}\n", "id", "result", "seconds", "checks", "scenario");
     for o in outcomes {
@@ -289,25 +289,23 @@ fn terminal_table(
         t("cluster_up"),
         t("scenarios"),
         t("teardown"),
-        verdict.word(),
+        record.verdict.word(),
         dest.display()
     ));
     s
 }
 
-fn summary_page(record: &serde_json::Value, outcomes: &[Outcome]) -> String {
-    let g = |k: &str| {
-        record.get(k).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default()
-    };
+fn summary_page(record: &RunRecord) -> String {
+    let outcomes = &record.scenarios;
     let mut s = format!(
         "# okp verify {} {} ({})\n\nWritten by okp {} at {} UTC. Verdict: **{}**. Java: {}.\n\n",
-        g("release"),
-        g("mode"),
-        g("flavor"),
-        g("okp_version"),
-        g("written_utc"),
-        g("verdict"),
-        g("java")
+        record.release,
+        record.mode,
+        record.flavor.as_str(),
+        record.okp_version,
+        record.written_utc,
+        record.verdict.word(),
+        record.java
     );
     s.push_str("Raw evidence: `run.json` (every number), one journal per scenario (each command and its output), `setup.txt`, `observer-audit.txt`.\n\n");
     s.push_str("| id | result | seconds | scenario | journal |\n|---|---|---|---|---|\n");
@@ -380,28 +378,43 @@ fn write(p: &Path, text: &str) -> Result<()> {
 }
 
 /// evidence/VERIFY.md: release × scenario over every run.json in the evidence
-/// directory, each cell linking to that scenario's journal.
+/// directory, each cell linking to that scenario's journal. A run.json okp
+/// cannot read (another schema, damaged) is left out of the table and named
+/// below it and on stderr.
 pub fn write_matrix(evidence: &Path) -> Result<()> {
-    let mut runs: Vec<(String, serde_json::Value)> = Vec::new();
+    let mut runs: Vec<(String, RunRecord)> = Vec::new();
+    let mut left_out: Vec<(String, String)> = Vec::new();
     if let Ok(rd) = std::fs::read_dir(evidence) {
         for e in rd.flatten() {
-            let p = e.path().join("run.json");
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
+            if name.starts_with('.') || !e.path().join(record::FILE_NAME).is_file() {
                 continue;
             }
-            if let Ok(text) = std::fs::read_to_string(&p) {
-                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-                    runs.push((name, v));
+            match RunRecord::read(&e.path()) {
+                Ok(r) => runs.push((name, r)),
+                Err(err) => {
+                    crate::out::note(format!("verify: VERIFY.md leaves out {err}"));
+                    let why = match err {
+                        Error::UnknownSchema { found, reads, .. } => {
+                            format!("schema {found}, and this okp reads schema {reads}")
+                        }
+                        Error::Tree { msg, .. } => msg,
+                        other => other.to_string(),
+                    };
+                    left_out.push((name, why));
                 }
             }
         }
     }
-    runs.sort_by_key(|(n, v)| {
-        let ver =
-            v.get("release").and_then(|r| r.as_str()).and_then(|r| r.parse::<crate::version::KafkaVersion>().ok());
-        (ver, n.clone())
-    });
+    runs.sort_by(|(a, x), (b, y)| (x.release, a).cmp(&(y.release, b)));
+    left_out.sort();
+    let p = evidence.join("VERIFY.md");
+    std::fs::create_dir_all(evidence).map_err(|e| Error::io(format!("cannot create {}", evidence.display()), e))?;
+    crate::fsx::write_atomic(&p, matrix_page(&runs, &left_out).as_bytes())
+}
+
+/// The VERIFY.md page of `runs` (name, record), and of the runs `left_out` (name, why).
+fn matrix_page(runs: &[(String, RunRecord)], left_out: &[(String, String)]) -> String {
     let ids: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).collect();
     let mut s = String::from("# okp verify: release × scenario\n\nWritten by `okp verify` after every run, from the `run.json` files in this directory. ");
     s.push_str("Each cell links to the scenario's journal (every command and its output). `-upstream` rows are negative controls on unpatched jars: their gate scenarios (INIT, LAT, S4) are expected to FAIL.\n\n");
@@ -410,28 +423,79 @@ pub fn write_matrix(evidence: &Path) -> Result<()> {
         ids.join(" | "),
         "---|".repeat(ids.len())
     ));
-    for (name, v) in &runs {
-        let verdict = v.get("verdict").and_then(|x| x.as_str()).unwrap_or("?");
-        let total = v.pointer("/seconds/total").and_then(|x| x.as_f64()).unwrap_or(0.0);
-        let mut cells = Vec::new();
-        for id in &ids {
-            let o = v
-                .get("scenarios")
-                .and_then(|a| a.as_array())
-                .and_then(|a| a.iter().find(|o| o.get("id").and_then(|x| x.as_str()) == Some(id)));
-            cells.push(match o {
+    for (name, r) in runs {
+        let total = r.seconds.get("total").copied().unwrap_or(0.0);
+        let cells: Vec<String> = ids
+            .iter()
+            .map(|id| match r.scenarios.iter().find(|o| o.id == *id) {
                 Some(o) => {
-                    let pass = o.get("pass").and_then(|x| x.as_bool()).unwrap_or(false);
-                    let file = o.get("evidence").and_then(|x| x.as_str()).unwrap_or("");
-                    let secs = o.get("seconds").and_then(|x| x.as_f64()).unwrap_or(0.0);
-                    format!("[{} {:.0}s]({name}/{file})", if pass { "pass" } else { "FAIL" }, secs)
+                    format!("[{} {:.0}s]({name}/{})", if o.pass { "pass" } else { "FAIL" }, o.seconds, o.evidence)
                 }
                 None => "–".into(),
-            });
-        }
-        s.push_str(&format!("| [{name}]({name}/summary.md) | {verdict} | {total:.0} | {} |\n", cells.join(" | ")));
+            })
+            .collect();
+        s.push_str(&format!(
+            "| [{name}]({name}/summary.md) | {} | {total:.0} | {} |\n",
+            r.verdict.word(),
+            cells.join(" | ")
+        ));
     }
-    let p = evidence.join("VERIFY.md");
-    std::fs::create_dir_all(evidence).map_err(|e| Error::io(format!("cannot create {}", evidence.display()), e))?;
-    crate::fsx::write_atomic(&p, s.as_bytes())
+    if !left_out.is_empty() {
+        s.push_str("\nLeft out: runs whose `run.json` this okp cannot read.\n\n");
+        for (name, why) in left_out {
+            s.push_str(&format!("- [{name}]({name}/{}): {why}\n", record::FILE_NAME));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn evidence() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("evidence")
+    }
+
+    /// Copies the run.json files of `from`'s runs into a fresh evidence directory.
+    fn runs_of(from: &Path) -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            let run = e.path().join(record::FILE_NAME);
+            if run.is_file() {
+                std::fs::create_dir(t.path().join(e.file_name())).unwrap();
+                std::fs::copy(&run, t.path().join(e.file_name()).join(record::FILE_NAME)).unwrap();
+            }
+        }
+        t
+    }
+
+    /// The typed reader gives the same pages as the run.json files under evidence/ were published with.
+    #[test]
+    fn the_evidence_pages_come_out_the_same_from_the_typed_records() {
+        for dir in [evidence(), evidence().join("met-cluster")] {
+            let t = runs_of(&dir);
+            write_matrix(t.path()).unwrap();
+            let want = std::fs::read_to_string(dir.join("VERIFY.md")).unwrap();
+            assert_eq!(std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap(), want, "{}", dir.display());
+            for e in std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.path().join("summary.md").is_file()) {
+                let rec = RunRecord::read(&e.path()).unwrap();
+                let want = std::fs::read_to_string(e.path().join("summary.md")).unwrap();
+                assert_eq!(summary_page(&rec), want, "{}", e.path().display());
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_of_an_unknown_schema_is_left_out_and_named() {
+        let t = runs_of(&evidence());
+        let run = t.path().join("3.9.2-zk").join(record::FILE_NAME);
+        let text = std::fs::read_to_string(&run).unwrap().replacen('{', "{\n  \"schema\": 2,", 1);
+        std::fs::write(&run, text).unwrap();
+        write_matrix(t.path()).unwrap();
+        let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
+        assert!(!page.contains("| [3.9.2-zk](3.9.2-zk/summary.md)"), "{page}");
+        assert!(page.contains("| [3.9.2-kraft](3.9.2-kraft/summary.md)"), "{page}");
+        assert!(page.contains("- [3.9.2-zk](3.9.2-zk/run.json): schema 2, and this okp reads schema 1\n"), "{page}");
+    }
 }

@@ -30,7 +30,7 @@ pub const BROKERS: [i32; 4] = [1, 2, 3, 4];
 pub const CONTROLLERS: [i32; 3] = [101, 102, 103];
 
 /// Shortened timers, so a suite takes minutes (all configurable from the CLI).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Timers {
     /// replica.lag.time.max.ms
     pub lag_ms: u64,

@@ -19,12 +19,21 @@ use crate::cluster::{Cluster, Produced, OBSERVER};
 use crate::error::{Error, Result};
 
 /// Whether the jars under test carry the patch set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Flavor {
     Patched,
     /// Unpatched upstream jars of the same release: the negative control.
     Upstream,
+}
+
+impl Flavor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Flavor::Patched => "patched",
+            Flavor::Upstream => "upstream",
+        }
+    }
 }
 
 pub struct Scenario {
@@ -70,14 +79,14 @@ pub const TOPICS: &[(&str, &str, &[&str])] = &[
     ("lag", "1:2:3:4", &["min.insync.replicas=2"]),
 ];
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Check {
     pub name: String,
     pub pass: bool,
     pub detail: String,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Outcome {
     pub id: String,
     pub title: String,

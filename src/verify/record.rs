@@ -1,0 +1,232 @@
+//! run.json: every number of one `okp verify` run, in the run's evidence
+//! directory. `verify::run` writes it (`RunRecord::write`) and prints it for
+//! `--format json`; the VERIFY.md matrix reads every one of an evidence
+//! directory (`RunRecord::read`), nothing else.
+//!
+//! Schema 1. A run.json without a `schema` field (every run written before the
+//! field existed, such as those under evidence/) was written by this same
+//! structure and is read as schema 1. Any other number is refused; the matrix
+//! leaves such a run out and says so on the page and on stderr.
+//!
+//! Not here: running the suite and deciding the verdict (`verify`), what a
+//! scenario records (`scenarios::Outcome`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::cluster::Timers;
+use crate::error::Result;
+use crate::model::{Layer, Mode};
+use crate::scenarios::{Flavor, Outcome};
+use crate::schema::Schema;
+use crate::version::KafkaVersion;
+
+pub const FILE_NAME: &str = "run.json";
+
+/// The schema this okp writes and reads.
+pub const SCHEMA: Schema =
+    Schema { current: 1, remedy: "it was written by another okp; run `okp verify` again to replace it" };
+
+fn schema_1() -> u32 {
+    1
+}
+
+/// run.json, schema 1.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunRecord {
+    /// 1; absent in runs written before the field existed, which are read as 1.
+    #[serde(default = "schema_1")]
+    pub schema: u32,
+    pub okp_version: String,
+    /// When the run ended, `YYYY-MM-DDTHH:MM:SSZ`.
+    pub written_utc: String,
+    pub release: KafkaVersion,
+    pub mode: Mode,
+    pub family: String,
+    pub flavor: Flavor,
+    pub verdict: RunVerdict,
+    /// The first line of `java -version`.
+    pub java: String,
+    /// The patch set of the jars under test (None for upstream jars).
+    pub patch_set_hash: Option<String>,
+    /// The layers of the jars under test (None for upstream jars).
+    pub layers: Option<Vec<Layer>>,
+    /// The patched jars swapped into the runtime classpath.
+    pub jars: Vec<SwappedJar>,
+    pub classpath_jars: usize,
+    /// Artifacts added to the release's POM classpath (a logging binding).
+    pub logging_added: Vec<String>,
+    /// Tool -> `class (jar)` it ran as.
+    pub tool_classes: BTreeMap<String, String>,
+    pub timers: Timers,
+    /// The KRaft cluster id (None in ZooKeeper mode).
+    pub cluster_id: Option<String>,
+    pub rss_mib_after_start: BTreeMap<String, u64>,
+    pub rss_mib_at_end: BTreeMap<String, u64>,
+    /// Wall time per stage (`jars`, `classpath`, `cluster_up`, `scenarios`, `teardown`, `total`).
+    pub seconds: BTreeMap<String, f64>,
+    pub scenarios: Vec<Outcome>,
+}
+
+/// A patched jar in place of its upstream twin, by file name.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SwappedJar {
+    pub upstream: String,
+    pub patched: String,
+    pub sha256: String,
+}
+
+/// A run's verdict, written as its sentence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunVerdict {
+    /// Patched jars: every scenario passed.
+    Pass,
+    /// Patched jars: some scenario failed.
+    Fail,
+    /// Upstream jars (negative control): every gate scenario failed, as it must.
+    ControlHeld,
+    /// Upstream jars: a gate scenario passed, so it does not tell patched from upstream.
+    ControlFailed,
+}
+
+impl RunVerdict {
+    const ALL: [RunVerdict; 4] =
+        [RunVerdict::Pass, RunVerdict::Fail, RunVerdict::ControlHeld, RunVerdict::ControlFailed];
+
+    pub fn word(self) -> &'static str {
+        match self {
+            RunVerdict::Pass => "pass",
+            RunVerdict::Fail => "fail",
+            RunVerdict::ControlHeld => "negative control: gates failed as expected",
+            RunVerdict::ControlFailed => "negative control FAILED: a gate passed on upstream jars",
+        }
+    }
+
+    pub fn ok(self) -> bool {
+        matches!(self, RunVerdict::Pass | RunVerdict::ControlHeld)
+    }
+}
+
+impl serde::Serialize for RunVerdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.word())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RunVerdict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let w = std::borrow::Cow::<str>::deserialize(d)?;
+        RunVerdict::ALL
+            .into_iter()
+            .find(|v| v.word() == w)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown verdict `{w}`")))
+    }
+}
+
+impl RunRecord {
+    /// The run.json of the run evidence directory `dir`.
+    pub fn read(dir: &Path) -> Result<RunRecord> {
+        SCHEMA.read(&dir.join(FILE_NAME), "an okp verify run record", "is it a run directory of `okp verify`?")
+    }
+
+    /// Writes run.json into the run evidence directory `dir`.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        crate::schema::write(&dir.join(FILE_NAME), self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::Check;
+
+    fn sample() -> RunRecord {
+        let outcome = Outcome {
+            id: "INIT".into(),
+            title: "observer absent from the initial ISR".into(),
+            gate: true,
+            pass: true,
+            seconds: 8.79,
+            checks: vec![Check { name: "end offset of obs is 1000".into(), pass: true, detail: "Some(1000)".into() }],
+            facts: [("obs_batches".to_string(), serde_json::json!(6))].into(),
+            error: None,
+            evidence: "INIT.txt".into(),
+        };
+        RunRecord {
+            schema: SCHEMA.current,
+            okp_version: "0.1.0".into(),
+            written_utc: "2026-11-30T03:25:55Z".into(),
+            release: KafkaVersion::new(3, 9, 2),
+            mode: Mode::Kraft,
+            family: "f3.7".into(),
+            flavor: Flavor::Patched,
+            verdict: RunVerdict::Pass,
+            java: "openjdk version \"17.0.15\" 2025-04-15".into(),
+            patch_set_hash: Some("a".repeat(64)),
+            layers: Some(vec![Layer::Core]),
+            jars: vec![SwappedJar {
+                upstream: "kafka_2.13-3.9.2.jar".into(),
+                patched: "kafka_2.13-3.9.2.jar".into(),
+                sha256: "b".repeat(64),
+            }],
+            classpath_jars: 72,
+            logging_added: vec![],
+            tool_classes: [("topics".to_string(), "kafka.admin.TopicCommand (kafka_2.13-3.9.2.jar)".to_string())]
+                .into(),
+            timers: Timers { lag_ms: 3000, session_ms: 4000 },
+            cluster_id: Some("MkU3OEVBNTcwNTJENDM2Qk".into()),
+            rss_mib_after_start: [("broker-1".to_string(), 125)].into(),
+            rss_mib_at_end: [("broker-1".to_string(), 134)].into(),
+            seconds: [("total".to_string(), 278.62)].into(),
+            scenarios: vec![outcome],
+        }
+    }
+
+    #[test]
+    fn serialized_form() {
+        insta::assert_snapshot!(crate::schema::to_json(&sample()));
+    }
+
+    #[test]
+    fn writes_and_reads_back() {
+        let d = tempfile::tempdir().unwrap();
+        sample().write(d.path()).unwrap();
+        assert_eq!(RunRecord::read(d.path()).unwrap(), sample());
+    }
+
+    #[test]
+    fn an_unknown_schema_is_refused_naming_the_file_and_the_schema() {
+        let d = tempfile::tempdir().unwrap();
+        let text = crate::schema::to_json(&sample()).replacen("\"schema\": 1", "\"schema\": 2", 1);
+        std::fs::write(d.path().join(FILE_NAME), text).unwrap();
+        let e = RunRecord::read(d.path()).unwrap_err().to_string();
+        let path = d.path().join(FILE_NAME).display().to_string();
+        assert!(e.starts_with(&format!("{path}: schema 2 is not one this okp reads (it reads schema 1)")), "{e}");
+    }
+
+    /// Every run.json under evidence/ (written before the `schema` field) reads as schema 1,
+    /// and the typed record keeps every value of the file: nothing is dropped on the way.
+    #[test]
+    fn the_evidence_runs_read_as_schema_1_and_lose_nothing() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("evidence");
+        let mut dirs = vec![root.clone(), root.join("met-cluster")];
+        let mut seen = 0;
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let run = e.path();
+                if !run.join(FILE_NAME).is_file() {
+                    continue;
+                }
+                let rec = RunRecord::read(&run).unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(rec.schema, 1);
+                let mut file: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(run.join(FILE_NAME)).unwrap()).unwrap();
+                assert!(file.get("schema").is_none(), "{}: the evidence already has a schema", run.display());
+                file["schema"] = 1.into();
+                assert_eq!(serde_json::to_value(&rec).unwrap(), file, "{}", run.display());
+                seen += 1;
+            }
+        }
+        assert!(seen >= 40, "only {seen} evidence runs found");
+    }
+}
