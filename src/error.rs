@@ -113,9 +113,10 @@ pub enum Error {
     #[error("{path}: {msg}")]
     Tree { path: PathBuf, msg: String },
 
-    /// A file okp wrote carries a `schema` this okp does not read (written by another okp).
-    #[error("{path}: schema {found} is not one this okp reads (it reads schema {reads}); {remedy}")]
-    UnknownSchema { path: PathBuf, found: String, reads: u32, remedy: &'static str },
+    /// A file okp wrote carries a `schema` this okp does not read (written by another okp), or
+    /// none where one is required. `found` is the value as written (None: no `schema` field).
+    #[error("{path}: {}; {remedy}", schema_problem(found.as_deref(), *reads))]
+    UnknownSchema { path: PathBuf, found: Option<String>, reads: u32, remedy: &'static str },
 
     #[error("{0}")]
     Source(String),
@@ -168,6 +169,13 @@ impl Error {
 
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io { context: context.into(), source }
+    }
+}
+
+fn schema_problem(found: Option<&str>, reads: u32) -> String {
+    match found {
+        Some(f) => format!("schema {f} is not one this okp reads (it reads schema {reads})"),
+        None => format!("has no `schema` field (this okp reads schema {reads})"),
     }
 }
 

@@ -7,7 +7,7 @@
 //! away; a new optional field does not change it (readers ignore fields they
 //! do not know, except `.okp/state.json`, which is strict). How a record
 //! written before it had a `schema` field is read is the record's own choice,
-//! stated on its type (`#[serde(default)]` of its `schema` field, or none).
+//! stated once, in its `Schema` constant (`Absent`).
 //!
 //! Not here: the records themselves (each beside its writer: `build::record`,
 //! `build::matrix`, `verify::record`, `tx::State`, `report`, `port::render`),
@@ -24,8 +24,20 @@ use crate::error::{Error, Result};
 pub struct Schema {
     /// The number this okp writes and reads.
     pub current: u32,
+    /// How a record without a `schema` field is read.
+    pub absent: Absent,
     /// What the user can do about a refused file (a sentence).
     pub remedy: &'static str,
+}
+
+/// How a record without a `schema` field is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Absent {
+    /// As the current schema: such records were written, before the field existed, by the
+    /// same structure, so their fields mean what the current schema says.
+    ReadAsCurrent,
+    /// Refused like an unknown number.
+    Refused,
 }
 
 /// Only the `schema` field, whatever the rest holds.
@@ -34,33 +46,54 @@ struct Head {
     schema: Option<serde_json::Value>,
 }
 
+/// What a record says about its schema, when this okp reads it.
+enum Found {
+    /// `schema` holds the current number.
+    Current,
+    /// No `schema` field, and `Absent::ReadAsCurrent`.
+    AbsentReadAsCurrent,
+    /// Not a JSON object: the record's own parse says what is wrong.
+    NotAnObject,
+}
+
 impl Schema {
-    /// Refuses `bytes` (the contents of `path`) when they carry a `schema` other than
-    /// `current`. Bytes that are not a JSON object, or carry no `schema`, pass: the
-    /// record's own parse decides about those.
-    pub fn check(&self, path: &Path, bytes: &[u8]) -> Result<()> {
-        let Ok(Head { schema: Some(found) }) = serde_json::from_slice::<Head>(bytes) else {
-            return Ok(());
+    fn found(&self, path: &Path, bytes: &[u8]) -> Result<Found> {
+        let Ok(head) = serde_json::from_slice::<Head>(bytes) else {
+            return Ok(Found::NotAnObject);
         };
-        if found.as_u64() == Some(u64::from(self.current)) {
-            return Ok(());
-        }
-        Err(Error::UnknownSchema {
-            path: path.to_path_buf(),
-            found: found.to_string(),
-            reads: self.current,
-            remedy: self.remedy,
-        })
+        let found = match head.schema {
+            Some(n) if n.as_u64() == Some(u64::from(self.current)) => return Ok(Found::Current),
+            None if self.absent == Absent::ReadAsCurrent => return Ok(Found::AbsentReadAsCurrent),
+            Some(n) => Some(n.to_string()),
+            None => None,
+        };
+        Err(Error::UnknownSchema { path: path.to_path_buf(), found, reads: self.current, remedy: self.remedy })
+    }
+
+    /// Refuses `bytes` (the contents of `path`) when they carry a `schema` other than
+    /// `current`, or none when that is refused. Bytes that are not a JSON object pass:
+    /// the record's own parse says what is wrong with them.
+    pub fn check(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        self.found(path, bytes).map(|_| ())
     }
 
     /// Checks the schema, then parses the record; `what` names the record in the
     /// error when its body does not parse ("an okp build record").
     pub fn parse<T: DeserializeOwned>(&self, path: &Path, bytes: &[u8], what: &str) -> Result<T> {
-        self.check(path, bytes)?;
-        serde_json::from_slice(bytes).map_err(|e| Error::Tree {
+        let bad = |e: serde_json::Error| Error::Tree {
             path: path.to_path_buf(),
             msg: format!("not {what} of schema {}: {e}", self.current),
-        })
+        };
+        match self.found(path, bytes)? {
+            Found::Current | Found::NotAnObject => serde_json::from_slice(bytes).map_err(bad),
+            Found::AbsentReadAsCurrent => {
+                let mut v: serde_json::Value = serde_json::from_slice(bytes).map_err(bad)?;
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("schema".into(), self.current.into());
+                }
+                serde_json::from_value(v).map_err(bad)
+            }
+        }
     }
 
     /// Reads and parses the record at `path`; `missing` is said when it cannot be read.
@@ -86,17 +119,12 @@ pub fn write<T: serde::Serialize>(path: &Path, record: &T) -> Result<()> {
 mod tests {
     use super::*;
 
-    const S: Schema = Schema { current: 1, remedy: "rebuild it" };
+    const S: Schema = Schema { current: 1, absent: Absent::ReadAsCurrent, remedy: "rebuild it" };
 
     #[derive(serde::Deserialize, Debug)]
     struct R {
-        #[serde(default = "one")]
         schema: u32,
         x: u32,
-    }
-
-    fn one() -> u32 {
-        1
     }
 
     #[test]
@@ -118,6 +146,13 @@ mod tests {
             assert!(msg.starts_with("dir/r.json: ") && msg.contains(found) && msg.contains("rebuild it"), "{msg}");
             assert_eq!(e.exit_code(), 2);
         }
+    }
+
+    #[test]
+    fn an_absent_number_is_refused_when_the_record_says_so() {
+        let strict = Schema { absent: Absent::Refused, ..S };
+        let e = strict.parse::<R>(Path::new("r.json"), br#"{"x": 4}"#, "a test record").unwrap_err().to_string();
+        assert!(e.starts_with("r.json: has no `schema` field (this okp reads schema 1)"), "{e}");
     }
 
     #[test]

@@ -395,7 +395,7 @@ pub fn write_matrix(evidence: &Path) -> Result<()> {
                 Err(err) => {
                     crate::out::note(format!("verify: VERIFY.md leaves out {err}"));
                     let why = match err {
-                        Error::UnknownSchema { found, reads, .. } => {
+                        Error::UnknownSchema { found: Some(found), reads, .. } => {
                             format!("schema {found}, and this okp reads schema {reads}")
                         }
                         Error::Tree { msg, .. } => msg,

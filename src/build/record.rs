@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use super::jar::SpliceReport;
 use crate::error::Result;
 use crate::model::{Layer, Mode};
-use crate::schema::Schema;
+use crate::schema::{Absent, Schema};
 use crate::version::KafkaVersion;
 
 pub const FILE_NAME: &str = "okp-build.json";
@@ -27,18 +27,14 @@ pub const FILE_NAME: &str = "okp-build.json";
 /// The schema this okp writes and reads.
 pub const SCHEMA: Schema = Schema {
     current: 1,
+    absent: Absent::ReadAsCurrent,
     remedy: "it was written by another okp; rebuild the jars with `okp build` (or use the okp that built them)",
 };
-
-fn schema_1() -> u32 {
-    1
-}
 
 /// okp-build.json, schema 1.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BuildRecord {
-    /// 1; absent in records written before the field existed, which are read as 1.
-    #[serde(default = "schema_1")]
+    /// 1 (records written before the field existed are read as 1: `SCHEMA`).
     pub schema: u32,
     pub okp_version: String,
     pub release: KafkaVersion,

@@ -18,24 +18,22 @@ use crate::cluster::Timers;
 use crate::error::Result;
 use crate::model::{Layer, Mode};
 use crate::scenarios::{Flavor, Outcome};
-use crate::schema::Schema;
+use crate::schema::{Absent, Schema};
 use crate::version::KafkaVersion;
 
 pub const FILE_NAME: &str = "run.json";
 
 /// The schema this okp writes and reads.
-pub const SCHEMA: Schema =
-    Schema { current: 1, remedy: "it was written by another okp; run `okp verify` again to replace it" };
-
-fn schema_1() -> u32 {
-    1
-}
+pub const SCHEMA: Schema = Schema {
+    current: 1,
+    absent: Absent::ReadAsCurrent,
+    remedy: "it was written by another okp; run `okp verify` again to replace it",
+};
 
 /// run.json, schema 1.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunRecord {
-    /// 1; absent in runs written before the field existed, which are read as 1.
-    #[serde(default = "schema_1")]
+    /// 1 (runs written before the field existed are read as 1: `SCHEMA`).
     pub schema: u32,
     pub okp_version: String,
     /// When the run ended, `YYYY-MM-DDTHH:MM:SSZ`.
