@@ -28,6 +28,9 @@ fn splice_build_changes_only_the_patched_classes_and_they_call_the_registry() {
     let rec: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.path().join("okp-build.json")).unwrap()).unwrap();
     assert_eq!(rec["backend"], "splice");
+    // The record reads back through okp's one reader, schema 1, release and mode typed.
+    let typed = okp::build::record::BuildRecord::read(out.path()).unwrap();
+    assert_eq!((typed.schema, typed.release.to_string(), typed.mode.as_str()), (1, "3.9.2".into(), "kraft"));
     assert!(rec["compilers"]["scalac"].as_str().unwrap().contains("scala-compiler:2.13.15"));
     for (module, upstream, registry, ours, class) in [
         (
@@ -166,9 +169,11 @@ fn every_reference_release_and_mode_splice_compiles() {
     let table = stdout(&o);
     println!("{table}");
     assert_eq!(o.status.code(), Some(0), "{table}\n{}", stderr(&o));
-    let m: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("build-matrix.json")).unwrap()).unwrap();
-    let rows = m["builds"].as_array().unwrap();
-    assert_eq!(rows.len(), 20, "17 reference releases, 3 of them in both modes");
-    assert!(rows.iter().all(|r| r["result"].as_str().unwrap().starts_with("ok (")), "{table}");
+    let m = okp::build::matrix::BuildMatrix::read(out.path()).unwrap();
+    assert_eq!(m.builds.len(), 20, "17 reference releases, 3 of them in both modes");
+    assert!(
+        m.builds.iter().all(|r| r.status == okp::build::matrix::Status::Ok && r.result.starts_with("ok (")),
+        "{table}"
+    );
+    assert_eq!(m.render_table(), table, "the table printed is the one the record renders");
 }

@@ -1,6 +1,7 @@
 //! Building patched jars: the splice backend (from a release's jars, no
 //! checkout) and the Gradle backend (a checkout's own wrapper), and the
-//! records a build writes (okp-build.json: `record`).
+//! records a build writes (okp-build.json: `record`; build-matrix.json of
+//! `okp build --all`: `matrix`).
 //!
 //! Not here: what the patch set changes (`apply`, `patchset`), bundling the
 //! jars (`bundle`).
@@ -8,5 +9,6 @@
 pub mod classfile;
 pub mod gradle;
 pub mod jar;
+pub mod matrix;
 pub mod record;
 pub mod splice;

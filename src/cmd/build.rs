@@ -1,16 +1,16 @@
 //! `okp build`: one release and mode (splice from the release's jars, or
 //! Gradle in a checkout), or the whole matrix with `--all`.
 //!
-//! Not here: compiling and splicing (`build::splice`), Gradle (`build::gradle`).
+//! Not here: compiling and splicing (`build::splice`), Gradle (`build::gradle`),
+//! the `--all` loop and build-matrix.json (`build::matrix`).
 
 use std::path::PathBuf;
 
-use crate::build::{gradle, splice};
+use crate::build::{gradle, matrix, splice};
 use crate::cli::{Backend, BuildArgs};
 use crate::error::{Error, Failure, Outcome, Result};
 use crate::model::{Layers, ModeDefault, Release};
 use crate::out::note;
-use crate::report;
 use crate::source::DirTree;
 use crate::workspace::Workspace;
 
@@ -87,7 +87,7 @@ pub fn run(ws: &Workspace, args: BuildArgs) -> Result<Outcome> {
     }
 }
 
-/// `--all`: splice-compile every (release, mode) of the matrix and print the result matrix.
+/// `--all`: splice-compile every (release, mode) of the matrix, print the table, write build-matrix.json.
 fn all(ws: &Workspace, args: &BuildArgs) -> Result<Outcome> {
     let releases: Vec<&Release> = ws
         .model
@@ -104,55 +104,8 @@ fn all(ws: &Workspace, args: &BuildArgs) -> Result<Outcome> {
         None
     };
     let root = scratch.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_else(|| base.clone());
-    let mut rows = Vec::new();
-    let mut failed = 0;
-    for r in releases {
-        for m in r.modes_for(args.mode)? {
-            let out = root.join(format!("{}-{m}", r.version));
-            let t = std::time::Instant::now();
-            let result = match &r.no_sources_jar {
-                Some(_) => "skipped: no sources jar on Maven Central".to_string(),
-                None => match splice::splice(ws, r, m, &Layers::with(&args.layers), &out)? {
-                    splice::SpliceOutcome::Built(rec) => {
-                        let n: usize = rec
-                            .jars
-                            .iter()
-                            .map(|j| j.splice.replaced.len() + j.splice.added.len() + j.splice.removed.len())
-                            .sum();
-                        format!(
-                            "ok ({n} classes changed in {})",
-                            rec.jars.iter().map(|j| j.splice.jar.clone()).collect::<Vec<_>>().join(", ")
-                        )
-                    }
-                    splice::SpliceOutcome::CompileFailed(f) => {
-                        failed += 1;
-                        note(format!("{} {m}: {} compile failed:\n{}", r.version, f.module, f.output));
-                        format!("COMPILE FAILED ({})", f.module)
-                    }
-                },
-            };
-            let secs = t.elapsed().as_secs_f64();
-            note(format!("{} {m}: {result} in {secs:.1}s", r.version));
-            rows.push(serde_json::json!({"release": r.version, "mode": m, "family": r.family, "result": result, "seconds": (secs * 10.0).round() / 10.0}));
-        }
-    }
-    let mut table = format!("{:<8} {:<6} {:<6} {:>7}  {}\n", "release", "mode", "family", "seconds", "result");
-    for row in &rows {
-        table.push_str(&format!(
-            "{:<8} {:<6} {:<6} {:>7}  {}\n",
-            row["release"].as_str().unwrap_or_default(),
-            row["mode"].as_str().unwrap_or_default(),
-            row["family"].as_str().unwrap_or_default(),
-            row["seconds"],
-            row["result"].as_str().unwrap_or_default()
-        ));
-    }
-    table.push_str(&format!("\n{} (release, mode) builds, {failed} failed\n", rows.len()));
-    crate::out::print(&table)?;
-    let json = serde_json::to_string_pretty(
-        &serde_json::json!({"okp_version": env!("CARGO_PKG_VERSION"), "written_at": report::utc_now(), "builds": rows}),
-    )
-    .unwrap_or_default();
-    crate::fsx::write_atomic(&base.join("build-matrix.json"), (json + "\n").as_bytes())?;
-    Ok(Outcome::check(failed == 0))
+    let m = matrix::matrix(ws, &releases, args.mode, &Layers::with(&args.layers), &root)?;
+    crate::out::print(&m.render_table())?;
+    m.write(&base)?;
+    Ok(Outcome::check(m.failed() == 0))
 }
