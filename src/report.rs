@@ -1,5 +1,11 @@
 //! Renders results for people (table), machines (json) and CI (junit).
 //! Pure: every function returns a String; the CLI decides where it goes.
+//!
+//! The check-anchors JSON (`--format json`, and check-anchors.json of
+//! `--evidence`) is `AnchorsJson`, schema 1 (`ANCHORS_JSON_SCHEMA`). okp does
+//! not read it back; CI and scripts that do should check `schema`.
+//!
+//! Not here: running the checks (`check`), the diff reports (`port::render`).
 
 use std::fmt::Write;
 
@@ -167,17 +173,44 @@ fn line_diff(expected: &[String], found: &[String]) -> String {
     s
 }
 
+/// The schema of the check-anchors JSON.
+pub const ANCHORS_JSON_SCHEMA: u32 = 1;
+
+/// The check-anchors report for machines, schema 1: the totals, then every (release, mode) checked.
+#[derive(Debug, serde::Serialize)]
+pub struct AnchorsJson<'a> {
+    pub schema: u32,
+    /// Every anchor of every checked (release, mode) matched exactly once.
+    pub ok: bool,
+    /// (release, mode) pairs checked.
+    pub checks: usize,
+    /// (release, mode) pairs skipped (no sources to check).
+    pub skipped: usize,
+    /// Anchors looked up, over all pairs.
+    pub anchors: usize,
+    /// Anchors that did not match exactly once.
+    pub drifted: usize,
+    pub targets: &'a [TargetResult],
+}
+
+impl<'a> AnchorsJson<'a> {
+    pub fn of(report: &'a Report) -> AnchorsJson<'a> {
+        let (total, bad) = count(report);
+        let skipped = report.targets.iter().filter(|t| t.skipped.is_some()).count();
+        AnchorsJson {
+            schema: ANCHORS_JSON_SCHEMA,
+            ok: report.ok(),
+            checks: report.targets.len() - skipped,
+            skipped,
+            anchors: total,
+            drifted: bad,
+            targets: &report.targets,
+        }
+    }
+}
+
 fn check_json(report: &Report) -> String {
-    let (total, bad) = count(report);
-    let v = serde_json::json!({
-        "ok": report.ok(),
-        "checks": report.targets.iter().filter(|t| t.skipped.is_none()).count(),
-        "skipped": report.targets.iter().filter(|t| t.skipped.is_some()).count(),
-        "anchors": total,
-        "drifted": bad,
-        "targets": report.targets,
-    });
-    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+    crate::schema::to_json(&AnchorsJson::of(report))
 }
 
 fn xml(s: &str) -> String {
@@ -304,4 +337,56 @@ pub fn utc(secs: i64) -> String {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Status;
+    use crate::model::Mode;
+    use crate::version::KafkaVersion;
+
+    fn sample() -> Report {
+        let anchor = |id: &str, status, lines: Vec<usize>| AnchorResult {
+            anchor: id.into(),
+            hooks: vec!["promotion-gate".into()],
+            file: "core/src/main/scala/kafka/cluster/Partition.scala".into(),
+            status,
+            lines,
+            expected: vec!["  private def canAddReplicaToIsr(followerReplicaId: Int): Boolean = {".into()],
+            candidates: vec![],
+            enclosing: None,
+            enclosed_by: None,
+        };
+        let target = |mode, skipped: Option<&str>, anchors| TargetResult {
+            release: KafkaVersion::new(3, 9, 2),
+            mode,
+            family: "f3.7".into(),
+            source: "Maven Central release 3.9.2".into(),
+            rules_from: None,
+            skipped: skipped.map(str::to_string),
+            anchors,
+        };
+        Report {
+            targets: vec![
+                target(
+                    Mode::Zk,
+                    None,
+                    vec![
+                        anchor("partition.can-add", Status::Ok, vec![806]),
+                        anchor("isr.filter", Status::Missing, vec![]),
+                    ],
+                ),
+                target(Mode::Kraft, Some("no sources jar on Maven Central"), vec![]),
+            ],
+        }
+    }
+
+    #[test]
+    fn check_anchors_json_serialized_form() {
+        let json = check_report(&sample(), Format::Json, false);
+        insta::assert_snapshot!(json);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!((v["schema"].as_u64(), v["ok"].as_bool(), v["drifted"].as_u64()), (Some(1), Some(false), Some(1)));
+    }
 }

@@ -15,7 +15,9 @@ fn diff(args: &[&str]) -> (i32, String, String) {
 
 fn json(from: &str, to: &str) -> serde_json::Value {
     let (_, out, err) = diff(&["--from", from, "--to", to, "--format", "json"]);
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"))
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(v["schema"], 1, "the json report carries its schema (docs/records.md)");
+    v
 }
 
 fn anchor<'a>(v: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {

@@ -112,4 +112,5 @@ fn junit_and_json_carry_the_same_verdict() {
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["ok"], false);
+    assert_eq!(v["schema"], 1, "the json report carries its schema (docs/records.md)");
 }

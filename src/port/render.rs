@@ -1,6 +1,12 @@
 //! `okp diff` reports: a terminal table (diffs coloured only when asked),
 //! markdown ready for a pull request, json for machines, and the porting
 //! worksheet. Pure: every function returns a String.
+//!
+//! The json is `PortReport` with a `schema` field first, schema 1
+//! (`JSON_SCHEMA`). okp does not read it back; scripts that do should check
+//! `schema`.
+//!
+//! Not here: comparing the trees (`port`), what `--write` writes (`write`).
 
 use std::fmt::Write;
 
@@ -39,11 +45,22 @@ impl ColorChoice {
     }
 }
 
+/// The schema of `okp diff --format json`.
+pub const JSON_SCHEMA: u32 = 1;
+
+/// `okp diff --format json`, schema 1: the report, its schema first.
+#[derive(serde::Serialize)]
+struct Json<'a> {
+    schema: u32,
+    #[serde(flatten)]
+    report: &'a PortReport,
+}
+
 pub fn render(r: &PortReport, format: DiffFormat, color: bool) -> String {
     match format {
         DiffFormat::Table => table(r, color),
         DiffFormat::Markdown => markdown(r),
-        DiffFormat::Json => serde_json::to_string_pretty(r).unwrap_or_default() + "\n",
+        DiffFormat::Json => crate::schema::to_json(&Json { schema: JSON_SCHEMA, report: r }),
     }
 }
 
@@ -460,4 +477,62 @@ pub fn worksheet(r: &PortReport, versions_file: &str) -> String {
         s.push_str(&commits_md(f));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{compare, FilePort, HookPort, Side};
+    use super::*;
+    use crate::model::{Anchor, Mode, Pattern};
+    use crate::version::KafkaVersion;
+
+    /// A report over one anchor whose method changed around it between two small files.
+    fn sample() -> PortReport {
+        let old = "class P {\n  def a(): Unit = {\n    val x = 1\n    go(x)\n  }\n}\n";
+        let new = old.replace("val x = 1", "val x = compute()");
+        let files = |t: &str| [("P.scala".to_string(), Some(t.to_string()))].into_iter().collect();
+        let a = Anchor {
+            id: "p.go".into(),
+            file: "P.scala".into(),
+            pattern: Pattern::Lines(vec!["    go(x)".into()]),
+            from: KafkaVersion::new(1, 0, 0),
+            to: None,
+            hooks: vec!["h".into()],
+            why: "test".into(),
+            enclosing: Some("def a".into()),
+            line: 1,
+        };
+        let anchors = compare(&[&a], None, &files(old), &files(&new)).unwrap();
+        PortReport {
+            from: Side { version: Some(KafkaVersion::new(4, 1, 2)), source: "Maven Central release 4.1.2".into() },
+            to: Side { version: Some(KafkaVersion::new(4, 2, 1)), source: "Maven Central release 4.2.1".into() },
+            family: "f4.1".into(),
+            modes: vec![Mode::Kraft],
+            verdict: PortReport::verdict_of(&anchors),
+            anchors,
+            hooks: vec![HookPort {
+                hook: "h".into(),
+                scope: crate::model::anchors::Scope::Broker,
+                site: "P.a".into(),
+                anchors: vec!["p.go".into()],
+                has_site: true,
+                changed: true,
+            }],
+            files: vec![FilePort {
+                file: "P.scala".into(),
+                in_from: true,
+                in_to: true,
+                added: 1,
+                removed: 1,
+                commits: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn diff_json_serialized_form() {
+        let json = render(&sample(), DiffFormat::Json, false);
+        insta::assert_snapshot!(json);
+        assert!(json.starts_with("{\n  \"schema\": 1,\n"), "{json}");
+    }
 }
