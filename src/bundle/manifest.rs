@@ -127,8 +127,22 @@ impl Manifest {
         serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
     }
 
-    /// Parses and validates. Errors are sentences, one per problem.
+    /// Parses and validates. Errors are sentences, one per problem. The schema is read
+    /// first: a manifest of another okp is refused for its schema, not for a field this
+    /// okp does not know.
     pub fn parse(bytes: &[u8]) -> Result<(Manifest, Identity), Vec<String>> {
+        #[derive(Deserialize)]
+        struct Head {
+            schema: Option<serde_json::Value>,
+        }
+        if let Ok(Head { schema }) = serde_json::from_slice::<Head>(bytes) {
+            if schema.as_ref().and_then(|s| s.as_str()) != Some(SCHEMA) {
+                let found = schema.map(|s| s.to_string()).unwrap_or_else(|| "(none)".into());
+                return Err(vec![format!(
+                    "{FILE_NAME}: schema {found} is not {SCHEMA}, the one this okp reads (a bundle from another okp?)"
+                )]);
+            }
+        }
         let m: Manifest = serde_json::from_slice(bytes).map_err(|e| vec![format!("{FILE_NAME}: {e}")])?;
         let id = m.validate()?;
         Ok((m, id))
@@ -294,5 +308,24 @@ mod tests {
         }
         let unknown = sample().to_json().replacen("{", "{\n  \"extra\": 1,", 1);
         assert!(Manifest::parse(unknown.as_bytes()).unwrap_err()[0].contains("unknown field"));
+    }
+
+    #[test]
+    fn serialized_form() {
+        insta::assert_snapshot!(sample().to_json());
+    }
+
+    /// A manifest of another schema is refused for its schema, even when it also carries
+    /// fields this okp does not know.
+    #[test]
+    fn an_unknown_schema_is_refused_naming_the_file_and_the_schema() {
+        let newer = sample().to_json().replacen(SCHEMA, "okp-bundle/2", 1).replacen("{", "{\n  \"extra\": 1,", 1);
+        let e = Manifest::parse(newer.as_bytes()).unwrap_err();
+        assert_eq!(
+            e,
+            ["MANIFEST.json: schema \"okp-bundle/2\" is not okp-bundle/1, the one this okp reads (a bundle from another okp?)"]
+        );
+        let none = sample().to_json().replacen(&format!("\"schema\": \"{SCHEMA}\","), "", 1);
+        assert!(Manifest::parse(none.as_bytes()).unwrap_err()[0].contains("schema (none) is not okp-bundle/1"));
     }
 }
