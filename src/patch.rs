@@ -128,7 +128,7 @@ pub fn apply(
     let mode = release.mode_for(mode, ModeDefault::Ask)?;
     let eff = ps.effective(model, release, version, mode, &opts.layers);
     if let Some(st) = tx.state()? {
-        if st.patch_set_hash == eff.hash && st.release == version.to_string() && st.mode == mode.as_str() {
+        if st.patch_set_hash == eff.hash && st.release == version && st.mode == mode {
             eprintln!(
                 "okp: {} already carries patch set {} ({version} {mode}); nothing to do",
                 root.display(),
@@ -164,11 +164,11 @@ pub fn apply(
     }
     tx.preflight(&plan)?;
     let state = State {
-        schema: 1,
+        schema: crate::tx::STATE_SCHEMA.current,
         txn: String::new(),
         okp_version: env!("CARGO_PKG_VERSION").to_string(),
-        release: version.to_string(),
-        mode: mode.to_string(),
+        release: version,
+        mode,
         family: eff.family.clone(),
         patch_set_hash: eff.hash.clone(),
         layers: eff.layers.label(),

@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::apply::Plan;
 use crate::error::{Error, Result};
+use crate::model::Mode;
+use crate::schema::{Absent, Schema};
+use crate::version::KafkaVersion;
 
 pub const STATE_DIR: &str = ".okp";
 
@@ -29,6 +32,14 @@ pub struct FileState {
     pub after_sha256: String,
 }
 
+/// `.okp/state.json`'s schema: 1, required (every state.json okp wrote has it).
+pub const STATE_SCHEMA: Schema = Schema {
+    current: 1,
+    absent: Absent::Refused,
+    remedy: "another okp wrote it, or it is damaged: revert the tree with the okp that patched it \
+             (the pristine copies are in .okp/pristine/)",
+};
+
 /// What `.okp/state.json` records about an applied patch set.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,8 +47,8 @@ pub struct State {
     pub schema: u32,
     pub txn: String,
     pub okp_version: String,
-    pub release: String,
-    pub mode: String,
+    pub release: KafkaVersion,
+    pub mode: Mode,
     pub family: String,
     pub patch_set_hash: String,
     /// The layers applied (`core`, `core+metrics`); empty in states written before layers existed (core).
@@ -143,13 +154,16 @@ impl Tx {
     pub fn state(&self) -> Result<Option<State>> {
         let p = self.state_path();
         match std::fs::read(&p) {
-            Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|e| {
-                Error::Usage(format!(
-                    "{} is damaged ({e}); okp will not guess what was applied. The pristine copies are in {}",
-                    p.display(),
-                    self.dir().join("pristine").display()
-                ))
-            }),
+            Ok(b) => {
+                STATE_SCHEMA.check(&p, &b)?;
+                serde_json::from_slice(&b).map(Some).map_err(|e| {
+                    Error::Usage(format!(
+                        "{} is damaged ({e}); okp will not guess what was applied. The pristine copies are in {}",
+                        p.display(),
+                        self.dir().join("pristine").display()
+                    ))
+                })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::io(format!("cannot read {}", p.display()), e)),
         }
