@@ -115,6 +115,30 @@ pub fn write<T: serde::Serialize>(path: &Path, record: &T) -> Result<()> {
     crate::fsx::write_atomic(path, to_json(record).as_bytes())
 }
 
+/// For the records' own tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// Writes `record` as `file` of a fresh directory with its `schema` (1) changed to `n`,
+    /// asserts that `read` of that directory refuses it naming the file and both schemas,
+    /// and returns the message.
+    pub fn assert_refused<T, R>(record: &T, file: &str, n: u32, read: impl Fn(&Path) -> Result<R>) -> String
+    where
+        T: serde::Serialize,
+        R: std::fmt::Debug,
+    {
+        let d = tempfile::tempdir().unwrap();
+        let text = to_json(record).replacen("\"schema\": 1,", &format!("\"schema\": {n},"), 1);
+        std::fs::write(d.path().join(file), text).unwrap();
+        let e = read(d.path()).unwrap_err().to_string();
+        let want =
+            format!("{}: schema {n} is not one this okp reads (it reads schema 1); ", d.path().join(file).display());
+        assert!(e.starts_with(&want), "{e}");
+        e
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

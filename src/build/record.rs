@@ -141,12 +141,7 @@ mod tests {
 
     #[test]
     fn an_unknown_schema_is_refused_naming_the_file_and_the_schema() {
-        let d = tempfile::tempdir().unwrap();
-        let text = crate::schema::to_json(&sample()).replacen("\"schema\": 1", "\"schema\": 7", 1);
-        std::fs::write(d.path().join(FILE_NAME), text).unwrap();
-        let e = BuildRecord::read(d.path()).unwrap_err().to_string();
-        let path = d.path().join(FILE_NAME).display().to_string();
-        assert!(e.starts_with(&format!("{path}: schema 7 is not one this okp reads (it reads schema 1)")), "{e}");
+        let e = crate::schema::testing::assert_refused(&sample(), FILE_NAME, 7, BuildRecord::read);
         assert!(e.contains("okp build"), "{e}");
     }
 
