@@ -81,15 +81,8 @@ pub fn parse_node_flag(s: &str, role: NodeRole) -> Result<NodeSpec> {
 
 /// The nodes file: a YAML list (or `nodes:` holding one) of `{id, role, path, host}`.
 pub fn load_nodes_file(path: &Path) -> Result<Vec<NodeSpec>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::io(format!("cannot read the nodes file {}", path.display()), e))?;
-    let parsed: NodesFile = serde_yaml::from_str(&text).map_err(|e| {
-        let at = e.location().map(|l| format!(":{}:{}", l.line(), l.column())).unwrap_or_default();
-        Error::Usage(format!(
-            "{}{at}: not a nodes file ({e}); expected a list of {{id, role: broker|controller, path, host}}",
-            path.display()
-        ))
-    })?;
+    let origin = crate::model::yaml::read(path, crate::model::yaml::Input::Nodes)?;
+    let parsed: NodesFile = crate::model::yaml::parse(&origin)?;
     Ok(match parsed {
         NodesFile::Wrapped { nodes } | NodesFile::List(nodes) => nodes,
     })
