@@ -24,7 +24,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Location, Spanned};
 
 use crate::error::{Error, Result};
@@ -167,105 +167,99 @@ fn field_host<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Spanned<String>>
 const NODES_FILE_SHAPE: &str = "a list of {id, role: broker|controller, path, host}, or `nodes:` holding one";
 
 /// A nodes file: a list, or a mapping whose one key `nodes` holds the list.
-/// The top-level node's kind picks the form (no guessing between variants),
-/// so an error inside an entry keeps its line, column and field.
 struct NodesFile(Vec<RawNode>);
 
 impl<'de> Deserialize<'de> for NodesFile {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NodesFileVisitor)
+        NodeList { top: true }.deserialize(d).map(NodesFile)
     }
 }
 
-struct NodesFileVisitor;
+/// The entries, at the top of the file (a list, or `nodes:` holding one) or
+/// under `nodes:` (a list). The YAML node's own kind picks the form, with no
+/// guessing between variants, so an error inside an entry keeps its line,
+/// column and field.
+#[derive(Clone, Copy)]
+struct NodeList {
+    top: bool,
+}
 
-impl<'de> Visitor<'de> for NodesFileVisitor {
-    type Value = NodesFile;
+impl NodeList {
+    /// A custom error, which the parser places at the value itself (serde's
+    /// invalid_type error for a scalar would be placed at 1:1).
+    fn holds<E: de::Error>(self, got: &dyn fmt::Display) -> E {
+        if self.top {
+            E::custom(format_args!("expected {NODES_FILE_SHAPE}; the file holds {got}"))
+        } else {
+            E::custom(format_args!("`nodes` must hold a list of {{id, role, path, host}}; it holds {got}"))
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for NodeList {
+    type Value = Vec<RawNode>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<RawNode>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NodeList {
+    type Value = Vec<RawNode>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str(NODES_FILE_SHAPE)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NodesFile, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<RawNode>, A::Error> {
         let mut nodes = Vec::new();
         while let Some(n) = seq.next_element()? {
             nodes.push(n);
         }
-        Ok(NodesFile(nodes))
+        Ok(nodes)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NodesFile, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<RawNode>, A::Error> {
+        if !self.top {
+            return Err(self.holds(&"a mapping"));
+        }
         let mut nodes = None;
         while let Some(key) = map.next_key::<String>()? {
             if key != "nodes" {
                 return Err(de::Error::unknown_field(&key, &["nodes"]));
             }
-            nodes = Some(map.next_value::<NodesList>()?.0);
+            nodes = Some(map.next_value_seed(NodeList { top: false })?);
         }
-        nodes.map(NodesFile).ok_or_else(|| de::Error::missing_field("nodes"))
-    }
-}
-
-/// The list under `nodes:`. Not wrapped like a field: an error inside an
-/// entry keeps its own line and column; anything but a list is named here.
-struct NodesList(Vec<RawNode>);
-
-impl<'de> Deserialize<'de> for NodesList {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NodesListVisitor)
-    }
-}
-
-struct NodesListVisitor;
-
-impl<'de> Visitor<'de> for NodesListVisitor {
-    type Value = NodesList;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a list of {id, role, path, host} under `nodes`")
+        nodes.ok_or_else(|| de::Error::missing_field("nodes"))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<NodesList, A::Error> {
-        NodesFileVisitor.visit_seq(seq).map(|f| NodesList(f.0))
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&de::Unexpected::Bool(v)))
     }
 
-    // Anything else: a custom error, which the parser places at the value
-    // itself (serde's invalid_type error would be placed at 1:1).
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<NodesList, E> {
-        Err(not_a_list(&de::Unexpected::Bool(v)))
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&de::Unexpected::Signed(v)))
     }
 
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<NodesList, E> {
-        Err(not_a_list(&de::Unexpected::Signed(v)))
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&de::Unexpected::Unsigned(v)))
     }
 
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<NodesList, E> {
-        Err(not_a_list(&de::Unexpected::Unsigned(v)))
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&de::Unexpected::Float(v)))
     }
 
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<NodesList, E> {
-        Err(not_a_list(&de::Unexpected::Float(v)))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&de::Unexpected::Str(v)))
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<NodesList, E> {
-        Err(not_a_list(&de::Unexpected::Str(v)))
+    fn visit_unit<E: de::Error>(self) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&"nothing"))
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<NodesList, E> {
-        Err(not_a_list(&"nothing"))
+    fn visit_none<E: de::Error>(self) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&"nothing"))
     }
-
-    fn visit_none<E: de::Error>(self) -> Result<NodesList, E> {
-        Err(not_a_list(&"nothing"))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<NodesList, A::Error> {
-        Err(not_a_list(&"a mapping"))
-    }
-}
-
-fn not_a_list<E: de::Error>(got: &dyn fmt::Display) -> E {
-    E::custom(format_args!("`nodes` must hold a list of {{id, role, path, host}}; it holds {got}"))
 }
 
 /// The nodes file: a YAML list (or `nodes:` holding one) of `{id, role, path, host}`.
@@ -655,7 +649,8 @@ mod tests {
             ("", "1:1", "no nodes: expected a list of {id, role: broker|controller, path, host}"),
             ("[]\n", "1:1", "no nodes"),
             ("nodes: []\n", "1:1", "no nodes"),
-            ("4\n", "1:1", "expected a list of {id"),
+            ("4\n", "1:1", "expected a list of {id, role: broker|controller, path, host}, or `nodes:` holding one; the file holds integer `4`"),
+            ("just text\n", "1:1", "; the file holds string \"just text\""),
             ("- 4\n", "1:3", "expected mapping"),
             ("- {id: 4, path: /x\n", "1:3", "unclosed bracket"),
             ("---\n- {id: 4, path: /x}\n---\n- {id: 5, path: /y}\n", "4:1", "multiple YAML documents"),
