@@ -6,7 +6,7 @@
 //! `file:line:col: message`.
 //!
 //! The caps, each far above what a real file needs (okp's own data files are
-//! 14-20 KB and nest 5 levels deep):
+//! 13-20 KB and nest 5 levels deep):
 //! - a data file: at most 4 MiB ([`Input::Data`]);
 //! - a nodes file: at most 1 MiB ([`Input::Nodes`]);
 //! - nesting, block or flow: at most 32 levels ([`MAX_DEPTH`]);
