@@ -43,12 +43,20 @@ fn real_minisign_and_sha_sums_accept_the_bundle() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["verified"], true);
     assert_eq!(v["manifest"]["release"], "3.9.2");
-    // Renamed, the bundle no longer is what its signature and manifest say.
+    // Renamed, the bundle no longer is what its signature and manifest say, even
+    // with checksum files made for the new name (they are not signed).
     let dir = tempfile::tempdir().unwrap();
     let copy = copy_bundle(&b, dir.path());
     let renamed = dir.path().join("okp-observer-3.9.2-kraft-linux-aarch64.tar.gz");
     for ext in ["", ".minisig", ".sha256", ".sha512"] {
         std::fs::rename(format!("{}{ext}", copy.display()), format!("{}{ext}", renamed.display())).unwrap();
+    }
+    let o = verify(&renamed, &shared_pub());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("does not list okp-observer-3.9.2-kraft-linux-aarch64.tar.gz"), "{}", stdout(&o));
+    for tool in ["sha256sum", "sha512sum"] {
+        let o = run(Command::new(tool).arg(renamed.file_name().unwrap()).current_dir(dir.path()));
+        std::fs::write(format!("{}.{}", renamed.display(), &tool[..6]), o.stdout).unwrap();
     }
     let o = verify(&renamed, &shared_pub());
     assert_eq!(o.status.code(), Some(1));

@@ -8,8 +8,9 @@
 //! `install`, `rollback`); the work is in the submodules:
 //! `target` (platforms, native-code check), `archive` (reproducible tar.gz,
 //! safe reading), `manifest` (schema), `layout` (the files, pure), `sign`
-//! (keys, signatures), `verify` (every check, in memory), `make` (the
-//! pipeline that writes a bundle).
+//! (keys, signatures), `pins` (anti-replay), `readfile` (bounded reads of
+//! regular files), `ondisk` (the bundle and its sidecars as read), `verify`
+//! (every check, in memory), `make` (the pipeline that writes a bundle).
 //!
 //! Install and rollback run the bundle's own POSIX sh scripts, so an operator
 //! without okp gets exactly the same behaviour; okp adds verification before
@@ -19,13 +20,18 @@ mod archive;
 mod layout;
 mod make;
 mod manifest;
+mod ondisk;
+mod pins;
+mod readfile;
 mod sign;
 mod target;
 mod verify;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
+#[allow(unused_imports)] // the flags --not-before, --min-okp-version, --patch-set are wired by the CLI restructure
+pub use pins::{OkpVersion, PatchSet, Pins, Timestamp};
 pub use target::Target;
 
 use crate::cli::print;
@@ -78,38 +84,15 @@ pub fn bundle(
     Ok(EXIT_OK)
 }
 
-/// The bundle and what lies beside it, read once.
-struct OnDisk {
-    file_name: String,
-    bytes: Vec<u8>,
-    minisig: Option<String>,
-    sha256: Option<String>,
-    sha512: Option<String>,
-}
-
-fn read_on_disk(file: &Path) -> Result<OnDisk> {
-    let bytes = std::fs::read(file).map_err(|e| Error::io(format!("cannot read {}", file.display()), e))?;
-    let file_name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let beside = |ext: &str| std::fs::read_to_string(PathBuf::from(format!("{}.{ext}", file.display()))).ok();
-    Ok(OnDisk { minisig: beside("minisig"), sha256: beside("sha256"), sha512: beside("sha512"), file_name, bytes })
-}
-
-fn run_verify(d: &OnDisk, pubkey: Option<&str>) -> Result<verify::Outcome> {
-    let pk = pubkey.map(sign::load_public).transpose()?;
-    Ok(verify::verify(&verify::Inputs {
-        file_name: &d.file_name,
-        bundle: &d.bytes,
-        pubkey: pk.as_ref(),
-        minisig: d.minisig.as_deref(),
-        sha256_file: d.sha256.as_deref(),
-        sha512_file: d.sha512.as_deref(),
-    }))
-}
-
 /// `okp verify-bundle`: exit 0 when verified, 1 when not.
 pub fn verify_bundle(file: &Path, pubkey: &str, json: bool) -> Result<i32> {
-    let d = read_on_disk(file)?;
-    let o = run_verify(&d, Some(pubkey))?;
+    verify_bundle_pinned(file, pubkey, json, &Pins::default())
+}
+
+/// `okp verify-bundle` with pins: a bundle failing one is not verified (exit 1).
+pub fn verify_bundle_pinned(file: &Path, pubkey: &str, json: bool, pins: &Pins) -> Result<i32> {
+    let d = ondisk::read(file)?;
+    let o = d.verify(Some(pubkey), pins, false)?;
     if json {
         let v = serde_json::json!({
             "bundle": d.file_name,
@@ -168,9 +151,16 @@ pub fn install(
     allow_unverified: bool,
     flags: &ScriptFlags,
 ) -> Result<i32> {
-    let d = read_on_disk(file)?;
-    let o = run_verify(&d, pubkey)?;
+    let d = ondisk::read(file)?;
+    let o = d.verify(pubkey, &Pins::default(), allow_unverified)?;
     eprint!("{}", verify::render(&o, &d.file_name));
+    if !o.pins_hold() {
+        eprintln!(
+            "okp: refusing to install {}: it fails a pin (see `pins` above); --allow-unverified does not waive pins",
+            d.file_name
+        );
+        return Ok(EXIT_DRIFT);
+    }
     let (verified, integral) = (o.verified(), o.integral());
     let content = match o.content {
         Some(c) if verified || (allow_unverified && integral) => c,

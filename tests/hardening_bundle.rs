@@ -1,0 +1,339 @@
+//! The attacks found on okp's bundle commands, each replayed on the real
+//! binary with the real 3.9.2 kraft bundle and a directory laid out like a
+//! Kafka installation holding the real upstream jars (tests/common/bundle.rs):
+//! planted backups, records and scripts; two okps on one installation; FIFOs
+//! and devices where files are expected; a signature that fails before the
+//! archive is read; a damaged gzip trailer, trailing bytes and a gzip bomb
+//! under a good signature; an install killed or interrupted mid-way.
+//! docs/bundles-safety.md says what okp does about each.
+
+mod common;
+use common::bundle::*;
+use common::*;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// The okp binary as a plain process (to spawn, signal and time it).
+fn okp_bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_okp"));
+    c.env_remove("NO_COLOR");
+    c
+}
+
+/// Runs `cmd` to the end; fails the test (and kills it) when it runs longer than `secs`: it hung.
+fn within(cmd: &mut Command, secs: u64) -> Output {
+    let d = tempfile::tempdir().unwrap();
+    let (out, err) = (d.path().join("out"), d.path().join("err"));
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} still ran after {secs} s: it hung\n{}", std::fs::read_to_string(&err).unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output { status, stdout: std::fs::read(&out).unwrap(), stderr: std::fs::read(&err).unwrap() }
+}
+
+/// `okp ARGS` with at most 512 MiB of address space (`ulimit -v`) and 120 s.
+fn okp_in_512_mib<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    within(
+        Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v \"$0\" && exec \"$@\"")
+            .arg((512 * 1024).to_string())
+            .arg(env!("CARGO_BIN_EXE_okp"))
+            .args(args),
+        120,
+    )
+}
+
+fn mkfifo(p: &Path) {
+    assert!(run(Command::new("mkfifo").arg(p)).status.success());
+}
+
+fn patch_set() -> String {
+    manifest_of(&shared_bundle())["patch_set_hash"].as_str().unwrap().to_string()
+}
+
+/// The trusted comment okp writes for the 3.9.2 kraft bundle.
+fn okp_comment() -> String {
+    format!(
+        "timestamp:1700000000\tfile:{NAME_3_9}.tar.gz\tokp-bundle:{NAME_3_9}\trelease:3.9.2\tmode:kraft\ttarget:linux-x86_64\tpatch_set:{}\tokp_version:{}",
+        patch_set(),
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// `bytes` as the 3.9.2 bundle in a fresh directory, signed by `key` as okp signs.
+fn signed_as_okp(bytes: &[u8], key: &Path) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join(format!("{NAME_3_9}.tar.gz"));
+    std::fs::write(&b, bytes).unwrap();
+    resign_with(&b, key, &okp_comment());
+    (dir, b)
+}
+
+fn verify_args<'a>(b: &'a Path, public: &'a Path) -> [&'a OsStr; 4] {
+    [OsStr::new("verify-bundle"), b.as_os_str(), OsStr::new("--pubkey"), public.as_os_str()]
+}
+
+// ---- 3. Bounded reading: regular files only, within a cap; an unreadable sidecar fails.
+
+#[test]
+fn a_fifo_or_a_device_where_a_file_belongs_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = copy_bundle(&shared_bundle(), dir.path());
+    for (ext, check) in [(".minisig", "signature"), (".sha256", "sha256 file"), (".sha512", "sha512 file")] {
+        let side = PathBuf::from(format!("{}{ext}", b.display()));
+        let saved = std::fs::read(&side).unwrap();
+        std::fs::remove_file(&side).unwrap();
+        mkfifo(&side);
+        let o = within(okp_bin().args(verify_args(&b, &shared_pub())), 60);
+        assert_eq!(o.status.code(), Some(1), "{ext}: {}", stdout(&o));
+        let says = format!("FAILED   {check:<16} cannot read {NAME_3_9}.tar.gz{ext}: a FIFO, not a regular file");
+        assert!(stdout(&o).contains(&says), "{ext}: {}", stdout(&o));
+        let home = kafka_home("3.9.2");
+        let before = tree(home.path());
+        let o = within(
+            okp_bin().arg("install").arg(&b).arg("--kafka-home").arg(home.path()).arg("--pubkey").arg(shared_pub()),
+            60,
+        );
+        assert_eq!(o.status.code(), Some(1), "{ext}: {}", stderr(&o));
+        assert!(stderr(&o).contains("refusing to install"), "{}", stderr(&o));
+        assert_eq!(tree(home.path()), before);
+        std::fs::remove_file(&side).unwrap();
+        std::fs::write(&side, saved).unwrap();
+    }
+
+    // The bundle itself: a FIFO, /dev/zero, or a link to /dev/zero (which once filled memory).
+    let fifo = tempfile::tempdir().unwrap().keep().join(format!("{NAME_3_9}.tar.gz"));
+    mkfifo(&fifo);
+    let link = tempfile::tempdir().unwrap().keep().join(format!("{NAME_3_9}.tar.gz"));
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    let home = kafka_home("3.9.2");
+    let before = tree(home.path());
+    for (path, what) in
+        [(&fifo, "a FIFO"), (&link, "a character device"), (&PathBuf::from("/dev/zero"), "a character device")]
+    {
+        let o = okp_in_512_mib(&verify_args(path, &shared_pub()));
+        assert_eq!(o.status.code(), Some(2), "{}: {}", path.display(), stderr(&o));
+        assert!(stderr(&o).contains(&format!("{what}, not a regular file")), "{}", stderr(&o));
+        let install = [OsStr::new("install"), path.as_os_str(), OsStr::new("--kafka-home"), home.path().as_os_str()];
+        let o = okp_in_512_mib(&[&install[..], &[OsStr::new("--allow-unverified")]].concat());
+        assert_eq!(o.status.code(), Some(2), "{}: {}", path.display(), stderr(&o));
+        assert_eq!(tree(home.path()), before);
+    }
+
+    // The public key file.
+    let key_fifo = dir.path().join("release.pub");
+    mkfifo(&key_fifo);
+    let o = within(okp_bin().args(verify_args(&b, &key_fifo)), 60);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a FIFO, not a regular file"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_sidecar_that_is_there_but_cannot_be_read_fails_instead_of_being_skipped() {
+    let sig = std::fs::read_to_string(format!("{}.minisig", shared_bundle().display())).unwrap();
+    /// (sidecar, its check, how to make it unreadable, what the report says)
+    type Case = (&'static str, &'static str, Box<dyn Fn(&Path)>, &'static str);
+    let cases: [Case; 3] = [
+        (".sha256", "sha256 file", Box::new(|p| std::fs::create_dir(p).unwrap()), "a directory, not a regular file"),
+        (".sha512", "sha512 file", Box::new(|p| std::fs::write(p, [0xff, 0xfe, b'\n']).unwrap()), "not UTF-8 text"),
+        (
+            ".minisig",
+            "signature",
+            Box::new(move |p| std::fs::write(p, format!("{sig}{}", "\n".repeat(70_000))).unwrap()),
+            "over okp's cap of 65536 bytes",
+        ),
+    ];
+    for (ext, check, make, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let b = copy_bundle(&shared_bundle(), dir.path());
+        let side = PathBuf::from(format!("{}{ext}", b.display()));
+        std::fs::remove_file(&side).unwrap();
+        make(&side);
+        let o = verify(&b, &shared_pub());
+        assert_eq!(o.status.code(), Some(1), "{ext}: {}", stdout(&o));
+        assert!(stdout(&o).contains(&format!("FAILED   {check:<16} cannot read")), "{ext}: {}", stdout(&o));
+        assert!(stdout(&o).contains(says), "{ext}: {}", stdout(&o));
+        assert!(stdout(&o).ends_with(": NOT VERIFIED\n"), "{}", stdout(&o));
+    }
+}
+
+// ---- 4. The signature and the checksums before the archive.
+
+#[test]
+fn nothing_is_decompressed_unless_the_signature_and_the_checksums_hold() {
+    let (_k1, key, public) = keys();
+    let (_k2, _, other) = keys();
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join(format!("{NAME_3_9}.tar.gz"));
+    std::fs::write(&b, evil_tar("symlink")).unwrap();
+    resign(&b, &key);
+    let skipped =
+        "skipped  archive          not checked: okp decompresses no bundle whose signature, pins or checksums failed";
+
+    // Another key: the signature fails, and the archive (with its symlink) is never read.
+    let o = verify(&b, &other);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("FAILED   signature") && stdout(&o).contains(skipped), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("symbolic link"), "the archive was read: {}", stdout(&o));
+    let o = okp().args(verify_args(&b, &other)).args(["--format", "json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let archive = v["checks"].as_array().unwrap().iter().find(|c| c["check"] == "archive").unwrap().clone();
+    assert_eq!(archive["status"], "skipped", "{v}");
+
+    // A good signature but a checksum file that does not match: not read either.
+    std::fs::write(format!("{}.sha256", b.display()), format!("{}  {NAME_3_9}.tar.gz\n", "0".repeat(64))).unwrap();
+    let o = verify(&b, &public);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("ok       signature") && stdout(&o).contains("FAILED   sha256 file"));
+    assert!(stdout(&o).contains(skipped) && !stdout(&o).contains("symbolic link"), "{}", stdout(&o));
+
+    // install --allow-unverified waives authenticity, so it reads the archive, and still refuses it.
+    let home = kafka_home("3.9.2");
+    let o = install(&b, home.path(), None, &["--allow-unverified"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a symbolic link") && stderr(&o).contains("damaged or unsafe"), "{}", stderr(&o));
+}
+
+// ---- 5. The gzip container: trailer, trailing bytes, bombs.
+
+#[test]
+fn the_gzip_trailer_is_checked_even_under_a_good_signature() {
+    let (_kd, key, public) = keys();
+    let original = std::fs::read(shared_bundle()).unwrap();
+    let n = original.len();
+    // The control: the same bytes signed this way verify, so below only the changed bytes are wrong.
+    let (_d, b) = signed_as_okp(&original, &key);
+    let o = verify(&b, &public);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(run(Command::new("gzip").arg("-t").arg(&b)).status.success());
+
+    for (at, field, says) in [
+        (n - 8, "CRC32", "the gzip trailer's CRC32 is"),
+        (n - 5, "CRC32", "the gzip trailer's CRC32 is"),
+        (n - 4, "ISIZE", "the gzip trailer's length is"),
+        (n - 1, "ISIZE", "the gzip trailer's length is"),
+    ] {
+        let mut bytes = original.clone();
+        bytes[at] ^= 0x01;
+        let (_d, b) = signed_as_okp(&bytes, &key);
+        let o = verify(&b, &public);
+        assert_eq!(o.status.code(), Some(1), "{field} byte {at} flipped, re-signed: {}", stdout(&o));
+        assert!(stdout(&o).contains("ok       signature"), "{}", stdout(&o));
+        assert!(stdout(&o).contains("FAILED   archive") && stdout(&o).contains(says), "{}", stdout(&o));
+        // GNU gzip, the independent checker, agrees.
+        assert!(!run(Command::new("gzip").arg("-t").arg(&b)).status.success(), "gzip -t accepts {field} byte {at}");
+    }
+
+    for (what, extra, says) in [
+        ("garbage", b"trailing garbage".to_vec(), "16 bytes after the gzip member"),
+        ("a second member", original.clone(), &*format!("{n} bytes after the gzip member")),
+    ] {
+        let mut bytes = original.clone();
+        bytes.extend(&extra);
+        let (_d, b) = signed_as_okp(&bytes, &key);
+        let o = verify(&b, &public);
+        assert_eq!(o.status.code(), Some(1), "{what}: {}", stdout(&o));
+        assert!(stdout(&o).contains("FAILED   archive") && stdout(&o).contains(says), "{what}: {}", stdout(&o));
+    }
+}
+
+/// One gzip member of `head` followed by `zeros` zero bytes (a tar header and
+/// its data; the data's padding and the end-of-archive blocks are zeros too),
+/// made the way a bomb is made: every MiB of zeros after a full flush
+/// compresses to the same bytes, so they are compressed once and repeated.
+fn gzip_bomb(head: &[u8], zeros: u64) -> Vec<u8> {
+    use flate2::{Compress, Compression, Crc, FlushCompress};
+    const MIB: usize = 1 << 20;
+    let mut c = Compress::new(Compression::best(), false);
+    let mut deflate = |input: &[u8], flush: FlushCompress| {
+        let mut out = Vec::with_capacity(64 << 10);
+        let start = c.total_in();
+        loop {
+            let done = (c.total_in() - start) as usize;
+            c.compress_vec(&input[done..], &mut out, flush).unwrap();
+            if (c.total_in() - start) as usize == input.len() && out.len() < out.capacity() {
+                return out;
+            }
+            out.reserve(64 << 10);
+        }
+    };
+    let mib = vec![0u8; MIB];
+    let mut gz = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 255];
+    gz.extend(deflate(head, FlushCompress::Full));
+    let block = deflate(&mib, FlushCompress::Full);
+    assert_eq!(deflate(&mib, FlushCompress::Full), block, "a full flush resets the compressor");
+    let (mut crc, mut zeros_crc) = (Crc::new(), Crc::new());
+    crc.update(head);
+    zeros_crc.update(&mib);
+    // `head` is one 512-byte tar header; after it: the data, its padding, the two end blocks.
+    let after_head = zeros.next_multiple_of(512) + 1024;
+    let mut left = after_head;
+    while left >= MIB as u64 {
+        gz.extend(&block);
+        crc.combine(&zeros_crc);
+        left -= MIB as u64;
+    }
+    let tail = vec![0u8; left as usize];
+    gz.extend(deflate(&tail, FlushCompress::Finish));
+    crc.update(&tail);
+    gz.extend(crc.sum().to_le_bytes());
+    gz.extend(((head.len() as u64 + after_head) as u32).to_le_bytes());
+    gz
+}
+
+#[test]
+fn a_gzip_bomb_is_refused_in_bounded_memory() {
+    let (_kd, key, public) = keys();
+    let (_k2, _, other) = keys();
+    // One entry of 1 GiB of zeros: about 1 MB of gzip, signed as okp signs.
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join(format!("{NAME_3_9}.tar.gz"));
+    let mut h = tar::Header::new_gnu();
+    h.set_path(format!("{NAME_3_9}/libs/kafka_2.13-3.9.2.jar")).unwrap();
+    h.set_size(1 << 30);
+    h.set_mode(0o644);
+    h.set_entry_type(tar::EntryType::Regular);
+    h.set_cksum();
+    std::fs::write(&b, gzip_bomb(h.as_bytes(), 1 << 30)).unwrap();
+    resign_with(&b, &key, &okp_comment());
+    let size = std::fs::metadata(&b).unwrap().len();
+    assert!(size < 4 << 20, "{size}");
+
+    let t = Instant::now();
+    let o = okp_in_512_mib(&verify_args(&b, &public));
+    eprintln!("a {size}-byte gzip of 1 GiB refused in {:.2?}", t.elapsed());
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("FAILED   archive") && stdout(&o).contains("a gzip bomb, not a bundle"),
+        "{}",
+        stdout(&o)
+    );
+    // Under another key it is not even decompressed.
+    let o = okp_in_512_mib(&verify_args(&b, &other));
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("skipped  archive"), "{}", stdout(&o));
+    // Nor does --allow-unverified make install read more.
+    let home = kafka_home("3.9.2");
+    let args = [OsStr::new("install"), b.as_os_str(), OsStr::new("--kafka-home"), home.path().as_os_str()];
+    let o = okp_in_512_mib(&[&args[..], &[OsStr::new("--allow-unverified")]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a gzip bomb"), "{}", stderr(&o));
+}
