@@ -337,3 +337,196 @@ fn a_gzip_bomb_is_refused_in_bounded_memory() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("a gzip bomb"), "{}", stderr(&o));
 }
+
+// ---- 1. The rollback script okp runs: its own, never the copy in the installation.
+
+fn install_shared(home: &Path) -> Output {
+    install(&shared_bundle(), home, Some(&shared_pub()), &[])
+}
+
+#[test]
+fn okp_rollback_runs_its_own_script_not_the_copy_in_the_installation() {
+    let home = kafka_home("3.9.2");
+    let pristine = tree(home.path());
+    assert_eq!(install_shared(home.path()).status.code(), Some(0));
+    let marker = tempfile::tempdir().unwrap();
+    let ran = marker.path().join("ran");
+    std::fs::write(home.path().join(".okp-observer/rollback.sh"), format!("touch '{}'\nexit 0\n", ran.display()))
+        .unwrap();
+    let o = rollback(home.path(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!ran.exists(), "okp ran the rollback.sh it found in the installation");
+    assert_eq!(tree(home.path()), pristine);
+}
+
+// ---- 2 and 6. One okp per installation; nothing left behind by a killed or interrupted install.
+
+/// An `okp install` stopped at its first `cp` (a stand-in on PATH that sleeps)
+/// in its own process group; it and its script are killed on drop.
+struct Blocked {
+    okp: std::process::Child,
+    /// The pid of the install.sh shell (the script's process group with okp's fix).
+    script: i32,
+    _shims: tempfile::TempDir,
+}
+
+impl Blocked {
+    fn start(home: &Path, tmp: &Path) -> Blocked {
+        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::process::CommandExt;
+        let shims = tempfile::tempdir().unwrap();
+        let started = shims.path().join("started");
+        let real = stdout(&run(Command::new("sh").arg("-c").arg("command -v cp")));
+        let cp = shims.path().join("cp");
+        std::fs::write(
+            &cp,
+            format!(
+                "#!/bin/sh\nif [ ! -e '{s}' ]; then echo \"$PPID\" > '{s}.tmp' && mv '{s}.tmp' '{s}'; exec sleep 300; fi\nexec {real} \"$@\"\n",
+                s = started.display(),
+                real = real.trim()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&cp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", shims.path().display(), std::env::var("PATH").unwrap());
+        let okp = okp_bin()
+            .arg("install")
+            .arg(shared_bundle())
+            .arg("--kafka-home")
+            .arg(home)
+            .arg("--pubkey")
+            .arg(shared_pub())
+            .env("PATH", path)
+            .env("TMPDIR", tmp)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(shims.path().join("stderr")).unwrap())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut b = Blocked { okp, script: 0, _shims: shims };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !started.exists() {
+            if let Some(s) = b.okp.try_wait().unwrap() {
+                panic!(
+                    "the install ended ({s}) before its first cp: {}",
+                    std::fs::read_to_string(b._shims.path().join("stderr")).unwrap()
+                );
+            }
+            assert!(Instant::now() < deadline, "the install never reached its first cp");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        b.script = std::fs::read_to_string(&started).unwrap().trim().parse().unwrap();
+        b
+    }
+
+    fn pid(&self) -> i32 {
+        self.okp.id() as i32
+    }
+
+    /// SIGKILL to okp and to the script, as a host crash, an OOM kill or `systemctl kill` would.
+    fn kill_all(&mut self) {
+        for group in [self.pid(), self.script] {
+            // SAFETY: kill(2) on process groups this test started.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
+        let _ = self.okp.wait();
+    }
+}
+
+impl Drop for Blocked {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+fn install_with_tmp(home: &Path, tmp: &Path) -> Output {
+    within(
+        okp_bin()
+            .arg("install")
+            .arg(shared_bundle())
+            .arg("--kafka-home")
+            .arg(home)
+            .arg("--pubkey")
+            .arg(shared_pub())
+            .env("TMPDIR", tmp),
+        120,
+    )
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+}
+
+#[test]
+fn one_install_or_rollback_at_a_time_per_kafka_installation() {
+    let home = kafka_home("3.9.2");
+    let pristine = tree(home.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut first = Blocked::start(home.path(), tmp.path());
+    let holder = format!("another okp install or rollback (pid {})", first.pid());
+    let o = install_with_tmp(home.path(), tmp.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&holder) && stderr(&o).contains("nothing was changed"), "{}", stderr(&o));
+    let o = within(okp_bin().arg("rollback").arg("--kafka-home").arg(home.path()), 60);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&holder), "{}", stderr(&o));
+
+    // The holder dies (and its script): its lock dies with it; the file it wrote is reused.
+    first.kill_all();
+    assert!(home.path().join(".okp-observer.lock").is_file());
+    let o = install_with_tmp(home.path(), tmp.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!home.path().join(".okp-observer.lock").exists(), "the lock file outlived its holder");
+    assert_eq!(rollback(home.path(), &[]).status.code(), Some(0));
+    assert_eq!(tree(home.path()), pristine);
+}
+
+#[test]
+fn a_killed_or_interrupted_install_leaves_nothing_behind() {
+    let home = kafka_home("3.9.2");
+    let pristine = tree(home.path());
+    let tmp = tempfile::tempdir().unwrap();
+
+    // SIGKILL mid-way: nothing can clean up then, so the next install does.
+    let mut killed = Blocked::start(home.path(), tmp.path());
+    let staged = names_in(tmp.path());
+    assert!(staged.len() == 1 && staged[0].starts_with("okp-install-"), "{staged:?}");
+    killed.kill_all();
+    let o = install_with_tmp(home.path(), tmp.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(names_in(tmp.path()), Vec::<String>::new(), "left in TMPDIR after the next install");
+    assert!(
+        stderr(&o).contains(&format!("left by an okp install (pid {}) that was killed", killed.pid())),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(rollback(home.path(), &[]).status.code(), Some(0));
+    assert_eq!(tree(home.path()), pristine);
+
+    // SIGTERM to okp: it stops its script, removes its staging directory and exits 130.
+    let mut stopped = Blocked::start(home.path(), tmp.path());
+    // SAFETY: kill(2) on the okp this test started.
+    unsafe { libc::kill(stopped.pid(), libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = stopped.okp.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "okp did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130), "{status}");
+    assert_eq!(names_in(tmp.path()), Vec::<String>::new(), "okp left its staging directory on SIGTERM");
+    // SAFETY: signal 0 sends nothing.
+    let gone = || unsafe { libc::kill(-stopped.script, 0) } != 0;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !gone() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(gone(), "the script's processes outlived okp");
+    let o = install_with_tmp(home.path(), tmp.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(rollback(home.path(), &[]).status.code(), Some(0));
+    assert_eq!(tree(home.path()), pristine);
+}

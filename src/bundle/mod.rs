@@ -10,14 +10,17 @@
 //! safe reading), `manifest` (schema), `layout` (the files, pure), `sign`
 //! (keys, signatures), `pins` (anti-replay), `readfile` (bounded reads of
 //! regular files), `ondisk` (the bundle and its sidecars as read), `verify`
-//! (every check, in memory), `make` (the pipeline that writes a bundle).
+//! (every check, in memory), `make` (the pipeline that writes a bundle),
+//! `lock` (one okp per Kafka installation), `install` (install and rollback).
 //!
 //! Install and rollback run the bundle's own POSIX sh scripts, so an operator
 //! without okp gets exactly the same behaviour; okp adds verification before
-//! anything is unpacked.
+//! anything is unpacked, a lock, and cleanup (docs/bundles-safety.md).
 
 mod archive;
+mod install;
 mod layout;
+mod lock;
 mod make;
 mod manifest;
 mod ondisk;
@@ -28,14 +31,14 @@ mod target;
 mod verify;
 
 use std::path::Path;
-use std::process::Command;
 
+pub use install::{ScriptFlags, Trust};
 #[allow(unused_imports)] // the flags --not-before, --min-okp-version, --patch-set are wired by the CLI restructure
 pub use pins::{OkpVersion, PatchSet, Pins, Timestamp};
 pub use target::Target;
 
 use crate::cli::print;
-use crate::error::{Error, Result, EXIT_DRIFT, EXIT_EXTERNAL, EXIT_OK};
+use crate::error::{Result, EXIT_DRIFT, EXIT_OK};
 use crate::model::Model;
 
 /// `okp keygen`: writes PREFIX.key and PREFIX.pub; prints the public key only.
@@ -107,43 +110,7 @@ pub fn verify_bundle_pinned(file: &Path, pubkey: &str, json: bool, pins: &Pins) 
     Ok(if o.verified() { EXIT_OK } else { EXIT_DRIFT })
 }
 
-/// Flags passed through to install.sh / rollback.sh.
-pub struct ScriptFlags {
-    pub dry_run: bool,
-    pub ignore_arch: bool,
-    pub accept_local_jars: bool,
-    pub force: bool,
-}
-
-impl ScriptFlags {
-    fn args(&self) -> Vec<&'static str> {
-        [
-            (self.dry_run, "--dry-run"),
-            (self.ignore_arch, "--ignore-arch"),
-            (self.accept_local_jars, "--accept-local-jars"),
-            (self.force, "--force"),
-        ]
-        .into_iter()
-        .filter_map(|(on, flag)| on.then_some(flag))
-        .collect()
-    }
-}
-
-/// Runs a bundle script with `sh`; its exit status is okp's (0, 2, 3).
-fn run_script(script: &Path, flags: &ScriptFlags, kafka_home: &Path) -> Result<i32> {
-    let status = Command::new("sh")
-        .arg(script)
-        .args(flags.args())
-        .arg(kafka_home)
-        .status()
-        .map_err(|e| Error::External(format!("cannot run sh {}: {e}", script.display())))?;
-    Ok(match status.code() {
-        Some(c @ (0 | 2 | 3)) => c,
-        _ => EXIT_EXTERNAL,
-    })
-}
-
-/// `okp install`: verify, unpack into a private directory, run the bundle's install.sh.
+/// `okp install`: verify, then run the bundle's install.sh (see `install`).
 pub fn install(
     file: &Path,
     kafka_home: &Path,
@@ -151,54 +118,10 @@ pub fn install(
     allow_unverified: bool,
     flags: &ScriptFlags,
 ) -> Result<i32> {
-    let d = ondisk::read(file)?;
-    let o = d.verify(pubkey, &Pins::default(), allow_unverified)?;
-    eprint!("{}", verify::render(&o, &d.file_name));
-    if !o.pins_hold() {
-        eprintln!(
-            "okp: refusing to install {}: it fails a pin (see `pins` above); --allow-unverified does not waive pins",
-            d.file_name
-        );
-        return Ok(EXIT_DRIFT);
-    }
-    let (verified, integral) = (o.verified(), o.integral());
-    let content = match o.content {
-        Some(c) if verified || (allow_unverified && integral) => c,
-        _ if allow_unverified => {
-            eprintln!("okp: refusing to install {}: it is damaged or unsafe to unpack (--allow-unverified waives only the signature and checksum files)", d.file_name);
-            return Ok(EXIT_DRIFT);
-        }
-        _ => {
-            eprintln!("okp: refusing to install {}: it does not verify (--allow-unverified installs a well-formed bundle without a valid signature)", d.file_name);
-            return Ok(EXIT_DRIFT);
-        }
-    };
-    if !verified {
-        eprintln!("okp: warning: installing {} WITHOUT a verified signature (--allow-unverified)", d.file_name);
-    }
-    let (unpacked, _, _) = content;
-    let staging = tempfile::Builder::new()
-        .prefix("okp-install-")
-        .tempdir()
-        .map_err(|e| Error::io("cannot create a staging directory", e))?;
-    let root = archive::extract(&unpacked, staging.path())
-        .map_err(|e| Error::io(format!("cannot unpack into {}", staging.path().display()), e))?;
-    run_script(&root.join("install.sh"), flags, kafka_home)
+    install::install(file, kafka_home, &Trust { pubkey, allow_unverified, pins: &Pins::default() }, flags)
 }
 
-/// `okp rollback`: the rollback.sh that install left in the installation, or
-/// okp's own copy of the same script when that one is gone.
+/// `okp rollback`: okp's own rollback.sh, which reads what install recorded.
 pub fn rollback(kafka_home: &Path, flags: &ScriptFlags) -> Result<i32> {
-    let kept = kafka_home.join(".okp-observer").join("rollback.sh");
-    if kept.is_file() {
-        return run_script(&kept, flags, kafka_home);
-    }
-    let mut tmp = tempfile::Builder::new()
-        .prefix("okp-rollback-")
-        .suffix(".sh")
-        .tempfile()
-        .map_err(|e| Error::io("cannot create a temporary file", e))?;
-    std::io::Write::write_all(&mut tmp, layout::rollback_script().as_bytes())
-        .map_err(|e| Error::io("cannot write the rollback script", e))?;
-    run_script(tmp.path(), flags, kafka_home)
+    install::rollback(kafka_home, flags)
 }
