@@ -530,3 +530,122 @@ fn a_killed_or_interrupted_install_leaves_nothing_behind() {
     assert_eq!(rollback(home.path(), &[]).status.code(), Some(0));
     assert_eq!(tree(home.path()), pristine);
 }
+
+// ---- 1. Backups and records okp did not write.
+
+/// The bundle's jars: (file name, Maven Central sha256, patched sha256).
+fn bundle_jars() -> Vec<(String, String, String)> {
+    manifest_of(&shared_bundle())["jars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            let name = j["path"].as_str().unwrap().strip_prefix("libs/").unwrap().to_string();
+            (name, j["upstream"]["sha256"].as_str().unwrap().into(), j["sha256"].as_str().unwrap().into())
+        })
+        .collect()
+}
+
+fn sha256_file(p: &Path) -> String {
+    stdout(&run(Command::new("sha256sum").arg(p)))[..64].to_string()
+}
+
+#[test]
+fn install_refuses_a_backup_or_record_it_did_not_write() {
+    let planted = |home: &Path, file: &str, bytes: &[u8]| {
+        let p = home.join(".okp-observer").join(file);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    };
+    let refused = |home: &Path, says: &str| {
+        let before = tree(home);
+        let o = install_shared(home);
+        assert_eq!(o.status.code(), Some(2), "{says}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says) && stderr(&o).contains("nothing was changed"), "{says}: {}", stderr(&o));
+        assert_eq!(tree(home), before, "{says}: changed");
+    };
+    // A backup of the core jar that is not the jar in libs/: once recorded as "the original".
+    let home = kafka_home("3.9.2");
+    planted(home.path(), "backup/kafka_2.13-3.9.2.jar", b"an attacker's kafka jar");
+    refused(home.path(), "is not a copy of libs/kafka_2.13-3.9.2.jar");
+    // A backup no jar of this bundle explains.
+    let home = kafka_home("3.9.2");
+    planted(home.path(), "backup/kafka-tools-3.9.2.jar", b"x");
+    refused(home.path(), "is not the backup of a jar this bundle replaces");
+
+    // An interrupted install's record naming a forged original, the forged jar as its backup.
+    let home = kafka_home("3.9.2");
+    planted(home.path(), "backup/kafka_2.13-3.9.2.jar", b"an attacker's kafka jar");
+    let forged = sha256_file(&home.path().join(".okp-observer/backup/kafka_2.13-3.9.2.jar"));
+    let mut record =
+        format!("bundle={NAME_3_9}\nrelease=3.9.2\nmode=kraft\ntarget=linux-x86_64\npatch_set={}\n", patch_set());
+    for (jar, upstream, patched) in bundle_jars() {
+        let original = if jar.starts_with("kafka_2.13") { &forged } else { &upstream };
+        record.push_str(&format!("jar={jar} {original} {patched}\n"));
+    }
+    planted(home.path(), "installing", record.as_bytes());
+    refused(home.path(), "that is not the Maven Central jar");
+    // The same record with the real original, and no backup: a genuine interrupted install, completed.
+    let pristine = kafka_home("3.9.2");
+    let home = kafka_home("3.9.2");
+    let core_upstream = bundle_jars().into_iter().find(|j| j.0.starts_with("kafka_2.13")).unwrap().1;
+    planted(home.path(), "installing", record.replace(&forged, &core_upstream).as_bytes());
+    let o = install_shared(home.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(rollback(home.path(), &[]).status.code(), Some(0));
+    assert_eq!(tree(home.path()), tree(pristine.path()));
+}
+
+#[test]
+fn rollback_refuses_a_record_it_cannot_read_as_its_own() {
+    let home = kafka_home("3.9.2");
+    let pristine = tree(home.path());
+    assert_eq!(install_shared(home.path()).status.code(), Some(0));
+    let rec = home.path().join(".okp-observer/installed");
+    let real = std::fs::read_to_string(&rec).unwrap();
+    let header: String = real.lines().filter(|l| !l.starts_with("jar=")).map(|l| format!("{l}\n")).collect();
+    let first_jar = real.lines().find(|l| l.starts_with("jar=")).unwrap().to_string();
+    let first_name = first_jar.split(' ').next().unwrap().strip_prefix("jar=").unwrap().to_string();
+    for (case, text, says) in [
+        ("no jar lines", header.clone(), "no jar= line: it names no jar to restore"),
+        ("an unknown line", format!("{real}rm -rf /\n"), "not a line okp writes"),
+        ("a path for a jar", real.replace(&first_name, "../bin/kafka-run-class.sh"), "not jar=NAME"),
+        ("a jar twice", format!("{real}{first_jar}\n"), "twice"),
+    ] {
+        std::fs::write(&rec, &text).unwrap();
+        let mid = tree(home.path());
+        // Twice: the first refusal must not leave a state the second one acts on.
+        for _ in 0..2 {
+            let o = rollback(home.path(), &[]);
+            assert_eq!(o.status.code(), Some(2), "{case}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains("is not an install record okp wrote") && stderr(&o).contains(says),
+                "{case}: {}",
+                stderr(&o)
+            );
+            assert_eq!(tree(home.path()), mid, "{case}: changed (the backups must stay)");
+        }
+        let o = install_shared(home.path());
+        assert_eq!(o.status.code(), Some(2), "{case}: {}", stderr(&o));
+        assert_eq!(tree(home.path()), mid);
+    }
+    std::fs::write(&rec, &real).unwrap();
+    // Both records.
+    std::fs::write(home.path().join(".okp-observer/installing"), &real).unwrap();
+    let o = rollback(home.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("okp never leaves both"), "{}", stderr(&o));
+    std::fs::remove_file(home.path().join(".okp-observer/installing")).unwrap();
+    // No record at all while libs/ holds the patched jars: the backups are the only originals, never deleted.
+    std::fs::remove_file(&rec).unwrap();
+    let mid = tree(home.path());
+    let o = rollback(home.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("it may be the only copy of an original"), "{}", stderr(&o));
+    assert_eq!(tree(home.path()), mid);
+    // With the real record back, rollback restores byte for byte.
+    std::fs::write(&rec, &real).unwrap();
+    let o = rollback(home.path(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(tree(home.path()), pristine);
+}
