@@ -181,10 +181,7 @@ fn a_sidecar_that_is_there_but_cannot_be_read_fails_instead_of_being_skipped() {
 fn nothing_is_decompressed_unless_the_signature_and_the_checksums_hold() {
     let (_k1, key, public) = keys();
     let (_k2, _, other) = keys();
-    let dir = tempfile::tempdir().unwrap();
-    let b = dir.path().join(format!("{NAME_3_9}.tar.gz"));
-    std::fs::write(&b, evil_tar("symlink")).unwrap();
-    resign(&b, &key);
+    let (_d, b) = signed_as_okp(&evil_tar("symlink"), &key);
     let skipped =
         "skipped  archive          not checked: okp decompresses no bundle whose signature, pins or checksums failed";
 
@@ -304,16 +301,13 @@ fn a_gzip_bomb_is_refused_in_bounded_memory() {
     let (_kd, key, public) = keys();
     let (_k2, _, other) = keys();
     // One entry of 1 GiB of zeros: about 1 MB of gzip, signed as okp signs.
-    let dir = tempfile::tempdir().unwrap();
-    let b = dir.path().join(format!("{NAME_3_9}.tar.gz"));
     let mut h = tar::Header::new_gnu();
     h.set_path(format!("{NAME_3_9}/libs/kafka_2.13-3.9.2.jar")).unwrap();
     h.set_size(1 << 30);
     h.set_mode(0o644);
     h.set_entry_type(tar::EntryType::Regular);
     h.set_cksum();
-    std::fs::write(&b, gzip_bomb(h.as_bytes(), 1 << 30)).unwrap();
-    resign_with(&b, &key, &okp_comment());
+    let (_d, b) = signed_as_okp(&gzip_bomb(h.as_bytes(), 1 << 30), &key);
     let size = std::fs::metadata(&b).unwrap().len();
     assert!(size < 4 << 20, "{size}");
 
@@ -389,15 +383,8 @@ impl Blocked {
         .unwrap();
         std::fs::set_permissions(&cp, std::fs::Permissions::from_mode(0o755)).unwrap();
         let path = format!("{}:{}", shims.path().display(), std::env::var("PATH").unwrap());
-        let okp = okp_bin()
-            .arg("install")
-            .arg(shared_bundle())
-            .arg("--kafka-home")
-            .arg(home)
-            .arg("--pubkey")
-            .arg(shared_pub())
+        let okp = install_cmd(home, tmp)
             .env("PATH", path)
-            .env("TMPDIR", tmp)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(shims.path().join("stderr")).unwrap())
@@ -440,18 +427,16 @@ impl Drop for Blocked {
     }
 }
 
+/// `okp install` of the shared bundle into `home`, staging under `tmp`.
+fn install_cmd(home: &Path, tmp: &Path) -> Command {
+    let mut c = okp_bin();
+    c.arg("install").arg(shared_bundle()).arg("--kafka-home").arg(home).arg("--pubkey").arg(shared_pub());
+    c.env("TMPDIR", tmp);
+    c
+}
+
 fn install_with_tmp(home: &Path, tmp: &Path) -> Output {
-    within(
-        okp_bin()
-            .arg("install")
-            .arg(shared_bundle())
-            .arg("--kafka-home")
-            .arg(home)
-            .arg("--pubkey")
-            .arg(shared_pub())
-            .env("TMPDIR", tmp),
-        120,
-    )
+    within(&mut install_cmd(home, tmp), 120)
 }
 
 fn names_in(dir: &Path) -> Vec<String> {
