@@ -120,9 +120,10 @@ fn a_fifo_or_a_device_where_a_file_belongs_is_refused_at_once() {
     }
 
     // The bundle itself: a FIFO, /dev/zero, or a link to /dev/zero (which once filled memory).
-    let fifo = tempfile::tempdir().unwrap().keep().join(format!("{NAME_3_9}.tar.gz"));
+    let (fifo_dir, link_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let fifo = fifo_dir.path().join(format!("{NAME_3_9}.tar.gz"));
     mkfifo(&fifo);
-    let link = tempfile::tempdir().unwrap().keep().join(format!("{NAME_3_9}.tar.gz"));
+    let link = link_dir.path().join(format!("{NAME_3_9}.tar.gz"));
     std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
     let home = kafka_home("3.9.2");
     let before = tree(home.path());
