@@ -7,6 +7,8 @@ use std::process::Output;
 
 use assert_cmd::Command;
 
+pub mod bundle;
+
 pub fn okp() -> Command {
     let mut c = Command::cargo_bin("okp").expect("okp binary");
     c.env_remove("NO_COLOR");
