@@ -635,3 +635,57 @@ fn rollback_refuses_a_record_it_cannot_read_as_its_own() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(tree(home.path()), pristine);
 }
+
+/// The pins, from the command line: each refuses the shared bundle when it does not hold (exit 1,
+/// the pin and the bundle's value named) and lets it through when it does, on verify-bundle and
+/// install alike.
+#[test]
+fn pins_on_the_command_line_refuse_a_replayed_bundle() {
+    let (b, public) = (shared_bundle(), shared_pub());
+    let zeros = "0".repeat(64);
+    let refused: [(&str, &str, &str); 3] = [
+        ("--not-before", "2099-01-01", "not-before"),
+        ("--min-okp-version", "99.0.0", "okp"),
+        ("--patch-set", &zeros, "patch"),
+    ];
+    for (flag, value, word) in refused {
+        let o =
+            okp_bin().arg("verify-bundle").arg(&b).arg("--pubkey").arg(&public).args([flag, value]).output().unwrap();
+        let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert_eq!(o.status.code(), Some(1), "{flag} {value}: {out}");
+        assert!(out.to_lowercase().contains(word), "{flag} {value}: {out}");
+        let home = tempfile::tempdir().unwrap();
+        let o = okp_bin()
+            .arg("install")
+            .arg(&b)
+            .arg("--kafka-home")
+            .arg(home.path())
+            .arg("--pubkey")
+            .arg(&public)
+            .arg("--allow-unverified")
+            .args([flag, value])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "install {flag} {value}: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0, "install {flag} wrote into the home");
+    }
+    let hash = patch_set();
+    let o = okp_bin()
+        .arg("verify-bundle")
+        .arg(&b)
+        .arg("--pubkey")
+        .arg(&public)
+        .args(["--not-before", "2000-01-01", "--min-okp-version", "0.1.0", "--patch-set", &hash])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = okp_bin()
+        .arg("verify-bundle")
+        .arg(&b)
+        .arg("--pubkey")
+        .arg(&public)
+        .args(["--not-before", "yesterday"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "a malformed pin is bad input");
+}
