@@ -36,4 +36,15 @@ if ! "$venv/bin/check-jsonschema" --version 2>/dev/null | grep -q "$CHECK_JSONSC
   "$venv/bin/pip" install -q "check-jsonschema==$CHECK_JSONSCHEMA_VERSION"
 fi
 command -v cargo >/dev/null 2>&1 || { echo "setup: cargo is missing; install Rust (rustup or apt-get install cargo)" >&2; exit 2; }
+# rustfmt and clippy: .ci/run checks formatting and lints before the tests.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  if command -v rustup >/dev/null 2>&1; then
+    echo "setup: adding rustfmt and clippy" >&2
+    rustup component add rustfmt clippy >&2
+  else
+    echo "setup: installing rustfmt and clippy" >&2
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq rustfmt rust-clippy >/dev/null
+  fi
+fi
 echo "setup: ok ($(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g'); $(javac -version 2>&1); $(cargo --version))" >&2

@@ -209,6 +209,20 @@ pub struct BundleArgs {
     pub gpg_sign: Option<String>,
 }
 
+/// Anti-replay pins, checked against the bundle's signed trusted comment (docs/bundles-safety.md).
+#[derive(Args, Debug)]
+pub struct PinArgs {
+    /// Refuse a bundle signed before this time: YYYY-MM-DD (midnight UTC), YYYY-MM-DDTHH:MM:SSZ or @SECONDS.
+    #[arg(long, value_name = "DATE")]
+    pub not_before: Option<crate::bundle::Timestamp>,
+    /// Refuse a bundle made by an okp older than this version (X.Y.Z).
+    #[arg(long, value_name = "X.Y.Z")]
+    pub min_okp_version: Option<crate::bundle::OkpVersion>,
+    /// Refuse a bundle of any other patch set (its sha256, 64 hex digits).
+    #[arg(long, value_name = "HASH")]
+    pub patch_set: Option<crate::bundle::PatchSet>,
+}
+
 #[derive(Args, Debug)]
 pub struct VerifyBundleArgs {
     /// The bundle (.tar.gz); its .minisig, .sha256 and .sha512 are read from beside it.
@@ -217,6 +231,8 @@ pub struct VerifyBundleArgs {
     /// The minisign public key: a .pub file, or its base64 line (RW...).
     #[arg(long, value_name = "KEY")]
     pub pubkey: String,
+    #[command(flatten)]
+    pub pins: PinArgs,
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
 }
@@ -244,6 +260,8 @@ pub struct InstallArgs {
     /// Accept installed jars that are not byte-identical to Maven Central's (your own build of the release).
     #[arg(long)]
     pub accept_local_jars: bool,
+    #[command(flatten)]
+    pub pins: PinArgs,
 }
 
 #[derive(Args, Debug)]

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Error;
 use crate::model::anchors::Scope;
-use crate::model::{Anchor, Layer, Layers, Mode, Model, Origin, Release};
+use crate::model::{yaml, Anchor, Layer, Layers, Mode, Model, Origin, Release};
 use crate::version::KafkaVersion;
 
 include!(concat!(env!("OUT_DIR"), "/patch_files.rs"));
@@ -116,13 +116,22 @@ impl PatchSet {
                 None => Ok(PATCH_FILES.iter().find(|(p, _)| *p == rel).map(|(_, c)| c.to_string())),
             }
         };
-        let name = match dir {
-            Some(d) => d.join("edits.yaml").display().to_string(),
-            None => "patches/edits.yaml (embedded)".to_string(),
+        let origin = match dir {
+            Some(d) => {
+                let path = d.join("edits.yaml");
+                match yaml::read(&path, yaml::Input::Data) {
+                    Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                        return Err(Error::Usage(format!("{} does not exist", path.display())))
+                    }
+                    read => read?,
+                }
+            }
+            None => {
+                let name = "patches/edits.yaml (embedded)";
+                Origin::new(name, file("edits.yaml")?.ok_or_else(|| Error::Usage(format!("{name} does not exist")))?)
+            }
         };
-        let text = file("edits.yaml")?.ok_or_else(|| Error::Usage(format!("{name} does not exist")))?;
-        let origin = Origin::new(name, text);
-        let raw: RawSet = serde_yaml::from_str(&origin.text).map_err(|e| origin.yaml_error(e))?;
+        let raw: RawSet = yaml::parse(&origin)?;
         if raw.schema != 1 {
             return Err(
                 origin.error_at("schema", format!("unsupported schema {} (this okp reads schema 1)", raw.schema))

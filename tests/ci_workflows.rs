@@ -14,9 +14,9 @@ use std::process::Command;
 const SENTINEL: &str = "ci/okp-drift-sentinel.yml";
 const COMPILE: &str = "ci/okp-compile-matrix.yml";
 
-fn load(path: &str) -> serde_yaml::Value {
+fn load(path: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 fn workflows() -> Vec<PathBuf> {
@@ -31,11 +31,11 @@ fn workflows() -> Vec<PathBuf> {
 }
 
 /// Every step of every job, as (job, step) mappings.
-fn steps(doc: &serde_yaml::Value) -> Vec<&serde_yaml::Value> {
-    doc["jobs"].as_mapping().unwrap().values().flat_map(|j| j["steps"].as_sequence().unwrap().iter()).collect()
+fn steps(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
+    doc["jobs"].as_object().unwrap().values().flat_map(|j| j["steps"].as_array().unwrap().iter()).collect()
 }
 
-fn runs(doc: &serde_yaml::Value) -> Vec<String> {
+fn runs(doc: &serde_json::Value) -> Vec<String> {
     steps(doc).into_iter().filter_map(|s| s["run"].as_str().map(str::to_string)).collect()
 }
 
@@ -83,7 +83,7 @@ fn the_sentinel_runs_weekly_and_on_demand_and_the_compile_job_on_changes() {
     }
     for doc in [&s, &c] {
         assert_eq!(doc["permissions"]["contents"], "read", "read-only token");
-        for (name, job) in doc["jobs"].as_mapping().unwrap() {
+        for (name, job) in doc["jobs"].as_object().unwrap() {
             assert!(job["runs-on"].is_string(), "{name:?}: runs-on");
             assert!(job["timeout-minutes"].as_u64().is_some(), "{name:?}: a timeout");
         }
@@ -133,7 +133,7 @@ fn okp_commands(script: &str) -> Vec<(String, Vec<String>)> {
 fn every_okp_command_in_the_workflows_exists_with_its_flags() {
     let mut seen = 0;
     for w in workflows() {
-        let doc: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&w).unwrap()).unwrap();
+        let doc: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(&w).unwrap()).unwrap();
         for script in runs(&doc) {
             for (sub, flags) in okp_commands(&script) {
                 let o = okp().args([sub.as_str(), "--help"]).output().unwrap();
@@ -155,7 +155,7 @@ fn shellcheck_accepts_every_run_script() {
     let expr = regex::Regex::new(r"\$\{\{[^}]*\}\}").unwrap();
     let mut files = Vec::new();
     for w in workflows() {
-        let doc: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&w).unwrap()).unwrap();
+        let doc: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(&w).unwrap()).unwrap();
         for (i, script) in runs(&doc).iter().enumerate() {
             // GitHub runs `bash -e {0}` with pipefail; its ${{ }} expressions are filled in before.
             let body = expr.replace_all(script, "GHA_EXPRESSION");

@@ -8,7 +8,11 @@
 //! Reading: the whole archive is parsed and every entry judged (type, path,
 //! mode, duplicates, size) before a single byte reaches the disk; extraction
 //! then writes only what was judged safe, with paths built from checked
-//! components. Not here: what the files mean (see `manifest`).
+//! components. The gzip container is read as strictly as `gzip -t` reads it:
+//! one member, its CRC32 and length trailer checked, nothing after it; and
+//! it may unpack to at most `unpacked_cap` bytes, counted as it streams, so
+//! a gzip bomb is refused after a few MB. Not here: what the files mean (see
+//! `manifest`).
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -29,9 +33,21 @@ pub const MODE_FILE: u32 = 0o644;
 pub const MODE_EXEC: u32 = 0o755;
 const MODE_DIR: u32 = 0o755;
 
-/// The decompressed size okp will read at most: far above any bundle (tens of
-/// MB), far below what a gzip bomb would make.
-const MAX_UNPACKED: u64 = 2 << 30;
+/// How many times its own size a bundle may unpack to. Bundles are jars, which
+/// are compressed already: a real 3.9.2 bundle unpacks to 1.05 times its size.
+/// Only a gzip bomb (deflate reaches 1032:1) comes near.
+const MAX_RATIO: u64 = 8;
+/// Room for the small text files and tar headers of a tiny bundle.
+const RATIO_SLACK: u64 = 1 << 20;
+/// The decompressed size okp reads at most, whatever the bundle's size.
+const MAX_UNPACKED: u64 = 1 << 30;
+
+/// The most a bundle of `compressed` bytes may unpack to (tar headers included):
+/// eight times its size plus 1 MiB, and never more than 1 GiB. okp holds the
+/// unpacked files in memory, so this bounds its memory too.
+fn unpacked_cap(compressed: usize) -> u64 {
+    (compressed as u64).saturating_mul(MAX_RATIO).saturating_add(RATIO_SLACK).min(MAX_UNPACKED)
+}
 
 /// The mtime every entry carries: SOURCE_DATE_EPOCH when set (the
 /// reproducible-builds convention), else 0.
@@ -127,17 +143,145 @@ pub fn check_path(raw: &str) -> Result<(String, String), String> {
     Ok((top, parts[1..].join("/")))
 }
 
+/// The deflate data of a one-member gzip file and what follows it (RFC 1952:
+/// the header's optional fields are skipped, its CRC16 checked when present).
+fn gzip_body(bytes: &[u8]) -> Result<&[u8], String> {
+    const FHCRC: u8 = 2;
+    const FEXTRA: u8 = 4;
+    const FNAME: u8 = 8;
+    const FCOMMENT: u8 = 16;
+    let short = || "not a gzip file: it ends inside the gzip header".to_string();
+    if bytes.len() < 10 || bytes[..2] != [0x1f, 0x8b] {
+        return Err("not a gzip file (no gzip magic number)".into());
+    }
+    if bytes[2] != 8 {
+        return Err(format!("gzip compression method {} is not deflate", bytes[2]));
+    }
+    let flags = bytes[3];
+    if flags & 0xe0 != 0 {
+        return Err(format!("gzip header flags {flags:#04x} set reserved bits"));
+    }
+    let mut at = 10;
+    if flags & FEXTRA != 0 {
+        let len = bytes.get(at..at + 2).ok_or_else(short)?;
+        at += 2 + usize::from(u16::from_le_bytes([len[0], len[1]]));
+    }
+    for field in [FNAME, FCOMMENT] {
+        if flags & field != 0 {
+            at += bytes.get(at..).and_then(|r| r.iter().position(|&b| b == 0)).ok_or_else(short)? + 1;
+        }
+    }
+    if flags & FHCRC != 0 {
+        let want = bytes.get(at..at + 2).ok_or_else(short)?;
+        let mut crc = flate2::Crc::new();
+        crc.update(&bytes[..at]);
+        if (crc.sum() & 0xffff) as u16 != u16::from_le_bytes([want[0], want[1]]) {
+            return Err("the gzip header's CRC16 does not match the header".into());
+        }
+        at += 2;
+    }
+    bytes.get(at..).ok_or_else(short)
+}
+
+/// The decompressed stream, counted and checksummed as it is read; an error
+/// (never a silent truncation) once it passes `cap` bytes.
+struct Counted<R> {
+    inner: R,
+    crc: flate2::Crc,
+    count: u64,
+    cap: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.crc.update(&buf[..n]);
+        self.count += n as u64;
+        if self.count > self.cap {
+            return Err(std::io::Error::other(format!("the archive unpacks to more than {} bytes", self.cap)));
+        }
+        Ok(n)
+    }
+}
+
 /// Reads a .tar.gz into memory, refusing (with every reason) anything that is
 /// not a plain directory or regular file under one top directory with a safe
-/// path and ordinary permissions. Nothing is written.
+/// path and ordinary permissions, or not exactly one intact gzip member of at
+/// most `unpacked_cap` bytes unpacked. Nothing is written.
 pub fn read(bytes: &[u8]) -> Result<Unpacked, Vec<String>> {
-    let gz = flate2::read::GzDecoder::new(bytes);
-    let mut archive = tar::Archive::new(gz.take(MAX_UNPACKED));
+    let cap = unpacked_cap(bytes.len());
+    let mut rest = gzip_body(bytes).map_err(|e| vec![e])?;
+    let counted =
+        Counted { inner: flate2::bufread::DeflateDecoder::new(&mut rest), crc: flate2::Crc::new(), count: 0, cap };
+    let mut archive = tar::Archive::new(counted);
+    let (top, files, mut problems) = read_entries(&mut archive);
+    // Past the tar's end-of-archive blocks: only zeros, to the end of the deflate data.
+    let mut counted = archive.into_inner();
+    if problems.is_empty() {
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match counted.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) if buf[..n].iter().all(|&b| b == 0) => {}
+                Ok(_) => {
+                    problems.push("data after the tar's end-of-archive blocks".into());
+                    break;
+                }
+                Err(e) => {
+                    problems.push(format!("the gzip data is damaged: {e}"));
+                    break;
+                }
+            }
+        }
+    }
+    let (crc, len) = (counted.crc.sum(), counted.count);
+    if len > cap {
+        // Whatever else went wrong followed from the cap.
+        return Err(vec![format!(
+            "the archive unpacks to more than {cap} bytes (at most {MAX_RATIO} times the bundle's {} bytes plus 1 MiB, and at most 1 GiB): a gzip bomb, not a bundle",
+            bytes.len()
+        )]);
+    }
+    drop(counted);
+    if problems.is_empty() {
+        // The gzip trailer: CRC32 and length (mod 2^32) of the data, little-endian; then nothing.
+        match rest {
+            [c0, c1, c2, c3, l0, l1, l2, l3, after @ ..] => {
+                let (want_crc, want_len) =
+                    (u32::from_le_bytes([*c0, *c1, *c2, *c3]), u32::from_le_bytes([*l0, *l1, *l2, *l3]));
+                if want_crc != crc {
+                    problems.push(format!("the gzip trailer's CRC32 is {want_crc:08x}, the data's is {crc:08x}"));
+                }
+                if want_len != len as u32 {
+                    problems.push(format!("the gzip trailer's length is {want_len}, the data's is {}", len as u32));
+                }
+                if !after.is_empty() {
+                    problems.push(format!(
+                        "{} bytes after the gzip member (a second member or trailing garbage)",
+                        after.len()
+                    ));
+                }
+            }
+            _ => problems.push("the gzip data is truncated: no CRC32 and length trailer".into()),
+        }
+    }
+    match top {
+        Some(top) if problems.is_empty() => Ok(Unpacked { top, files }),
+        None if problems.is_empty() => Err(vec!["the archive is empty".into()]),
+        _ => Err(problems),
+    }
+}
+
+/// Every entry of the tar, judged: (top directory, files, problems).
+fn read_entries<R: Read>(archive: &mut tar::Archive<R>) -> (Option<String>, Vec<File>, Vec<String>) {
     let mut problems = Vec::new();
     let mut top: Option<String> = None;
     let mut seen = BTreeSet::new();
     let mut files = Vec::new();
-    let entries = archive.entries().map_err(|e| vec![format!("not a tar.gz archive: {e}")])?;
+    let entries = match archive.entries() {
+        Ok(e) => e,
+        Err(e) => return (None, files, vec![format!("not a tar.gz archive: {e}")]),
+    };
     for entry in entries {
         let mut entry = match entry {
             Ok(e) => e,
@@ -194,11 +338,7 @@ pub fn read(bytes: &[u8]) -> Result<Unpacked, Vec<String>> {
         }
         files.push(File { path: rel, mode: if mode & 0o111 != 0 { MODE_EXEC } else { MODE_FILE }, bytes: data });
     }
-    match top {
-        Some(top) if problems.is_empty() => Ok(Unpacked { top, files }),
-        None if problems.is_empty() => Err(vec!["the archive is empty".into()]),
-        _ => Err(problems),
-    }
+    (top, files, problems)
 }
 
 /// Writes judged files below `dest/<top>/` (dest must exist and should be a
@@ -253,6 +393,71 @@ mod tests {
         let mut want = files();
         want.sort_by(|a, b| a.path.cmp(&b.path));
         assert_eq!(u.files, want);
+    }
+
+    #[test]
+    fn the_gzip_trailer_is_checked_and_nothing_may_follow_it() {
+        let good = write("top", &files(), 0).unwrap();
+        let n = good.len();
+        assert!(read(&good).is_ok());
+        let flipped = |at: usize| {
+            let mut b = good.clone();
+            b[at] ^= 0x01;
+            read(&b).unwrap_err().join("; ")
+        };
+        assert!(flipped(n - 8).contains("the gzip trailer's CRC32 is"), "{}", flipped(n - 8));
+        assert!(flipped(n - 1).contains("the gzip trailer's length is"), "{}", flipped(n - 1));
+        let mut trailing = good.clone();
+        trailing.extend(b"garbage");
+        assert_eq!(
+            read(&trailing).unwrap_err(),
+            ["7 bytes after the gzip member (a second member or trailing garbage)"]
+        );
+        let mut two = good.clone();
+        two.extend(&good);
+        assert!(read(&two).unwrap_err()[0].contains(&format!("{n} bytes after the gzip member")));
+        assert!(read(&good[..n - 3]).unwrap_err()[0].contains("no CRC32 and length trailer"));
+        assert!(read(&good[..5]).unwrap_err()[0].contains("not a gzip file"));
+    }
+
+    /// A gzip member (with a file name in its header, as gzip(1) writes) of `tar` bytes.
+    fn gzip(tar: &[u8]) -> Vec<u8> {
+        let mut gz = GzBuilder::new().filename("b.tar").write(Vec::new(), Compression::fast());
+        gz.write_all(tar).unwrap();
+        gz.finish().unwrap()
+    }
+
+    fn tar_of(files: &[File]) -> Vec<u8> {
+        let gz = write("top", files, 0).unwrap();
+        let mut tar = Vec::new();
+        flate2::read::GzDecoder::new(gz.as_slice()).read_to_end(&mut tar).unwrap();
+        tar
+    }
+
+    #[test]
+    fn what_lies_past_the_tar_end_blocks_must_be_zeros() {
+        let tar = tar_of(&files());
+        assert!(read(&gzip(&tar)).is_ok(), "a header with a file name is read");
+        let mut padded = tar.clone();
+        padded.extend([0u8; 10240]);
+        assert!(read(&gzip(&padded)).is_ok(), "zero padding to a tape record is what tar writes");
+        let mut hidden = tar;
+        hidden.extend(b"hidden payload");
+        assert_eq!(read(&gzip(&hidden)).unwrap_err(), ["data after the tar's end-of-archive blocks"]);
+    }
+
+    #[test]
+    fn a_gzip_bomb_is_refused_at_the_cap() {
+        let big = vec![File { path: "libs/a.jar".into(), mode: MODE_FILE, bytes: vec![0; 64 << 20] }];
+        let bomb = write("top", &big, 0).unwrap();
+        assert!(bomb.len() < 100_000, "{}", bomb.len());
+        let cap = unpacked_cap(bomb.len());
+        assert!(cap < (2 << 20), "{cap}");
+        let e = read(&bomb).unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with(&format!("the archive unpacks to more than {cap} bytes")), "{e:?}");
+        assert_eq!(unpacked_cap(5_419_952), 8 * 5_419_952 + (1 << 20));
+        assert_eq!(unpacked_cap(usize::MAX), 1 << 30);
     }
 
     #[test]

@@ -213,9 +213,11 @@ pub fn make(ws: &Workspace, o: &Options) -> Result<Made> {
         file_name: &file_name,
         bundle: &bytes,
         pubkey: Some(&pk),
-        minisig: Some(&minisig),
-        sha256_file: Some(&s256),
-        sha512_file: Some(&s512),
+        minisig: verify::Sidecar::Text(&minisig),
+        sha256_file: verify::Sidecar::Text(&s256),
+        sha512_file: verify::Sidecar::Text(&s512),
+        pins: &super::pins::Pins::default(),
+        read_unauthenticated: false,
     });
     if !outcome.verified() {
         return Err(Error::External(format!(

@@ -8,27 +8,35 @@
 //! `install`, `rollback`); the work is in the submodules:
 //! `target` (platforms, native-code check), `archive` (reproducible tar.gz,
 //! safe reading), `manifest` (schema), `layout` (the files, pure), `sign`
-//! (keys, signatures), `verify` (every check, in memory), `make` (the
-//! pipeline that writes a bundle).
+//! (keys, signatures), `pins` (anti-replay), `readfile` (bounded reads of
+//! regular files), `ondisk` (the bundle and its sidecars as read), `verify`
+//! (every check, in memory), `make` (the pipeline that writes a bundle),
+//! `lock` (one okp per Kafka installation), `install` (install and rollback).
 //!
 //! Install and rollback run the bundle's own POSIX sh scripts, so an operator
 //! without okp gets exactly the same behaviour; okp adds verification before
-//! anything is unpacked.
+//! anything is unpacked, a lock, and cleanup (docs/bundles-safety.md).
 
 mod archive;
+mod install;
 mod layout;
+mod lock;
 mod make;
 mod manifest;
+mod ondisk;
+mod pins;
+mod readfile;
 mod sign;
 mod target;
 mod verify;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
+pub use install::{ScriptFlags, Trust};
+pub use pins::{OkpVersion, PatchSet, Pins, Timestamp};
 pub use target::Target;
 
-use crate::error::{Error, Failure, Outcome, Result};
+use crate::error::{Outcome, Result};
 use crate::out::print;
 use crate::workspace::Workspace;
 
@@ -78,38 +86,10 @@ pub fn bundle(
     Ok(Outcome::Done)
 }
 
-/// The bundle and what lies beside it, read once.
-struct OnDisk {
-    file_name: String,
-    bytes: Vec<u8>,
-    minisig: Option<String>,
-    sha256: Option<String>,
-    sha512: Option<String>,
-}
-
-fn read_on_disk(file: &Path) -> Result<OnDisk> {
-    let bytes = std::fs::read(file).map_err(|e| Error::io(format!("cannot read {}", file.display()), e))?;
-    let file_name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let beside = |ext: &str| std::fs::read_to_string(PathBuf::from(format!("{}.{ext}", file.display()))).ok();
-    Ok(OnDisk { minisig: beside("minisig"), sha256: beside("sha256"), sha512: beside("sha512"), file_name, bytes })
-}
-
-fn run_verify(d: &OnDisk, pubkey: Option<&str>) -> Result<verify::Outcome> {
-    let pk = pubkey.map(sign::load_public).transpose()?;
-    Ok(verify::verify(&verify::Inputs {
-        file_name: &d.file_name,
-        bundle: &d.bytes,
-        pubkey: pk.as_ref(),
-        minisig: d.minisig.as_deref(),
-        sha256_file: d.sha256.as_deref(),
-        sha512_file: d.sha512.as_deref(),
-    }))
-}
-
 /// `okp verify-bundle`: exit 0 when verified, 1 when not.
-pub fn verify_bundle(file: &Path, pubkey: &str, json: bool) -> Result<Outcome> {
-    let d = read_on_disk(file)?;
-    let o = run_verify(&d, Some(pubkey))?;
+pub fn verify_bundle(file: &Path, pubkey: &str, json: bool, pins: &Pins) -> Result<Outcome> {
+    let d = ondisk::read(file)?;
+    let o = d.verify(Some(pubkey), pins, false)?;
     if json {
         let v = serde_json::json!({
             "bundle": d.file_name,
@@ -124,91 +104,12 @@ pub fn verify_bundle(file: &Path, pubkey: &str, json: bool) -> Result<Outcome> {
     Ok(Outcome::check(o.verified()))
 }
 
-/// Flags passed through to install.sh / rollback.sh.
-pub struct ScriptFlags {
-    pub dry_run: bool,
-    pub ignore_arch: bool,
-    pub accept_local_jars: bool,
-    pub force: bool,
+/// `okp install`: verify, then run the bundle's install.sh (see `install`).
+pub fn install(file: &Path, kafka_home: &Path, trust: &Trust<'_>, flags: &ScriptFlags) -> Result<Outcome> {
+    install::install(file, kafka_home, trust, flags)
 }
 
-impl ScriptFlags {
-    fn args(&self) -> Vec<&'static str> {
-        [
-            (self.dry_run, "--dry-run"),
-            (self.ignore_arch, "--ignore-arch"),
-            (self.accept_local_jars, "--accept-local-jars"),
-            (self.force, "--force"),
-        ]
-        .into_iter()
-        .filter_map(|(on, flag)| on.then_some(flag))
-        .collect()
-    }
-}
-
-/// Runs a bundle script with `sh`; its exit status is okp's (0 done, 2 refused, 3 a step failed).
-fn run_script(script: &Path, flags: &ScriptFlags, kafka_home: &Path) -> Result<Outcome> {
-    let status = Command::new("sh")
-        .arg(script)
-        .args(flags.args())
-        .arg(kafka_home)
-        .status()
-        .map_err(|e| Error::External(format!("cannot run sh {}: {e}", script.display())))?;
-    Ok(match Failure::of_script_status(status.code()) {
-        None => Outcome::Done,
-        Some(f) => Outcome::Failed(f),
-    })
-}
-
-/// `okp install`: verify, unpack into a private directory, run the bundle's install.sh.
-pub fn install(
-    file: &Path,
-    kafka_home: &Path,
-    pubkey: Option<&str>,
-    allow_unverified: bool,
-    flags: &ScriptFlags,
-) -> Result<Outcome> {
-    let d = read_on_disk(file)?;
-    let o = run_verify(&d, pubkey)?;
-    eprint!("{}", verify::render(&o, &d.file_name));
-    let (verified, integral) = (o.verified(), o.integral());
-    let content = match o.content {
-        Some(c) if verified || (allow_unverified && integral) => c,
-        _ if allow_unverified => {
-            eprintln!("okp: refusing to install {}: it is damaged or unsafe to unpack (--allow-unverified waives only the signature and checksum files)", d.file_name);
-            return Ok(Outcome::Failed(Failure::CheckFailed));
-        }
-        _ => {
-            eprintln!("okp: refusing to install {}: it does not verify (--allow-unverified installs a well-formed bundle without a valid signature)", d.file_name);
-            return Ok(Outcome::Failed(Failure::CheckFailed));
-        }
-    };
-    if !verified {
-        eprintln!("okp: warning: installing {} WITHOUT a verified signature (--allow-unverified)", d.file_name);
-    }
-    let (unpacked, _, _) = content;
-    let staging = tempfile::Builder::new()
-        .prefix("okp-install-")
-        .tempdir()
-        .map_err(|e| Error::io("cannot create a staging directory", e))?;
-    let root = archive::extract(&unpacked, staging.path())
-        .map_err(|e| Error::io(format!("cannot unpack into {}", staging.path().display()), e))?;
-    run_script(&root.join("install.sh"), flags, kafka_home)
-}
-
-/// `okp rollback`: the rollback.sh that install left in the installation, or
-/// okp's own copy of the same script when that one is gone.
+/// `okp rollback`: okp's own rollback.sh, which reads what install recorded.
 pub fn rollback(kafka_home: &Path, flags: &ScriptFlags) -> Result<Outcome> {
-    let kept = kafka_home.join(".okp-observer").join("rollback.sh");
-    if kept.is_file() {
-        return run_script(&kept, flags, kafka_home);
-    }
-    let mut tmp = tempfile::Builder::new()
-        .prefix("okp-rollback-")
-        .suffix(".sh")
-        .tempfile()
-        .map_err(|e| Error::io("cannot create a temporary file", e))?;
-    std::io::Write::write_all(&mut tmp, layout::rollback_script().as_bytes())
-        .map_err(|e| Error::io("cannot write the rollback script", e))?;
-    run_script(tmp.path(), flags, kafka_home)
+    install::rollback(kafka_home, flags)
 }

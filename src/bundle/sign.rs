@@ -3,9 +3,11 @@
 //!
 //! The trusted comment (signed together with the signature) binds the bundle's
 //! file name, release, mode, target and patch set, so a valid signature cannot
-//! be moved onto another bundle or a renamed one. Secret keys are never
-//! printed; their password comes from OKP_KEY_PASSWORD or a prompt on a
-//! terminal, never from a flag (flags end up in shell history and `ps`).
+//! be moved onto another bundle or a renamed one; with its timestamp and the
+//! okp version that made the bundle, it is also what pins are checked against.
+//! Secret keys are never printed; their password comes from OKP_KEY_PASSWORD
+//! or a prompt on a terminal, never from a flag (flags end up in shell history
+//! and `ps`).
 
 use std::io::{Cursor, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -13,6 +15,7 @@ use std::path::{Path, PathBuf};
 use minisign::{PublicKey, PublicKeyBox, SecretKey, SecretKeyBox, SignatureBox};
 
 use super::manifest::Identity;
+use super::readfile;
 use crate::error::{Error, Result};
 
 pub const PASSWORD_ENV: &str = "OKP_KEY_PASSWORD";
@@ -25,8 +28,11 @@ fn crypto(context: &str, e: minisign::PError) -> Error {
     Error::Usage(format!("{context}: {e}"))
 }
 
+/// A key file: a small regular text file (never a FIFO or a device).
 fn read_text(path: &Path, what: &str) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::io(format!("cannot read the {what} {}", path.display()), e))
+    let bytes = readfile::read_regular(path, readfile::MAX_KEY).map_err(|e| e.into_error(path, what))?;
+    String::from_utf8(bytes)
+        .map_err(|_| Error::Tree { path: path.to_path_buf(), msg: format!("the {what} is not UTF-8 text") })
 }
 
 /// The key id as minisign prints it (16 upper-case hex digits).
@@ -140,7 +146,9 @@ pub fn load_secret(path: &Path) -> Result<SecretKey> {
 /// base64 line, `RW…`, as `minisign -P` takes it).
 pub fn load_public(arg: &str) -> Result<PublicKey> {
     let p = Path::new(arg);
-    if !p.is_file() {
+    // Whatever is at the path is read as a key file (and refused when it is not a
+    // regular file); only a path with nothing there is taken as an inline key.
+    if std::fs::symlink_metadata(p).is_err() {
         return PublicKey::from_base64(arg.trim()).map_err(|_| Error::Tree {
             path: p.to_path_buf(),
             msg: "no such public key file (nor a minisign public key in base64)".into(),
@@ -153,14 +161,15 @@ pub fn load_public(arg: &str) -> Result<PublicKey> {
 }
 
 /// The trusted comment of a bundle signature: tab-separated `key:value` pairs,
-/// minisign's own `timestamp` and `file` first.
+/// minisign's own `timestamp` and `file` first, the okp version that made it last.
 pub fn trusted_comment(file_name: &str, id: &Identity, patch_set: &str, timestamp: u64) -> String {
     format!(
-        "timestamp:{timestamp}\tfile:{file_name}\tokp-bundle:{}\trelease:{}\tmode:{}\ttarget:{}\tpatch_set:{patch_set}",
+        "timestamp:{timestamp}\tfile:{file_name}\tokp-bundle:{}\trelease:{}\tmode:{}\ttarget:{}\tpatch_set:{patch_set}\tokp_version:{}",
         id.name(),
         id.release,
         id.mode,
-        id.target
+        id.target,
+        env!("CARGO_PKG_VERSION")
     )
 }
 
@@ -230,6 +239,7 @@ mod tests {
         assert_eq!(f["release"], "3.9.2");
         assert_eq!(f["target"], "linux-x86_64");
         assert_eq!(f["okp-bundle"], "okp-observer-3.9.2-kraft-linux-x86_64");
+        assert_eq!(f["okp_version"], env!("CARGO_PKG_VERSION"));
         // Another key, or an edited trusted comment, fails.
         let other = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
         assert!(verify(&other.pk, b"bundle bytes", &sig).is_err());

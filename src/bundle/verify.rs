@@ -1,18 +1,24 @@
 //! Verification of a bundle, entirely in memory: signature and trusted comment,
-//! the sidecar checksum files, the archive's entries, the manifest, every
+//! pins, the sidecar checksum files, the archive's entries, the manifest, every
 //! file's sha256, native code. Nothing is extracted; `install` extracts only
 //! what passed here.
 //!
-//! Checks come in two kinds. Authenticity (signature, trusted comment,
-//! checksum files) says who made the bundle; `--allow-unverified` may waive it.
-//! Integrity (archive, manifest, files, native code) says the bundle is
-//! well-formed and safe to unpack; nothing waives it.
+//! Checks come in two kinds. Authenticity (signature, pins, trusted comment,
+//! checksum files) says who made the bundle; `--allow-unverified` may waive it,
+//! except the pins. Integrity (archive, manifest, files, native code) says the
+//! bundle is well-formed and safe to unpack; nothing waives it.
+//!
+//! Order matters: the signature, the pins and the checksums are checked over
+//! the raw bytes first, and the archive is decompressed only when they hold
+//! (or when the caller waives authenticity), so untrusted bytes never reach
+//! the gzip and tar readers of a plain `verify-bundle`.
 
 use minisign::PublicKey;
 use sha2::{Digest, Sha256, Sha512};
 
 use super::archive::{self, Unpacked};
 use super::manifest::{self, Identity, Manifest};
+use super::pins::Pins;
 use super::sign;
 use super::target;
 use crate::hash::hex;
@@ -54,6 +60,22 @@ impl Outcome {
     pub fn integral(&self) -> bool {
         self.content.is_some() && self.checks.iter().filter(|c| !c.authenticity).all(|c| c.status == Status::Ok)
     }
+
+    /// No pin failed (pins are never waived, not even by --allow-unverified).
+    pub fn pins_hold(&self) -> bool {
+        !self.checks.iter().any(|c| c.check == PINS && c.status == Status::Failed)
+    }
+}
+
+const PINS: &str = "pins";
+
+/// A sidecar file (`.minisig`, `.sha256`, `.sha512`) as found beside the bundle.
+#[derive(Clone, Copy, Debug)]
+pub enum Sidecar<'a> {
+    Absent,
+    /// Present but not readable as a small text file: the reason. A failure, never "absent".
+    Unreadable(&'a str),
+    Text(&'a str),
 }
 
 /// What `verify` reads: the bundle and whatever lies beside it.
@@ -61,9 +83,13 @@ pub struct Inputs<'a> {
     pub file_name: &'a str,
     pub bundle: &'a [u8],
     pub pubkey: Option<&'a PublicKey>,
-    pub minisig: Option<&'a str>,
-    pub sha256_file: Option<&'a str>,
-    pub sha512_file: Option<&'a str>,
+    pub minisig: Sidecar<'a>,
+    pub sha256_file: Sidecar<'a>,
+    pub sha512_file: Sidecar<'a>,
+    pub pins: &'a Pins,
+    /// Decompress the archive even when an authenticity check failed (install
+    /// --allow-unverified). A failed pin still stops it.
+    pub read_unauthenticated: bool,
 }
 
 /// Looks up `name` in a `sha256sum`-style file (`<hex>  <name>` or `<hex> *<name>`).
@@ -74,30 +100,42 @@ fn listed_digest<'s>(sums: &'s str, name: &str) -> Option<&'s str> {
     })
 }
 
+/// Records a check: `Ok` passes (or is skipped when it says "not checked"), `Err` fails.
+fn push(checks: &mut Vec<Check>, check: &'static str, authenticity: bool, r: Result<String, String>) {
+    let (status, detail) = match r {
+        Ok(d) if d.starts_with("not checked") => (Status::Skipped, d),
+        Ok(d) => (Status::Ok, d),
+        Err(d) => (Status::Failed, d),
+    };
+    checks.push(Check { check, status, detail, authenticity });
+}
+
 pub fn verify(i: &Inputs) -> Outcome {
     let mut checks = Vec::new();
-    let mut push = |check: &'static str, authenticity: bool, r: Result<String, String>| {
-        let (status, detail) = match r {
-            Ok(d) if d.starts_with("not checked") => (Status::Skipped, d),
-            Ok(d) => (Status::Ok, d),
-            Err(d) => (Status::Failed, d),
-        };
-        checks.push(Check { check, status, detail, authenticity });
-    };
 
-    // Authenticity of the bytes as a whole.
+    // Authenticity of the bytes as a whole, before anything parses them.
     let comment = match (i.pubkey, i.minisig) {
         (None, _) => {
-            push("signature", true, Ok("not checked: no public key given".into()));
+            push(&mut checks, "signature", true, Ok("not checked: no public key given".into()));
             None
         }
-        (Some(_), None) => {
-            push("signature", true, Err(format!("no signature file {}.minisig beside the bundle", i.file_name)));
+        (Some(_), Sidecar::Absent) => {
+            push(
+                &mut checks,
+                "signature",
+                true,
+                Err(format!("no signature file {}.minisig beside the bundle", i.file_name)),
+            );
             None
         }
-        (Some(pk), Some(sig)) => match sign::verify(pk, i.bundle, sig) {
+        (Some(_), Sidecar::Unreadable(why)) => {
+            push(&mut checks, "signature", true, Err(format!("cannot read {}.minisig: {why}", i.file_name)));
+            None
+        }
+        (Some(pk), Sidecar::Text(sig)) => match sign::verify(pk, i.bundle, sig) {
             Ok(c) => {
                 push(
+                    &mut checks,
                     "signature",
                     true,
                     Ok(format!("good minisign signature; trusted comment: {}", c.replace('\t', " "))),
@@ -105,30 +143,50 @@ pub fn verify(i: &Inputs) -> Outcome {
                 Some(c)
             }
             Err(e) => {
-                push("signature", true, Err(e));
+                push(&mut checks, "signature", true, Err(e));
                 None
             }
         },
     };
+    if i.pins.any() {
+        let r = match &comment {
+            Some(c) => i.pins.check(&sign::comment_fields(c)),
+            None => Err("not checked against a good signature: pins hold only for a verified bundle".into()),
+        };
+        push(&mut checks, PINS, true, r);
+    }
     for (check, sums, digest) in [
         ("sha256 file", i.sha256_file, hex(&Sha256::digest(i.bundle))),
         ("sha512 file", i.sha512_file, hex(&Sha512::digest(i.bundle))),
     ] {
         let r = match sums {
-            None => Ok(format!("not checked: no {}.{} beside the bundle", i.file_name, &check[..6])),
-            Some(text) => match listed_digest(text, i.file_name) {
+            Sidecar::Absent => Ok(format!("not checked: no {}.{} beside the bundle", i.file_name, &check[..6])),
+            Sidecar::Unreadable(why) => Err(format!("cannot read {}.{}: {why}", i.file_name, &check[..6])),
+            Sidecar::Text(text) => match listed_digest(text, i.file_name) {
                 Some(h) if h.eq_ignore_ascii_case(&digest) => Ok(format!("matches {}", &digest[..16])),
                 Some(h) => Err(format!("lists {h}, the bundle is {digest}")),
                 None => Err(format!("does not list {}", i.file_name)),
             },
         };
-        push(check, true, r);
+        push(&mut checks, check, true, r);
+    }
+    let pin_failed = checks.iter().any(|c| c.check == PINS && c.status == Status::Failed);
+    let authentic = checks.iter().all(|c| c.status != Status::Failed);
+    if pin_failed || !(authentic || i.read_unauthenticated) {
+        push(
+            &mut checks,
+            "archive",
+            false,
+            Ok("not checked: okp decompresses no bundle whose signature, pins or checksums failed".into()),
+        );
+        return Outcome { checks, content: None };
     }
 
     // Integrity of the content; the archive is judged before anything else reads it.
     let unpacked = match archive::read(i.bundle) {
         Ok(u) => {
             push(
+                &mut checks,
                 "archive",
                 false,
                 Ok(format!("{} files under {}/, all regular files with safe paths", u.files.len(), u.top)),
@@ -136,7 +194,7 @@ pub fn verify(i: &Inputs) -> Outcome {
             u
         }
         Err(problems) => {
-            push("archive", false, Err(problems.join("; ")));
+            push(&mut checks, "archive", false, Err(problems.join("; ")));
             return Outcome { checks, content: None };
         }
     };
@@ -155,6 +213,7 @@ pub fn verify(i: &Inputs) -> Outcome {
                 problems.push(format!("the file is called {}, the manifest says {expected_file}", i.file_name));
             }
             push(
+                &mut checks,
                 "manifest",
                 false,
                 if problems.is_empty() {
@@ -166,14 +225,14 @@ pub fn verify(i: &Inputs) -> Outcome {
             (m, id)
         }
         Err(problems) => {
-            push("manifest", false, Err(problems.join("; ")));
+            push(&mut checks, "manifest", false, Err(problems.join("; ")));
             return Outcome { checks, content: None };
         }
     };
 
     if let Some(c) = &comment {
         let f = sign::comment_fields(c);
-        let want = [
+        let mut want = vec![
             ("file", i.file_name.to_string()),
             ("okp-bundle", m.name.clone()),
             ("release", m.release.clone()),
@@ -181,16 +240,25 @@ pub fn verify(i: &Inputs) -> Outcome {
             ("target", m.target.clone()),
             ("patch_set", m.patch_set_hash.clone()),
         ];
+        // Signed since okp signs its version; older bundles' comments lack it.
+        if f.contains_key("okp_version") {
+            want.push(("okp_version", m.okp_version.clone()));
+        }
         let wrong: Vec<String> = want
             .iter()
             .filter(|(k, v)| f.get(*k) != Some(v))
             .map(|(k, v)| format!("{k} is {:?}, expected {v}", f.get(*k).map(String::as_str).unwrap_or("(missing)")))
             .collect();
         push(
+            &mut checks,
             "trusted comment",
             true,
             if wrong.is_empty() {
-                Ok("binds this file name, release, mode, target and patch set".into())
+                Ok(if f.contains_key("okp_version") {
+                    "binds this file name, release, mode, target, patch set and okp version".into()
+                } else {
+                    "binds this file name, release, mode, target and patch set".into()
+                })
             } else {
                 Err(wrong.join("; "))
             },
@@ -228,6 +296,7 @@ pub fn verify(i: &Inputs) -> Outcome {
         }
     }
     push(
+        &mut checks,
         "files",
         false,
         if problems.is_empty() {
@@ -253,6 +322,7 @@ pub fn verify(i: &Inputs) -> Outcome {
         ));
     }
     push(
+        &mut checks,
         "native code",
         false,
         if !problems.is_empty() {
@@ -305,5 +375,99 @@ mod tests {
         assert_eq!(listed_digest(&s256, "b.tar.gz").map(str::len), Some(64));
         assert_eq!(listed_digest("abc *b.tar.gz\n", "b.tar.gz"), Some("abc"));
         assert_eq!(listed_digest("abc  c.tar.gz\n", "b.tar.gz"), None);
+    }
+
+    /// A signed archive named like the 3.9.2 kraft bundle (it holds no manifest:
+    /// these tests are about what happens before and at the archive).
+    fn signed(timestamp: u64) -> (minisign::KeyPair, Vec<u8>, String, String) {
+        let id = Identity {
+            release: "3.9.2".parse().unwrap(),
+            mode: crate::model::Mode::Kraft,
+            target: super::super::target::Target::LinuxX86_64,
+        };
+        let file_name = format!("{}.tar.gz", id.name());
+        let f = archive::File { path: "install.sh".into(), mode: archive::MODE_EXEC, bytes: b"#!/bin/sh\n".to_vec() };
+        let bytes = archive::write(&id.name(), &[f], 0).unwrap();
+        let kp = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+        let sig =
+            sign::sign(&kp.sk, &bytes, &sign::trusted_comment(&file_name, &id, &"a".repeat(64), timestamp)).unwrap();
+        (kp, bytes, sig, file_name)
+    }
+
+    fn run(pk: Option<&PublicKey>, bytes: &[u8], sig: &str, file_name: &str, pins: &Pins, waive: bool) -> Outcome {
+        verify(&Inputs {
+            file_name,
+            bundle: bytes,
+            pubkey: pk,
+            minisig: Sidecar::Text(sig),
+            sha256_file: Sidecar::Absent,
+            sha512_file: Sidecar::Absent,
+            pins,
+            read_unauthenticated: waive,
+        })
+    }
+
+    fn status<'o>(o: &'o Outcome, check: &str) -> (&'o Status, &'o str) {
+        let c = o.checks.iter().find(|c| c.check == check).unwrap_or_else(|| panic!("no {check} check"));
+        (&c.status, &c.detail)
+    }
+
+    #[test]
+    fn pins_are_checked_against_the_signature_and_a_failing_one_stops_everything() {
+        let (kp, bytes, sig, name) = signed(1_793_491_200);
+        let pin = |date: &str| Pins { not_before: Some(date.parse().unwrap()), ..Pins::default() };
+        let held = run(Some(&kp.pk), &bytes, &sig, &name, &pin("2026-11-01"), false);
+        assert_eq!(
+            status(&held, "pins"),
+            (&Status::Ok, "signed 2026-11-01T00:00:00Z, not before 2026-11-01T00:00:00Z")
+        );
+        assert_eq!(status(&held, "archive").0, &Status::Ok, "the pins held: the archive is read");
+        for waive in [false, true] {
+            let o = run(Some(&kp.pk), &bytes, &sig, &name, &pin("2026-11-02"), waive);
+            assert_eq!(
+                status(&o, "pins"),
+                (
+                    &Status::Failed,
+                    "not-before 2026-11-02T00:00:00Z: the bundle was signed 2026-11-01T00:00:00Z, earlier"
+                )
+            );
+            assert_eq!(status(&o, "archive").0, &Status::Skipped, "waived: {waive}");
+            assert!(o.content.is_none() && !o.pins_hold() && !o.verified());
+        }
+        let made_by = sign::comment_fields(&sign::verify(&kp.pk, &bytes, &sig).unwrap())["okp_version"].clone();
+        assert_eq!(made_by, env!("CARGO_PKG_VERSION"), "the signature names the okp that made the bundle");
+        let newer = Pins { min_okp_version: Some("999.0.0".parse().unwrap()), ..Pins::default() };
+        let o = run(Some(&kp.pk), &bytes, &sig, &name, &newer, true);
+        assert_eq!(status(&o, "pins").1, format!("min-okp-version 999.0.0: the bundle was made by okp {made_by}"));
+        // Without a key there is no signed comment to hold pins against.
+        let o = run(None, &bytes, &sig, &name, &pin("2026-11-01"), true);
+        assert_eq!(status(&o, "pins").0, &Status::Failed);
+        assert!(!o.pins_hold());
+    }
+
+    #[test]
+    fn the_archive_is_read_only_after_the_signature_and_checksums_held_unless_waived() {
+        let (kp, bytes, sig, name) = signed(0);
+        let other = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+        let o = run(Some(&other.pk), &bytes, &sig, &name, &Pins::default(), false);
+        assert_eq!(status(&o, "signature").0, &Status::Failed);
+        assert_eq!(status(&o, "archive").0, &Status::Skipped);
+        let o = run(Some(&other.pk), &bytes, &sig, &name, &Pins::default(), true);
+        assert_eq!(status(&o, "archive").0, &Status::Ok, "install --allow-unverified still judges the archive");
+        let unreadable = verify(&Inputs {
+            file_name: &name,
+            bundle: &bytes,
+            pubkey: Some(&kp.pk),
+            minisig: Sidecar::Text(&sig),
+            sha256_file: Sidecar::Unreadable("a FIFO, not a regular file"),
+            sha512_file: Sidecar::Absent,
+            pins: &Pins::default(),
+            read_unauthenticated: false,
+        });
+        assert_eq!(
+            status(&unreadable, "sha256 file"),
+            (&Status::Failed, &*format!("cannot read {name}.sha256: a FIFO, not a regular file"))
+        );
+        assert_eq!(status(&unreadable, "archive").0, &Status::Skipped);
     }
 }

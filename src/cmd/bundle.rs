@@ -3,8 +3,8 @@
 //! Not here: keys and signatures (`bundle::sign`), the checks
 //! (`bundle::verify`), making a bundle (`bundle::make`).
 
-use crate::bundle::{self as lib, ScriptFlags};
-use crate::cli::{BundleArgs, InstallArgs, KeygenArgs, RollbackArgs, VerifyBundleArgs};
+use crate::bundle::{self as lib, Pins, ScriptFlags, Trust};
+use crate::cli::{BundleArgs, InstallArgs, KeygenArgs, PinArgs, RollbackArgs, VerifyBundleArgs};
 use crate::error::{Outcome, Result};
 use crate::workspace::Workspace;
 
@@ -17,7 +17,7 @@ pub fn bundle(ws: &Workspace, a: BundleArgs) -> Result<Outcome> {
 }
 
 pub fn verify_bundle(a: VerifyBundleArgs) -> Result<Outcome> {
-    lib::verify_bundle(&a.file, &a.pubkey, super::json(a.format))
+    lib::verify_bundle(&a.file, &a.pubkey, super::json(a.format), &pins(a.pins))
 }
 
 pub fn install(a: InstallArgs) -> Result<Outcome> {
@@ -27,7 +27,13 @@ pub fn install(a: InstallArgs) -> Result<Outcome> {
         accept_local_jars: a.accept_local_jars,
         force: false,
     };
-    lib::install(&a.bundle, &a.kafka_home, a.pubkey.as_deref(), a.allow_unverified, &flags)
+    let pins = pins(a.pins);
+    let trust = Trust { pubkey: a.pubkey.as_deref(), allow_unverified: a.allow_unverified, pins: &pins };
+    lib::install(&a.bundle, &a.kafka_home, &trust, &flags)
+}
+
+fn pins(a: PinArgs) -> Pins {
+    Pins { not_before: a.not_before, min_okp_version: a.min_okp_version, patch_set: a.patch_set }
 }
 
 pub fn rollback(a: RollbackArgs) -> Result<Outcome> {

@@ -212,7 +212,7 @@ pub struct AnchorSet {
 
 impl AnchorSet {
     pub fn parse(origin: &Origin) -> Result<AnchorSet, Error> {
-        let raw: RawSet = serde_yaml::from_str(&origin.text).map_err(|e| origin.yaml_error(e))?;
+        let raw: RawSet = super::yaml::parse(origin)?;
         if raw.schema != 1 {
             return Err(
                 origin.error_at("schema", format!("unsupported schema {} (this okp reads schema 1)", raw.schema))

@@ -1,11 +1,13 @@
 //! The data okp is driven by: the release matrix (versions.yaml) and the
 //! anchor manifest (anchors.yaml). Loaded and validated once; everything
-//! downstream trusts these types.
+//! downstream trusts these types. `yaml` reads and parses every YAML input
+//! okp takes, with its caps.
 //!
 //! Not here: reading upstream sources (see `source`) or matching (see `anchor`).
 
 pub mod anchors;
 pub mod versions;
+pub mod yaml;
 
 use crate::error::Error;
 
@@ -22,18 +24,6 @@ pub struct Origin {
 impl Origin {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
         Origin { name: name.into(), text: text.into() }
-    }
-
-    /// Turns a serde_yaml error into `file:line:col: message`.
-    pub fn yaml_error(&self, e: serde_yaml::Error) -> Error {
-        let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
-        // serde_yaml appends " at line X column Y" to its message; we print the
-        // position in front instead, so drop the duplicate.
-        let mut msg = e.to_string();
-        if let Some(i) = msg.find(" at line ") {
-            msg.truncate(i);
-        }
-        Error::Manifest { file: self.name.clone(), line, col, msg }
     }
 
     /// An error about the entry whose text contains `needle` (the first line
@@ -65,9 +55,7 @@ impl Model {
     pub fn load(versions: Option<&std::path::Path>, anchors: Option<&std::path::Path>) -> Result<Model, Error> {
         let read = |p: Option<&std::path::Path>, embedded: &str, name: &str| -> Result<Origin, Error> {
             match p {
-                Some(p) => std::fs::read_to_string(p)
-                    .map(|t| Origin::new(p.display().to_string(), t))
-                    .map_err(|e| Error::io(format!("cannot read {}", p.display()), e)),
+                Some(p) => yaml::read(p, yaml::Input::Data),
                 None => Ok(Origin::new(format!("{name} (embedded)"), embedded)),
             }
         };

@@ -202,7 +202,7 @@ pub struct Matrix {
 
 impl Matrix {
     pub fn parse(origin: &Origin) -> Result<Matrix, Error> {
-        let raw: RawMatrix = serde_yaml::from_str(&origin.text).map_err(|e| origin.yaml_error(e))?;
+        let raw: RawMatrix = super::yaml::parse(origin)?;
         if raw.schema != 1 {
             return Err(
                 origin.error_at("schema", format!("unsupported schema {} (this okp reads schema 1)", raw.schema))

@@ -4,22 +4,33 @@
 //! (for example `ssh {host} cat {path}`), so remote nodes need nothing but a
 //! shell on the far side.
 //!
+//! A node's `host` and `path` reach a shell, often two (`sh -c`, then ssh's
+//! remote shell), so they are checked where they enter (`check_host`,
+//! `check_path`, docs/observers-transport.md): only characters no shell treats
+//! specially, no leading `-`. A template is filled in one pass, each value
+//! shell-quoted and never read again.
+//!
 //! Every write replaces the file atomically: a temporary file in the same
 //! directory, fsync, rename, fsync of the directory (local); the write
 //! template is expected to do the same remotely (the README's example does).
 //! A broker never sees half a file, and a failed write leaves the old one.
 //!
 //! Not here: what the new content is (idfile.rs), in which order nodes are
-//! written (change.rs).
+//! written (change.rs), reading YAML safely (model::yaml).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::error::{Error, Result};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::{Location, Spanned};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
+use crate::error::{Error, Result};
+use crate::model::{yaml, Origin};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeRole {
     /// A KRaft controller (its registry guards elections and AlterPartition).
@@ -28,31 +39,31 @@ pub enum NodeRole {
     Broker,
 }
 
-/// One node that reads an observer.ids file.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
+impl NodeRole {
+    fn word(self) -> &'static str {
+        match self {
+            NodeRole::Controller => "controller",
+            NodeRole::Broker => "broker",
+        }
+    }
+}
+
+/// One node that reads an observer.ids file. `load_nodes_file` and
+/// `parse_node_flag` build it, after `check_host` and `check_path`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeSpec {
-    /// broker.id / node.id: for messages and ordering only.
+    /// broker.id / node.id (0 or more): for messages and ordering only.
     pub id: i32,
-    #[serde(default = "broker_role")]
     pub role: NodeRole,
     /// The file the node reads (its KAFKA_OBSERVER_IDS_FILE).
     pub path: String,
     /// For command templates: the value of `{host}`.
-    #[serde(default)]
     pub host: Option<String>,
-}
-
-fn broker_role() -> NodeRole {
-    NodeRole::Broker
 }
 
 impl NodeSpec {
     pub fn label(&self) -> String {
-        let role = match self.role {
-            NodeRole::Controller => "controller",
-            NodeRole::Broker => "broker",
-        };
+        let role = self.role.word();
         match &self.host {
             Some(h) => format!("{role} {} ({h}:{})", self.id, self.path),
             None => format!("{role} {} ({})", self.id, self.path),
@@ -60,11 +71,42 @@ impl NodeSpec {
     }
 }
 
-#[derive(serde::Deserialize)]
-#[serde(untagged)]
-enum NodesFile {
-    Wrapped { nodes: Vec<NodeSpec> },
-    List(Vec<NodeSpec>),
+/// Why `host` cannot be a node's host, if it cannot: it must be one word that
+/// is not an option, made of what a hostname, an IPv4 address, a bracketed
+/// IPv6 address or `user@host` is made of.
+pub fn check_host(host: &str) -> std::result::Result<(), String> {
+    let why = if host.is_empty() {
+        "is empty".to_string()
+    } else if host.starts_with('-') {
+        "starts with `-`: ssh and other commands would read it as an option".to_string()
+    } else if let Some(c) = host.chars().find(|c| !(c.is_ascii_alphanumeric() || ".-_:@[]".contains(*c))) {
+        format!("holds {c:?}: a host is letters, digits and . - _ : @ [ ] only (a hostname, IPv4, [IPv6] or user@host)")
+    } else {
+        return Ok(());
+    };
+    Err(format!("{host:?} {why}"))
+}
+
+/// Why `path` cannot be a node's observer.ids path, if it cannot: absolute, no
+/// `..` component, and only characters no shell reads specially, so the value
+/// stays one inert word however many shells a template passes it through.
+pub fn check_path(path: &str) -> std::result::Result<(), String> {
+    let why = if path.is_empty() {
+        "is empty".to_string()
+    } else if path.starts_with('-') {
+        "starts with `-`: a command would read it as an option".to_string()
+    } else if !path.starts_with('/') {
+        "is not absolute".to_string()
+    } else if path.chars().any(char::is_control) {
+        "holds a control character (NUL, newline, ...)".to_string()
+    } else if path.split('/').any(|c| c == "..") {
+        "has a `..` component".to_string()
+    } else if let Some(c) = path.chars().find(|c| !(c.is_ascii_alphanumeric() || "/._-+,:@%".contains(*c))) {
+        format!("holds {c:?}, which a shell may read specially: a path is letters, digits and / . _ - + , : @ % only")
+    } else {
+        return Ok(());
+    };
+    Err(format!("{path:?} {why}"))
 }
 
 /// `ID=PATH` of `--node` / `--controller-node`.
@@ -72,27 +114,193 @@ pub fn parse_node_flag(s: &str, role: NodeRole) -> Result<NodeSpec> {
     let (id, path) = s
         .split_once('=')
         .ok_or_else(|| Error::Usage(format!("--node {s}: expected ID=PATH, e.g. 4=/opt/kafka/observer.ids")))?;
-    let id = id.trim().parse::<i32>().map_err(|_| Error::Usage(format!("--node {s}: `{id}` is not a node id")))?;
-    if path.is_empty() {
-        return Err(Error::Usage(format!("--node {s}: the path is empty")));
-    }
+    let id = id
+        .trim()
+        .parse::<i32>()
+        .ok()
+        .filter(|i| *i >= 0)
+        .ok_or_else(|| Error::Usage(format!("--node {s}: `{id}` is not a node id (an integer, 0 or more)")))?;
+    check_path(path).map_err(|why| Error::Usage(format!("--node {s}: the path {why}")))?;
     Ok(NodeSpec { id, role, path: path.to_string(), host: None })
 }
 
+/// One entry of a nodes file as written, with where each value stands. Each
+/// field's deserializer names the field in its errors.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNode {
+    #[serde(deserialize_with = "field_id")]
+    id: Spanned<i64>,
+    #[serde(default = "broker_role", deserialize_with = "field_role")]
+    role: NodeRole,
+    #[serde(deserialize_with = "field_path")]
+    path: Spanned<String>,
+    #[serde(default, deserialize_with = "field_host")]
+    host: Option<Spanned<String>>,
+}
+
+fn broker_role() -> NodeRole {
+    NodeRole::Broker
+}
+
+/// Deserializes one field; an error names the field and what it takes.
+fn field<'de, D: Deserializer<'de>, T: Deserialize<'de>>(name: &str, takes: &str, d: D) -> Result<T, D::Error> {
+    T::deserialize(d).map_err(|e| de::Error::custom(format_args!("`{name}` takes {takes}: {e}")))
+}
+
+fn field_id<'de, D: Deserializer<'de>>(d: D) -> Result<Spanned<i64>, D::Error> {
+    field("id", "a node id (an integer, 0 or more)", d)
+}
+
+fn field_role<'de, D: Deserializer<'de>>(d: D) -> Result<NodeRole, D::Error> {
+    field("role", "broker or controller", d)
+}
+
+fn field_path<'de, D: Deserializer<'de>>(d: D) -> Result<Spanned<String>, D::Error> {
+    field("path", "the absolute path of the node's observer.ids", d)
+}
+
+fn field_host<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Spanned<String>>, D::Error> {
+    field("host", "a host name or address", d)
+}
+
+const NODES_FILE_SHAPE: &str = "a list of {id, role: broker|controller, path, host}, or `nodes:` holding one";
+
+/// A nodes file: a list, or a mapping whose one key `nodes` holds the list.
+struct NodesFile(Vec<RawNode>);
+
+impl<'de> Deserialize<'de> for NodesFile {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        NodeList { top: true }.deserialize(d).map(NodesFile)
+    }
+}
+
+/// The entries, at the top of the file (a list, or `nodes:` holding one) or
+/// under `nodes:` (a list). The YAML node's own kind picks the form, with no
+/// guessing between variants, so an error inside an entry keeps its line,
+/// column and field.
+#[derive(Clone, Copy)]
+struct NodeList {
+    top: bool,
+}
+
+impl NodeList {
+    /// A custom error, which the parser places at the value itself (serde's
+    /// invalid_type error for a scalar would be placed at 1:1).
+    fn holds<E: de::Error>(self, got: &dyn fmt::Display) -> E {
+        if self.top {
+            E::custom(format_args!("expected {NODES_FILE_SHAPE}; the file holds {got}"))
+        } else {
+            E::custom(format_args!("`nodes` must hold a list of {{id, role, path, host}}; it holds {got}"))
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for NodeList {
+    type Value = Vec<RawNode>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<RawNode>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NodeList {
+    type Value = Vec<RawNode>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(NODES_FILE_SHAPE)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<RawNode>, A::Error> {
+        let mut nodes = Vec::new();
+        while let Some(n) = seq.next_element()? {
+            nodes.push(n);
+        }
+        Ok(nodes)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<RawNode>, A::Error> {
+        if !self.top {
+            return Err(self.holds(&"a mapping"));
+        }
+        let mut nodes = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key != "nodes" {
+                return Err(de::Error::unknown_field(&key, &["nodes"]));
+            }
+            nodes = Some(map.next_value_seed(NodeList { top: false })?);
+        }
+        nodes.ok_or_else(|| de::Error::missing_field("nodes"))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&de::Unexpected::Bool(v)))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&de::Unexpected::Signed(v)))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&de::Unexpected::Unsigned(v)))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&de::Unexpected::Float(v)))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&de::Unexpected::Str(v)))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&"nothing"))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Vec<RawNode>, E> {
+        Err(self.holds(&"nothing"))
+    }
+}
+
 /// The nodes file: a YAML list (or `nodes:` holding one) of `{id, role, path, host}`.
+/// Every refusal is `FILE:LINE:COL: message` naming the field (and the node).
 pub fn load_nodes_file(path: &Path) -> Result<Vec<NodeSpec>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::io(format!("cannot read the nodes file {}", path.display()), e))?;
-    let parsed: NodesFile = serde_yaml::from_str(&text).map_err(|e| {
-        let at = e.location().map(|l| format!(":{}:{}", l.line(), l.column())).unwrap_or_default();
-        Error::Usage(format!(
-            "{}{at}: not a nodes file ({e}); expected a list of {{id, role: broker|controller, path, host}}",
-            path.display()
-        ))
-    })?;
-    Ok(match parsed {
-        NodesFile::Wrapped { nodes } | NodesFile::List(nodes) => nodes,
-    })
+    let origin = yaml::read(path, yaml::Input::Nodes)?;
+    // A file of nothing but comments is no YAML node at all: say what it lacks.
+    if origin.text.lines().map(str::trim).all(|l| l.is_empty() || l.starts_with('#') || l == "---" || l == "...") {
+        return nodes_from(&origin, Vec::new());
+    }
+    let parsed: NodesFile = yaml::parse(&origin)?;
+    nodes_from(&origin, parsed.0)
+}
+
+fn nodes_from(origin: &Origin, raw: Vec<RawNode>) -> Result<Vec<NodeSpec>> {
+    let at = |l: Location, msg: String| Error::Manifest {
+        file: origin.name.clone(),
+        line: (l.line() as usize).max(1),
+        col: (l.column() as usize).max(1),
+        msg,
+    };
+    if raw.is_empty() {
+        return Err(at(Location::UNKNOWN, format!("no nodes: expected {NODES_FILE_SHAPE}")));
+    }
+    let mut first_line: BTreeMap<(NodeRole, i32), u64> = BTreeMap::new();
+    let mut nodes = Vec::new();
+    for r in raw {
+        let id = i32::try_from(r.id.value).ok().filter(|i| *i >= 0).ok_or_else(|| {
+            at(r.id.referenced, format!("`id` {} is not a node id (an integer from 0 to {})", r.id.value, i32::MAX))
+        })?;
+        let role = r.role.word();
+        check_path(&r.path.value).map_err(|why| at(r.path.referenced, format!("{role} {id}: `path` {why}")))?;
+        if let Some(h) = &r.host {
+            check_host(&h.value).map_err(|why| at(h.referenced, format!("{role} {id}: `host` {why}")))?;
+        }
+        if let Some(line) = first_line.insert((r.role, id), r.id.referenced.line()) {
+            return Err(at(r.id.referenced, format!("{role} {id} is listed twice (first on line {line})")));
+        }
+        nodes.push(NodeSpec { id, role: r.role, path: r.path.value, host: r.host.map(|h| h.value) });
+    }
+    Ok(nodes)
 }
 
 /// Rejects an empty list and two entries for one (role, id).
@@ -103,11 +311,7 @@ pub fn check_nodes(nodes: &[NodeSpec]) -> Result<()> {
     let mut seen = BTreeSet::new();
     for n in nodes {
         if !seen.insert((n.role, n.id)) {
-            return Err(Error::Usage(format!(
-                "{} {} is listed twice",
-                if n.role == NodeRole::Controller { "controller" } else { "broker" },
-                n.id
-            )));
+            return Err(Error::Usage(format!("{} {} is listed twice", n.role.word(), n.id)));
         }
     }
     Ok(())
@@ -115,26 +319,52 @@ pub fn check_nodes(nodes: &[NodeSpec]) -> Result<()> {
 
 pub enum Transport {
     Local,
-    /// `sh -c` templates with `{host}`, `{path}` and `{id}` (each substituted shell-quoted); the write gets the content on stdin.
+    /// The `--read-cmd` / `--write-cmd` templates, each run by `sh -c`; the
+    /// write gets the content on stdin. `{host}`, `{path}` and `{id}` are
+    /// filled in one pass from left to right, each value shell-quoted and
+    /// never read again (a host holding `{path}` stays that text). The values
+    /// were checked where they entered: a host is letters, digits and
+    /// `. - _ : @ [ ]`, a path is absolute and letters, digits and
+    /// `/ . _ - + , : @ %`, neither starts with `-`, so a value is one inert
+    /// word in any template, however many shells (sh -c, ssh) read it
+    /// (docs/observers-transport.md).
     Command {
         read: String,
         write: String,
     },
 }
 
-/// One of the placeholders, quoted for sh: 'it''s' style.
+/// One value quoted for sh: bare when every character is inert, else 'it'\''s' style.
 fn sh_quote(s: &str) -> String {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-:@+=,".contains(&b)) {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-:@+,%".contains(&b)) {
         return s.to_string();
     }
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
+/// `template` with `{host}`, `{path}` and `{id}` replaced, in one pass: the
+/// text after a placeholder is scanned next, never the value put in its place.
 fn fill(template: &str, n: &NodeSpec) -> String {
-    template
-        .replace("{host}", &sh_quote(n.host.as_deref().unwrap_or("localhost")))
-        .replace("{path}", &sh_quote(&n.path))
-        .replace("{id}", &n.id.to_string())
+    let id = n.id.to_string();
+    let values = [("{host}", n.host.as_deref().unwrap_or("localhost")), ("{path}", n.path.as_str()), ("{id}", &id)];
+    let mut out = String::with_capacity(template.len() + 64);
+    let mut rest = template;
+    while let Some(i) = rest.find('{') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        match values.iter().find(|(placeholder, _)| rest.starts_with(placeholder)) {
+            Some((placeholder, value)) => {
+                out.push_str(&sh_quote(value));
+                rest = &rest[placeholder.len()..];
+            }
+            None => {
+                out.push('{');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 impl Transport {
@@ -276,6 +506,179 @@ mod tests {
         std::fs::write(&f, "- {id: 4, path: /b/o.ids, colour: red}\n").unwrap();
         assert!(load_nodes_file(&f).is_err(), "unknown fields are refused");
         assert!(check_nodes(&[nodes[1].clone(), nodes[1].clone()]).is_err());
+    }
+
+    fn node(host: &str, path: &str) -> NodeSpec {
+        NodeSpec { id: 4, role: NodeRole::Broker, path: path.into(), host: Some(host.into()) }
+    }
+
+    #[test]
+    fn fill_is_one_pass_a_value_is_never_read_again() {
+        // Before: `{host}` was replaced first and `{path}` then replaced inside the result.
+        assert_eq!(fill("ssh {host} cat {path}", &node("{path}", "/o/x")), "ssh '{path}' cat /o/x");
+        assert_eq!(fill("cat {path} # {id}", &node("h", "/a/{id}/x")), "cat '/a/{id}/x' # 4");
+        assert_eq!(fill("{nope} {host {path}{id}", &node("h", "/p")), "{nope} {host /p4");
+        assert_eq!(fill("", &node("h", "/p")), "");
+    }
+
+    /// The values reach a real sh through fill(): each comes back verbatim as
+    /// one word, and nothing in them runs. (Load-time checks refuse all of
+    /// these; fill() must not rely on that.)
+    #[test]
+    fn fill_keeps_hostile_values_inert_in_a_real_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("marker");
+        let m = marker.display();
+        let hostile = [
+            format!("$(touch {m})"),
+            format!("`touch {m}`"),
+            format!("x; touch {m}"),
+            format!("x\ntouch {m}"),
+            format!("x' ; touch {m} ; '"),
+            format!("x && touch {m}"),
+            "{path}".to_string(),
+            format!("$(touch {m}){{path}}{{id}}"),
+            "-oProxyCommand=x".to_string(),
+        ];
+        for v in &hostile {
+            for (host, path) in [(v.as_str(), "/p"), ("h", v.as_str()), (v.as_str(), v.as_str())] {
+                let cmd = fill("printf '%s|' {host} {path} {id}", &node(host, path));
+                let out = Command::new("sh").arg("-c").arg(&cmd).output().unwrap();
+                assert!(out.status.success(), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
+                assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{host}|{path}|4|"), "{cmd}");
+                assert!(!marker.exists(), "`{cmd}` ran part of a value");
+            }
+        }
+    }
+
+    #[test]
+    fn hosts_and_paths_are_checked() {
+        for ok in ["b4", "b4.dc2.example.com", "10.0.0.4", "[::1]", "[fe80::1]", "kafka@b4", "b_4", "b4:22"] {
+            assert_eq!(check_host(ok), Ok(()), "{ok}");
+        }
+        for (bad, why) in [
+            ("", "is empty"),
+            ("-oProxyCommand=touch /tmp/x", "starts with `-`"),
+            ("b4;id", "holds ';'"),
+            ("$(id)", "holds '$'"),
+            ("`id`", "holds '`'"),
+            ("b 4", "holds ' '"),
+            ("b4\nid", "holds '\\n'"),
+            ("{path}", "holds '{'"),
+            ("b4/x", "holds '/'"),
+        ] {
+            let e = check_host(bad).unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+        for ok in
+            ["/opt/kafka/observer.ids", "/var/lib/kafka-3.9/config/observer.ids", "/a/b_c+d,e:f@g%h", "/a/..b/c..", "/"]
+        {
+            assert_eq!(check_path(ok), Ok(()), "{ok}");
+        }
+        for (bad, why) in [
+            ("", "is empty"),
+            ("-oProxyCommand=x", "starts with `-`"),
+            ("observer.ids", "is not absolute"),
+            ("/a/../etc/passwd", "`..` component"),
+            ("/a/..", "`..` component"),
+            ("/a\nb", "control character"),
+            ("/a\0b", "control character"),
+            ("/a b", "holds ' '"),
+            ("/a/$(id)", "holds '$'"),
+            ("/a/`id`", "holds '`'"),
+            ("/a;b", "holds ';'"),
+            ("/a/{id}", "holds '{'"),
+            ("/a'b", "holds '\\''"),
+            ("/a\"b", "holds '\"'"),
+            ("/a\\b", "holds '\\\\'"),
+            ("/a/~b", "holds '~'"),
+        ] {
+            let e = check_path(bad).unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+        assert!(parse_node_flag("4=observer.ids", NodeRole::Broker)
+            .unwrap_err()
+            .to_string()
+            .contains("is not absolute"));
+        assert!(parse_node_flag("-1=/o.ids", NodeRole::Broker).unwrap_err().to_string().contains("is not a node id"));
+        assert!(parse_node_flag("4=/a/$(id)", NodeRole::Broker).unwrap_err().to_string().contains("holds '$'"));
+    }
+
+    /// Every malformed nodes file: `FILE:LINE:COL: message`, naming the field
+    /// where there is one (serde_yaml's untagged enum said only "data did not
+    /// match any variant of untagged enum NodesFile" for many of these).
+    #[test]
+    fn every_malformed_nodes_file_names_line_column_and_field() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("- {id: 4, pth: /x}\n", "1:11", "unknown field `pth`, expected one of id, role, path, host"),
+            ("- {id: 4}\n", "1:4", "missing field `path`"),
+            ("- {path: /x}\n", "1:4", "missing field `id`"),
+            ("- {id: x, path: /x}\n", "1:8", "`id` takes a node id (an integer, 0 or more): invalid i64"),
+            ("- {id: -1, path: /x}\n", "1:8", "`id` -1 is not a node id"),
+            ("- {id: 4.5, path: /x}\n", "1:8", "`id` takes a node id"),
+            ("- {id: 99999999999, path: /x}\n", "1:8", "`id` 99999999999 is not a node id (an integer from 0 to"),
+            ("- {id: 4, path: /x, role: boss}\n", "1:27", "`role` takes broker or controller: unknown variant `boss`"),
+            ("- {id: 4, path: }\n", "1:15", "`path` takes the absolute path"),
+            ("- {id: 4, path: ''}\n", "1:17", "broker 4: `path` \"\" is empty"),
+            ("- {id: 4, path: [/x]}\n", "1:17", "`path` takes the absolute path"),
+            ("- {id: 4, path: x/y}\n", "1:17", "broker 4: `path` \"x/y\" is not absolute"),
+            ("- {id: 4, path: /a/../b}\n", "1:17", "`path` \"/a/../b\" has a `..` component"),
+            ("- {id: 4, path: \"/x\\ny\"}\n", "1:17", "`path` \"/x\\ny\" holds a control character"),
+            ("- {id: 4, path: '/x/$(touch y)'}\n", "1:17", "`path` \"/x/$(touch y)\" holds '$'"),
+            ("- {id: 4, path: /x, host: ''}\n", "1:27", "broker 4: `host` \"\" is empty"),
+            ("- {id: 4, path: /x, host: -oProxyCommand=x}\n", "1:27", "`host` \"-oProxyCommand=x\" starts with `-`"),
+            ("- {id: 4, path: /x, host: [a]}\n", "1:27", "`host` takes a host name or address"),
+            ("- {id: 101, role: controller, path: /x, host: '{path}'}\n", "1:47", "controller 101: `host` \"{path}\""),
+            ("- {id: 4, path: /x}\n- {id: 4, path: /y}\n", "2:8", "broker 4 is listed twice (first on line 1)"),
+            ("- {id: 4, path: /x, path: /y}\n", "1:21", "duplicate mapping key: path"),
+            ("- id: 4\n  path: /x\n  host: b4\n  colour: red\n", "4:3", "unknown field `colour`"),
+            ("nodes:\n  - {id: 4, pth: /y}\n", "2:13", "unknown field `pth`"),
+            ("nodes:\n  - {id: 4, path: /x, host: -x}\n", "2:29", "broker 4: `host` \"-x\" starts with `-`"),
+            (
+                "nodes: {id: 4, path: /x}\n",
+                "1:8",
+                "`nodes` must hold a list of {id, role, path, host}; it holds a mapping",
+            ),
+            ("nodes: 4\n", "1:8", "`nodes` must hold a list of {id, role, path, host}; it holds integer `4`"),
+            ("nodes:\n", "1:6", "`nodes` must hold a list of {id, role, path, host}; it holds nothing"),
+            ("nodes: x\n", "1:8", "; it holds string \"x\""),
+            ("# only a comment\n", "1:1", "no nodes"),
+            ("nodez:\n  - {id: 4, path: /x}\n", "1:1", "unknown field `nodez`, expected one of nodes"),
+            ("nodes:\n  - {id: 4, path: /x}\nextra: 1\n", "3:1", "unknown field `extra`"),
+            ("{}\n", "1:1", "missing field `nodes`"),
+            ("", "1:1", "no nodes: expected a list of {id, role: broker|controller, path, host}"),
+            ("[]\n", "1:1", "no nodes"),
+            ("nodes: []\n", "1:1", "no nodes"),
+            ("4\n", "1:1", "expected a list of {id, role: broker|controller, path, host}, or `nodes:` holding one; the file holds integer `4`"),
+            ("just text\n", "1:1", "; the file holds string \"just text\""),
+            ("- 4\n", "1:3", "expected mapping"),
+            ("- {id: 4, path: /x\n", "1:3", "unclosed bracket"),
+            ("---\n- {id: 4, path: /x}\n---\n- {id: 5, path: /y}\n", "4:1", "multiple YAML documents"),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("nodes.yaml");
+        let mut wrong = Vec::new();
+        for (text, at, needle) in cases {
+            std::fs::write(&f, text).unwrap();
+            let got = match load_nodes_file(&f) {
+                Ok(n) => format!("accepted: {n:?}"),
+                Err(e) => e.to_string(),
+            };
+            let want = format!("{}:{at}: ", f.display());
+            if !(got.starts_with(&want) && got.contains(needle)) {
+                wrong.push(format!("{text:?}\n  want {at}: …{needle}…\n  got  {got}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{} of {} cases:\n{}", wrong.len(), cases.len(), wrong.join("\n"));
+        // Both forms load, and one id may be a broker and a controller.
+        for text in [
+            "- {id: 4, path: /b/o.ids}\n- {id: 4, role: controller, path: /c/o.ids, host: '[::1]'}\n",
+            "nodes:\n  - {id: 4, path: /b/o.ids}\n  - {id: 4, role: controller, path: /c/o.ids, host: '[::1]'}\n",
+        ] {
+            std::fs::write(&f, text).unwrap();
+            let n = load_nodes_file(&f).unwrap();
+            assert_eq!((n.len(), n[1].role, n[1].host.as_deref()), (2, NodeRole::Controller, Some("[::1]")), "{text}");
+        }
     }
 
     #[test]

@@ -7,6 +7,8 @@ use std::process::Output;
 
 use assert_cmd::Command;
 
+pub mod bundle;
+
 pub fn okp() -> Command {
     let mut c = Command::cargo_bin("okp").expect("okp binary");
     c.env_remove("NO_COLOR");
@@ -86,10 +88,10 @@ fn version_key(v: &str) -> (u32, u32, u32) {
 /// The first text anchor of `hook` that covers release `version`.
 pub fn anchor_for(hook: &str, version: &str) -> AnchorRef {
     let text = std::fs::read_to_string(repo_root().join("anchors.yaml")).unwrap();
-    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let doc: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
     let v = version_key(version);
-    for a in doc["anchors"].as_sequence().unwrap() {
-        let hooks: Vec<&str> = a["hooks"].as_sequence().unwrap().iter().filter_map(|h| h.as_str()).collect();
+    for a in doc["anchors"].as_array().unwrap() {
+        let hooks: Vec<&str> = a["hooks"].as_array().unwrap().iter().filter_map(|h| h.as_str()).collect();
         let from = version_key(a["from"].as_str().unwrap());
         let to = a["to"].as_str().map(version_key);
         if !hooks.contains(&hook) || from > v || to.is_some_and(|t| t < v) {
@@ -109,17 +111,17 @@ pub fn anchor_for(hook: &str, version: &str) -> AnchorRef {
 /// Every release listed in the real versions.yaml with its modes.
 pub fn matrix() -> Vec<(String, Vec<String>)> {
     let text = std::fs::read_to_string(repo_root().join("versions.yaml")).unwrap();
-    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let doc: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
     doc["releases"]
-        .as_sequence()
+        .as_array()
         .unwrap()
         .iter()
         .map(|r| {
             let v = match &r["version"] {
-                serde_yaml::Value::String(s) => s.clone(),
+                serde_json::Value::String(s) => s.clone(),
                 other => panic!("version not a string: {other:?}"),
             };
-            let modes = r["modes"].as_sequence().unwrap().iter().map(|m| m.as_str().unwrap().to_string()).collect();
+            let modes = r["modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap().to_string()).collect();
             (v, modes)
         })
         .collect()

@@ -68,6 +68,56 @@ remove_leftovers() {
   rm -f "$libs"/.okp-tmp.* "$state"/.okp-tmp.* "$state"/backup/.okp-tmp.*
 }
 
+# find_record: sets $record to the install record in $state (installed, or
+# installing when an install was interrupted), empty when there is none.
+# Refuses what okp never leaves: both records, or one that is not a regular file.
+find_record() {
+  record=''
+  for r in "$state/installed" "$state/installing"; do
+    if [ -L "$r" ] || { [ -e "$r" ] && [ ! -f "$r" ]; }; then
+      refuse "$r is not a regular file; okp did not write it: inspect $state by hand"
+    fi
+    [ -f "$r" ] || continue
+    [ -z "$record" ] || refuse "both $state/installed and $state/installing exist; okp never leaves both: inspect $state by hand"
+    record=$r
+  done
+}
+
+# check_record FILE: prints what is wrong and fails unless FILE reads as the
+# record okp writes: bundle=, release=, mode=, target=, patch_set= once each
+# and one or more `jar=NAME ORIGINAL PATCHED` lines (a plain jar file name, two
+# sha256 values), nothing else.
+check_record() {
+  awk '
+    function hex64(s) { return length(s) == 64 && s !~ /[^0-9a-f]/ }
+    function bad(why) { print "line " NR ": " why; failed = 1; exit }
+    /^(bundle|release|mode|target|patch_set)=/ {
+      k = substr($0, 1, index($0, "=") - 1)
+      v = substr($0, index($0, "=") + 1)
+      if (k in seen) bad("a second " k "=")
+      seen[k] = 1
+      if (v == "" || v ~ /[^A-Za-z0-9._-]/) bad(k " is not a plain value")
+      if (k == "patch_set" && !hex64(v)) bad("patch_set is not a sha256")
+      next
+    }
+    /^jar=/ {
+      n = split(substr($0, 5), f, " ")
+      if (n != 3 || f[1] !~ /^[A-Za-z0-9][A-Za-z0-9._-]*[.]jar$/ || !hex64(f[2]) || !hex64(f[3]))
+        bad("not jar=NAME ORIGINAL-SHA256 PATCHED-SHA256")
+      if (f[1] in jars) bad(f[1] " twice")
+      jars[f[1]] = 1
+      njars++
+      next
+    }
+    { bad("not a line okp writes") }
+    END {
+      if (failed) exit 1
+      split("bundle release mode target patch_set", keys, " ")
+      for (i = 1; i <= 5; i++) if (!(keys[i] in seen)) { print "no " keys[i] "= line"; exit 1 }
+      if (njars == 0) { print "no jar= line: it names no jar to restore"; exit 1 }
+    }' "$1"
+}
+
 # kafka_home DIR: the absolute path of DIR, which must look like a Kafka installation.
 kafka_home() {
   [ -d "$1" ] || refuse "$1 is not a directory"

@@ -13,7 +13,10 @@
 #   2. every jar it replaces is there and is either the Maven Central jar of that
 #      release (sha256) or already this bundle's jar; a jar that is neither is
 #      refused unless --accept-local-jars (a distribution you built yourself);
-#   3. no other okp bundle is installed (roll that one back first);
+#   3. no other okp bundle is installed (roll that one back first), and what is
+#      in KAFKA_HOME/.okp-observer/ is what okp writes: a record that reads as
+#      okp's record of this bundle (originals: Maven Central's jars, or any with
+#      --accept-local-jars), backups that are copies of the jar they back up;
 #   4. the machine is the bundle's target (uname -m), unless --ignore-arch: the
 #      jars are architecture-independent, the flag only waives the fleet check.
 # Then: each original is copied to KAFKA_HOME/.okp-observer/backup/ (outside
@@ -69,33 +72,83 @@ for f in "$libs"/kafka_2.1*-*.jar "$libs"/kafka-clients-*.jar; do
   esac
 done
 
-# 2 and 3. No other bundle; each jar is upstream or already ours (with its backup).
-for record in "$state/installed" "$state/installing"; do
-  if [ -f "$record" ]; then
-    other=$(sed -n 's/^bundle=//p' "$record")
-    other_ps=$(sed -n 's/^patch_set=//p' "$record")
-    if [ "$other" != "$BUNDLE" ] || [ "$other_ps" != "$PATCH_SET" ]; then
-      refuse "$home has okp bundle $other (patch set $other_ps) installed; roll it back first: sh $state/rollback.sh $home"
-    fi
+# 2 and 3. No other bundle; nothing in $state okp did not write: a record must
+# read as okp's record of this bundle, a backup must be a copy of what it backs
+# up (the jar in libs/ before an install replaced it, or the original the
+# record names); each jar is upstream, an accepted local jar, or already ours.
+for d in "$state" "$state/backup"; do
+  if [ -L "$d" ] || { [ -e "$d" ] && [ ! -d "$d" ]; }; then
+    refuse "$d is not a directory; okp did not make it: inspect and remove it"
   fi
 done
+find_record
+recorded=''
+if [ -n "$record" ]; then
+  other=$(sed -n 's/^bundle=//p' "$record")
+  other_ps=$(sed -n 's/^patch_set=//p' "$record")
+  if [ "$other" != "$BUNDLE" ] || [ "$other_ps" != "$PATCH_SET" ]; then
+    refuse "$home has okp bundle $other (patch set $other_ps) installed; roll it back first: okp rollback --kafka-home $home (or sh rollback.sh $home)"
+  fi
+  why=$(check_record "$record") ||
+    refuse "$record is not an install record okp wrote ($why); inspect $state by hand"
+  recorded=$(sed -n 's/^jar=//p' "$record")
+  [ "$(printf '%s\n' "$recorded" | awk 'NF { n++ } END { print n }')" = "$(printf '%s\n' "$JARS" | awk 'NF { n++ } END { print n }')" ] ||
+    refuse "$record names other jars than this bundle replaces; okp did not write it for this bundle"
+fi
+if [ -d "$state/backup" ]; then
+  for f in "$state"/backup/* "$state"/backup/.[!.]*; do
+    [ -e "$f" ] || [ -L "$f" ] || continue
+    name=$(basename "$f")
+    case "$name" in .okp-tmp.*) continue ;; esac
+    printf '%s\n' "$JARS" | awk -v j="$name" '$1 == j { found = 1 } END { exit !found }' ||
+      refuse "$f is not the backup of a jar this bundle replaces; okp did not write it: inspect and remove it"
+  done
+fi
 todo=''
 while read -r jar upstream patched; do
   [ -n "$jar" ] || continue
   [ -f "$libs/$jar" ] || refuse "libs/$jar is missing: this bundle replaces it"
   have=$(sha256_of "$libs/$jar")
-  if [ "$have" = "$patched" ]; then
-    [ -f "$state/backup/$jar" ] ||
-      refuse "libs/$jar is already this bundle's jar but its original is not in $state/backup/: a rollback would be impossible; put the original jar back first"
-  elif [ "$have" = "$upstream" ]; then
-    todo="$todo $jar"
-  elif [ -f "$state/backup/$jar" ]; then
-    refuse "libs/$jar (sha256 $have) changed after this bundle was installed; roll back (rollback.sh --force) or restore it"
-  elif has_opt --accept-local-jars; then
-    say "libs/$jar is not the Maven Central jar (sha256 $have, Maven Central $upstream); accepted (--accept-local-jars): it is backed up as is"
-    todo="$todo $jar"
+  backup=''
+  if [ -L "$state/backup/$jar" ] || { [ -e "$state/backup/$jar" ] && [ ! -f "$state/backup/$jar" ]; }; then
+    refuse "$state/backup/$jar is not a regular file; okp did not write it: inspect and remove it"
+  fi
+  [ -f "$state/backup/$jar" ] && backup=$(sha256_of "$state/backup/$jar")
+  if [ -n "$record" ]; then
+    line=$(printf '%s\n' "$recorded" | awk -v j="$jar" '$1 == j')
+    [ -n "$line" ] || refuse "$record does not name libs/$jar; okp did not write it for this bundle"
+    original=$(printf '%s\n' "$line" | awk '{ print $2 }')
+    [ "$(printf '%s\n' "$line" | awk '{ print $3 }')" = "$patched" ] ||
+      refuse "$record records another patched jar for libs/$jar than this bundle's; okp did not write it for this bundle"
+    if [ "$original" != "$upstream" ] && ! has_opt --accept-local-jars; then
+      refuse "$record names an original libs/$jar (sha256 $original) that is not the Maven Central jar ($upstream); if this installation's jars are your own build of $RELEASE, pass --accept-local-jars"
+    fi
+    if [ -n "$backup" ] && [ "$backup" != "$original" ]; then
+      refuse "$state/backup/$jar (sha256 $backup) is not the original $record names ($original); okp did not write it: roll back by hand"
+    fi
+    if [ "$have" = "$patched" ]; then
+      [ -n "$backup" ] ||
+        refuse "libs/$jar is already this bundle's jar but its original is not in $state/backup/: a rollback would be impossible; put the original jar back first"
+    elif [ "$have" = "$original" ]; then
+      todo="$todo $jar"
+    else
+      refuse "libs/$jar (sha256 $have) changed after this bundle was installed; roll back (rollback --force) or restore it"
+    fi
   else
-    refuse "libs/$jar has sha256 $have, neither the Maven Central jar of Kafka $RELEASE ($upstream) nor this bundle's ($patched); if this installation's jars are your own build of $RELEASE, pass --accept-local-jars"
+    # No record: install writes it before replacing any jar, so libs/ holds the originals.
+    if [ "$have" = "$patched" ]; then
+      refuse "libs/$jar is already this bundle's jar but $state holds no install record: okp cannot know its original; put the original jar back first"
+    elif [ "$have" = "$upstream" ]; then
+      todo="$todo $jar"
+    elif has_opt --accept-local-jars; then
+      say "libs/$jar is not the Maven Central jar (sha256 $have, Maven Central $upstream); accepted (--accept-local-jars): it is backed up as is"
+      todo="$todo $jar"
+    else
+      refuse "libs/$jar has sha256 $have, neither the Maven Central jar of Kafka $RELEASE ($upstream) nor this bundle's ($patched); if this installation's jars are your own build of $RELEASE, pass --accept-local-jars"
+    fi
+    if [ -n "$backup" ] && [ "$backup" != "$have" ]; then
+      refuse "$state/backup/$jar (sha256 $backup) is not a copy of libs/$jar ($have) and no install record names it; okp did not write it: inspect and remove it"
+    fi
   fi
 done <<JARS_EOF
 $JARS

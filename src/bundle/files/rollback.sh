@@ -6,10 +6,13 @@
 #
 #   sh rollback.sh [--dry-run] [--force] KAFKA_HOME
 #
-# Before writing anything it checks that every backup is intact (the sha256
-# recorded at install) and that every jar in libs/ is still the bundle's jar or
-# already the original; a jar that changed since install (an upgrade, a manual
-# edit) is refused unless --force, which overwrites it with the original.
+# Before writing anything it checks that the install record reads as okp's
+# (bundle, release, mode, target, patch set, one line per replaced jar), that
+# every backup is intact (the sha256 recorded at install) and that every jar
+# in libs/ is still the bundle's jar or already the original; a jar that
+# changed since install (an upgrade, a manual edit) is refused unless --force,
+# which overwrites it with the original. Without a record, a backup is deleted
+# only when it is the same as the jar in libs/.
 # Each jar is restored by copy beside, check, rename (atomic). A running
 # broker keeps the jars it opened: restart it to load the originals.
 #
@@ -28,10 +31,7 @@ home=$(kafka_home "$home")
 libs="$home/libs"
 state="$home/$STATE_DIR_NAME"
 
-record=''
-for r in "$state/installed" "$state/installing"; do
-  [ -f "$r" ] && record=$r && break
-done
+find_record
 if [ -z "$record" ]; then
   if [ ! -e "$state" ]; then
     say "no okp bundle is installed in $home; nothing to roll back"
@@ -39,7 +39,16 @@ if [ -z "$record" ]; then
   fi
   # Install writes its record before it replaces any jar, so without one no jar
   # was replaced: what is here are backups and copies of an interrupted install
-  # (or the empty directories of a rollback interrupted at its very end).
+  # (or the empty directories of a rollback interrupted at its very end). Each
+  # backup must then be the same as the jar it backs up, or it is all that is
+  # left of an original (a record removed by hand): it is never deleted.
+  for b in "$state"/backup/*.jar; do
+    [ -e "$b" ] || continue
+    jar=$(basename "$b")
+    if [ ! -f "$libs/$jar" ] || [ "$(sha256_of "$libs/$jar")" != "$(sha256_of "$b")" ]; then
+      refuse "$state holds no install record, yet $b differs from libs/$jar: it may be the only copy of an original; restore it by hand"
+    fi
+  done
   if has_opt --dry-run; then
     say "dry run: would remove $state, left by an install that never replaced a jar"
     exit 0
@@ -51,6 +60,8 @@ if [ -z "$record" ]; then
   say "removed $state, left by an install that never replaced a jar; nothing else to roll back"
   exit 0
 fi
+why=$(check_record "$record") ||
+  refuse "$record is not an install record okp wrote ($why); inspect $state and roll back by hand"
 bundle=$(sed -n 's/^bundle=//p' "$record")
 jars=$(sed -n 's/^jar=//p' "$record")
 

@@ -1,0 +1,155 @@
+//! docs/exit-codes.md is the contract: its kinds table matches `Failure::code`,
+//! its per-command table names every command `okp --help` lists, and each
+//! command, given a refused input, exits with the code the page gives for it
+//! (no cluster, no network: each case fails before either is needed).
+
+mod common;
+use common::*;
+
+use okp::error::Failure;
+
+fn page() -> String {
+    std::fs::read_to_string(repo_root().join("docs/exit-codes.md")).unwrap()
+}
+
+#[test]
+fn the_kinds_table_is_the_code() {
+    let page = page();
+    let row = |kind: &str| -> i32 {
+        let line =
+            page.lines().find(|l| l.starts_with(&format!("| {kind} |"))).unwrap_or_else(|| panic!("no row {kind}"));
+        line.split('|').nth(2).unwrap().trim().parse().unwrap()
+    };
+    let kinds = [
+        ("drift", Failure::Drift),
+        ("check failed", Failure::CheckFailed),
+        ("bad input", Failure::BadInput),
+        ("external", Failure::External),
+        ("interrupted", Failure::Interrupted),
+    ];
+    assert_eq!(kinds.len(), Failure::ALL.len());
+    for (name, f) in kinds {
+        assert_eq!(row(name), f.code(), "docs/exit-codes.md row `{name}`");
+    }
+    assert_eq!(row("done"), 0);
+}
+
+#[test]
+fn every_command_has_a_row() {
+    let help = stdout(&okp().arg("--help").output().unwrap());
+    let page = page();
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  ") || l.is_empty())
+        .filter(|l| l.len() > 2 && !l[2..].starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 17, "{help}");
+    for c in commands {
+        assert!(
+            page.contains(&format!("| `{c}")) || page.contains(&format!("| `{c} ")),
+            "docs/exit-codes.md lacks `{c}`"
+        );
+    }
+}
+
+/// Each case: the arguments, the code docs/exit-codes.md gives, and a word the message must hold.
+#[test]
+fn refused_inputs_exit_as_documented() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let not_a_tree = d.join("not-a-tree");
+    std::fs::create_dir(&not_a_tree).unwrap();
+    std::fs::write(not_a_tree.join("README"), "hello").unwrap();
+    let full = d.join("full");
+    std::fs::create_dir(&full).unwrap();
+    std::fs::write(full.join("x"), "x").unwrap();
+    let existing_key = d.join("k");
+    std::fs::write(d.join("k.key"), "x").unwrap();
+    let s = |p: &std::path::Path| p.display().to_string();
+    let cases: Vec<(Vec<String>, i32, &str)> = vec![
+        (vec!["show".into(), "--version".into(), "9.9.9".into()], 2, "unknown Kafka release 9.9.9"),
+        (vec!["check-anchors".into(), "--source".into(), s(&not_a_tree)], 2, "is not a Kafka source tree"),
+        (vec!["diff".into()], 2, "say which release to diff"),
+        (vec!["apply".into(), "--source".into(), s(&d.join("nope"))], 2, "nope"),
+        (vec!["export".into(), "--version".into(), "9.9.9".into()], 2, "unknown Kafka release"),
+        (vec!["build".into()], 2, "pass --version"),
+        (vec!["sources".into(), "--version".into(), "3.9.2".into(), "--out".into(), s(&full)], 2, "not empty"),
+        (vec!["verify".into(), "--scenarios".into(), "NOPE".into()], 2, "unknown scenario"),
+        (
+            vec!["verify".into(), "--version".into(), "2.7.2".into(), "--mode".into(), "kraft".into()],
+            2,
+            "has no kraft mode",
+        ),
+        (vec!["keygen".into(), "--unencrypted".into(), "--out".into(), s(&existing_key)], 2, "k.key"),
+        (
+            vec![
+                "bundle".into(),
+                "--build".into(),
+                s(&not_a_tree),
+                "--target".into(),
+                "x86_64".into(),
+                "--key".into(),
+                s(&d.join("k.key")),
+            ],
+            2,
+            "okp-build.json",
+        ),
+        (vec!["verify-bundle".into(), s(&d.join("no.tar.gz")), "--pubkey".into(), "RWQ".into()], 2, "no.tar.gz"),
+        (
+            vec![
+                "install".into(),
+                s(&d.join("no.tar.gz")),
+                "--kafka-home".into(),
+                s(d),
+                "--pubkey".into(),
+                "RWQ".into(),
+            ],
+            2,
+            "no.tar.gz",
+        ),
+        (
+            vec![
+                "observers".into(),
+                "status".into(),
+                "--bootstrap".into(),
+                "127.0.0.1:1".into(),
+                "--observers".into(),
+                "4".into(),
+            ],
+            3,
+            "127.0.0.1:1",
+        ),
+        (
+            vec![
+                "observers".into(),
+                "promote".into(),
+                "--broker".into(),
+                "4".into(),
+                "--bootstrap".into(),
+                "127.0.0.1:1".into(),
+            ],
+            2,
+            "",
+        ),
+        (vec!["versions".into(), "--format".into(), "json".into()], 0, ""),
+        (vec!["status".into(), "--source".into(), s(&not_a_tree)], 2, "not a Kafka source tree"),
+        (vec!["rollback".into(), "--kafka-home".into(), s(&not_a_tree)], 2, "not a Kafka installation"),
+    ];
+    let mut wrong = Vec::new();
+    for (args, code, word) in &cases {
+        let o = okp().args(args).output().unwrap();
+        let err = stderr(&o);
+        if o.status.code() != Some(*code) || !err.contains(word) || err.contains("panicked") {
+            wrong.push(format!(
+                "okp {}: exit {:?} (documented {code}), stderr: {err}",
+                args.join(" "),
+                o.status.code()
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
