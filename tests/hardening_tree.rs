@@ -118,10 +118,9 @@ fn assert_exit_2_naming(o: &Output, what: &[&str]) {
     }
 }
 
-/// An I/O failure: exit 2 today, 3 once `Error::Io` maps storage-full and
-/// read-only-filesystem errors to the external-failure code. Never a panic.
+/// A full or read-only filesystem: the machine failed, not the input (exit 3, docs/exit-codes.md).
 fn assert_io_failure(o: &Output, what: &[&str]) {
-    assert!(matches!(o.status.code(), Some(2) | Some(3)), "expected exit 2 or 3: {:?} {}", o.status, stderr(o));
+    assert_eq!(o.status.code(), Some(3), "expected exit 3: {}", stderr(o));
     for w in what {
         assert!(stderr(o).contains(w), "stderr does not name `{w}`: {}", stderr(o));
     }
