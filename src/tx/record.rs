@@ -163,6 +163,9 @@ pub fn read_journal(root: &Path) -> Result<Option<Journal>> {
 }
 
 fn read<T: Record>(path: &Path, root: &Path) -> Result<Option<T>> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Error::Tree { path: path.to_path_buf(), msg: "is a symlink; okp will not follow it".into() });
+    }
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -295,5 +298,16 @@ mod tests {
         std::fs::write(state_path(t.path()), v.to_string()).unwrap();
         let e = read_state(t.path()).unwrap_err().to_string();
         assert!(e.contains("state.json: schema 99 is not one this okp"), "{e}");
+    }
+
+    #[test]
+    fn a_symlinked_record_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join(STATE_DIR)).unwrap();
+        let elsewhere = t.path().join("elsewhere.json");
+        std::fs::write(&elsewhere, serde_json::to_vec(&state()).unwrap()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, journal_path(t.path())).unwrap();
+        let e = read_journal(t.path()).unwrap_err().to_string();
+        assert!(e.contains("journal.json: is a symlink"), "{e}");
     }
 }
