@@ -25,13 +25,16 @@ VERSION, MODE = "3.9.2", "kraft"
 
 
 def snapshot(tree):
-    """Every file under tree except okp's own .okp/ (and .git/), with its bytes."""
+    """Every file under tree except okp's own .okp/ (and .git/) and okp's temp
+    files (counted on their own), with its bytes."""
     out = {}
     for d, dirs, files in os.walk(tree):
         rel_d = os.path.relpath(d, tree)
         if rel_d == ".":
             dirs[:] = [x for x in dirs if x not in (".okp", ".git")]
         for f in files:
+            if f.endswith(".okp-tmp"):
+                continue
             p = os.path.join(d, f)
             with open(p, "rb") as fh:
                 out[os.path.normpath(os.path.join(rel_d, f))] = fh.read()
