@@ -48,10 +48,11 @@ impl Lock {
                 .create(true)
                 .truncate(false)
                 .mode(0o644)
-                .custom_flags(libc::O_NOFOLLOW)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
                 .open(&path)
             {
-                Ok(f) => f,
+                Ok(f) if f.metadata().is_ok_and(|m| m.is_file()) => f,
+                Ok(_) => return Err(Error::Tree { path, msg: "is not a regular file; okp will not use it".into() }),
                 // The holder removed .okp/ as it finished: start again.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
@@ -209,5 +210,10 @@ mod tests {
         let e = Lock::acquire(&tree).err().unwrap().to_string();
         assert!(e.contains("lock: is a symlink"), "{e}");
         assert!(!elsewhere.join("victim").exists());
+        std::fs::remove_file(tree.join(".okp/lock")).unwrap();
+        let fifo = std::process::Command::new("mkfifo").arg(tree.join(".okp/lock")).status().unwrap();
+        assert!(fifo.success());
+        let e = Lock::acquire(&tree).err().unwrap().to_string();
+        assert!(e.contains("lock: is not a regular file"), "{e}");
     }
 }
