@@ -116,7 +116,7 @@ pub fn apply(
     opts: ApplyOpts,
 ) -> Result<Outcome> {
     let tree = DirTree::open(root)?;
-    let mut tx = Tx::new(root);
+    let mut tx = if opts.dry_run { Tx::open_to_read(root)? } else { Tx::open(root)? };
     if !opts.dry_run {
         if let Some(msg) = tx.recover()? {
             eprintln!("okp: {msg}");
@@ -141,7 +141,7 @@ pub fn apply(
             root.display(),
             st.release,
             st.mode,
-            &st.patch_set_hash[..16.min(st.patch_set_hash.len())],
+            st.short_hash(),
             st.okp_version
         )));
     }
@@ -164,7 +164,7 @@ pub fn apply(
     }
     tx.preflight(&plan)?;
     let state = State {
-        schema: crate::tx::STATE_SCHEMA.current,
+        schema: 1,
         txn: String::new(),
         okp_version: env!("CARGO_PKG_VERSION").to_string(),
         release: version,
@@ -208,7 +208,7 @@ fn summary(eff: &Effective, plan: &Plan) -> String {
 
 pub fn revert(root: &Path, force: bool) -> Result<Outcome> {
     DirTree::open(root)?;
-    let mut tx = Tx::new(root);
+    let mut tx = Tx::open(root)?;
     if let Some(msg) = tx.recover()? {
         eprintln!("okp: {msg}");
     }
@@ -221,7 +221,7 @@ pub fn revert(root: &Path, force: bool) -> Result<Outcome> {
             let n = tx.revert(&st, force)?;
             eprintln!(
                 "okp: reverted patch set {} ({} {}): {n} files restored to pristine",
-                &st.patch_set_hash[..16],
+                st.short_hash(),
                 st.release,
                 st.mode
             );
@@ -232,7 +232,7 @@ pub fn revert(root: &Path, force: bool) -> Result<Outcome> {
 
 pub fn status(root: &Path) -> Result<Outcome> {
     DirTree::open(root)?;
-    let mut tx = Tx::new(root);
+    let mut tx = Tx::open_to_read(root)?;
     if let Some(msg) = tx.recover()? {
         eprintln!("okp: {msg}");
     }
@@ -241,7 +241,7 @@ pub fn status(root: &Path) -> Result<Outcome> {
         Some(st) => print(&format!(
             "{}: patch set {} applied (Kafka {} {}, family {}, layers {}, okp {}), {} files\n",
             root.display(),
-            &st.patch_set_hash[..16],
+            st.short_hash(),
             st.release,
             st.mode,
             st.family,

@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Error;
 use crate::model::anchors::Scope;
+use crate::model::confine::confine;
 use crate::model::{yaml, Anchor, Layer, Layers, Mode, Model, Origin, Release};
 use crate::version::KafkaVersion;
 
@@ -138,8 +139,15 @@ impl PatchSet {
             );
         }
         let mut new_files = Vec::new();
-        for f in raw.new_files {
+        for (i, f) in raw.new_files.into_iter().enumerate() {
             let err = |m: String| origin.error_at(&format!("path: {}", f.path), m);
+            if let Err(why) = confine(&f.path, None) {
+                return Err(err(format!("new_files[{i}].path {:?} {why}", f.path)));
+            }
+            // Read from the --patches directory: nothing may lead out of it, a symlink neither.
+            if let Err(why) = confine(&f.source, dir) {
+                return Err(err(format!("new_files[{i}].source {:?} {why}", f.source)));
+            }
             let contents =
                 file(&f.source)?.ok_or_else(|| err(format!("new file source patches/{} does not exist", f.source)))?;
             // The header's words are split here so this file does not carry them itself.

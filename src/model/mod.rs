@@ -6,6 +6,7 @@
 //! Not here: reading upstream sources (see `source`) or matching (see `anchor`).
 
 pub mod anchors;
+pub mod confine;
 pub mod versions;
 pub mod yaml;
 

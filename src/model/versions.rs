@@ -8,6 +8,7 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
+use super::confine::confine;
 use super::Origin;
 use crate::error::Error;
 use crate::version::KafkaVersion;
@@ -240,6 +241,10 @@ impl Matrix {
             }
             let mut sources = BTreeMap::new();
             for (dir, coord) in &r.sources {
+                // `okp sources --out DIR` writes each module under DIR/<key>.
+                if let Err(why) = confine(dir, None) {
+                    return Err(err(format!("sources key {dir:?} {why}")));
+                }
                 let c: Coordinate = coord.parse().map_err(|e: String| err(e))?;
                 if c.version != r.version {
                     return Err(err(format!("source `{dir}` is {c}, which is not version {}", r.version)));
