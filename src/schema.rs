@@ -5,13 +5,14 @@
 //!
 //! A record's schema changes when a field changes meaning, is renamed or goes
 //! away; a new optional field does not change it (readers ignore fields they
-//! do not know, except `.okp/state.json`, which is strict). How a record
-//! written before it had a `schema` field is read is the record's own choice,
-//! stated once, in its `Schema` constant (`Absent`).
+//! do not know). How a record written before it had a `schema` field is read
+//! is the record's own choice, stated once, in its `Schema` constant (`Absent`).
 //!
 //! Not here: the records themselves (each beside its writer: `build::record`,
-//! `build::matrix`, `verify::record`, `tx::State`, `report`, `port::render`),
-//! the bundle manifest's string schema `okp-bundle/1` (`bundle::manifest`).
+//! `build::matrix`, `verify::record`, `report`, `port::render`), the `.okp/`
+//! records of a patched tree (strict and validated field by field:
+//! `tx::record`), the bundle manifest's string schema `okp-bundle/1`
+//! (`bundle::manifest`).
 
 use std::path::Path;
 
