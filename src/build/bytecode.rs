@@ -514,12 +514,92 @@ pub fn read(bytes: &[u8]) -> R<Class> {
         }
         class.methods.insert(key, m);
     }
+    canonical_lambda_names(&mut class);
     if !inline_entries.is_empty() {
         // Entries for methods the class does not declare: keep them on the class.
         let rest: Vec<String> = inline_entries.into_iter().map(|(k, v)| format!("{k} {v}")).collect();
         class.attrs.insert("ScalaInlineInfo.unmatched".into(), rest.join("; "));
     }
     Ok(class)
+}
+
+/// Renames javac's lambda bodies (`lambda$createTopic$3`, synthetic) after where
+/// they are used: `lambda$<caller>$<k>` for the k-th lambda the method `caller`
+/// creates, callers taken in name order, a lambda inside a lambda named after its
+/// new name. javac's own counter is not stable across javac versions (javac 8
+/// names a lambda nested in a lambda `lambda$null$N`; javac 17 counts over the
+/// whole class; newer javac counts per method), and one lambda added to a method
+/// renumbers those of every later method. The bodies' names are seen only by
+/// reflection and stack traces; every reference is renamed with them.
+fn canonical_lambda_names(class: &mut Class) {
+    let is_lambda = |k: &str, m: &Member| k.starts_with("lambda$") && m.access & 0x1000 != 0;
+    if !class.methods.iter().any(|(k, m)| is_lambda(k, m)) {
+        return;
+    }
+    let owner = class.name.clone();
+    // old name:desc -> new name
+    let mut renamed: BTreeMap<String, String> = BTreeMap::new();
+    let mut queue: Vec<(String, String)> = class
+        .methods
+        .iter()
+        .filter(|(k, m)| !is_lambda(k, m) && !k.starts_with("$deserializeLambda$"))
+        .map(|(k, _)| (k.clone(), k.split(':').next().unwrap_or_default().to_string()))
+        .collect();
+    let mut at = 0;
+    while at < queue.len() {
+        let (key, caller) = queue[at].clone();
+        at += 1;
+        let mut k = 0;
+        let Some(code) = class.methods.get(&key).and_then(|m| m.code.as_ref()) else { continue };
+        for i in &code.insns {
+            let Arg::Const(Const::Dynamic { args, .. }) = &i.arg else { continue };
+            for a in args {
+                let Const::Handle(_, t) = a else { continue };
+                let Const::Member(r) = &**t else { continue };
+                let target = format!("{}:{}", r.name, r.desc);
+                let lambda = class.methods.get(&target).is_some_and(|m| is_lambda(&target, m));
+                if r.owner == owner && lambda && !renamed.contains_key(&target) {
+                    let name = format!("lambda${caller}${k}");
+                    k += 1;
+                    renamed.insert(target.clone(), name.clone());
+                    queue.push((target, name));
+                }
+            }
+        }
+    }
+    let rename = |r: &mut MemberRef| {
+        if r.owner == owner {
+            if let Some(n) = renamed.get(&format!("{}:{}", r.name, r.desc)) {
+                r.name = n.clone();
+            }
+        }
+    };
+    for m in class.methods.values_mut() {
+        let Some(code) = m.code.as_mut() else { continue };
+        for i in code.insns.iter_mut() {
+            match &mut i.arg {
+                Arg::Const(Const::Member(r)) => rename(r),
+                Arg::Const(Const::Dynamic { args, .. }) => {
+                    for a in args.iter_mut() {
+                        if let Const::Handle(_, t) = a {
+                            if let Const::Member(r) = &mut **t {
+                                rename(r);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let methods = std::mem::take(&mut class.methods);
+    for (k, m) in methods {
+        let key = match renamed.get(&k) {
+            Some(n) => format!("{n}:{}", k.split_once(':').map_or("", |(_, d)| d)),
+            None => k,
+        };
+        class.methods.insert(key, m);
+    }
 }
 
 /// ScalaInlineInfo: (class part, method `name:desc` -> its entry), references resolved.
@@ -994,26 +1074,58 @@ pub enum Relaxation {
     /// the same NullPointerException at the same point, with another message.
     JavacNullCheck,
     /// javac 8 omits a `checkcast` to a generic call's result type where the value is
-    /// used only as an Object (JDK-8058199, fixed in javac 9): the newer class casts
-    /// where the older did not. They differ only for a value of the wrong type (heap
-    /// pollution), where the newer class throws ClassCastException earlier.
+    /// used only as an Object (JDK-8058199, fixed in javac 9), and casts a lambda
+    /// body's generic parameter where javac 17 does not: a cast one side has and the
+    /// other lacks. The classes differ only for a value of the wrong type (heap
+    /// pollution), where one throws ClassCastException earlier than the other.
     JavacCheckcast,
+    /// javac 21 and later write a MethodParameters attribute naming only the mandated
+    /// or synthetic parameters of a constructor (an inner class's outer instance,
+    /// JDK-8292275); javac 17 writes none. Only reflection's Parameter.isImplicit sees it.
+    JavacMandatedParameters,
+    /// The release's scalac ran its optimizer (inlining); okp's cannot on JDK 17
+    /// (scalac before 2.13.5 cannot read class files of Java 17), so method bodies
+    /// and the InnerClasses list they pull in are not compared: the members, their
+    /// flags, signatures, the pickled Scala signature and the inline info still are.
+    ScalaOptimizerOff,
+}
+
+/// A MethodParameters value that names no parameter and flags each as mandated (0x8000)
+/// or synthetic (0x1000): what javac 21 adds for an inner class's constructor.
+fn only_implicit_parameters(v: &str) -> bool {
+    v.split(", ").all(|p| {
+        let (name, flags) = p.split_once(' ').unwrap_or((p, ""));
+        name == "-" && flags.parse::<u16>().is_ok_and(|f| f & 0x9000 != 0)
+    })
 }
 
 /// Whether method `a` (the release's) equals `b` (the recompile) once the
 /// differences in `allowed` are forgiven; the relaxations actually used, with
 /// a count each, or None when something else differs.
 pub fn method_equal_modulo(a: &Member, b: &Member, allowed: &[Relaxation]) -> Option<BTreeMap<Relaxation, usize>> {
-    if a.access != b.access || a.attrs != b.attrs {
+    let mut used: BTreeMap<Relaxation, usize> = BTreeMap::new();
+    let mut a_attrs = a.attrs.clone();
+    if allowed.contains(&Relaxation::JavacMandatedParameters) && !b.attrs.contains_key("MethodParameters") {
+        if let Some(v) = a_attrs.get("MethodParameters").filter(|v| only_implicit_parameters(v)) {
+            let _ = v;
+            a_attrs.remove("MethodParameters");
+            used.insert(Relaxation::JavacMandatedParameters, 1);
+        }
+    }
+    if a.access != b.access || a_attrs != b.attrs {
         return None;
     }
+    if allowed.contains(&Relaxation::ScalaOptimizerOff) && a.code.is_some() == b.code.is_some() && a.code != b.code {
+        used.insert(Relaxation::ScalaOptimizerOff, 1);
+        return Some(used);
+    }
     let (ca, cb) = match (&a.code, &b.code) {
-        (None, None) => return Some(BTreeMap::new()),
+        (None, None) => return Some(used),
         (Some(x), Some(y)) => (x, y),
         _ => return None,
     };
     if ca == cb {
-        return Some(BTreeMap::new());
+        return Some(used);
     }
     if ca.max_locals != cb.max_locals || ca.attrs != cb.attrs || ca.handlers.len() != cb.handlers.len() {
         return None;
@@ -1021,15 +1133,16 @@ pub fn method_equal_modulo(a: &Member, b: &Member, allowed: &[Relaxation]) -> Op
     let null_check = allowed.contains(&Relaxation::JavacNullCheck);
     let checkcast = allowed.contains(&Relaxation::JavacCheckcast);
     let (xa, xb) = (&ca.insns, &cb.insns);
-    // map[j]: the index in `a` that instruction j of `b` stands for.
-    let mut map = vec![0usize; xb.len() + 1];
-    let mut used: BTreeMap<Relaxation, usize> = BTreeMap::new();
-    let (mut i, mut j) = (0, 0);
-    while j < xb.len() {
-        if i < xa.len() && xa[i].shape() == xb[j].shape() {
-            map[j] = i;
-            i += 1;
-            j += 1;
+    // pos_a[i], pos_b[j]: the step of the alignment an instruction stands at; a cast
+    // one side has alone stands for the instruction after it, so branches to it agree.
+    let (mut pos_a, mut pos_b) = (vec![usize::MAX; xa.len() + 1], vec![usize::MAX; xb.len() + 1]);
+    let mut pairs = Vec::new();
+    let (mut i, mut j, mut k) = (0, 0, 0);
+    while i < xa.len() || j < xb.len() {
+        if i < xa.len() && j < xb.len() && xa[i].shape() == xb[j].shape() {
+            (pos_a[i], pos_b[j]) = (k, k);
+            pairs.push((i, j));
+            (i, j, k) = (i + 1, j + 1, k + 1);
         } else if null_check
             && i + 1 < xa.len()
             && j + 1 < xb.len()
@@ -1043,32 +1156,32 @@ pub fn method_equal_modulo(a: &Member, b: &Member, allowed: &[Relaxation]) -> Op
             && xa[i + 1].op == POP
             && xb[j + 1].op == POP
         {
-            map[j] = i;
-            map[j + 1] = i + 1;
-            i += 2;
-            j += 2;
+            (pos_a[i], pos_b[j], pos_a[i + 1], pos_b[j + 1]) = (k, k, k + 1, k + 1);
+            (i, j, k) = (i + 2, j + 2, k + 2);
             *used.entry(Relaxation::JavacNullCheck).or_default() += 1;
-        } else if checkcast && xb[j].op == CHECKCAST {
-            // The extra cast stands for the instruction that follows it in `a`.
-            map[j] = i;
+        } else if checkcast && j < xb.len() && xb[j].op == CHECKCAST {
+            pos_b[j] = k;
             j += 1;
+            *used.entry(Relaxation::JavacCheckcast).or_default() += 1;
+        } else if checkcast && i < xa.len() && xa[i].op == CHECKCAST {
+            pos_a[i] = k;
+            i += 1;
             *used.entry(Relaxation::JavacCheckcast).or_default() += 1;
         } else {
             return None;
         }
     }
-    if i != xa.len() {
-        return None;
-    }
-    map[xb.len()] = xa.len();
-    for (j, insn) in xb.iter().enumerate() {
-        let tb: Vec<usize> = insn.targets().iter().map(|t| map[*t]).collect();
-        if !tb.is_empty() && tb != xa[map[j]].targets() {
+    (pos_a[xa.len()], pos_b[xb.len()]) = (k, k);
+    for (i, j) in pairs {
+        let ta: Vec<usize> = xa[i].targets().iter().map(|t| pos_a[*t]).collect();
+        let tb: Vec<usize> = xb[j].targets().iter().map(|t| pos_b[*t]).collect();
+        if ta != tb {
             return None;
         }
     }
     for (ha, hb) in ca.handlers.iter().zip(&cb.handlers) {
-        if (ha.start, ha.end, ha.handler, &ha.catch) != (map[hb.start], map[hb.end], map[hb.handler], &hb.catch) {
+        let at = |p: &[usize], h: &Handler| (p[h.start], p[h.end], p[h.handler]);
+        if at(&pos_a, ha) != at(&pos_b, hb) || ha.catch != hb.catch {
             return None;
         }
     }
@@ -1220,8 +1333,10 @@ mod tests {
         let used = method_equal_modulo(ma, mb, &[Relaxation::JavacNullCheck, Relaxation::JavacCheckcast]).unwrap();
         assert_eq!(used.get(&Relaxation::JavacNullCheck), Some(&1));
         assert_eq!(used.get(&Relaxation::JavacCheckcast), Some(&1));
-        // A cast in the older class that the newer lacks is not what javac 8 did: not forgiven.
+        // The null check is forgiven in javac 8's direction only; casts either way (javac 8 casts in
+        // lambda bodies where javac 17 does not).
         assert!(method_equal_modulo(mb, ma, &[Relaxation::JavacNullCheck, Relaxation::JavacCheckcast]).is_none());
+        assert!(method_equal_modulo(mb, mb, &[]).is_some());
     }
 
     #[test]

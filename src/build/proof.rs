@@ -50,12 +50,38 @@ pub struct Exception {
 
 /// The differences found by experiment (`okp build` on every reference
 /// release, evidence/build/proof/) that okp cannot reproduce and forgives.
-pub const EXCEPTIONS: &[Exception] = &[];
+pub const EXCEPTIONS: &[Exception] = &[
+    Exception {
+        from: "2.7.0",
+        to: "2.7.2",
+        file: "core/src/main/scala/",
+        relaxations: &[Relaxation::ScalaOptimizerOff],
+        cause: "the release was compiled by scalac 2.13.3 with its optimizer (-opt:l:inline -opt-inline-from:scala.** \
+                and kafka.**); that optimizer cannot read JDK 17's class files, so okp compiles 2.7 with it off and the \
+                bodies of methods it inlined into differ",
+    },
+    Exception {
+        from: "3.7.0",
+        to: "3.9.2",
+        file: "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java",
+        relaxations: &[Relaxation::JavacNullCheck, Relaxation::JavacCheckcast],
+        cause: "kafka-metadata 3.7-3.9 was compiled by javac 8 (getClass null checks, lambda$null$ names, casts \
+                omitted per JDK-8058199); okp compiles with javac 17 --release 8",
+    },
+    Exception {
+        from: "4.0.0",
+        to: "4.3.1",
+        file: "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java",
+        relaxations: &[Relaxation::JavacMandatedParameters],
+        cause: "kafka-metadata 4.x was compiled by javac 21 or later, which writes MethodParameters for an inner \
+                class constructor's outer instance; okp compiles with javac 17 --release 17",
+    },
+];
 
 fn exceptions_for(version: KafkaVersion, file: &str) -> Vec<Relaxation> {
     EXCEPTIONS
         .iter()
-        .filter(|e| e.file == file)
+        .filter(|e| file.starts_with(e.file))
         .filter(|e| {
             let (from, to) = (e.from.parse::<KafkaVersion>(), e.to.parse::<KafkaVersion>());
             matches!((from, to), (Ok(f), Ok(t)) if f <= version && version <= t)
@@ -197,7 +223,27 @@ pub fn prove_release(
         let allowed = exceptions_for(version, file);
         let mut left = ClassDiff { only_a: d.only_a.clone(), only_b: d.only_b.clone(), differ: Vec::new() };
         let mut uses = Vec::new();
+        if allowed.contains(&Relaxation::ScalaOptimizerOff) {
+            // Inlined code brings the inner classes it uses into the InnerClasses list.
+            let inner = |m: &MemberId| m.kind == Kind::Class && m.key == "InnerClasses";
+            for m in d.only_a.iter().chain(&d.only_b).chain(&d.differ).filter(|m| inner(m)) {
+                let relaxation = Relaxation::ScalaOptimizerOff;
+                uses.push(ExceptionUse { class: a.name.clone(), member: m.to_string(), relaxation, count: 1 });
+            }
+            // Inlined closures from the Scala library bring a `$deserializeLambda$` with them.
+            let deser = |m: &MemberId| m.kind == Kind::Method && m.name() == "$deserializeLambda$";
+            for m in d.only_a.iter().chain(&d.only_b).filter(|m| deser(m)) {
+                let relaxation = Relaxation::ScalaOptimizerOff;
+                uses.push(ExceptionUse { class: a.name.clone(), member: m.to_string(), relaxation, count: 1 });
+            }
+            left.only_a.retain(|m| !inner(m) && !deser(m));
+            left.only_b.retain(|m| !inner(m) && !deser(m));
+        }
         for m in &d.differ {
+            let inner_classes = m.kind == Kind::Class && m.key == "InnerClasses";
+            if inner_classes && allowed.contains(&Relaxation::ScalaOptimizerOff) {
+                continue;
+            }
             let forgiven = match m.kind {
                 Kind::Method if !allowed.is_empty() => {
                     bytecode::method_equal_modulo(&a.methods[&m.key], &b.methods[&m.key], &allowed)
@@ -211,6 +257,12 @@ pub fn prove_release(
                     }
                 }
                 None => left.differ.push(m.clone()),
+            }
+        }
+        if std::env::var_os("OKP_PROOF_DEBUG").is_some() {
+            for m in &left.differ {
+                let (x, y) = (a.methods.get(&m.key), b.methods.get(&m.key));
+                eprintln!("--- {m}\nrelease: {x:#?}\nrecompiled: {y:#?}");
             }
         }
         if left.is_empty() {
@@ -326,7 +378,9 @@ fn belongs_to(n: &str, m: &str) -> bool {
         .strip_prefix(m)
         .and_then(|r| r.strip_prefix('$'))
         .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
-    n == m || local || n.starts_with(&format!("$anonfun${m}$")) || n.starts_with(&format!("lambda${m}$"))
+    // Java lambda bodies carry their caller's name (see `bytecode`), a nested one its outer lambda's.
+    let java_lambda = n.starts_with("lambda$") && n.contains(&format!("lambda${m}$"));
+    n == m || local || n.starts_with(&format!("$anonfun${m}$")) || java_lambda
 }
 
 /// Whether a changed member of `class` is explained by one of `sites`.
