@@ -35,6 +35,7 @@ use crate::hash::sha256;
 use crate::maven::Maven;
 use crate::model::{Coordinate, Release};
 use crate::patchset::{MARK_BEGIN, MARK_END};
+use crate::source::SourceTree;
 use crate::version::KafkaVersion;
 
 /// A documented difference between a release's classes and a recompile of
@@ -94,10 +95,12 @@ fn exceptions_for(version: KafkaVersion, file: &str) -> Vec<Relaxation> {
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Provenance {
     pub schema: u32,
+    /// The tree the upstream sources were read from.
+    pub tree: String,
     /// Every source file compiled: its sha256 as the release ships it (none for our own
     /// files) and as compiled into the patched jar.
     pub sources: Vec<SourceHash>,
-    /// The sources jars the upstream sources came from.
+    /// The release's sources jars (the tree, when it is the release's own, is read from them).
     pub sources_jars: Vec<Artifact>,
     /// `org.scala-lang:scala-compiler:V` (with its jar's sha256) and `javac -version`, as used.
     pub compilers: BTreeMap<String, String>,
@@ -516,12 +519,14 @@ pub fn prove_module(
 pub fn inputs(
     maven: &Maven,
     release: &Release,
+    tree: &dyn SourceTree,
     plan: &Plan,
     compilers: &BTreeMap<String, String>,
     javac_version: &str,
     mut prov: Provenance,
 ) -> Result<Provenance> {
     prov.schema = Provenance::SCHEMA;
+    prov.tree = tree.describe();
     prov.sources = plan
         .changes
         .iter()

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::hash::sha256;
 use crate::maven::Maven;
 use crate::model::{Coordinate, Layer, Layers, Mode, Release};
-use crate::source::ReleaseTree;
+use crate::source::{ReleaseTree, SourceTree};
 use crate::workspace::Workspace;
 
 /// The registry classes every edited class must reference, per source module.
@@ -272,20 +272,32 @@ fn compile(
 
 pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, out: &Path) -> Result<SpliceOutcome> {
     release.require_sources_jar("the splice build needs the sources of the files it patches")?;
+    // Pristine sources from the sources jars; the plan gives the patched bytes in memory.
+    let tree = ReleaseTree::open(&ws.maven, &release.version.to_string(), &release.sources)?;
+    splice_from(ws, release, mode, layers, out, &tree)
+}
+
+/// `splice` with the upstream sources read from `tree` (which must be the release's own
+/// sources: the provenance proof refuses any other) instead of the release's sources jars.
+pub fn splice_from(
+    ws: &Workspace,
+    release: &Release,
+    mode: Mode,
+    layers: &Layers,
+    out: &Path,
+    tree: &dyn SourceTree,
+) -> Result<SpliceOutcome> {
     let (model, maven, ps) = (&ws.model, &ws.maven, ws.patch_set()?);
     let eff = ps.effective(model, release, release.version, mode, layers);
     let mut seconds = BTreeMap::new();
     let t0 = Instant::now();
-
-    // Pristine sources from the sources jars; the plan gives the patched bytes in memory.
-    let tree = ReleaseTree::open(maven, &release.version.to_string(), &release.sources)?;
-    let targets = crate::check::check_tree(&model.anchors, release, release.version, &[mode], &eff.layers, &tree)?;
+    let targets = crate::check::check_tree(&model.anchors, release, release.version, &[mode], &eff.layers, tree)?;
     if !targets.iter().all(|t| t.ok()) {
         let rep = crate::check::Report { targets };
         eprint!("{}", crate::report::check_report(&rep, crate::report::Format::Table, false));
         return Err(Error::Drift(format!("anchor drift in {} {mode}: nothing was built", release.version)));
     }
-    let plan = apply::plan(&eff, &tree)?;
+    let plan = apply::plan(&eff, tree)?;
     let prove = proof::enabled();
     let mut provenance = proof::Provenance::default();
     let work = out.join("work");
@@ -395,7 +407,7 @@ pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, ou
         });
     }
     let provenance = match prove {
-        true => Some(proof::inputs(maven, release, &plan, &compilers, &javac_version, provenance)?),
+        true => Some(proof::inputs(maven, release, tree, &plan, &compilers, &javac_version, provenance)?),
         false => None,
     };
     // Keep the patched sources beside the jars: they are what was compiled.
