@@ -101,11 +101,21 @@ fn a_patch_set_that_changes_a_method_no_edit_sits_in_is_refused() {
     copy_into(&repo_root().join("patches"), p.path());
     let e = p.path().join("edits.yaml");
     // The promotion gate's code closes its method and opens another, which takes the rest of the body.
-    let gate = "    if (kafka.observer.ObserverIds.isObserver(followerReplicaId)) return false\n";
+    // (edits.yaml holds the code as a `|2` block: 6 columns of YAML indentation before the code's own.)
+    let gate = "\n          if (kafka.observer.ObserverIds.isObserver(followerReplicaId)) return false\n";
     let text = std::fs::read_to_string(&e).unwrap();
     assert!(text.contains(gate));
-    let sneaky = "    if (kafka.observer.ObserverIds.isObserver(followerReplicaId)) return false\n    sneaky(followerReplicaId)\n  }\n\n  private def sneaky(followerReplicaId: Int): Boolean = {\n";
-    std::fs::write(&e, text.replacen(gate, sneaky, 1)).unwrap();
+    let sneaky = [
+        "",
+        "          if (kafka.observer.ObserverIds.isObserver(followerReplicaId)) return false",
+        "          sneaky(followerReplicaId)",
+        "        }",
+        "",
+        "        private def sneaky(followerReplicaId: Int): Boolean = {",
+        "",
+    ]
+    .join("\n");
+    std::fs::write(&e, text.replacen(gate, &sneaky, 1)).unwrap();
     let out = tempfile::tempdir().unwrap();
     let o = okp()
         .arg("--patches")
@@ -117,7 +127,11 @@ fn a_patch_set_that_changes_a_method_no_edit_sits_in_is_refused() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("more than our edits"), "{err}");
-    assert!(err.contains("Partition: method sneaky(int) changed, but no edit sits in it"), "{err}");
+    // The new method, and the pickled Scala signature that lists it.
+    assert!(
+        err.contains("Partition: method sneaky(int), class attribute ScalaSignature changed, but no edit sits in them"),
+        "{err}"
+    );
     assert!(!out.path().join("kafka_2.13-3.9.2.jar").exists());
 }
 
