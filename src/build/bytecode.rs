@@ -859,7 +859,10 @@ enum RawArg {
 }
 
 /// Decodes the instructions: (normalised opcode, operand) and each one's byte offset.
-fn decode(b: &[u8], pool: &Pool) -> R<(Vec<(u8, RawArg)>, Vec<usize>)> {
+/// Instructions as (normalised opcode, operand) and each one's byte offset.
+type Decoded = (Vec<(u8, RawArg)>, Vec<usize>);
+
+fn decode(b: &[u8], pool: &Pool) -> R<Decoded> {
     let mut r = Reader::new(b);
     let mut insns = Vec::new();
     let mut offsets = Vec::new();
@@ -880,7 +883,7 @@ fn decode(b: &[u8], pool: &Pool) -> R<(Vec<(u8, RawArg)>, Vec<usize>)> {
             0xc8 => (0xa7, RawArg::Target(rel(r.u4()? as i32 as i64)?)),
             0xc9 => (0xa8, RawArg::Target(rel(r.u4()? as i32 as i64)?)),
             0xaa | 0xab => {
-                while r.at % 4 != 0 {
+                while !r.at.is_multiple_of(4) {
                     r.u1()?;
                 }
                 let default = rel(r.u4()? as i32 as i64)?;

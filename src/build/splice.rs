@@ -59,7 +59,7 @@ pub struct BuildRecord {
     pub seconds: BTreeMap<String, f64>,
     /// Where the sources came from and the proofs that the jars are the release plus our edits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provenance: Option<proof::Provenance>,
+    pub provenance: Option<Box<proof::Provenance>>,
 }
 
 /// Why a splice build did not produce jars: the compiler's own words.
@@ -234,7 +234,7 @@ fn compile(
         }
         cmd.arg("-cp").arg(&ccp).arg("scala.tools.nsc.Main");
         let (options, note) = scalac_options(release);
-        cmd.arg("-d").arg(&classes_dir).arg("-classpath").arg(&cp).args(&options);
+        cmd.arg("-d").arg(classes_dir).arg("-classpath").arg(cp).args(&options);
         // Java sources of the same module are given to scalac too (it reads them for types); javac compiles them below.
         cmd.args(&scala).args(&java);
         compilers.insert("scalac".into(), format!("{compiler} {}", options.join(" ")));
@@ -255,13 +255,13 @@ fn compile(
         } else {
             release.java_release
         };
-        let mut cp_java = std::ffi::OsString::from(&classes_dir);
+        let mut cp_java = std::ffi::OsString::from(classes_dir);
         cp_java.push(if cfg!(windows) { ";" } else { ":" });
-        cp_java.push(&cp);
+        cp_java.push(cp);
         let mut cmd = Command::new(java_bin("javac"));
         cmd.args(["-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC"]);
         cmd.arg("--release").arg(rel.to_string()).arg("-encoding").arg("UTF-8").arg("-nowarn").arg("-proc:none");
-        cmd.arg("-d").arg(&classes_dir).arg("-cp").arg(&cp_java).args(&java);
+        cmd.arg("-d").arg(classes_dir).arg("-cp").arg(&cp_java).args(&java);
         compilers.insert("javac".into(), format!("{javac_version} --release {rel}"));
         if let Err(output) = run(&mut cmd, "javac")? {
             return Ok(Err(CompileFailure { module: module.to_string(), command: show(&cmd), output }));
@@ -407,7 +407,7 @@ pub fn splice_from(
         });
     }
     let provenance = match prove {
-        true => Some(proof::inputs(maven, release, tree, &plan, &compilers, &javac_version, provenance)?),
+        true => Some(Box::new(proof::inputs(maven, release, tree, &plan, &compilers, &javac_version, provenance)?)),
         false => None,
     };
     // Keep the patched sources beside the jars: they are what was compiled.
