@@ -206,12 +206,20 @@ pub fn patched_jars(
                 mode
             )));
         }
+        if !rec.provenance.as_ref().is_some_and(|p| p.passed()) {
+            return Err(Error::Check(format!(
+                "{}: okp-build.json holds no passing provenance proof, so nothing shows these jars are the \
+                 release plus exactly our edits; build them again with this okp",
+                dir.display()
+            )));
+        }
         return Ok(rec);
     }
     let hash = ws.patch_set()?.effective(&ws.model, release, release.version, mode, layers).hash;
     let dir = ws.maven.repo_local.join("okp-verify-jars").join(format!("{}-{}-{}", release.version, mode, &hash[..16]));
     if let Ok(rec) = read_build_record(&dir) {
-        if rec.patch_set_hash == hash && rec.jars.iter().all(|j| j.path.is_file()) {
+        let proved = rec.provenance.as_ref().is_some_and(|p| p.passed());
+        if rec.patch_set_hash == hash && proved && rec.jars.iter().all(|j| j.path.is_file()) {
             eprintln!("okp: verify: patched jars from the cache {}", dir.display());
             return Ok(rec);
         }

@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use super::classfile;
 use super::jar::{self, SourceKey, SpliceReport};
+use super::{classfile, proof};
 use crate::apply;
 use crate::error::{Error, Result};
 use crate::hash::sha256;
 use crate::maven::Maven;
 use crate::model::{Coordinate, Layer, Layers, Mode, Release};
-use crate::source::ReleaseTree;
+use crate::source::{ReleaseTree, SourceTree};
 use crate::workspace::Workspace;
 
 /// The registry classes every edited class must reference, per source module.
@@ -57,6 +57,9 @@ pub struct BuildRecord {
     pub jars: Vec<JarResult>,
     #[serde(default)]
     pub seconds: BTreeMap<String, f64>,
+    /// Where the sources came from and the proofs that the jars are the release plus our edits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Box<proof::Provenance>>,
 }
 
 /// Why a splice build did not produce jars: the compiler's own words.
@@ -187,22 +190,116 @@ fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
     (o, None)
 }
 
+/// Compiles one module's `src` into `classes_dir` with the release's scalac (Scala and
+/// Java sources, for types) then javac (the Java sources), against the classpath `cp`;
+/// records the compilers in `compilers`. `dump_cds`: whether this JVM may write a
+/// missing class-data-sharing archive (only one of a build's concurrent compiles may).
+#[allow(clippy::too_many_arguments)]
+fn compile(
+    maven: &Maven,
+    release: &Release,
+    module: &str,
+    cp: &std::ffi::OsStr,
+    src: &[PathBuf],
+    classes_dir: &Path,
+    javac_version: &str,
+    dump_cds: bool,
+    compilers: &mut BTreeMap<String, String>,
+) -> Result<std::result::Result<(), CompileFailure>> {
+    std::fs::create_dir_all(classes_dir).map_err(|e| Error::io("cannot create the classes directory", e))?;
+    let scala: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "scala")).collect();
+    let java: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "java")).collect();
+    if !scala.is_empty() {
+        let compiler = Coordinate {
+            group: "org.scala-lang".into(),
+            artifact: "scala-compiler".into(),
+            version: release.scala.clone(),
+        };
+        let ccp =
+            std::env::join_paths(maven.classpath(&compiler)?).map_err(|e| Error::Source(format!("classpath: {e}")))?;
+        let mut cmd = Command::new(java_bin("java"));
+        // A compile of a few files is short-lived: C1-only JIT and the serial
+        // collector cut its wall time by about a third on a 2-core machine.
+        cmd.args(["-Xss8m", "-Xmx2g", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]);
+        // One JVM per build may write a missing archive; the others run without one.
+        let cds = cds_archive(maven, &format!("scalac-{}", release.scala)).filter(|(_, dump)| dump_cds || !*dump);
+        match &cds {
+            Some((archive, false)) => {
+                cmd.arg(format!("-XX:SharedArchiveFile={}", archive.display()));
+            }
+            Some((archive, true)) => {
+                cmd.arg(format!("-XX:ArchiveClassesAtExit={}", cds_staging(archive).display()));
+            }
+            None => {}
+        }
+        cmd.arg("-cp").arg(&ccp).arg("scala.tools.nsc.Main");
+        let (options, note) = scalac_options(release);
+        cmd.arg("-d").arg(classes_dir).arg("-classpath").arg(cp).args(&options);
+        // Java sources of the same module are given to scalac too (it reads them for types); javac compiles them below.
+        cmd.args(&scala).args(&java);
+        compilers.insert("scalac".into(), format!("{compiler} {}", options.join(" ")));
+        if let Some(note) = note {
+            compilers.insert("scalac_note".into(), note);
+        }
+        if let Err(output) = run(&mut cmd, "scalac")? {
+            return Ok(Err(CompileFailure { module: module.to_string(), command: show(&cmd), output }));
+        }
+        if let Some((archive, true)) = cds {
+            // The first compile with this scalac dumped its loaded classes; later ones map them.
+            let _ = std::fs::rename(cds_staging(&archive), &archive);
+        }
+    }
+    if !java.is_empty() {
+        let rel = if module == "metadata" {
+            release.java_release_metadata.unwrap_or(release.java_release)
+        } else {
+            release.java_release
+        };
+        let mut cp_java = std::ffi::OsString::from(classes_dir);
+        cp_java.push(if cfg!(windows) { ";" } else { ":" });
+        cp_java.push(cp);
+        let mut cmd = Command::new(java_bin("javac"));
+        cmd.args(["-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC"]);
+        cmd.arg("--release").arg(rel.to_string()).arg("-encoding").arg("UTF-8").arg("-nowarn").arg("-proc:none");
+        cmd.arg("-d").arg(classes_dir).arg("-cp").arg(&cp_java).args(&java);
+        compilers.insert("javac".into(), format!("{javac_version} --release {rel}"));
+        if let Err(output) = run(&mut cmd, "javac")? {
+            return Ok(Err(CompileFailure { module: module.to_string(), command: show(&cmd), output }));
+        }
+    }
+    Ok(Ok(()))
+}
+
 pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, out: &Path) -> Result<SpliceOutcome> {
     release.require_sources_jar("the splice build needs the sources of the files it patches")?;
+    // Pristine sources from the sources jars; the plan gives the patched bytes in memory.
+    let tree = ReleaseTree::open(&ws.maven, &release.version.to_string(), &release.sources)?;
+    splice_from(ws, release, mode, layers, out, &tree)
+}
+
+/// `splice` with the upstream sources read from `tree` (which must be the release's own
+/// sources: the provenance proof refuses any other) instead of the release's sources jars.
+pub fn splice_from(
+    ws: &Workspace,
+    release: &Release,
+    mode: Mode,
+    layers: &Layers,
+    out: &Path,
+    tree: &dyn SourceTree,
+) -> Result<SpliceOutcome> {
     let (model, maven, ps) = (&ws.model, &ws.maven, ws.patch_set()?);
     let eff = ps.effective(model, release, release.version, mode, layers);
     let mut seconds = BTreeMap::new();
     let t0 = Instant::now();
-
-    // Pristine sources from the sources jars; the plan gives the patched bytes in memory.
-    let tree = ReleaseTree::open(maven, &release.version.to_string(), &release.sources)?;
-    let targets = crate::check::check_tree(&model.anchors, release, release.version, &[mode], &eff.layers, &tree)?;
+    let targets = crate::check::check_tree(&model.anchors, release, release.version, &[mode], &eff.layers, tree)?;
     if !targets.iter().all(|t| t.ok()) {
         let rep = crate::check::Report { targets };
         eprint!("{}", crate::report::check_report(&rep, crate::report::Format::Table, false));
         return Err(Error::Drift(format!("anchor drift in {} {mode}: nothing was built", release.version)));
     }
-    let plan = apply::plan(&eff, &tree)?;
+    let plan = apply::plan(&eff, tree)?;
+    let prove = proof::enabled();
+    let mut provenance = proof::Provenance::default();
     let work = out.join("work");
     let _ = std::fs::remove_dir_all(&work);
     for c in &plan.changes {
@@ -210,6 +307,12 @@ pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, ou
         std::fs::create_dir_all(p.parent().unwrap_or(&work))
             .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
         std::fs::write(&p, &c.after).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+        if let Some(before) = c.before.as_ref().filter(|_| prove) {
+            let p = work.join("upstream-src").join(&c.path);
+            std::fs::create_dir_all(p.parent().unwrap_or(&work))
+                .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
+            std::fs::write(&p, before).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+        }
     }
     seconds.insert("prepare".into(), t0.elapsed().as_secs_f64());
 
@@ -240,81 +343,52 @@ pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, ou
         let classes_dir = work.join(format!("classes-{module}"));
         std::fs::create_dir_all(&classes_dir).map_err(|e| Error::io("cannot create the classes directory", e))?;
         let src: Vec<PathBuf> = files.iter().map(|f| work.join("src").join(f)).collect();
-        let scala: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "scala")).collect();
-        let java: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "java")).collect();
         seconds.insert(format!("classpath-{module}"), t.elapsed().as_secs_f64());
         let t = Instant::now();
-        if !scala.is_empty() {
-            let compiler = Coordinate {
-                group: "org.scala-lang".into(),
-                artifact: "scala-compiler".into(),
-                version: release.scala.clone(),
-            };
-            let ccp = std::env::join_paths(maven.classpath(&compiler)?)
-                .map_err(|e| Error::Source(format!("classpath: {e}")))?;
-            let mut cmd = Command::new(java_bin("java"));
-            // A compile of a few files is short-lived: C1-only JIT and the serial
-            // collector cut its wall time by about a third on a 2-core machine.
-            cmd.args(["-Xss8m", "-Xmx2g", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]);
-            let cds = cds_archive(maven, &format!("scalac-{}", release.scala));
-            match &cds {
-                Some((archive, false)) => {
-                    cmd.arg(format!("-XX:SharedArchiveFile={}", archive.display()));
-                }
-                Some((archive, true)) => {
-                    cmd.arg(format!("-XX:ArchiveClassesAtExit={}", cds_staging(archive).display()));
-                }
-                None => {}
-            }
-            cmd.arg("-cp").arg(&ccp).arg("scala.tools.nsc.Main");
-            let (options, note) = scalac_options(release);
-            cmd.arg("-d").arg(&classes_dir).arg("-classpath").arg(&cp).args(&options);
-            // Java sources of the same module are given to scalac too (it reads them for types); javac compiles them below.
-            cmd.args(&scala).args(&java);
-            compilers.insert("scalac".into(), format!("{compiler} {}", options.join(" ")));
-            if let Some(note) = note {
-                compilers.insert("scalac_note".into(), note);
-            }
-            if let Err(output) = run(&mut cmd, "scalac")? {
-                return Ok(SpliceOutcome::CompileFailed(CompileFailure {
-                    module: module.clone(),
-                    command: show(&cmd),
-                    output,
-                }));
-            }
-            if let Some((archive, true)) = cds {
-                // The first compile with this scalac dumped its loaded classes; later ones map them.
-                let _ = std::fs::rename(cds_staging(&archive), &archive);
-            }
+        // The same module's edited upstream files as the release ships them, compiled beside
+        // the patched ones (same compilers, flags, classpath) for the provenance proofs.
+        let upstream_src: Vec<PathBuf> = files
+            .iter()
+            .filter(|f| plan.changes.iter().any(|c| &c.path == *f && c.before.is_some()))
+            .map(|f| work.join("upstream-src").join(f))
+            .collect();
+        let upstream_dir = work.join(format!("upstream-classes-{module}"));
+        let mut upstream_compilers = BTreeMap::new();
+        let (patched, unpatched) = std::thread::scope(|s| {
+            let other = (prove && !upstream_src.is_empty()).then(|| {
+                s.spawn(|| {
+                    let c = &mut upstream_compilers;
+                    compile(maven, release, module, &cp, &upstream_src, &upstream_dir, &javac_version, false, c)
+                })
+            });
+            let mine = compile(maven, release, module, &cp, &src, &classes_dir, &javac_version, true, &mut compilers);
+            (mine, other.map(|h| h.join()))
+        });
+        if let Err(f) = patched? {
+            return Ok(SpliceOutcome::CompileFailed(f));
         }
-        if !java.is_empty() {
-            let rel = if module == "metadata" {
-                release.java_release_metadata.unwrap_or(release.java_release)
-            } else {
-                release.java_release
-            };
-            let mut cp_java = std::ffi::OsString::from(&classes_dir);
-            cp_java.push(if cfg!(windows) { ";" } else { ":" });
-            cp_java.push(&cp);
-            let mut cmd = Command::new(java_bin("javac"));
-            cmd.args(["-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC"]);
-            cmd.arg("--release").arg(rel.to_string()).arg("-encoding").arg("UTF-8").arg("-nowarn").arg("-proc:none");
-            cmd.arg("-d").arg(&classes_dir).arg("-cp").arg(&cp_java).args(&java);
-            compilers.insert("javac".into(), format!("{javac_version} --release {rel}"));
-            if let Err(output) = run(&mut cmd, "javac")? {
-                return Ok(SpliceOutcome::CompileFailed(CompileFailure {
-                    module: module.clone(),
-                    command: show(&cmd),
-                    output,
-                }));
+        match unpatched {
+            Some(Err(_)) => return Err(Error::External(format!("the unpatched {module} compile panicked"))),
+            Some(Ok(r)) => {
+                if let Err(mut f) = r? {
+                    f.module = format!("{module} (the release's own sources, compiled for the provenance proof)");
+                    return Ok(SpliceOutcome::CompileFailed(f));
+                }
             }
+            None => {}
         }
         seconds.insert(format!("compile-{module}"), t.elapsed().as_secs_f64());
+        let compiled = classes_under(&classes_dir)?;
+        let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
+        if prove {
+            let t = Instant::now();
+            let unpatched = classes_under(&upstream_dir)?;
+            proof::prove_module(release.version, &upstream, &plan, files, &unpatched, &compiled, &mut provenance)?;
+            seconds.insert(format!("proof-{module}"), t.elapsed().as_secs_f64());
+        }
 
         // Splice into a copy of the upstream jar and check the result.
         let t = Instant::now();
-        let compiled = classes_under(&classes_dir)?;
-        let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
         let name = format!("{}-{}.jar", coord.artifact, coord.version);
         let dest = out.join(&name);
         let keys: Vec<SourceKey> = files.iter().filter_map(|f| SourceKey::from_repo_path(f)).collect();
@@ -332,6 +406,10 @@ pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, ou
             splice: report,
         });
     }
+    let provenance = match prove {
+        true => Some(Box::new(proof::inputs(maven, release, tree, &plan, &compilers, &javac_version, provenance)?)),
+        false => None,
+    };
     // Keep the patched sources beside the jars: they are what was compiled.
     let record = BuildRecord {
         okp_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -345,9 +423,15 @@ pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, ou
         sources: plan.changes.iter().map(|c| c.path.clone()).collect(),
         jars,
         seconds,
+        provenance,
     };
     let json = serde_json::to_string_pretty(&record).unwrap_or_default() + "\n";
     std::fs::write(out.join("okp-build.json"), json).map_err(|e| Error::io("cannot write okp-build.json", e))?;
+    if let Some(p) = &record.provenance {
+        // The proofs alone, for evidence (evidence/build/proof/).
+        let json = serde_json::to_string_pretty(p).unwrap_or_default() + "\n";
+        std::fs::write(out.join("provenance.json"), json).map_err(|e| Error::io("cannot write provenance.json", e))?;
+    }
     Ok(SpliceOutcome::Built(record))
 }
 
