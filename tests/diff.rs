@@ -301,3 +301,142 @@ fn git_sources_list_the_commits_that_touched_each_hooked_file() {
     assert_eq!(mixed["anchors"], maven["anchors"]);
     assert!(mixed["files"][0].get("commits").is_none(), "commits need two revisions");
 }
+
+/// A git repository at `dir` with one commit per (tree, tag).
+fn repo_of(dir: &Path, trees: &[(&Path, &str)]) {
+    git(dir, &["init", "-q"]);
+    git(dir, &["config", "user.email", "test@okp.invalid"]);
+    git(dir, &["config", "user.name", "okp test"]);
+    for (tree, tag) in trees {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().unwrap() != ".git" {
+                if p.is_dir() {
+                    std::fs::remove_dir_all(&p).unwrap()
+                } else {
+                    std::fs::remove_file(&p).unwrap()
+                }
+            }
+        }
+        copy_into(tree, dir);
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-qm", &format!("release {tag}")]);
+        git(dir, &["tag", tag]);
+    }
+}
+
+/// The shell command the worksheet says to run again.
+fn rerun_line(worksheet: &str) -> String {
+    let at = worksheet.find("Then run again (the same sources):\n\n```sh\n").expect("a run-again block");
+    let rest = &worksheet[at..];
+    let start = rest.find("```sh\n").unwrap() + "```sh\n".len();
+    rest[start..].lines().next().unwrap().to_string()
+}
+
+#[test]
+fn the_worksheet_says_how_to_run_again_with_the_same_sources() {
+    // A drift (3.9.2 -> 4.0.2: the ZooKeeper controller is gone) leaves versions.yaml alone, so the
+    // command can run again and must drift again: exit 1, never 2 (a command that does not parse
+    // or reads other sources).
+    let t = tempfile::tempdir().unwrap();
+    let (old, new) = (hooked_tree("3.9.2"), hooked_tree("4.0.2"));
+    let repo = t.path().join("kafka");
+    std::fs::create_dir(&repo).unwrap();
+    repo_of(&repo, &[(&old, "v3.9.2"), (&new, "v4.0.2")]);
+    let (dir, _, before) = matrix_without("4.0.2");
+    let versions = dir.path().join("versions.yaml");
+    let okp_dir = assert_cmd::cargo::cargo_bin("okp").parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", okp_dir.display(), std::env::var("PATH").unwrap());
+    let cases: [(&str, Vec<String>); 2] = [
+        (
+            "git",
+            vec![
+                "--git".into(),
+                repo.display().to_string(),
+                "--from-rev".into(),
+                "v3.9.2".into(),
+                "--to-rev".into(),
+                "v4.0.2".into(),
+            ],
+        ),
+        (
+            "trees",
+            vec!["--from-source".into(), old.display().to_string(), "--to-source".into(), new.display().to_string()],
+        ),
+    ];
+    for (name, sources) in cases {
+        let ws = dir.path().join(format!("ws-{name}.md"));
+        let o = okp()
+            .current_dir(dir.path())
+            .arg("--versions")
+            .arg(&versions)
+            .args(["diff", "--from", "3.9.2", "--to", "4.0.2", "--write", "--worksheet"])
+            .arg(&ws)
+            .args(&sources)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
+        let text = std::fs::read_to_string(&ws).unwrap();
+        let line = rerun_line(&text);
+        for word in sources.iter().chain([&versions.display().to_string(), &ws.display().to_string()]) {
+            assert!(line.split(' ').any(|w| w == word), "{name}: `{word}` not in `{line}`");
+        }
+        std::fs::remove_file(&ws).unwrap();
+        // Run it as written, by sh, from another directory.
+        let o = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&line)
+            .env("PATH", &path)
+            .current_dir(t.path())
+            .output()
+            .unwrap();
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{name}: `{line}` exited {:?}: {}", o.status, stderr(&o));
+        assert_eq!(o.status.code(), Some(1), "{name}: the same sources drift the same way");
+        assert!(ws.is_file(), "{name}: the rerun wrote the worksheet where the first run did");
+        assert_eq!(std::fs::read_to_string(&ws).unwrap(), text, "{name}: the rerun saw the same sources");
+        assert_eq!(std::fs::read_to_string(&versions).unwrap(), before);
+    }
+}
+
+#[test]
+fn write_marks_a_release_maven_central_has_no_sources_jar_of() {
+    // 4.2.2 is published without sources jars. Its stand-in tree here is 4.2.1's hooked files
+    // under 4.2.2's number (versions.yaml's note: the hooked classes are byte-identical), read
+    // from git, the way a real port reads a release tag.
+    let t = tempfile::tempdir().unwrap();
+    let tree = copy_all(&hooked_tree("4.2.1"));
+    std::fs::write(tree.path().join(".okp-source.json"), "{\"release\": \"4.2.2\"}\n").unwrap();
+    let repo = t.path().join("kafka");
+    std::fs::create_dir(&repo).unwrap();
+    repo_of(&repo, &[(tree.path(), "v4.2.2")]);
+    let (dir, real_entry, _) = matrix_without("4.2.2");
+    let o = okp()
+        .current_dir(dir.path())
+        .args(["diff", "--from", "4.2.1", "--to", "4.2.2", "--git"])
+        .arg(&repo)
+        .args(["--to-rev", "v4.2.2", "--write"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("4.2.2 is marked no_sources_jar"), "{}", stderr(&o));
+    let versions = dir.path().join("versions.yaml");
+    let doc: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&versions).unwrap()).unwrap();
+    let entry = doc["releases"].as_sequence().unwrap().iter().find(|r| r["version"] == "4.2.2").unwrap();
+    let why = entry["no_sources_jar"].as_str().expect("no_sources_jar written");
+    assert!(
+        why.contains("no -sources.jar (org.apache.kafka:kafka_2.13:4.2.2:sources, org.apache.kafka:kafka-metadata:4.2.2:sources not published")
+            && why.contains(&format!("ported with okp diff from git {} at v4.2.2 (", repo.display())),
+        "{why}"
+    );
+    // Everything else is what the real entry says.
+    let real: serde_yaml::Value = serde_yaml::from_str(&format!("releases:\n{real_entry}")).unwrap();
+    let real = &real["releases"][0];
+    for key in ["family", "modes", "scala", "java_release", "java_release_metadata", "sources", "jars", "gradle_tasks"]
+    {
+        assert_eq!(entry[key], real[key], "{key}");
+    }
+    // check-anchors on it alone names the providers that read a checkout.
+    let o = okp().arg("--versions").arg(&versions).args(["check-anchors", "--version", "4.2.2"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("check-anchors reads a checkout instead with --source DIR or --git REPO --rev REV"));
+}

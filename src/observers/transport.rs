@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::error::{Error, Result};
+use crate::out::sh_word as sh_quote;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -120,14 +121,6 @@ pub enum Transport {
         read: String,
         write: String,
     },
-}
-
-/// One of the placeholders, quoted for sh: 'it''s' style.
-fn sh_quote(s: &str) -> String {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-:@+=,".contains(&b)) {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 fn fill(template: &str, n: &NodeSpec) -> String {

@@ -381,7 +381,8 @@ fn evidence_md(r: &PortReport, a: &AnchorPort, heading: &str) -> String {
 }
 
 /// The porting worksheet: each decision a human must make, with its evidence.
-pub fn worksheet(r: &PortReport, versions_file: &str) -> String {
+/// `rerun` is the command line that runs the diff again with the same sources.
+pub fn worksheet(r: &PortReport, versions_file: &str, rerun: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Porting worksheet: {} → {}\n", r.from.label(), r.to.label());
     let _ = writeln!(s, "Written by okp {} (`okp diff --write`). {}\n", env!("CARGO_PKG_VERSION"), verdict_line(r));
@@ -446,9 +447,7 @@ pub fn worksheet(r: &PortReport, versions_file: &str) -> String {
     }
     let _ = writeln!(
         s,
-        "\nThen run `okp diff --from {} --to {} --write` again: when every anchor carries over it adds {} to {versions_file} and confirms it with check-anchors.\n",
-        r.from.label(),
-        r.to.label(),
+        "\nThen run again (the same sources):\n\n```sh\n{rerun}\n```\n\nWhen every anchor carries over it adds {} to {versions_file} and confirms it with check-anchors.\n",
         r.to.label()
     );
     s.push_str("## Evidence\n");
