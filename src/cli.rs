@@ -271,7 +271,7 @@ pub struct SourcesArgs {
     /// Directory to create (must not exist or be empty).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Only the files the patch set's anchors touch in this release.
+    /// Only the files the patch set's anchors touch in this release, and the files its guards watch.
     #[arg(long)]
     pub hooked: bool,
 }

@@ -440,3 +440,94 @@ fn write_marks_a_release_maven_central_has_no_sources_jar_of() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("check-anchors reads a checkout instead with --source DIR or --git REPO --rev REV"));
 }
+
+fn guard<'a>(v: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    v["guards"].as_array().unwrap().iter().find(|g| g["guard"] == id).unwrap_or_else(|| panic!("no guard {id} in {v}"))
+}
+
+#[test]
+fn guarded_code_changes_from_4_2_1_to_4_3_1() {
+    // 4.3 moved the ISR expansion onto the lambda lock API: the promotion gate's anchor holds, but
+    // the method that calls it, guarded for that hook, changed; so did the KRaft AlterPartition
+    // handlers (guarded for the defense hook).
+    let v = json("4.2.1", "4.3.1");
+    let g = guard(&v, "partition.maybe-expand-isr");
+    assert_eq!((g["status"].as_str(), g["hook"].as_str()), (Some("changed"), Some("promotion-gate")), "{g}");
+    let hunks: Vec<&str> = g["diff"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    assert!(hunks[0].starts_with("@@ -") && hunks[0].ends_with("@@ def maybeExpandIsr"), "{hunks:?}");
+    assert!(
+        hunks.contains(&"+    val needsIsrUpdate = !partitionState.isInflight && canAddReplicaToIsr(followerReplica.brokerId) && inReadLock(leaderIsrUpdateLock, () => {"),
+        "{hunks:?}"
+    );
+    assert_eq!(guard(&v, "rcm.alter-partition")["status"], "changed");
+    assert_eq!(guard(&v, "pcb.is-valid-new-leader")["status"], "unchanged");
+    // No ZooKeeper guard in a KRaft-only release.
+    assert!(v["guards"].as_array().unwrap().iter().all(|g| !g["hook"].as_str().unwrap().starts_with("zk-")));
+    let (code, md, _) = diff(&["--from", "4.2.1", "--to", "4.3.1", "--format", "markdown"]);
+    assert_eq!(code, 0);
+    let section = &md[md.find("### Guarded code changed").expect("the section")..];
+    insta::assert_snapshot!("guarded_code_4_2_1_to_4_3_1_markdown", section);
+    let (code, _, _) = diff(&["--from", "4.2.1", "--to", "4.3.1", "--strict"]);
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_guarded_change_alone_asks_for_review_and_is_drift_under_strict() {
+    // 4.1.2 against itself, but for one line of the guarded maybeExpandIsr: every anchor holds
+    // unchanged, only the guard sees it.
+    const PARTITION: &str = "core/src/main/scala/kafka/cluster/Partition.scala";
+    let old = hooked_tree("4.1.2");
+    let new = copy_all(&old);
+    let p = new.path().join(PARTITION);
+    let text = std::fs::read_to_string(&p).unwrap();
+    // The first send after the method's header is its own (maybeShrinkIsr has the same line).
+    let at = text.find("  private def maybeExpandIsr(").unwrap();
+    let (head, tail) = text.split_at(at);
+    let send = "      alterIsrUpdateOpt.foreach(submitAlterPartition)\n";
+    let edited = format!(
+        "{head}{}",
+        tail.replacen(send, "      alterIsrUpdateOpt.foreach(update => submitAlterPartition(update))\n", 1)
+    );
+    std::fs::write(&p, edited).unwrap();
+    let args = |extra: &[&str]| -> (i32, String, String) {
+        let mut a = vec!["--from-source", old.to_str().unwrap(), "--to-source", new.path().to_str().unwrap()];
+        a.extend(extra);
+        diff(&a)
+    };
+    let (code, out, err) = args(&[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("guarded code (anchors.yaml guards of 4.1.2): 23 unchanged, 1 changed"), "{out}");
+    assert!(out.contains("GUARDED CODE CHANGED `partition.maybe-expand-isr` (hook promotion-gate)"), "{out}");
+    assert!(out.contains("+      alterIsrUpdateOpt.foreach(update => submitAlterPartition(update))"), "{out}");
+    assert!(!out.contains("changed calls of the site"), "no anchor sees it: {out}");
+    assert!(
+        out.contains("carries over with review: all 11 anchors hold in 4.1.2, but 1 guarded region(s) changed"),
+        "{out}"
+    );
+    let (code, _, _) = args(&["--strict"]);
+    assert_eq!(code, 1, "--strict counts a guarded change as drift");
+    let (_, json, _) = args(&["--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["verdict"], "carries-over-review");
+    assert!(v["anchors"].as_array().unwrap().iter().all(|a| a["status"] == "unchanged"), "{v}");
+}
+
+#[test]
+fn every_guard_is_found_once_in_every_release_it_covers() {
+    // A release against itself: a guard that does not fit a release it claims shows as unlocated.
+    let no_sources = ["4.2.2"];
+    let mut seen = std::collections::BTreeSet::new();
+    for (v, _) in matrix().into_iter().filter(|(v, _)| !no_sources.contains(&v.as_str())) {
+        let j = json(&v, &v);
+        for g in j["guards"].as_array().unwrap() {
+            assert_eq!(g["status"], "unchanged", "{v}: {g}");
+            seen.insert(g["guard"].as_str().unwrap().to_string());
+        }
+    }
+    // And every guard of anchors.yaml serves some release.
+    let doc: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(repo_root().join("anchors.yaml")).unwrap()).unwrap();
+    let all: std::collections::BTreeSet<String> =
+        doc["guards"].as_sequence().unwrap().iter().map(|g| g["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(seen, all);
+}

@@ -33,8 +33,9 @@ pub fn run(files: &DataFiles, args: DiffArgs) -> Result<Outcome> {
     })?;
     let rules = model.matrix.require(from)?;
     let (anchor_list, _) = port::patch_set(&model.anchors, rules, from);
-    let old = port::read_files(old_tree.as_ref(), &anchor_list)?;
-    let new = port::read_files(new_tree.as_ref(), &anchor_list)?;
+    let watched = port::watched_files(&anchor_list, &port::guards(&model.anchors, rules, from));
+    let old = port::read_files(old_tree.as_ref(), &watched)?;
+    let new = port::read_files(new_tree.as_ref(), &watched)?;
     let mut report = port::report(
         &model.anchors,
         rules,
