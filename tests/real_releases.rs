@@ -30,7 +30,7 @@ fn every_release_of_the_matrix_passes_check_anchors() {
     assert_eq!(o.status.code(), Some(0));
     // Every (release, mode) of versions.yaml was checked, and each checked something.
     let no_sources = releases_without_sources_jar();
-    assert!(no_sources.contains(&"4.2.2".to_string()), "{no_sources:?}");
+    assert_eq!(no_sources, ["4.2.2", "4.4.0"]);
     for v in &no_sources {
         assert!(stderr(&o).contains(&format!("okp: check-anchors: {v} skipped: ")), "{}", stderr(&o));
     }
@@ -82,9 +82,13 @@ fn zookeeper_mode_ends_with_3_9_and_kraft_covers_3_7_on() {
 #[test]
 fn a_release_newer_than_the_matrix_is_checked_with_the_newest_anchors() {
     // The drift sentinel's question: would the newest family carry to a
-    // release okp does not list yet? A tree declaring 4.3.2 (the real 4.3.1
-    // sources under a newer number) is checked with 4.3.1's rules and its
-    // open-ended anchors, and the report says whose anchors it used.
+    // release okp does not list yet? A tree declaring a release after the
+    // newest listed one (the real 4.3.1 sources under that number) is checked
+    // with the newest release's rules and its open-ended anchors, and the
+    // report says whose anchors it used.
+    let newest = matrix().last().unwrap().0.clone();
+    let (head, patch) = newest.rsplit_once('.').unwrap();
+    let newer = format!("{head}.{}", patch.parse::<u32>().unwrap() + 1);
     let src = release_tree("4.3.1");
     let t = copy_tree(
         &src,
@@ -94,13 +98,13 @@ fn a_release_newer_than_the_matrix_is_checked_with_the_newest_anchors() {
             "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java",
         ],
     );
-    std::fs::write(t.path().join(".okp-source.json"), "{\"release\": \"4.3.2\"}\n").unwrap();
+    std::fs::write(t.path().join(".okp-source.json"), format!("{{\"release\": \"{newer}\"}}\n")).unwrap();
     let o = okp().args(["check-anchors", "--format", "json", "--source"]).arg(t.path()).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let t = &v["targets"][0];
-    assert_eq!(t["release"], "4.3.2");
-    assert_eq!(t["rules_from"], "4.3.1");
+    assert_eq!(t["release"], newer.as_str());
+    assert_eq!(t["rules_from"], newest.as_str());
     assert!(!t["anchors"].as_array().unwrap().is_empty());
 }
 
@@ -108,25 +112,12 @@ fn a_release_newer_than_the_matrix_is_checked_with_the_newest_anchors() {
 fn a_release_without_sources_jars_names_the_flags_that_read_a_checkout() {
     // Maven Central serves 4.4.0's and 4.2.2's binary jars but no sources jars.
     const HINT: &str = "check-anchors reads a checkout instead with --source DIR or --git REPO --rev REV";
-    for args in [["--release", "4.4.0"], ["--release", "4.2.2"], ["--version", "4.2.2"]] {
+    for args in [["--release", "4.4.0"], ["--release", "4.2.2"], ["--version", "4.2.2"], ["--version", "4.4.0"]] {
         let o = okp().arg("check-anchors").args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         let err = stderr(&o);
         assert!(err.contains(&format!("release {}", args[1])) && err.contains(HINT), "{args:?}: {err}");
     }
-}
-
-/// The releases the real versions.yaml marks `no_sources_jar`.
-fn releases_without_sources_jar() -> Vec<String> {
-    let text = std::fs::read_to_string(repo_root().join("versions.yaml")).unwrap();
-    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    doc["releases"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .filter(|r| r["no_sources_jar"].is_string())
-        .map(|r| r["version"].as_str().unwrap().to_string())
-        .collect()
 }
 
 /// The text of `version`'s entry in the real versions.yaml.

@@ -125,6 +125,19 @@ pub fn matrix() -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// The releases the real versions.yaml marks `no_sources_jar` (no sources jars on Maven Central).
+pub fn releases_without_sources_jar() -> Vec<String> {
+    let text = std::fs::read_to_string(repo_root().join("versions.yaml")).unwrap();
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    doc["releases"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter(|r| r["no_sources_jar"].is_string())
+        .map(|r| r["version"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// Replaces temp paths and the okp version in output, so snapshots are stable.
 pub fn scrub(s: &str, tmp: &Path) -> String {
     s.replace(&tmp.display().to_string(), "[TREE]")
