@@ -100,6 +100,37 @@ fn capped(diff: &[String]) -> (&[String], usize) {
     (&diff[..n], diff.len() - n)
 }
 
+/// A diff under its heading on the terminal, capped at MAX_DIFF_LINES; nothing when empty.
+fn diff_table(s: &mut String, heading: &str, diff: &[String], color: bool) {
+    let (shown, more) = capped(diff);
+    if shown.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "  {heading}:");
+    for l in shown {
+        let _ = writeln!(s, "    {}", paint(l, color));
+    }
+    if more > 0 {
+        let _ = writeln!(s, "    ... {more} more diff lines (--format json has them all)");
+    }
+}
+
+/// The same in markdown: the heading, then a fenced diff block.
+fn diff_md(s: &mut String, heading: &str, diff: &[String]) {
+    let (shown, more) = capped(diff);
+    if shown.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n{heading}:\n\n```diff");
+    for l in shown {
+        let _ = writeln!(s, "{l}");
+    }
+    s.push_str("```\n");
+    if more > 0 {
+        let _ = writeln!(s, "({more} more diff lines in `--format json`)");
+    }
+}
+
 fn paint(line: &str, color: bool) -> String {
     if !color {
         return line.to_string();
@@ -185,26 +216,9 @@ fn table(r: &PortReport, color: bool) -> String {
                 let _ = writeln!(s, "      | {l}");
             }
         }
-        let (shown, more) = capped(&a.diff);
-        if !shown.is_empty() {
-            let _ = writeln!(s, "  upstream change around the site ({} -> {}):", r.from.label(), r.to.label());
-            for l in shown {
-                let _ = writeln!(s, "    {}", paint(l, color));
-            }
-            if more > 0 {
-                let _ = writeln!(s, "    ... {more} more diff lines (--format json has them all)");
-            }
-        }
-        let (shown, more) = capped(&a.callers);
-        if !shown.is_empty() {
-            let _ = writeln!(s, "  changed calls of the site elsewhere in the file:");
-            for l in shown {
-                let _ = writeln!(s, "    {}", paint(l, color));
-            }
-            if more > 0 {
-                let _ = writeln!(s, "    ... {more} more diff lines (--format json has them all)");
-            }
-        }
+        let heading = format!("upstream change around the site ({} -> {})", r.from.label(), r.to.label());
+        diff_table(&mut s, &heading, &a.diff, color);
+        diff_table(&mut s, "changed calls of the site elsewhere in the file", &a.callers, color);
         if !a.candidates.is_empty() {
             let _ = writeln!(
                 s,
@@ -267,16 +281,7 @@ fn guards_table(r: &PortReport, color: bool) -> String {
         if let Some(note) = &g.note {
             let _ = writeln!(s, "  note: {note}");
         }
-        let (shown, more) = capped(&g.diff);
-        if !shown.is_empty() {
-            let _ = writeln!(s, "  upstream change ({} -> {}):", r.from.label(), r.to.label());
-            for l in shown {
-                let _ = writeln!(s, "    {}", paint(l, color));
-            }
-            if more > 0 {
-                let _ = writeln!(s, "    ... {more} more diff lines (--format json has them all)");
-            }
-        }
+        diff_table(&mut s, &format!("upstream change ({} -> {})", r.from.label(), r.to.label()), &g.diff, color);
     }
     s
 }
@@ -317,17 +322,7 @@ fn guards_md(r: &PortReport, heading: &str) -> String {
         if let Some(note) = &g.note {
             let _ = writeln!(s, "- {note}");
         }
-        let (shown, more) = capped(&g.diff);
-        if !shown.is_empty() {
-            let _ = writeln!(s, "\nupstream change ({} → {}):\n\n```diff", r.from.label(), r.to.label());
-            for l in shown {
-                let _ = writeln!(s, "{l}");
-            }
-            s.push_str("```\n");
-            if more > 0 {
-                let _ = writeln!(s, "({more} more diff lines in `--format json`)");
-            }
-        }
+        diff_md(&mut s, &format!("upstream change ({} → {})", r.from.label(), r.to.label()), &g.diff);
     }
     s
 }
@@ -443,28 +438,8 @@ fn evidence_md(r: &PortReport, a: &AnchorPort, heading: &str) -> String {
         }
         s.push_str("```\n");
     }
-    let (shown, more) = capped(&a.diff);
-    if !shown.is_empty() {
-        let _ = writeln!(s, "\nupstream change around the site ({} → {}):\n\n```diff", r.from.label(), r.to.label());
-        for l in shown {
-            let _ = writeln!(s, "{l}");
-        }
-        s.push_str("```\n");
-        if more > 0 {
-            let _ = writeln!(s, "({more} more diff lines in `--format json`)");
-        }
-    }
-    let (shown, more) = capped(&a.callers);
-    if !shown.is_empty() {
-        s.push_str("\nchanged calls of the site elsewhere in the file:\n\n```diff\n");
-        for l in shown {
-            let _ = writeln!(s, "{l}");
-        }
-        s.push_str("```\n");
-        if more > 0 {
-            let _ = writeln!(s, "({more} more diff lines in `--format json`)");
-        }
-    }
+    diff_md(&mut s, &format!("upstream change around the site ({} → {})", r.from.label(), r.to.label()), &a.diff);
+    diff_md(&mut s, "changed calls of the site elsewhere in the file", &a.callers);
     if !a.candidates.is_empty() {
         let _ = writeln!(s, "\nre-anchoring candidates in {}:\n\n| line | score | similarity | same method | same class | text |\n|---:|---:|---:|---|---|---|", r.to.label());
         for c in &a.candidates {

@@ -106,13 +106,16 @@ pub fn anchor_for(hook: &str, version: &str) -> AnchorRef {
     panic!("no text anchor for hook {hook} at {version}");
 }
 
-/// Every release listed in the real versions.yaml with its modes.
-pub fn matrix() -> Vec<(String, Vec<String>)> {
+/// The entries of the real versions.yaml.
+fn releases() -> Vec<serde_yaml::Value> {
     let text = std::fs::read_to_string(repo_root().join("versions.yaml")).unwrap();
     let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    doc["releases"]
-        .as_sequence()
-        .unwrap()
+    doc["releases"].as_sequence().unwrap().clone()
+}
+
+/// Every release listed in the real versions.yaml with its modes.
+pub fn matrix() -> Vec<(String, Vec<String>)> {
+    releases()
         .iter()
         .map(|r| {
             let v = match &r["version"] {
@@ -127,11 +130,7 @@ pub fn matrix() -> Vec<(String, Vec<String>)> {
 
 /// The releases the real versions.yaml marks `no_sources_jar` (no sources jars on Maven Central).
 pub fn releases_without_sources_jar() -> Vec<String> {
-    let text = std::fs::read_to_string(repo_root().join("versions.yaml")).unwrap();
-    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    doc["releases"]
-        .as_sequence()
-        .unwrap()
+    releases()
         .iter()
         .filter(|r| r["no_sources_jar"].is_string())
         .map(|r| r["version"].as_str().unwrap().to_string())
