@@ -225,8 +225,9 @@ pub fn patched_jars(
         }
     }
     eprintln!("okp: verify: building the patched jars of {} {} (splice)", release.version, mode);
-    match splice::splice(ws, release, mode, layers, &dir)? {
-        splice::SpliceOutcome::Built(rec) => Ok(rec),
+    let upstream = splice::release_sources(ws, release)?;
+    match splice::splice(ws, release, mode, layers, upstream.as_ref(), &dir)? {
+        splice::SpliceOutcome::Built(rec) => Ok(*rec),
         splice::SpliceOutcome::CompileFailed(f) => {
             Err(Error::Check(format!("the {} build failed to compile {}:\n{}", release.version, f.module, f.output)))
         }

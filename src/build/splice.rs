@@ -1,9 +1,13 @@
-//! The splice backend: patched jars for a release without a checkout and
-//! without Gradle. It takes the release's sources jars and binary jars from
-//! Maven Central, recompiles only the patched compilation units (our new files
-//! and every upstream file an edit touches) with the release's own Scala
-//! compiler and javac --release, against the release's jars, and swaps exactly
-//! the classes those sources produce into copies of the upstream jars.
+//! The splice backend: patched jars for a release without Gradle. It takes the
+//! upstream sources of the files it patches from a `SourceTree` (the release's
+//! sources jars by default; a checkout, an `okp sources` tree or a git revision
+//! when Maven Central has no sources jar) and the binary jars from Maven
+//! Central, recompiles only the patched compilation units (our new files and
+//! every upstream file an edit touches) with the release's own Scala compiler
+//! and javac --release, against the release's jars, and swaps exactly the
+//! classes those sources produce into copies of the upstream jars.
+//!
+//! Not here: choosing the tree (`cmd::build`, `source::open`), Gradle (`build::gradle`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::hash::sha256;
 use crate::maven::Maven;
 use crate::model::{Coordinate, Layer, Layers, Mode, Release};
-use crate::source::{ReleaseTree, SourceTree};
+use crate::source::{SourceTree, Spec};
 use crate::workspace::Workspace;
 
 /// The registry classes every edited class must reference, per source module.
@@ -60,6 +64,9 @@ pub struct BuildRecord {
     /// Where the sources came from and the proofs that the jars are the release plus our edits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Box<proof::Provenance>>,
+    /// Where the upstream sources came from (the tree's `describe()`); empty in records written before.
+    #[serde(default)]
+    pub source: String,
 }
 
 /// Why a splice build did not produce jars: the compiler's own words.
@@ -71,7 +78,8 @@ pub struct CompileFailure {
 }
 
 pub enum SpliceOutcome {
-    Built(BuildRecord),
+    /// Boxed: the record is large beside a compile failure.
+    Built(Box<BuildRecord>),
     CompileFailed(CompileFailure),
 }
 
@@ -270,27 +278,32 @@ fn compile(
     Ok(Ok(()))
 }
 
-pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, out: &Path) -> Result<SpliceOutcome> {
-    release.require_sources_jar("the splice build needs the sources of the files it patches")?;
-    // Pristine sources from the sources jars; the plan gives the patched bytes in memory.
-    let tree = ReleaseTree::open(&ws.maven, &release.version.to_string(), &release.sources)?;
-    splice_from(ws, release, mode, layers, out, &tree)
+/// The default upstream tree of a splice build: the release's sources jars (refused, with the
+/// flags that read a checkout instead, for a release Maven Central has none of).
+pub fn release_sources(ws: &Workspace, release: &Release) -> Result<Box<dyn SourceTree>> {
+    ws.open(Spec::Release {
+        version: release.version,
+        hint: "the splice build reads the files it patches from a checkout instead with --tree DIR or --git REPO --rev REV",
+    })
 }
 
-/// `splice` with the upstream sources read from `tree` (which must be the release's own
-/// sources: the provenance proof refuses any other) instead of the release's sources jars.
-pub fn splice_from(
+/// Builds `release`'s patched jars for `mode`, reading the pristine upstream sources of the
+/// patched files from `upstream` (which must hold them exactly as the release has them: the
+/// spliced classes go into the release's own jars).
+pub fn splice(
     ws: &Workspace,
     release: &Release,
     mode: Mode,
     layers: &Layers,
+    upstream: &dyn SourceTree,
     out: &Path,
-    tree: &dyn SourceTree,
 ) -> Result<SpliceOutcome> {
     let (model, maven, ps) = (&ws.model, &ws.maven, ws.patch_set()?);
     let eff = ps.effective(model, release, release.version, mode, layers);
     let mut seconds = BTreeMap::new();
     let t0 = Instant::now();
+    // Pristine sources from the upstream tree; the plan gives the patched bytes in memory.
+    let tree = upstream;
     let targets = crate::check::check_tree(&model.anchors, release, release.version, &[mode], &eff.layers, tree)?;
     if !targets.iter().all(|t| t.ok()) {
         let rep = crate::check::Report { targets };
@@ -424,6 +437,7 @@ pub fn splice_from(
         jars,
         seconds,
         provenance,
+        source: tree.describe(),
     };
     let json = serde_json::to_string_pretty(&record).unwrap_or_default() + "\n";
     std::fs::write(out.join("okp-build.json"), json).map_err(|e| Error::io("cannot write okp-build.json", e))?;
@@ -432,7 +446,7 @@ pub fn splice_from(
         let json = serde_json::to_string_pretty(p).unwrap_or_default() + "\n";
         std::fs::write(out.join("provenance.json"), json).map_err(|e| Error::io("cannot write provenance.json", e))?;
     }
-    Ok(SpliceOutcome::Built(record))
+    Ok(SpliceOutcome::Built(Box::new(record)))
 }
 
 /// The checks a spliced jar must pass before anyone deploys it.
