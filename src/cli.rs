@@ -289,7 +289,7 @@ pub struct SourcesArgs {
     /// Directory to create (must not exist or be empty).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Only the files the patch set's anchors touch in this release.
+    /// Only the files the patch set's anchors touch in this release, and the files its guards watch.
     #[arg(long)]
     pub hooked: bool,
 }
@@ -420,7 +420,7 @@ pub enum Backend {
 
 #[derive(Args, Debug)]
 pub struct BuildArgs {
-    /// The release (with --source, default: the checkout's own version).
+    /// The release (with --source, --tree or --git, default: the tree's own version).
     #[arg(long, value_name = "V", conflicts_with = "all")]
     pub version: Option<KafkaVersion>,
     /// zk or kraft; needed when the release supports both (with --all: only this mode).
@@ -429,6 +429,16 @@ pub struct BuildArgs {
     /// A patched checkout to build with its own ./gradlew (implies --backend gradle).
     #[arg(long, value_name = "DIR")]
     pub source: Option<PathBuf>,
+    /// Splice from this tree's sources (a pristine checkout or an `okp sources` tree) instead of the
+    /// release's Maven Central sources jars, e.g. for a release published without them.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["source", "git"])]
+    pub tree: Option<PathBuf>,
+    /// Splice from a git repository (bare or not) read at --rev, without checking it out.
+    #[arg(long, value_name = "REPO", requires = "rev", conflicts_with = "source")]
+    pub git: Option<PathBuf>,
+    /// Tag, branch or commit to read from --git.
+    #[arg(long, value_name = "REV", requires = "git")]
+    pub rev: Option<String>,
     /// splice (from the release's jars; default without --source) or gradle (default with --source).
     #[arg(long, value_enum)]
     pub backend: Option<Backend>,
@@ -438,7 +448,7 @@ pub struct BuildArgs {
     #[arg(long, value_enum, default_value_t = crate::build::gradle::Progress::Auto)]
     pub progress: crate::build::gradle::Progress,
     /// Splice-compile every (release, mode) of the matrix and print the result matrix.
-    #[arg(long, conflicts_with_all = ["source", "version"])]
+    #[arg(long, conflicts_with_all = ["source", "version", "tree", "git"])]
     pub all: bool,
     /// With --all: only the reference releases (the matrix CI compiles).
     #[arg(long, requires = "all")]

@@ -32,6 +32,15 @@ pub fn error_line(e: &Error) -> String {
     format!("okp: error: {e}")
 }
 
+/// One word of a command line okp prints for a user to run, quoted for sh where it needs it
+/// (`'it'\''s'` style), so the line runs as written.
+pub fn sh_word(s: &str) -> String {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-:@+=,%".contains(&b)) {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
 /// True when stdout is a terminal and NO_COLOR is unset: colour and progress may be used.
 pub fn stdout_styled() -> bool {
     use std::io::IsTerminal;

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use crate::anchor::{self, ScopeKind};
 use crate::error::{Error, Result};
-use crate::model::{Anchor, AnchorSet, Mode, Pattern, Release};
+use crate::model::{Anchor, AnchorSet, Guard, Mode, Pattern, Release};
 use crate::source::SourceTree;
 use crate::version::KafkaVersion;
 
@@ -175,12 +175,81 @@ impl Side {
     }
 }
 
+/// What happened to a guarded region (anchors.yaml `guards`) between the two releases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuardStatus {
+    /// The same text (it may have moved).
+    Unchanged,
+    /// The text differs: read the diff, a path around the hook may have opened.
+    Changed,
+    /// The file, or the method, is not in the new release (or not once).
+    Gone,
+    /// Not found once in the old tree: nothing to compare (a partial tree, or a guard that does
+    /// not fit the old release).
+    Unlocated,
+}
+
+impl GuardStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            GuardStatus::Unchanged => "unchanged",
+            GuardStatus::Changed => "changed",
+            GuardStatus::Gone => "gone",
+            GuardStatus::Unlocated => "unlocated",
+        }
+    }
+}
+
+/// One guard of the old release's hooks, compared.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GuardPort {
+    pub guard: String,
+    pub hook: String,
+    pub file: String,
+    /// The guarded method's header text; absent: the whole file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    pub why: String,
+    pub status: GuardStatus,
+    /// 1-based first line of the region in each release, where found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The upstream change of the region: unified-diff lines with the files' line numbers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diff: Vec<String>,
+    /// anchors.yaml ends the guard before the new release (`to`), so its going is expected.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub retired: bool,
+}
+
+impl GuardPort {
+    /// Whether a human must look: the region changed, or went although anchors.yaml still covers
+    /// the new release, or could not be compared.
+    pub fn needs_review(&self) -> bool {
+        match self.status {
+            GuardStatus::Unchanged => false,
+            GuardStatus::Gone => !self.retired,
+            GuardStatus::Changed | GuardStatus::Unlocated => true,
+        }
+    }
+
+    /// What the region is, for reports: `def maybeExpandIsr` or `the whole file`.
+    pub fn region(&self) -> String {
+        self.method.clone().unwrap_or_else(|| "the whole file".into())
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// Every anchor holds and no site changed.
     CarriesOver,
-    /// Every anchor holds, but code around some sites, or calls of them, changed: read the diffs.
+    /// Every anchor holds, but code around some sites, calls of them or guarded code changed: read the diffs.
     CarriesOverReview,
     /// Some anchor does not hold: the patch set needs porting.
     Drift,
@@ -196,14 +265,16 @@ pub struct PortReport {
     pub verdict: Verdict,
     pub anchors: Vec<AnchorPort>,
     pub hooks: Vec<HookPort>,
+    /// The guards of the old release's hooks (anchors.yaml `guards`), compared.
+    pub guards: Vec<GuardPort>,
     pub files: Vec<FilePort>,
 }
 
 impl PortReport {
-    fn verdict_of(anchors: &[AnchorPort]) -> Verdict {
+    fn verdict_of(anchors: &[AnchorPort], guards: &[GuardPort]) -> Verdict {
         if anchors.iter().any(|a| !a.carries || a.range_note.is_some()) {
             Verdict::Drift
-        } else if anchors.iter().any(AnchorPort::needs_review) {
+        } else if anchors.iter().any(AnchorPort::needs_review) || guards.iter().any(GuardPort::needs_review) {
             Verdict::CarriesOverReview
         } else {
             Verdict::CarriesOver
@@ -244,15 +315,105 @@ pub fn patch_set<'a>(
     )
 }
 
-/// Reads every file the anchors name from a tree.
-pub fn read_files(tree: &dyn SourceTree, anchors: &[&Anchor]) -> Result<Files> {
+/// The guards of the hooks the old release carries (anchors.yaml `guards`).
+pub fn guards<'a>(anchors: &'a AnchorSet, rules: &Release, version: KafkaVersion) -> Vec<&'a Guard> {
+    anchors.guards_for(rules, version)
+}
+
+/// The files a port compares: every file the anchors and the guards name.
+pub fn watched_files(anchors: &[&Anchor], guards: &[&Guard]) -> BTreeSet<String> {
+    anchors.iter().map(|a| a.file.clone()).chain(guards.iter().map(|g| g.file.clone())).collect()
+}
+
+/// Reads the files from a tree.
+pub fn read_files(tree: &dyn SourceTree, files: &BTreeSet<String>) -> Result<Files> {
     let mut out = Files::new();
-    for a in anchors {
-        if !out.contains_key(&a.file) {
-            out.insert(a.file.clone(), tree.read(&a.file)?.map(|b| String::from_utf8_lossy(&b).into_owned()));
-        }
+    for f in files {
+        out.insert(f.clone(), tree.read(f)?.map(|b| String::from_utf8_lossy(&b).into_owned()));
     }
     Ok(out)
+}
+
+/// The guarded region of a file: the whole file, or the block of the one definition whose header
+/// holds `method` (0-based inclusive lines); Err says why it is not found once.
+fn guard_region(lines: &[&str], method: Option<&str>) -> Result<(usize, usize), String> {
+    let Some(m) = method else {
+        return Ok((0, lines.len().saturating_sub(1)));
+    };
+    let headers: Vec<usize> =
+        (0..lines.len()).filter(|&i| lines[i].contains(m) && anchor::definition(lines[i]).is_some()).collect();
+    match headers.as_slice() {
+        [i] => Ok((*i, anchor::block_end(lines, *i))),
+        [] => Err(format!("no definition holds `{m}`")),
+        many => Err(format!(
+            "{} definitions hold `{m}` (lines {})",
+            many.len(),
+            many.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+/// Compares each guarded region between the two releases' files.
+pub fn compare_guards(guards: &[&Guard], to_version: Option<KafkaVersion>, from: &Files, to: &Files) -> Vec<GuardPort> {
+    let to_label = to_version.map_or("the new tree".to_string(), |v| v.to_string());
+    guards
+        .iter()
+        .map(|g| {
+            let mut r = GuardPort {
+                guard: g.id.clone(),
+                hook: g.hook.clone(),
+                file: g.file.clone(),
+                method: g.method.clone(),
+                why: g.why.clone(),
+                status: GuardStatus::Unlocated,
+                from_line: None,
+                to_line: None,
+                note: None,
+                diff: Vec::new(),
+                retired: to_version.zip(g.to).is_some_and(|(v, to)| v > to),
+            };
+            let ends = match (r.retired, g.to) {
+                (true, Some(to)) => format!(" (anchors.yaml ends this guard at {to})"),
+                _ => String::new(),
+            };
+            let Some(old_text) = from.get(&g.file).cloned().flatten() else {
+                r.note = Some(format!("{} is not in the old tree: nothing to compare", g.file));
+                return r;
+            };
+            let old = anchor::lines(&old_text);
+            let (s1, e1) = match guard_region(&old, g.method.as_deref()) {
+                Ok(region) => region,
+                Err(why) => {
+                    r.note = Some(format!("in the old tree {why}: nothing to compare"));
+                    return r;
+                }
+            };
+            r.from_line = Some(s1 + 1);
+            let Some(new_text) = to.get(&g.file).cloned().flatten() else {
+                r.status = GuardStatus::Gone;
+                r.note = Some(format!("{} is not in {to_label}{ends}", g.file));
+                return r;
+            };
+            let new = anchor::lines(&new_text);
+            let (s2, e2) = match guard_region(&new, g.method.as_deref()) {
+                Ok(region) => region,
+                Err(why) => {
+                    r.status = GuardStatus::Gone;
+                    r.note = Some(format!("in {to_label} {why}{ends}"));
+                    return r;
+                }
+            };
+            r.to_line = Some(s2 + 1);
+            let (o, n) = (&old[s1..=e1], &new[s2..=e2]);
+            if o != n {
+                r.status = GuardStatus::Changed;
+                r.diff = region_diff(o, s1, n, s2, &r.region());
+            } else {
+                r.status = GuardStatus::Unchanged;
+            }
+            r
+        })
+        .collect()
 }
 
 /// The site of a match: the method or type that holds it (the match itself
@@ -625,6 +786,7 @@ pub fn report(
 ) -> Result<PortReport> {
     let from_version = from.version.unwrap_or(rules.version);
     let (anchors, hook_list) = patch_set(model_anchors, rules, from_version);
+    let guard_list = guards(model_anchors, rules, from_version);
     let ported = compare(&anchors, to.version, old, new).map_err(|broken| {
         Error::Usage(format!(
             "{} does not hold the patch set of {from_version}, so there is nothing to port from:\n  {}\n(okp check-anchors on it says more)",
@@ -632,9 +794,11 @@ pub fn report(
             broken.join("\n  ")
         ))
     })?;
+    let guarded = compare_guards(&guard_list, to.version, old, new);
     Ok(PortReport {
-        verdict: PortReport::verdict_of(&ported),
+        verdict: PortReport::verdict_of(&ported, &guarded),
         hooks: hooks(&hook_list, &ported),
+        guards: guarded,
         files: files(old, new),
         family: rules.family.clone(),
         modes: rules.modes.clone(),
@@ -773,6 +937,63 @@ mod tests {
         let r = one(&b, &OLD.replace("val x = 1", "val y = 2"));
         assert_eq!((r.status, r.carries, r.to_lines.clone()), (SiteStatus::Ambiguous, false, vec![3, 8]));
         assert_eq!(r.candidates[0].line, 8, "the match in the old method ranks first: {:?}", r.candidates);
+    }
+
+    fn guard(method: Option<&str>) -> Guard {
+        Guard {
+            id: "g".into(),
+            hook: "h".into(),
+            file: "P.scala".into(),
+            method: method.map(str::to_string),
+            from: KafkaVersion::new(1, 0, 0),
+            to: None,
+            why: "test".into(),
+        }
+    }
+
+    fn guarded(g: &Guard, old: &Files, new: &Files) -> GuardPort {
+        compare_guards(&[g], Some(KafkaVersion::new(2, 0, 0)), old, new).remove(0)
+    }
+
+    #[test]
+    fn a_guarded_method_is_compared_alone_wherever_it_moved() {
+        let g = guard(Some("def b"));
+        let moved = OLD.replace("class P {\n", "class P {\n  // new\n").replace("val x = 1", "val x = 2");
+        let r = guarded(&g, &files(OLD), &files(&moved));
+        assert_eq!((r.status, r.from_line, r.to_line), (GuardStatus::Unchanged, Some(7), Some(8)), "{r:?}");
+        assert!(r.diff.is_empty());
+        let r = guarded(&g, &files(OLD), &files(&OLD.replace("val y = 2", "val y = peek()")));
+        assert_eq!(r.status, GuardStatus::Changed);
+        assert_eq!(r.diff[0], "@@ -7,3 +7,3 @@ def b", "hunk headers in file lines, naming the region");
+        assert!(r.diff.contains(&"+    val y = peek()".to_string()), "{:?}", r.diff);
+        // Without a method the whole file is the region.
+        let r = guarded(&guard(None), &files(OLD), &files(&moved));
+        assert_eq!((r.status, r.region().as_str()), (GuardStatus::Changed, "the whole file"));
+    }
+
+    #[test]
+    fn a_guard_not_found_once_is_gone_or_unlocated() {
+        let g = guard(Some("def b"));
+        let none: Files = [("P.scala".to_string(), None)].into_iter().collect();
+        let r = guarded(&g, &files(OLD), &none);
+        assert_eq!((r.status, r.needs_review()), (GuardStatus::Gone, true));
+        assert_eq!(r.note.as_deref(), Some("P.scala is not in 2.0.0"));
+        // Gone where anchors.yaml ends the guard: expected, nothing to review.
+        let ended = Guard { to: Some(KafkaVersion::new(1, 5, 0)), ..g.clone() };
+        let r = guarded(&ended, &files(OLD), &none);
+        assert_eq!((r.status, r.retired, r.needs_review()), (GuardStatus::Gone, true, false));
+        assert_eq!(r.note.as_deref(), Some("P.scala is not in 2.0.0 (anchors.yaml ends this guard at 1.5.0)"));
+        let r = guarded(&g, &files(OLD), &files(&OLD.replace("def b()", "def c()")));
+        assert_eq!((r.status, r.note.as_deref()), (GuardStatus::Gone, Some("in 2.0.0 no definition holds `def b`")));
+        let twice = OLD.replace("def a()", "def b()");
+        let r = guarded(&g, &files(&twice), &files(OLD));
+        assert_eq!(r.status, GuardStatus::Unlocated);
+        assert!(r.note.as_deref().unwrap().contains("2 definitions hold `def b` (lines 2, 7)"), "{r:?}");
+        let r = guarded(&g, &none, &files(OLD));
+        assert_eq!(r.status, GuardStatus::Unlocated);
+        // A call of the method is not its definition.
+        let r = guarded(&guard(Some("go(")), &files(OLD), &files(OLD));
+        assert_eq!(r.status, GuardStatus::Unlocated);
     }
 
     #[test]

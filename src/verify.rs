@@ -211,13 +211,25 @@ pub fn patched_jars(
                 mode
             )));
         }
+        if !rec.provenance.as_ref().is_some_and(|p| p.passed()) {
+            return Err(Error::Check(format!(
+                "{}: okp-build.json holds no passing provenance proof, so nothing shows these jars are the \
+                 release plus exactly our edits; build them again with this okp",
+                dir.display()
+            )));
+        }
         return Ok(rec);
     }
     let hash = ws.patch_set()?.effective(&ws.model, release, release.version, mode, layers).hash;
     let dir = ws.maven.repo_local.join("okp-verify-jars").join(format!("{}-{}-{}", release.version, mode, &hash[..16]));
-    // A record this okp cannot read (another schema, damaged) is a miss: the jars are built anew.
+    // A record this okp cannot read (another schema, damaged) is a miss: the jars are built anew;
+    // so is one without a passing provenance proof.
     match BuildRecord::read(&dir) {
-        Ok(rec) if rec.patch_set_hash == hash && rec.jars.iter().all(|j| j.path.is_file()) => {
+        Ok(rec)
+            if rec.patch_set_hash == hash
+                && rec.provenance.as_ref().is_some_and(|p| p.passed())
+                && rec.jars.iter().all(|j| j.path.is_file()) =>
+        {
             eprintln!("okp: verify: patched jars from the cache {}", dir.display());
             return Ok(rec);
         }
@@ -225,8 +237,9 @@ pub fn patched_jars(
         _ => {}
     }
     eprintln!("okp: verify: building the patched jars of {} {} (splice)", release.version, mode);
-    match splice::splice(ws, release, mode, layers, &dir)? {
-        splice::SpliceOutcome::Built(rec) => Ok(rec),
+    let upstream = splice::release_sources(ws, release)?;
+    match splice::splice(ws, release, mode, layers, upstream.as_ref(), &dir)? {
+        splice::SpliceOutcome::Built(rec) => Ok(*rec),
         splice::SpliceOutcome::CompileFailed(f) => {
             Err(Error::Check(format!("the {} build failed to compile {}:\n{}", release.version, f.module, f.output)))
         }

@@ -207,3 +207,44 @@ fn clap_usage_errors_exit_2() {
     let o = okp().args(["check-anchors", "--all", "--source", "/tmp"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn bad_guards_in_anchors_yaml_are_refused_at_their_entry() {
+    const GUARD: &str = "  - id: partition.maybe-expand-isr\n    hook: promotion-gate\n";
+    let cases: [(&str, &str, &str); 6] = [
+        ("    hook: promotion-gate\n", "    hook: promotion-gaet\n", "names unknown hook `promotion-gaet` (defined: "),
+        (
+            "    file: core/src/main/scala/kafka/cluster/Partition.scala\n",
+            "    file: /core/src/main/scala/kafka/cluster/Partition.scala\n",
+            "must be a relative path inside the Kafka repository",
+        ),
+        ("    from: 2.7.0\n", "    from: 3.0.0\n    to: 2.8.0\n", "`to` 2.8.0 is before `from` 3.0.0"),
+        ("    method: \"def maybeExpandIsr\"\n", "    method: \" \"\n", "method is blank"),
+        ("  - id: partition.maybe-expand-isr\n", "  - id: partition.needs-expand-isr\n", "is defined twice"),
+        (
+            "  - id: partition.maybe-expand-isr\n",
+            "  - id: partition.can-add-replica-to-isr\n",
+            "has the id of an anchor",
+        ),
+    ];
+    for (from, to, says) in cases {
+        let (o, text) = with_altered_anchors(|t| {
+            let at = t.find(GUARD).expect("the guard");
+            let (head, tail) = t.split_at(at);
+            // Edit the first `from` at or after the guard's entry.
+            format!("{head}{}", tail.replacen(from, to, 1))
+        });
+        let err = stderr(&o);
+        assert!(err.contains(says), "{says}: {err}");
+        // The error names the file and the line of the guard's entry (the first of twins).
+        let id = to.trim().strip_prefix("- id: ").unwrap_or("partition.maybe-expand-isr");
+        let guards = text.lines().position(|l| l == "guards:").unwrap();
+        let line = guards + text.lines().skip(guards).position(|l| l.contains(&format!("id: {id}"))).unwrap() + 1;
+        assert!(err.contains(&format!("anchors.yaml:{line}:")), "{says}: expected line {line}: {err}");
+    }
+    // A misspelt field is refused where it stands.
+    let (o, text) = with_altered_anchors(|t| t.replacen("    method: \"def maybeExpandIsr\"", "    mehtod: x", 1));
+    let line = text.lines().position(|l| l.contains("mehtod: x")).unwrap() + 1;
+    assert!(stderr(&o).contains(&format!("anchors.yaml:{line}:")), "{}", stderr(&o));
+    assert!(stderr(&o).contains("unknown field `mehtod`"), "{}", stderr(&o));
+}

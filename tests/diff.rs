@@ -206,10 +206,22 @@ fn bad_input_is_refused_with_what_to_do() {
 
 #[test]
 fn a_release_without_sources_jars_names_the_other_providers() {
-    // Maven Central has 4.4.0's POM and jars but no sources jars (mvn is asked).
+    // Maven Central has 4.4.0's POM and jars but no sources jars (versions.yaml says so), nor
+    // 4.4.9's (not listed: mvn is asked).
     let (code, _, err) = diff(&["--from", "4.3.1", "--to", "4.4.0"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("release 4.4.0 has no sources jar") && err.contains("--to-source DIR"), "{err}");
+    assert!(
+        err.contains("release 4.4.0: Maven Central serves 4.4.0's binary jars and POMs but no -sources.jar")
+            && err.contains("okp diff reads a checkout instead with --to-source DIR or --git REPO --to-rev REV"),
+        "{err}"
+    );
+    let (code, _, err) = diff(&["--from", "4.3.1", "--to", "4.4.9"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("release 4.4.9 has no sources jar") && err.contains("--to-source DIR"), "{err}");
+    // Nor is it a release to port from.
+    let (code, _, err) = diff(&["--from", "4.4.0", "--to", "4.3.1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--from-source DIR or --git REPO --from-rev REV"), "{err}");
 }
 
 #[test]
@@ -302,4 +314,234 @@ fn git_sources_list_the_commits_that_touched_each_hooked_file() {
     let mixed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(mixed["anchors"], maven["anchors"]);
     assert!(mixed["files"][0].get("commits").is_none(), "commits need two revisions");
+}
+
+/// A git repository at `dir` with one commit per (tree, tag).
+fn repo_of(dir: &Path, trees: &[(&Path, &str)]) {
+    git(dir, &["init", "-q"]);
+    git(dir, &["config", "user.email", "test@okp.invalid"]);
+    git(dir, &["config", "user.name", "okp test"]);
+    for (tree, tag) in trees {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().unwrap() != ".git" {
+                if p.is_dir() {
+                    std::fs::remove_dir_all(&p).unwrap()
+                } else {
+                    std::fs::remove_file(&p).unwrap()
+                }
+            }
+        }
+        copy_into(tree, dir);
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-qm", &format!("release {tag}")]);
+        git(dir, &["tag", tag]);
+    }
+}
+
+/// The shell command the worksheet says to run again.
+fn rerun_line(worksheet: &str) -> String {
+    let at = worksheet.find("Then run again (the same sources):\n\n```sh\n").expect("a run-again block");
+    let rest = &worksheet[at..];
+    let start = rest.find("```sh\n").unwrap() + "```sh\n".len();
+    rest[start..].lines().next().unwrap().to_string()
+}
+
+#[test]
+fn the_worksheet_says_how_to_run_again_with_the_same_sources() {
+    // A drift (3.9.2 -> 4.0.2: the ZooKeeper controller is gone) leaves versions.yaml alone, so the
+    // command can run again and must drift again: exit 1, never 2 (a command that does not parse
+    // or reads other sources).
+    let t = tempfile::tempdir().unwrap();
+    let (old, new) = (hooked_tree("3.9.2"), hooked_tree("4.0.2"));
+    let repo = t.path().join("kafka");
+    std::fs::create_dir(&repo).unwrap();
+    repo_of(&repo, &[(&old, "v3.9.2"), (&new, "v4.0.2")]);
+    let (dir, _, before) = matrix_without("4.0.2");
+    let versions = dir.path().join("versions.yaml");
+    let okp_dir = assert_cmd::cargo::cargo_bin("okp").parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", okp_dir.display(), std::env::var("PATH").unwrap());
+    let cases: [(&str, Vec<String>); 2] = [
+        (
+            "git",
+            vec![
+                "--git".into(),
+                repo.display().to_string(),
+                "--from-rev".into(),
+                "v3.9.2".into(),
+                "--to-rev".into(),
+                "v4.0.2".into(),
+            ],
+        ),
+        (
+            "trees",
+            vec!["--from-source".into(), old.display().to_string(), "--to-source".into(), new.display().to_string()],
+        ),
+    ];
+    for (name, sources) in cases {
+        let ws = dir.path().join(format!("ws-{name}.md"));
+        let o = okp()
+            .current_dir(dir.path())
+            .arg("--versions")
+            .arg(&versions)
+            .args(["diff", "--from", "3.9.2", "--to", "4.0.2", "--write", "--worksheet"])
+            .arg(&ws)
+            .args(&sources)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
+        let text = std::fs::read_to_string(&ws).unwrap();
+        let line = rerun_line(&text);
+        for word in sources.iter().chain([&versions.display().to_string(), &ws.display().to_string()]) {
+            assert!(line.split(' ').any(|w| w == word), "{name}: `{word}` not in `{line}`");
+        }
+        std::fs::remove_file(&ws).unwrap();
+        // Run it as written, by sh, from another directory.
+        let o = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&line)
+            .env("PATH", &path)
+            .current_dir(t.path())
+            .output()
+            .unwrap();
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{name}: `{line}` exited {:?}: {}", o.status, stderr(&o));
+        assert_eq!(o.status.code(), Some(1), "{name}: the same sources drift the same way");
+        assert!(ws.is_file(), "{name}: the rerun wrote the worksheet where the first run did");
+        assert_eq!(std::fs::read_to_string(&ws).unwrap(), text, "{name}: the rerun saw the same sources");
+        assert_eq!(std::fs::read_to_string(&versions).unwrap(), before);
+    }
+}
+
+#[test]
+fn write_marks_a_release_maven_central_has_no_sources_jar_of() {
+    // 4.2.2 is published without sources jars. Its stand-in tree here is 4.2.1's hooked files
+    // under 4.2.2's number (versions.yaml's note: the hooked classes are byte-identical), read
+    // from git, the way a real port reads a release tag.
+    let t = tempfile::tempdir().unwrap();
+    let tree = copy_all(&hooked_tree("4.2.1"));
+    std::fs::write(tree.path().join(".okp-source.json"), "{\"release\": \"4.2.2\"}\n").unwrap();
+    let repo = t.path().join("kafka");
+    std::fs::create_dir(&repo).unwrap();
+    repo_of(&repo, &[(tree.path(), "v4.2.2")]);
+    let (dir, real_entry, _) = matrix_without("4.2.2");
+    let o = okp()
+        .current_dir(dir.path())
+        .args(["diff", "--from", "4.2.1", "--to", "4.2.2", "--git"])
+        .arg(&repo)
+        .args(["--to-rev", "v4.2.2", "--write"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("4.2.2 is marked no_sources_jar"), "{}", stderr(&o));
+    let versions = dir.path().join("versions.yaml");
+    let doc: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(&versions).unwrap()).unwrap();
+    let entry = doc["releases"].as_array().unwrap().iter().find(|r| r["version"] == "4.2.2").unwrap();
+    let why = entry["no_sources_jar"].as_str().expect("no_sources_jar written");
+    assert!(
+        why.contains("no -sources.jar (org.apache.kafka:kafka_2.13:4.2.2:sources, org.apache.kafka:kafka-metadata:4.2.2:sources not published")
+            && why.contains(&format!("ported with okp diff from git {} at v4.2.2 (", repo.display())),
+        "{why}"
+    );
+    // Everything else is what the real entry says.
+    let real: serde_json::Value = serde_saphyr::from_str(&format!("releases:\n{real_entry}")).unwrap();
+    let real = &real["releases"][0];
+    for key in ["family", "modes", "scala", "java_release", "java_release_metadata", "sources", "jars", "gradle_tasks"]
+    {
+        assert_eq!(entry[key], real[key], "{key}");
+    }
+    // check-anchors on it alone names the providers that read a checkout.
+    let o = okp().arg("--versions").arg(&versions).args(["check-anchors", "--version", "4.2.2"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("check-anchors reads a checkout instead with --source DIR or --git REPO --rev REV"));
+}
+
+fn guard<'a>(v: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    v["guards"].as_array().unwrap().iter().find(|g| g["guard"] == id).unwrap_or_else(|| panic!("no guard {id} in {v}"))
+}
+
+#[test]
+fn guarded_code_changes_from_4_2_1_to_4_3_1() {
+    // 4.3 moved the ISR expansion onto the lambda lock API: the promotion gate's anchor holds, but
+    // the method that calls it, guarded for that hook, changed; so did the KRaft AlterPartition
+    // handlers (guarded for the defense hook).
+    let v = json("4.2.1", "4.3.1");
+    let g = guard(&v, "partition.maybe-expand-isr");
+    assert_eq!((g["status"].as_str(), g["hook"].as_str()), (Some("changed"), Some("promotion-gate")), "{g}");
+    let hunks: Vec<&str> = g["diff"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    assert!(hunks[0].starts_with("@@ -") && hunks[0].ends_with("@@ def maybeExpandIsr"), "{hunks:?}");
+    assert!(
+        hunks.contains(&"+    val needsIsrUpdate = !partitionState.isInflight && canAddReplicaToIsr(followerReplica.brokerId) && inReadLock(leaderIsrUpdateLock, () => {"),
+        "{hunks:?}"
+    );
+    assert_eq!(guard(&v, "rcm.alter-partition")["status"], "changed");
+    assert_eq!(guard(&v, "pcb.is-valid-new-leader")["status"], "unchanged");
+    // No ZooKeeper guard in a KRaft-only release.
+    assert!(v["guards"].as_array().unwrap().iter().all(|g| !g["hook"].as_str().unwrap().starts_with("zk-")));
+    let (code, md, _) = diff(&["--from", "4.2.1", "--to", "4.3.1", "--format", "markdown"]);
+    assert_eq!(code, 0);
+    let section = &md[md.find("### Guarded code changed").expect("the section")..];
+    insta::assert_snapshot!("guarded_code_4_2_1_to_4_3_1_markdown", section);
+    let (code, _, _) = diff(&["--from", "4.2.1", "--to", "4.3.1", "--strict"]);
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_guarded_change_alone_asks_for_review_and_is_drift_under_strict() {
+    // 4.1.2 against itself, but for one line of the guarded maybeExpandIsr: every anchor holds
+    // unchanged, only the guard sees it.
+    const PARTITION: &str = "core/src/main/scala/kafka/cluster/Partition.scala";
+    let old = hooked_tree("4.1.2");
+    let new = copy_all(&old);
+    let p = new.path().join(PARTITION);
+    let text = std::fs::read_to_string(&p).unwrap();
+    // The first send after the method's header is its own (maybeShrinkIsr has the same line).
+    let at = text.find("  private def maybeExpandIsr(").unwrap();
+    let (head, tail) = text.split_at(at);
+    let send = "      alterIsrUpdateOpt.foreach(submitAlterPartition)\n";
+    let edited = format!(
+        "{head}{}",
+        tail.replacen(send, "      alterIsrUpdateOpt.foreach(update => submitAlterPartition(update))\n", 1)
+    );
+    std::fs::write(&p, edited).unwrap();
+    let args = |extra: &[&str]| -> (i32, String, String) {
+        let mut a = vec!["--from-source", old.to_str().unwrap(), "--to-source", new.path().to_str().unwrap()];
+        a.extend(extra);
+        diff(&a)
+    };
+    let (code, out, err) = args(&[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("guarded code (anchors.yaml guards of 4.1.2): 23 unchanged, 1 changed"), "{out}");
+    assert!(out.contains("GUARDED CODE CHANGED `partition.maybe-expand-isr` (hook promotion-gate)"), "{out}");
+    assert!(out.contains("+      alterIsrUpdateOpt.foreach(update => submitAlterPartition(update))"), "{out}");
+    assert!(!out.contains("changed calls of the site"), "no anchor sees it: {out}");
+    assert!(
+        out.contains("carries over with review: all 11 anchors hold in 4.1.2, but 1 guarded region(s) changed"),
+        "{out}"
+    );
+    let (code, _, _) = args(&["--strict"]);
+    assert_eq!(code, 1, "--strict counts a guarded change as drift");
+    let (_, json, _) = args(&["--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["verdict"], "carries-over-review");
+    assert!(v["anchors"].as_array().unwrap().iter().all(|a| a["status"] == "unchanged"), "{v}");
+}
+
+#[test]
+fn every_guard_is_found_once_in_every_release_it_covers() {
+    // A release against itself: a guard that does not fit a release it claims shows as unlocated.
+    let no_sources = releases_without_sources_jar();
+    let mut seen = std::collections::BTreeSet::new();
+    for (v, _) in matrix().into_iter().filter(|(v, _)| !no_sources.contains(v)) {
+        let j = json(&v, &v);
+        for g in j["guards"].as_array().unwrap() {
+            assert_eq!(g["status"], "unchanged", "{v}: {g}");
+            seen.insert(g["guard"].as_str().unwrap().to_string());
+        }
+    }
+    // And every guard of anchors.yaml serves some release.
+    let doc: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(repo_root().join("anchors.yaml")).unwrap()).unwrap();
+    let all: std::collections::BTreeSet<String> =
+        doc["guards"].as_array().unwrap().iter().map(|g| g["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(seen, all);
 }

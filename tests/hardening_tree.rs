@@ -503,6 +503,14 @@ fn race(a: &[&str], b: &[&str], start_applied: bool) {
     let bin = env!("CARGO_BIN_EXE_okp");
     let name = format!("{} + {}", a[0], b[0]);
     let mut refused = 0;
+    // How long `a` alone takes: b starts at a different point of a's run each time, from at once
+    // to a little after a's usual end, so some runs overlap whatever the machine's load.
+    let alone = {
+        let t = copy_all(&if start_applied { applied_tree() } else { hooked_tree(V) });
+        let t0 = std::time::Instant::now();
+        let _ = Command::new(bin).args(a).arg("--source").arg(t.path()).output().unwrap();
+        t0.elapsed()
+    };
     for i in 0..30 {
         let t = copy_all(&if start_applied { applied_tree() } else { hooked_tree(V) });
         let spawn = |args: &[&str]| {
@@ -515,7 +523,9 @@ fn race(a: &[&str], b: &[&str], start_applied: bool) {
                 .spawn()
                 .unwrap()
         };
-        let (pa, pb) = (spawn(a), spawn(b));
+        let pa = spawn(a);
+        std::thread::sleep(alone.mul_f64(f64::from(i % 10) / 8.0));
+        let pb = spawn(b);
         for o in [pa.wait_with_output().unwrap(), pb.wait_with_output().unwrap()] {
             match o.status.code() {
                 Some(0) => {}

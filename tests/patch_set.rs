@@ -9,9 +9,10 @@ const PSM: &str = "core/src/main/scala/kafka/controller/PartitionStateMachine.sc
 
 /// (release, mode) pairs whose sources Maven Central publishes.
 fn pairs() -> Vec<(String, String)> {
+    let no_sources = releases_without_sources_jar();
     matrix()
         .into_iter()
-        .filter(|(v, _)| v != "4.2.2")
+        .filter(|(v, _)| !no_sources.contains(v))
         .flat_map(|(v, ms)| ms.into_iter().map(move |m| (v.clone(), m)))
         .collect()
 }

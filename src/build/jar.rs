@@ -30,7 +30,7 @@ impl SourceKey {
     }
 
     /// Whether the class at jar `entry` came from this source.
-    fn owns(&self, entry: &str, source_file: Option<&str>) -> bool {
+    pub fn owns(&self, entry: &str, source_file: Option<&str>) -> bool {
         let dir = entry.rsplit_once('/').map_or("", |(d, _)| d);
         dir == self.package_dir && source_file == Some(self.file_name.as_str())
     }

@@ -77,7 +77,14 @@ pub fn matrix(
             let t = std::time::Instant::now();
             let (status, result) = match &r.no_sources_jar {
                 Some(_) => (Status::Skipped, "skipped: no sources jar on Maven Central".to_string()),
-                None => match splice::splice(ws, r, m, layers, &root.join(format!("{}-{m}", r.version)))? {
+                None => match splice::splice(
+                    ws,
+                    r,
+                    m,
+                    layers,
+                    splice::release_sources(ws, r)?.as_ref(),
+                    &root.join(format!("{}-{m}", r.version)),
+                )? {
                     SpliceOutcome::Built(rec) => {
                         let n: usize = rec
                             .jars

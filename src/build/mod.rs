@@ -6,9 +6,11 @@
 //! Not here: what the patch set changes (`apply`, `patchset`), bundling the
 //! jars (`bundle`).
 
+pub mod bytecode;
 pub mod classfile;
 pub mod gradle;
 pub mod jar;
 pub mod matrix;
+pub mod proof;
 pub mod record;
 pub mod splice;

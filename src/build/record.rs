@@ -10,13 +10,18 @@
 //! verify's cache under ~/.m2/repository/okp-verify-jars/ a refused record is
 //! a miss and the jars are built anew.
 //!
-//! Not here: producing the jars (`splice`), checking the record against the
-//! jars for a bundle (`bundle::make`).
+//! The `provenance` inside carries its own schema (`proof::Provenance`): a
+//! proof of a schema this okp does not know does not pass, so `okp verify
+//! --jars` refuses it and verify's cache builds anew.
+//!
+//! Not here: producing the jars (`splice`), the proofs (`proof`), checking the
+//! record against the jars for a bundle (`bundle::make`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::jar::SpliceReport;
+use super::proof::Provenance;
 use crate::error::Result;
 use crate::model::{Layer, Mode};
 use crate::schema::{Absent, Schema};
@@ -32,7 +37,7 @@ pub const SCHEMA: Schema = Schema {
 };
 
 /// okp-build.json, schema 1.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct BuildRecord {
     /// 1 (records written before the field existed are read as 1: `SCHEMA`).
     pub schema: u32,
@@ -51,6 +56,13 @@ pub struct BuildRecord {
     pub jars: Vec<JarResult>,
     #[serde(default)]
     pub seconds: BTreeMap<String, f64>,
+    /// Where the sources came from and the proofs that the jars are the release plus our edits
+    /// (with its own `schema`: `proof::Provenance::passed` requires the one this okp writes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Box<Provenance>>,
+    /// Where the upstream sources came from (the tree's `describe()`); empty in records written before.
+    #[serde(default)]
+    pub source: String,
 }
 
 /// One patched jar of a build.
@@ -113,6 +125,8 @@ mod tests {
                 },
             }],
             seconds: [("prepare".to_string(), 1.25)].into(),
+            provenance: Some(Box::new(Provenance { schema: Provenance::SCHEMA, ..Provenance::default() })),
+            source: "Maven Central release 3.9.2 (sources jars)".into(),
         }
     }
 
@@ -125,7 +139,8 @@ mod tests {
     fn writes_and_reads_back() {
         let d = tempfile::tempdir().unwrap();
         sample().write(d.path()).unwrap();
-        assert_eq!(BuildRecord::read(d.path()).unwrap(), sample());
+        let back = BuildRecord::read(d.path()).unwrap();
+        assert_eq!(serde_json::to_value(back).unwrap(), serde_json::to_value(sample()).unwrap());
     }
 
     #[test]

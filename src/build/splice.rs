@@ -1,24 +1,28 @@
-//! The splice backend: patched jars for a release without a checkout and
-//! without Gradle. It takes the release's sources jars and binary jars from
-//! Maven Central, recompiles only the patched compilation units (our new files
-//! and every upstream file an edit touches) with the release's own Scala
-//! compiler and javac --release, against the release's jars, and swaps exactly
-//! the classes those sources produce into copies of the upstream jars.
+//! The splice backend: patched jars for a release without Gradle. It takes the
+//! upstream sources of the files it patches from a `SourceTree` (the release's
+//! sources jars by default; a checkout, an `okp sources` tree or a git revision
+//! when Maven Central has no sources jar) and the binary jars from Maven
+//! Central, recompiles only the patched compilation units (our new files and
+//! every upstream file an edit touches) with the release's own Scala compiler
+//! and javac --release, against the release's jars, and swaps exactly the
+//! classes those sources produce into copies of the upstream jars.
+//!
+//! Not here: choosing the tree (`cmd::build`, `source::open`), Gradle (`build::gradle`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use super::classfile;
 use super::jar::{self, SourceKey, SpliceReport};
 use super::record::{BuildRecord, JarResult};
+use super::{classfile, proof};
 use crate::apply;
 use crate::error::{Error, Result};
 use crate::hash::sha256;
 use crate::maven::Maven;
 use crate::model::{Coordinate, Layers, Mode, Release};
-use crate::source::ReleaseTree;
+use crate::source::{SourceTree, Spec};
 use crate::workspace::Workspace;
 
 /// The registry classes every edited class must reference, per source module.
@@ -38,7 +42,8 @@ pub struct CompileFailure {
 }
 
 pub enum SpliceOutcome {
-    Built(BuildRecord),
+    /// Boxed: the record is large beside a compile failure.
+    Built(Box<BuildRecord>),
     CompileFailed(CompileFailure),
 }
 
@@ -157,22 +162,121 @@ fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
     (o, None)
 }
 
-pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, out: &Path) -> Result<SpliceOutcome> {
-    release.require_sources_jar("the splice build needs the sources of the files it patches")?;
+/// Compiles one module's `src` into `classes_dir` with the release's scalac (Scala and
+/// Java sources, for types) then javac (the Java sources), against the classpath `cp`;
+/// records the compilers in `compilers`. `dump_cds`: whether this JVM may write a
+/// missing class-data-sharing archive (only one of a build's concurrent compiles may).
+#[allow(clippy::too_many_arguments)]
+fn compile(
+    maven: &Maven,
+    release: &Release,
+    module: &str,
+    cp: &std::ffi::OsStr,
+    src: &[PathBuf],
+    classes_dir: &Path,
+    javac_version: &str,
+    dump_cds: bool,
+    compilers: &mut BTreeMap<String, String>,
+) -> Result<std::result::Result<(), CompileFailure>> {
+    std::fs::create_dir_all(classes_dir).map_err(|e| Error::io("cannot create the classes directory", e))?;
+    let scala: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "scala")).collect();
+    let java: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "java")).collect();
+    if !scala.is_empty() {
+        let compiler = Coordinate {
+            group: "org.scala-lang".into(),
+            artifact: "scala-compiler".into(),
+            version: release.scala.clone(),
+        };
+        let ccp =
+            std::env::join_paths(maven.classpath(&compiler)?).map_err(|e| Error::Source(format!("classpath: {e}")))?;
+        let mut cmd = Command::new(java_bin("java"));
+        // A compile of a few files is short-lived: C1-only JIT and the serial
+        // collector cut its wall time by about a third on a 2-core machine.
+        cmd.args(["-Xss8m", "-Xmx2g", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]);
+        // One JVM per build may write a missing archive; the others run without one.
+        let cds = cds_archive(maven, &format!("scalac-{}", release.scala)).filter(|(_, dump)| dump_cds || !*dump);
+        match &cds {
+            Some((archive, false)) => {
+                cmd.arg(format!("-XX:SharedArchiveFile={}", archive.display()));
+            }
+            Some((archive, true)) => {
+                cmd.arg(format!("-XX:ArchiveClassesAtExit={}", cds_staging(archive).display()));
+            }
+            None => {}
+        }
+        cmd.arg("-cp").arg(&ccp).arg("scala.tools.nsc.Main");
+        let (options, note) = scalac_options(release);
+        cmd.arg("-d").arg(classes_dir).arg("-classpath").arg(cp).args(&options);
+        // Java sources of the same module are given to scalac too (it reads them for types); javac compiles them below.
+        cmd.args(&scala).args(&java);
+        compilers.insert("scalac".into(), format!("{compiler} {}", options.join(" ")));
+        if let Some(note) = note {
+            compilers.insert("scalac_note".into(), note);
+        }
+        if let Err(output) = run(&mut cmd, "scalac")? {
+            return Ok(Err(CompileFailure { module: module.to_string(), command: show(&cmd), output }));
+        }
+        if let Some((archive, true)) = cds {
+            // The first compile with this scalac dumped its loaded classes; later ones map them.
+            let _ = std::fs::rename(cds_staging(&archive), &archive);
+        }
+    }
+    if !java.is_empty() {
+        let rel = if module == "metadata" {
+            release.java_release_metadata.unwrap_or(release.java_release)
+        } else {
+            release.java_release
+        };
+        let mut cp_java = std::ffi::OsString::from(classes_dir);
+        cp_java.push(if cfg!(windows) { ";" } else { ":" });
+        cp_java.push(cp);
+        let mut cmd = Command::new(java_bin("javac"));
+        cmd.args(["-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC"]);
+        cmd.arg("--release").arg(rel.to_string()).arg("-encoding").arg("UTF-8").arg("-nowarn").arg("-proc:none");
+        cmd.arg("-d").arg(classes_dir).arg("-cp").arg(&cp_java).args(&java);
+        compilers.insert("javac".into(), format!("{javac_version} --release {rel}"));
+        if let Err(output) = run(&mut cmd, "javac")? {
+            return Ok(Err(CompileFailure { module: module.to_string(), command: show(&cmd), output }));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// The default upstream tree of a splice build: the release's sources jars (refused, with the
+/// flags that read a checkout instead, for a release Maven Central has none of).
+pub fn release_sources(ws: &Workspace, release: &Release) -> Result<Box<dyn SourceTree>> {
+    ws.open(Spec::Release {
+        version: release.version,
+        hint: "the splice build reads the files it patches from a checkout instead with --tree DIR or --git REPO --rev REV",
+    })
+}
+
+/// Builds `release`'s patched jars for `mode`, reading the pristine upstream sources of the
+/// patched files from `upstream` (which must hold them exactly as the release has them: the
+/// spliced classes go into the release's own jars).
+pub fn splice(
+    ws: &Workspace,
+    release: &Release,
+    mode: Mode,
+    layers: &Layers,
+    upstream: &dyn SourceTree,
+    out: &Path,
+) -> Result<SpliceOutcome> {
     let (model, maven, ps) = (&ws.model, &ws.maven, ws.patch_set()?);
     let eff = ps.effective(model, release, release.version, mode, layers);
     let mut seconds = BTreeMap::new();
     let t0 = Instant::now();
-
-    // Pristine sources from the sources jars; the plan gives the patched bytes in memory.
-    let tree = ReleaseTree::open(maven, &release.version.to_string(), &release.sources)?;
-    let targets = crate::check::check_tree(&model.anchors, release, release.version, &[mode], &eff.layers, &tree)?;
+    // Pristine sources from the upstream tree; the plan gives the patched bytes in memory.
+    let tree = upstream;
+    let targets = crate::check::check_tree(&model.anchors, release, release.version, &[mode], &eff.layers, tree)?;
     if !targets.iter().all(|t| t.ok()) {
         let rep = crate::check::Report { targets };
         eprint!("{}", crate::report::check_report(&rep, crate::report::Format::Table, false));
         return Err(Error::Drift(format!("anchor drift in {} {mode}: nothing was built", release.version)));
     }
-    let plan = apply::plan(&eff, &tree)?;
+    let plan = apply::plan(&eff, tree)?;
+    let prove = proof::enabled();
+    let mut provenance = proof::Provenance::default();
     let work = out.join("work");
     let _ = std::fs::remove_dir_all(&work);
     for c in &plan.changes {
@@ -180,6 +284,12 @@ pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, ou
         std::fs::create_dir_all(p.parent().unwrap_or(&work))
             .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
         std::fs::write(&p, &c.after).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+        if let Some(before) = c.before.as_ref().filter(|_| prove) {
+            let p = work.join("upstream-src").join(&c.path);
+            std::fs::create_dir_all(p.parent().unwrap_or(&work))
+                .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
+            std::fs::write(&p, before).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+        }
     }
     seconds.insert("prepare".into(), t0.elapsed().as_secs_f64());
 
@@ -210,81 +320,52 @@ pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, ou
         let classes_dir = work.join(format!("classes-{module}"));
         std::fs::create_dir_all(&classes_dir).map_err(|e| Error::io("cannot create the classes directory", e))?;
         let src: Vec<PathBuf> = files.iter().map(|f| work.join("src").join(f)).collect();
-        let scala: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "scala")).collect();
-        let java: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "java")).collect();
         seconds.insert(format!("classpath-{module}"), t.elapsed().as_secs_f64());
         let t = Instant::now();
-        if !scala.is_empty() {
-            let compiler = Coordinate {
-                group: "org.scala-lang".into(),
-                artifact: "scala-compiler".into(),
-                version: release.scala.clone(),
-            };
-            let ccp = std::env::join_paths(maven.classpath(&compiler)?)
-                .map_err(|e| Error::Source(format!("classpath: {e}")))?;
-            let mut cmd = Command::new(java_bin("java"));
-            // A compile of a few files is short-lived: C1-only JIT and the serial
-            // collector cut its wall time by about a third on a 2-core machine.
-            cmd.args(["-Xss8m", "-Xmx2g", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]);
-            let cds = cds_archive(maven, &format!("scalac-{}", release.scala));
-            match &cds {
-                Some((archive, false)) => {
-                    cmd.arg(format!("-XX:SharedArchiveFile={}", archive.display()));
-                }
-                Some((archive, true)) => {
-                    cmd.arg(format!("-XX:ArchiveClassesAtExit={}", cds_staging(archive).display()));
-                }
-                None => {}
-            }
-            cmd.arg("-cp").arg(&ccp).arg("scala.tools.nsc.Main");
-            let (options, note) = scalac_options(release);
-            cmd.arg("-d").arg(&classes_dir).arg("-classpath").arg(&cp).args(&options);
-            // Java sources of the same module are given to scalac too (it reads them for types); javac compiles them below.
-            cmd.args(&scala).args(&java);
-            compilers.insert("scalac".into(), format!("{compiler} {}", options.join(" ")));
-            if let Some(note) = note {
-                compilers.insert("scalac_note".into(), note);
-            }
-            if let Err(output) = run(&mut cmd, "scalac")? {
-                return Ok(SpliceOutcome::CompileFailed(CompileFailure {
-                    module: module.clone(),
-                    command: show(&cmd),
-                    output,
-                }));
-            }
-            if let Some((archive, true)) = cds {
-                // The first compile with this scalac dumped its loaded classes; later ones map them.
-                let _ = std::fs::rename(cds_staging(&archive), &archive);
-            }
+        // The same module's edited upstream files as the release ships them, compiled beside
+        // the patched ones (same compilers, flags, classpath) for the provenance proofs.
+        let upstream_src: Vec<PathBuf> = files
+            .iter()
+            .filter(|f| plan.changes.iter().any(|c| &c.path == *f && c.before.is_some()))
+            .map(|f| work.join("upstream-src").join(f))
+            .collect();
+        let upstream_dir = work.join(format!("upstream-classes-{module}"));
+        let mut upstream_compilers = BTreeMap::new();
+        let (patched, unpatched) = std::thread::scope(|s| {
+            let other = (prove && !upstream_src.is_empty()).then(|| {
+                s.spawn(|| {
+                    let c = &mut upstream_compilers;
+                    compile(maven, release, module, &cp, &upstream_src, &upstream_dir, &javac_version, false, c)
+                })
+            });
+            let mine = compile(maven, release, module, &cp, &src, &classes_dir, &javac_version, true, &mut compilers);
+            (mine, other.map(|h| h.join()))
+        });
+        if let Err(f) = patched? {
+            return Ok(SpliceOutcome::CompileFailed(f));
         }
-        if !java.is_empty() {
-            let rel = if module == "metadata" {
-                release.java_release_metadata.unwrap_or(release.java_release)
-            } else {
-                release.java_release
-            };
-            let mut cp_java = std::ffi::OsString::from(&classes_dir);
-            cp_java.push(if cfg!(windows) { ";" } else { ":" });
-            cp_java.push(&cp);
-            let mut cmd = Command::new(java_bin("javac"));
-            cmd.args(["-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC"]);
-            cmd.arg("--release").arg(rel.to_string()).arg("-encoding").arg("UTF-8").arg("-nowarn").arg("-proc:none");
-            cmd.arg("-d").arg(&classes_dir).arg("-cp").arg(&cp_java).args(&java);
-            compilers.insert("javac".into(), format!("{javac_version} --release {rel}"));
-            if let Err(output) = run(&mut cmd, "javac")? {
-                return Ok(SpliceOutcome::CompileFailed(CompileFailure {
-                    module: module.clone(),
-                    command: show(&cmd),
-                    output,
-                }));
+        match unpatched {
+            Some(Err(_)) => return Err(Error::External(format!("the unpatched {module} compile panicked"))),
+            Some(Ok(r)) => {
+                if let Err(mut f) = r? {
+                    f.module = format!("{module} (the release's own sources, compiled for the provenance proof)");
+                    return Ok(SpliceOutcome::CompileFailed(f));
+                }
             }
+            None => {}
         }
         seconds.insert(format!("compile-{module}"), t.elapsed().as_secs_f64());
+        let compiled = classes_under(&classes_dir)?;
+        let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
+        if prove {
+            let t = Instant::now();
+            let unpatched = classes_under(&upstream_dir)?;
+            proof::prove_module(release.version, &upstream, &plan, files, &unpatched, &compiled, &mut provenance)?;
+            seconds.insert(format!("proof-{module}"), t.elapsed().as_secs_f64());
+        }
 
         // Splice into a copy of the upstream jar and check the result.
         let t = Instant::now();
-        let compiled = classes_under(&classes_dir)?;
-        let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
         let name = format!("{}-{}.jar", coord.artifact, coord.version);
         let dest = out.join(&name);
         let keys: Vec<SourceKey> = files.iter().filter_map(|f| SourceKey::from_repo_path(f)).collect();
@@ -302,6 +383,10 @@ pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, ou
             splice: report,
         });
     }
+    let provenance = match prove {
+        true => Some(Box::new(proof::inputs(maven, release, tree, &plan, &compilers, &javac_version, provenance)?)),
+        false => None,
+    };
     // Keep the patched sources beside the jars: they are what was compiled.
     let record = BuildRecord {
         schema: super::record::SCHEMA.current,
@@ -316,9 +401,15 @@ pub fn splice(ws: &Workspace, release: &Release, mode: Mode, layers: &Layers, ou
         sources: plan.changes.iter().map(|c| c.path.clone()).collect(),
         jars,
         seconds,
+        provenance,
+        source: tree.describe(),
     };
     record.write(out)?;
-    Ok(SpliceOutcome::Built(record))
+    if let Some(p) = &record.provenance {
+        // The proofs alone, for evidence (evidence/build/proof/); they carry their own schema.
+        crate::schema::write(&out.join("provenance.json"), p)?;
+    }
+    Ok(SpliceOutcome::Built(Box::new(record)))
 }
 
 /// The checks a spliced jar must pass before anyone deploys it.

@@ -1,5 +1,6 @@
-//! `okp build`: one release and mode (splice from the release's jars, or
-//! Gradle in a checkout), or the whole matrix with `--all`.
+//! `okp build`: one release and mode (splice, from the release's sources jars
+//! or from a tree or git revision given; or Gradle in a checkout), or the whole
+//! matrix with `--all`.
 //!
 //! Not here: compiling and splicing (`build::splice`), Gradle (`build::gradle`),
 //! the `--all` loop and build-matrix.json (`build::matrix`).
@@ -9,29 +10,40 @@ use std::path::PathBuf;
 use crate::build::{gradle, matrix, splice};
 use crate::cli::{Backend, BuildArgs};
 use crate::error::{Error, Failure, Outcome, Result};
-use crate::model::{Layers, ModeDefault, Release};
+use crate::model::{Layers, Mode, ModeDefault, Release};
 use crate::out::note;
-use crate::source::DirTree;
+use crate::source::{DirTree, SourceTree, Spec};
+use crate::version::KafkaVersion;
 use crate::workspace::Workspace;
+
+const WHICH_RELEASE: &str = "pass --version V (splice from Maven Central), --tree DIR or --git REPO --rev REV \
+     (splice from those sources) or --source DIR (Gradle in a checkout)";
 
 pub fn run(ws: &Workspace, args: BuildArgs) -> Result<Outcome> {
     if args.all {
         return all(ws, &args);
     }
+    // The splice backend's upstream sources when not the release's sources jars.
+    let upstream = match (&args.tree, &args.git) {
+        (Some(dir), _) => Some(ws.open(Spec::Dir(dir))?),
+        (None, Some(repo)) => Some(ws.open(Spec::Git { repo, rev: args.rev.as_deref().unwrap_or("HEAD") })?),
+        (None, None) => None,
+    };
     let backend = args.backend.unwrap_or(if args.source.is_some() { Backend::Gradle } else { Backend::Splice });
-    let version = match (&args.source, args.version) {
-        (Some(dir), v) => crate::source::release_of(&DirTree::open(dir)?, v)?,
-        (None, Some(v)) => v,
-        (None, None) => {
-            return Err(Error::Usage(
-                "pass --version V (splice from Maven Central) or --source DIR (Gradle in a checkout)".into(),
-            ))
-        }
+    let version = match (&args.source, &upstream, args.version) {
+        (Some(dir), _, v) => crate::source::release_of(&DirTree::open(dir)?, v)?,
+        (None, Some(tree), v) => release_of_upstream(tree.as_ref(), v)?,
+        (None, None, Some(v)) => v,
+        (None, None, None) => return Err(Error::Usage(WHICH_RELEASE.into())),
     };
     let release = ws.release(version)?;
     let mode = release.mode_for(args.mode, ModeDefault::Ask)?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("okp-out").join(format!("{version}-{mode}")));
     match backend {
+        Backend::Gradle if upstream.is_some() => Err(Error::Usage(
+            "--tree and --git feed the splice backend; the gradle backend builds the checkout given with --source DIR"
+                .into(),
+        )),
         Backend::Gradle => {
             let root = args
                 .source
@@ -62,28 +74,60 @@ pub fn run(ws: &Workspace, args: BuildArgs) -> Result<Outcome> {
                 }
             }
         }
-        Backend::Splice => match splice::splice(ws, release, mode, &Layers::with(&args.layers), &out)? {
-            splice::SpliceOutcome::Built(rec) => {
-                for j in &rec.jars {
-                    note(format!(
-                        "{}: {} classes replaced, {} added, {} removed, {} entries unchanged; sha256 {}",
-                        j.path.display(),
-                        j.splice.replaced.len(),
-                        j.splice.added.len(),
-                        j.splice.removed.len(),
-                        j.splice.unchanged,
-                        j.sha256
-                    ));
-                }
-                note(format!("record: {}", out.join("okp-build.json").display()));
-                Ok(Outcome::Done)
+        Backend::Splice => {
+            let tree = match upstream {
+                Some(t) => t,
+                None => splice::release_sources(ws, release)?,
+            };
+            note(format!("upstream sources: {}", tree.describe()));
+            splice_one(ws, release, mode, &Layers::with(&args.layers), tree.as_ref(), &out)
+        }
+    }
+}
+
+/// The release a `--tree`/`--git` tree is: `flag` when given, else what the tree declares. A tree
+/// that declares another final release is refused: its files would be compiled into `flag`'s jars.
+fn release_of_upstream(tree: &dyn SourceTree, flag: Option<KafkaVersion>) -> Result<KafkaVersion> {
+    let declared = tree.declared_version()?.and_then(|d| d.parse::<KafkaVersion>().ok());
+    match (declared, flag) {
+        (Some(d), Some(v)) if d != v => Err(Error::Usage(format!(
+            "{} declares release {d}, not {v}: the splice build compiles the tree's files into {v}'s jars, so \
+             they must be {v}'s sources",
+            tree.describe()
+        ))),
+        _ => crate::source::release_of(tree, flag),
+    }
+}
+
+fn splice_one(
+    ws: &Workspace,
+    release: &Release,
+    mode: Mode,
+    layers: &Layers,
+    tree: &dyn SourceTree,
+    out: &std::path::Path,
+) -> Result<Outcome> {
+    match splice::splice(ws, release, mode, layers, tree, out)? {
+        splice::SpliceOutcome::Built(rec) => {
+            for j in &rec.jars {
+                note(format!(
+                    "{}: {} classes replaced, {} added, {} removed, {} entries unchanged; sha256 {}",
+                    j.path.display(),
+                    j.splice.replaced.len(),
+                    j.splice.added.len(),
+                    j.splice.removed.len(),
+                    j.splice.unchanged,
+                    j.sha256
+                ));
             }
-            splice::SpliceOutcome::CompileFailed(f) => {
-                eprintln!("{}", f.output.trim_end());
-                note(format!("the {} compile failed: {}", f.module, f.command));
-                Ok(Outcome::Failed(Failure::CheckFailed))
-            }
-        },
+            note(format!("record: {}", out.join("okp-build.json").display()));
+            Ok(Outcome::Done)
+        }
+        splice::SpliceOutcome::CompileFailed(f) => {
+            eprintln!("{}", f.output.trim_end());
+            note(format!("the {} compile failed: {}", f.module, f.command));
+            Ok(Outcome::Failed(Failure::CheckFailed))
+        }
     }
 }
 

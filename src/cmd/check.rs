@@ -5,7 +5,7 @@
 
 use crate::check::{self, Report};
 use crate::cli::CheckArgs;
-use crate::error::{Outcome, Result};
+use crate::error::{Error, Outcome, Result};
 use crate::model::{Coordinate, Layers, Release};
 use crate::report::{self, Format};
 use crate::source::{ReleaseTree, Spec};
@@ -46,22 +46,39 @@ pub fn run(ws: &Workspace, args: CheckArgs) -> Result<Outcome> {
                 }
                 None => model.matrix.releases.iter().filter(|r| args.mode.is_none_or(|m| r.supports(m))).collect(),
             };
-            // One mvn run for everything a cold cache lacks.
+            // One mvn run for everything a cold cache lacks. When Maven Central lacks one of them,
+            // each release fetches its own below, so only that release is skipped.
             let wanted: Vec<(Coordinate, Option<&str>)> = releases
                 .iter()
                 .filter(|r| r.no_sources_jar.is_none())
                 .flat_map(|r| r.sources.values().map(|c| (c.clone(), Some("sources"))))
                 .collect();
-            ws.maven.ensure(&wanted)?;
+            match ws.maven.ensure(&wanted) {
+                Err(Error::NotPublished(_)) | Ok(_) => {}
+                Err(e) => return Err(e),
+            }
             for r in releases {
                 let modes = r.modes_for(args.mode)?;
-                if let Some(why) = &r.no_sources_jar {
-                    crate::out::note(format!("check-anchors: {} skipped: {why}", r.version));
-                    report.targets.extend(modes.iter().map(|&m| check::skipped(r, m, why)));
-                    continue;
+                let tree = match &r.no_sources_jar {
+                    Some(why) => Err(why.clone()),
+                    None => match ReleaseTree::open(&ws.maven, &r.version.to_string(), &r.sources) {
+                        Ok(tree) => Ok(tree),
+                        Err(Error::NotPublished(m)) => Err(format!(
+                            "Maven Central has no sources jar ({m}) and versions.yaml does not mark the release \
+                             no_sources_jar: mark it, and check a checkout with --source or --git"
+                        )),
+                        Err(e) => return Err(e),
+                    },
+                };
+                match tree {
+                    Ok(tree) => {
+                        report.targets.extend(check::check_tree(&model.anchors, r, r.version, &modes, &layers, &tree)?)
+                    }
+                    Err(why) => {
+                        crate::out::note(format!("check-anchors: {} skipped: {why}", r.version));
+                        report.targets.extend(modes.iter().map(|&m| check::skipped(r, m, &why)));
+                    }
                 }
-                let tree = ReleaseTree::open(&ws.maven, &r.version.to_string(), &r.sources)?;
-                report.targets.extend(check::check_tree(&model.anchors, r, r.version, &modes, &layers, &tree)?);
             }
         }
     }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::cli::DiffArgs;
 use crate::error::{Error, Failure, Outcome, Result};
 use crate::model::{Model, Origin, EMBEDDED_ANCHORS};
+use crate::out::sh_word;
 use crate::port::{self, render, Side};
 use crate::source::{SourceTree, Spec};
 use crate::version::KafkaVersion;
@@ -32,8 +33,9 @@ pub fn run(files: &DataFiles, args: DiffArgs) -> Result<Outcome> {
     })?;
     let rules = model.matrix.require(from)?;
     let (anchor_list, _) = port::patch_set(&model.anchors, rules, from);
-    let old = port::read_files(old_tree.as_ref(), &anchor_list)?;
-    let new = port::read_files(new_tree.as_ref(), &anchor_list)?;
+    let watched = port::watched_files(&anchor_list, &port::guards(&model.anchors, rules, from));
+    let old = port::read_files(old_tree.as_ref(), &watched)?;
+    let new = port::read_files(new_tree.as_ref(), &watched)?;
     let mut report = port::report(
         &model.anchors,
         rules,
@@ -59,11 +61,12 @@ pub fn run(files: &DataFiles, args: DiffArgs) -> Result<Outcome> {
             .worksheet
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("porting-{}-{}.md", report.from.label(), report.to.label())));
+        let rerun = rerun_line(files, &args, &report.from.label(), &report.to.label());
         port::write::write(
             &report,
             new_tree.as_ref(),
             &ws.maven,
-            &port::write::Targets { versions: versions_file, anchors: anchors_origin, worksheet },
+            &port::write::Targets { versions: versions_file, anchors: anchors_origin, worksheet, rerun },
         )?
     } else {
         Outcome::drift_unless(report.verdict != port::Verdict::Drift)
@@ -73,6 +76,28 @@ pub fn run(files: &DataFiles, args: DiffArgs) -> Result<Outcome> {
     } else {
         outcome
     })
+}
+
+/// The command line that runs this `okp diff --write` again: the same data files, the same source
+/// flags, the two releases the report compared. The worksheet prints it to run as written.
+fn rerun_line(files: &DataFiles, args: &DiffArgs, from: &str, to: &str) -> String {
+    let pair = |name: &str, value: &str| [name.to_string(), sh_word(value)];
+    let path = |p: &PathBuf| p.display().to_string();
+    let mut words = vec!["okp".to_string()];
+    for (name, p) in [("--versions", &files.versions), ("--anchors", &files.anchors), ("--patches", &files.patches)] {
+        words.extend(p.as_ref().map(|p| pair(name, &path(p))).into_iter().flatten());
+    }
+    words.push("diff".into());
+    words.extend(pair("--from", from).into_iter().chain(pair("--to", to)));
+    for (name, p) in [("--from-source", &args.from_source), ("--to-source", &args.to_source), ("--git", &args.git)] {
+        words.extend(p.as_ref().map(|p| pair(name, &path(p))).into_iter().flatten());
+    }
+    for (name, rev) in [("--from-rev", &args.from_rev), ("--to-rev", &args.to_rev)] {
+        words.extend(rev.as_deref().map(|r| pair(name, r)).into_iter().flatten());
+    }
+    words.push("--write".into());
+    words.extend(args.worksheet.as_ref().map(|w| pair("--worksheet", &path(w))).into_iter().flatten());
+    words.join(" ")
 }
 
 fn read(p: &Path) -> Result<String> {

@@ -20,11 +20,14 @@ pub fn run(ws: &Workspace, a: SourcesArgs) -> Result<Outcome> {
     let mut files = tree.files()?;
     if a.hooked {
         let rules = ws.model.matrix.rules_for(version)?;
+        // The files the anchors touch and the guarded files (what okp diff compares).
+        let anchors = &ws.model.anchors;
         let wanted: std::collections::BTreeSet<&str> = rules
             .modes
             .iter()
-            .flat_map(|&m| ws.model.anchors.applicable(rules, version, m))
+            .flat_map(|&m| anchors.applicable(rules, version, m))
             .map(|an| an.file.as_str())
+            .chain(anchors.guards_for(rules, version).into_iter().map(|g| g.file.as_str()))
             .collect();
         files.retain(|(p, _)| wanted.contains(p.as_str()));
     }

@@ -183,6 +183,8 @@ struct RawSet {
     schema: u32,
     hooks: Vec<Hook>,
     anchors: Vec<RawAnchor>,
+    #[serde(default)]
+    guards: Vec<super::guards::RawGuard>,
 }
 
 #[derive(Deserialize)]
@@ -209,6 +211,8 @@ struct RawAnchor {
 pub struct AnchorSet {
     pub hooks: Vec<Hook>,
     pub anchors: Vec<Anchor>,
+    /// Upstream code each hook depends on without an edit there (`okp diff` reviews its changes).
+    pub guards: Vec<super::guards::Guard>,
 }
 
 impl AnchorSet {
@@ -315,7 +319,15 @@ impl AnchorSet {
                 line,
             });
         }
-        Ok(AnchorSet { hooks: raw.hooks, anchors })
+        let guards = super::guards::validate(raw.guards, &hook_ids, &ids, origin)?;
+        Ok(AnchorSet { hooks: raw.hooks, anchors, guards })
+    }
+
+    /// The guards of the hooks a release carries in any of its modes, for `version`.
+    pub fn guards_for(&self, release: &Release, version: KafkaVersion) -> Vec<&super::guards::Guard> {
+        let hooks: BTreeSet<&str> =
+            release.modes.iter().flat_map(|&m| self.hooks_for(release, m)).map(|h| h.id.as_str()).collect();
+        self.guards.iter().filter(|g| hooks.contains(g.hook.as_str()) && g.covers(version)).collect()
     }
 
     /// Hooks a (release, mode) must carry, in every layer.

@@ -7,12 +7,14 @@
 
 pub mod anchors;
 pub mod confine;
+pub mod guards;
 pub mod versions;
 pub mod yaml;
 
 use crate::error::Error;
 
 pub use anchors::{Anchor, AnchorSet, Layer, Layers, Pattern};
+pub use guards::Guard;
 pub use versions::{Coordinate, Matrix, Mode, ModeDefault, Release};
 
 /// Where a data file came from, for error messages.
@@ -37,6 +39,20 @@ impl Origin {
 
     pub fn locate(&self, needle: &str) -> Option<(usize, usize)> {
         self.text.lines().enumerate().find_map(|(i, l)| l.find(needle).map(|c| (i + 1, c + 1)))
+    }
+
+    /// `error_at`, searching only from the first line that starts with `section` (e.g. `guards:`),
+    /// so an entry is found in its own section even when another section holds the same text.
+    pub fn error_in_section(&self, section: &str, needle: &str, msg: impl Into<String>) -> Error {
+        let start = self.text.lines().position(|l| l.starts_with(section)).unwrap_or(0);
+        let (line, col) = self
+            .text
+            .lines()
+            .enumerate()
+            .skip(start)
+            .find_map(|(i, l)| l.find(needle).map(|c| (i + 1, c + 1)))
+            .unwrap_or((1, 1));
+        Error::Manifest { file: self.name.clone(), line, col, msg: msg.into() }
     }
 }
 

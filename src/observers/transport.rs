@@ -29,6 +29,7 @@ use serde_saphyr::{Location, Spanned};
 
 use crate::error::{Error, Result};
 use crate::model::{yaml, Origin};
+use crate::out::sh_word as sh_quote;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -332,14 +333,6 @@ pub enum Transport {
         read: String,
         write: String,
     },
-}
-
-/// One value quoted for sh: bare when every character is inert, else 'it'\''s' style.
-fn sh_quote(s: &str) -> String {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-:@+,%".contains(&b)) {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// `template` with `{host}`, `{path}` and `{id}` replaced, in one pass: the

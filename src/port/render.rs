@@ -10,7 +10,7 @@
 
 use std::fmt::Write;
 
-use super::{AnchorPort, PortReport, SiteStatus, Verdict};
+use super::{AnchorPort, GuardPort, GuardStatus, PortReport, SiteStatus, Verdict};
 
 /// Diff lines shown per site in text reports (json carries all of them).
 const MAX_DIFF_LINES: usize = 40;
@@ -74,13 +74,24 @@ pub fn verdict_line(r: &PortReport) -> String {
     let to = r.to.label();
     let changed = r.anchors.iter().filter(|a| a.carries && a.needs_review()).count();
     let lost = r.anchors.iter().filter(|a| !a.carries || a.range_note.is_some()).count();
+    let guarded = r.guards.iter().filter(|g| g.needs_review()).count();
+    let what = match (changed, guarded) {
+        (0, g) => format!("{g} guarded region(s) changed"),
+        (c, 0) => format!("the code at or calling {c} site(s) changed"),
+        (c, g) => format!("the code at or calling {c} site(s) and {g} guarded region(s) changed"),
+    };
     match r.verdict {
-        Verdict::CarriesOver => format!("carries over: all {} anchors hold in {to} and no code around them changed", r.anchors.len()),
-        Verdict::CarriesOverReview => format!(
-            "carries over with review: all {} anchors hold in {to}, but the code at or calling {changed} site(s) changed; read the diffs before shipping",
+        Verdict::CarriesOver => format!(
+            "carries over: all {} anchors hold in {to} and no code around them or guarded for them changed",
             r.anchors.len()
         ),
-        Verdict::Drift => format!("DRIFT: {lost} of {} anchors do not carry over to {to}; each needs a decision", r.anchors.len()),
+        Verdict::CarriesOverReview => format!(
+            "carries over with review: all {} anchors hold in {to}, but {what}; read the diffs before shipping",
+            r.anchors.len()
+        ),
+        Verdict::Drift => {
+            format!("DRIFT: {lost} of {} anchors do not carry over to {to}; each needs a decision", r.anchors.len())
+        }
     }
 }
 
@@ -104,6 +115,37 @@ fn yes(b: bool) -> &'static str {
 fn capped(diff: &[String]) -> (&[String], usize) {
     let n = diff.len().min(MAX_DIFF_LINES);
     (&diff[..n], diff.len() - n)
+}
+
+/// A diff under its heading on the terminal, capped at MAX_DIFF_LINES; nothing when empty.
+fn diff_table(s: &mut String, heading: &str, diff: &[String], color: bool) {
+    let (shown, more) = capped(diff);
+    if shown.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "  {heading}:");
+    for l in shown {
+        let _ = writeln!(s, "    {}", paint(l, color));
+    }
+    if more > 0 {
+        let _ = writeln!(s, "    ... {more} more diff lines (--format json has them all)");
+    }
+}
+
+/// The same in markdown: the heading, then a fenced diff block.
+fn diff_md(s: &mut String, heading: &str, diff: &[String]) {
+    let (shown, more) = capped(diff);
+    if shown.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n{heading}:\n\n```diff");
+    for l in shown {
+        let _ = writeln!(s, "{l}");
+    }
+    s.push_str("```\n");
+    if more > 0 {
+        let _ = writeln!(s, "({more} more diff lines in `--format json`)");
+    }
 }
 
 fn paint(line: &str, color: bool) -> String {
@@ -191,26 +233,9 @@ fn table(r: &PortReport, color: bool) -> String {
                 let _ = writeln!(s, "      | {l}");
             }
         }
-        let (shown, more) = capped(&a.diff);
-        if !shown.is_empty() {
-            let _ = writeln!(s, "  upstream change around the site ({} -> {}):", r.from.label(), r.to.label());
-            for l in shown {
-                let _ = writeln!(s, "    {}", paint(l, color));
-            }
-            if more > 0 {
-                let _ = writeln!(s, "    ... {more} more diff lines (--format json has them all)");
-            }
-        }
-        let (shown, more) = capped(&a.callers);
-        if !shown.is_empty() {
-            let _ = writeln!(s, "  changed calls of the site elsewhere in the file:");
-            for l in shown {
-                let _ = writeln!(s, "    {}", paint(l, color));
-            }
-            if more > 0 {
-                let _ = writeln!(s, "    ... {more} more diff lines (--format json has them all)");
-            }
-        }
+        let heading = format!("upstream change around the site ({} -> {})", r.from.label(), r.to.label());
+        diff_table(&mut s, &heading, &a.diff, color);
+        diff_table(&mut s, "changed calls of the site elsewhere in the file", &a.callers, color);
         if !a.candidates.is_empty() {
             let _ = writeln!(
                 s,
@@ -227,8 +252,95 @@ fn table(r: &PortReport, color: bool) -> String {
             }
         }
     }
+    s.push_str(&guards_table(r, color));
     let hint = if r.verdict == Verdict::Drift { " (`okp diff --write` writes the porting worksheet)" } else { "" };
     let _ = writeln!(s, "\n{}{hint}", verdict_line(r));
+    s
+}
+
+/// How many guards came out each way: `12 unchanged, 1 changed`.
+fn guard_counts(r: &PortReport) -> String {
+    let count = |f: &dyn Fn(&GuardPort) -> bool| r.guards.iter().filter(|g| f(g)).count();
+    let retired = format!("gone where anchors.yaml ends them before {}", r.to.label());
+    [
+        (count(&|g| g.status == GuardStatus::Unchanged), "unchanged"),
+        (count(&|g| g.status == GuardStatus::Changed), "changed"),
+        (count(&|g| g.status == GuardStatus::Gone && !g.retired), "gone"),
+        (count(&|g| g.status == GuardStatus::Gone && g.retired), retired.as_str()),
+        (count(&|g| g.status == GuardStatus::Unlocated), "unlocated"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+fn guard_lines(g: &GuardPort) -> String {
+    let line = |l: Option<usize>| l.map_or("-".to_string(), |l| l.to_string());
+    format!("{} -> {}", line(g.from_line), line(g.to_line))
+}
+
+/// The terminal's "Guarded code changed" section: each guard that did not come out unchanged, with
+/// its upstream diff.
+fn guards_table(r: &PortReport, color: bool) -> String {
+    let mut s = String::new();
+    if r.guards.is_empty() {
+        return s;
+    }
+    let _ = writeln!(s, "\nguarded code (anchors.yaml guards of {}): {}", r.from.label(), guard_counts(r));
+    for g in r.guards.iter().filter(|g| g.needs_review()) {
+        s.push('\n');
+        let _ = writeln!(s, "GUARDED CODE {} `{}` (hook {})", g.status.as_str().to_uppercase(), g.guard, g.hook);
+        let _ = writeln!(s, "  file: {}", g.file);
+        let _ = writeln!(s, "  region: {}; lines {}", g.region(), guard_lines(g));
+        let _ = writeln!(s, "  why guarded: {}", g.why);
+        if let Some(note) = &g.note {
+            let _ = writeln!(s, "  note: {note}");
+        }
+        diff_table(&mut s, &format!("upstream change ({} -> {})", r.from.label(), r.to.label()), &g.diff, color);
+    }
+    s
+}
+
+/// Markdown's "Guarded code changed" section, also the worksheet's evidence for the guards.
+fn guards_md(r: &PortReport, heading: &str) -> String {
+    let mut s = String::new();
+    let review: Vec<&GuardPort> = r.guards.iter().filter(|g| g.needs_review()).collect();
+    if r.guards.is_empty() {
+        return s;
+    }
+    let _ = writeln!(s, "\n{heading} Guarded code changed\n");
+    let _ = writeln!(
+        s,
+        "anchors.yaml guards of {} (code that could route around a hook although its anchors hold): {}.",
+        r.from.label(),
+        guard_counts(r)
+    );
+    if review.is_empty() {
+        return s;
+    }
+    s.push_str("\n| guard | hook | status | file | region | lines |\n|---|---|---|---|---|---|\n");
+    for g in &review {
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | `{}` | `{}` | {} |",
+            g.guard,
+            g.hook,
+            g.status.as_str(),
+            g.file,
+            md_cell(&g.region()),
+            guard_lines(g)
+        );
+    }
+    for g in &review {
+        let _ = writeln!(s, "\n{heading}# `{}` ({}, hook {})\n", g.guard, g.status.as_str(), g.hook);
+        let _ = writeln!(s, "- file: `{}`, region `{}`\n- why guarded: {}", g.file, md_cell(&g.region()), g.why);
+        if let Some(note) = &g.note {
+            let _ = writeln!(s, "- {note}");
+        }
+        diff_md(&mut s, &format!("upstream change ({} → {})", r.from.label(), r.to.label()), &g.diff);
+    }
     s
 }
 
@@ -298,6 +410,7 @@ pub fn markdown(r: &PortReport) -> String {
         s.push('\n');
         s.push_str(&evidence_md(r, a, "###"));
     }
+    s.push_str(&guards_md(r, "###"));
     s
 }
 
@@ -342,28 +455,8 @@ fn evidence_md(r: &PortReport, a: &AnchorPort, heading: &str) -> String {
         }
         s.push_str("```\n");
     }
-    let (shown, more) = capped(&a.diff);
-    if !shown.is_empty() {
-        let _ = writeln!(s, "\nupstream change around the site ({} → {}):\n\n```diff", r.from.label(), r.to.label());
-        for l in shown {
-            let _ = writeln!(s, "{l}");
-        }
-        s.push_str("```\n");
-        if more > 0 {
-            let _ = writeln!(s, "({more} more diff lines in `--format json`)");
-        }
-    }
-    let (shown, more) = capped(&a.callers);
-    if !shown.is_empty() {
-        s.push_str("\nchanged calls of the site elsewhere in the file:\n\n```diff\n");
-        for l in shown {
-            let _ = writeln!(s, "{l}");
-        }
-        s.push_str("```\n");
-        if more > 0 {
-            let _ = writeln!(s, "({more} more diff lines in `--format json`)");
-        }
-    }
+    diff_md(&mut s, &format!("upstream change around the site ({} → {})", r.from.label(), r.to.label()), &a.diff);
+    diff_md(&mut s, "changed calls of the site elsewhere in the file", &a.callers);
     if !a.candidates.is_empty() {
         let _ = writeln!(s, "\nre-anchoring candidates in {}:\n\n| line | score | similarity | same method | same class | text |\n|---:|---:|---:|---|---|---|", r.to.label());
         for c in &a.candidates {
@@ -398,7 +491,8 @@ fn evidence_md(r: &PortReport, a: &AnchorPort, heading: &str) -> String {
 }
 
 /// The porting worksheet: each decision a human must make, with its evidence.
-pub fn worksheet(r: &PortReport, versions_file: &str) -> String {
+/// `rerun` is the command line that runs the diff again with the same sources.
+pub fn worksheet(r: &PortReport, versions_file: &str, rerun: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Porting worksheet: {} → {}\n", r.from.label(), r.to.label());
     let _ = writeln!(s, "Written by okp {} (`okp diff --write`). {}\n", env!("CARGO_PKG_VERSION"), verdict_line(r));
@@ -458,14 +552,28 @@ pub fn worksheet(r: &PortReport, versions_file: &str) -> String {
         };
         let _ = writeln!(s, "{n}. [ ] {task}");
     }
+    for g in r.guards.iter().filter(|g| g.needs_review()) {
+        n += 1;
+        let what = match g.status {
+            GuardStatus::Gone => format!("is no longer in {}", r.to.label()),
+            GuardStatus::Unlocated => format!("was not found once in {}: fix the guard or the tree", r.from.label()),
+            _ => "changed upstream".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "{n}. [ ] Guarded code `{}` (hook `{}`): `{}` in `{}` {what}; confirm no path now routes around the hook, then update the guard in anchors.yaml if its code moved.",
+            g.guard,
+            g.hook,
+            g.region(),
+            g.file
+        );
+    }
     if n == 0 {
-        s.push_str("None: every anchor carries over and no site changed.\n");
+        s.push_str("None: every anchor carries over and no site or guarded code changed.\n");
     }
     let _ = writeln!(
         s,
-        "\nThen run `okp diff --from {} --to {} --write` again: when every anchor carries over it adds {} to {versions_file} and confirms it with check-anchors.\n",
-        r.from.label(),
-        r.to.label(),
+        "\nThen run again (the same sources):\n\n```sh\n{rerun}\n```\n\nWhen every anchor carries over it adds {} to {versions_file} and confirms it with check-anchors.\n",
         r.to.label()
     );
     s.push_str("## Evidence\n");
@@ -473,6 +581,7 @@ pub fn worksheet(r: &PortReport, versions_file: &str) -> String {
         s.push('\n');
         s.push_str(&evidence_md(r, a, "###"));
     }
+    s.push_str(&guards_md(r, "###"));
     for f in r.files.iter().filter(|f| f.commits.is_some()) {
         s.push_str(&commits_md(f));
     }
@@ -481,7 +590,7 @@ pub fn worksheet(r: &PortReport, versions_file: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{compare, FilePort, HookPort, Side};
+    use super::super::{compare, FilePort, GuardPort, GuardStatus, HookPort, Side};
     use super::*;
     use crate::model::{Anchor, Mode, Pattern};
     use crate::version::KafkaVersion;
@@ -503,12 +612,25 @@ mod tests {
             line: 1,
         };
         let anchors = compare(&[&a], None, &files(old), &files(&new)).unwrap();
+        let guards = vec![GuardPort {
+            guard: "p.b-callers".into(),
+            hook: "h".into(),
+            file: "P.scala".into(),
+            method: Some("def b".into()),
+            why: "a caller of the site".into(),
+            status: GuardStatus::Unchanged,
+            from_line: Some(7),
+            to_line: Some(7),
+            note: None,
+            diff: vec![],
+            retired: false,
+        }];
         PortReport {
             from: Side { version: Some(KafkaVersion::new(4, 1, 2)), source: "Maven Central release 4.1.2".into() },
             to: Side { version: Some(KafkaVersion::new(4, 2, 1)), source: "Maven Central release 4.2.1".into() },
             family: "f4.1".into(),
             modes: vec![Mode::Kraft],
-            verdict: PortReport::verdict_of(&anchors),
+            verdict: PortReport::verdict_of(&anchors, &guards),
             anchors,
             hooks: vec![HookPort {
                 hook: "h".into(),
@@ -518,6 +640,7 @@ mod tests {
                 has_site: true,
                 changed: true,
             }],
+            guards,
             files: vec![FilePort {
                 file: "P.scala".into(),
                 in_from: true,

@@ -25,6 +25,8 @@ pub struct Targets {
     pub versions: PathBuf,
     pub anchors: Origin,
     pub worksheet: PathBuf,
+    /// The command line that runs this diff again (same data files and sources), for the worksheet.
+    pub rerun: String,
 }
 
 /// The scala-library version a release POM depends on.
@@ -58,6 +60,9 @@ pub fn entry_text(r: &Release) -> String {
     s.push_str(&format!("    scala: {}\n    java_release: {}\n", r.scala, r.java_release));
     if let Some(m) = r.java_release_metadata {
         s.push_str(&format!("    java_release_metadata: {m}\n"));
+    }
+    if let Some(n) = &r.no_sources_jar {
+        s.push_str(&format!("    no_sources_jar: {}\n", quoted(n)));
     }
     s.push_str("    sources:\n");
     for (dir, c) in &r.sources {
@@ -117,9 +122,42 @@ fn java_release_of(jar: &Path, class: &str) -> Result<u32> {
     Ok(u32::from(crate::build::classfile::java_release(info.major)))
 }
 
+/// `no_sources_jar` of a new release: None when Maven Central has its sources jars, else the
+/// sentence saying so (which sources jars are missing, and where the port read V2's sources from).
+/// A cached sources jar answers without mvn; a missing one is asked for.
+pub fn missing_sources_jar(
+    maven: &Maven,
+    sources: &std::collections::BTreeMap<String, Coordinate>,
+    v: KafkaVersion,
+    read_from: &str,
+) -> Result<Option<String>> {
+    let wanted: Vec<(Coordinate, Option<&str>)> = sources.values().map(|c| (c.clone(), Some("sources"))).collect();
+    match maven.ensure(&wanted) {
+        Ok(_) => return Ok(None),
+        Err(Error::NotPublished(_)) => {}
+        Err(e) => return Err(e),
+    }
+    // Name each missing one: one mvn run per artifact, only on this path.
+    let mut missing = Vec::new();
+    for w in &wanted {
+        match maven.ensure(std::slice::from_ref(w)) {
+            Ok(_) => {}
+            Err(Error::NotPublished(_)) => missing.push(format!("{}:sources", w.0)),
+            Err(e) => return Err(e),
+        }
+    }
+    let date = &crate::report::utc_now()[..10];
+    Ok(Some(format!(
+        "Maven Central serves {v}'s binary jars and POMs but no -sources.jar ({} not published, asked {date}); \
+         ported with okp diff from {read_from}; check a checkout with --source or --git",
+        missing.join(", ")
+    )))
+}
+
 /// The new release's entry: the old release's family, modes, jars and tasks;
-/// its own coordinates, Scala and Java release, read from Maven Central.
-pub fn derive_entry(maven: &Maven, template: &Release, v: KafkaVersion) -> Result<Release> {
+/// its own coordinates, Scala and Java release, read from Maven Central, and
+/// `no_sources_jar` when Maven Central has no sources jar of it (V2 read from `read_from`).
+pub fn derive_entry(maven: &Maven, template: &Release, v: KafkaVersion, read_from: &str) -> Result<Release> {
     let at = |c: &Coordinate| c.at_version(&v.to_string());
     let sources: std::collections::BTreeMap<String, Coordinate> =
         template.sources.iter().map(|(d, c)| (d.clone(), at(c))).collect();
@@ -143,6 +181,7 @@ pub fn derive_entry(maven: &Maven, template: &Release, v: KafkaVersion) -> Resul
         .map_err(|e| Error::io(format!("cannot read the POM of {core} ({})", pom_path.display()), e))?;
     let scala = scala_from_pom(&pom)
         .ok_or_else(|| Error::Source(format!("{}: no scala-library dependency with a version", pom_path.display())))?;
+    let no_sources_jar = missing_sources_jar(maven, &sources, v, read_from)?;
     Ok(Release {
         version: v,
         reference: false,
@@ -155,7 +194,7 @@ pub fn derive_entry(maven: &Maven, template: &Release, v: KafkaVersion) -> Resul
             Some(j) => Some(java_release_of(j, METADATA_CLASS)?),
             None => None,
         },
-        no_sources_jar: None,
+        no_sources_jar,
         sources,
         jars: template.jars.clone(),
         gradle_tasks: template.gradle_tasks.clone(),
@@ -163,7 +202,7 @@ pub fn derive_entry(maven: &Maven, template: &Release, v: KafkaVersion) -> Resul
 }
 
 fn write_worksheet(report: &PortReport, t: &Targets) -> Result<()> {
-    let text = super::render::worksheet(report, &t.versions.display().to_string());
+    let text = super::render::worksheet(report, &t.versions.display().to_string(), &t.rerun);
     crate::fsx::write_atomic(&t.worksheet, text.as_bytes())?;
     eprintln!("okp: porting worksheet written to {}", t.worksheet.display());
     Ok(())
@@ -201,7 +240,7 @@ pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &T
         .version
         .ok_or_else(|| Error::Usage("--write needs the old release's number: pass --from V1".into()))?;
     let template = matrix.require(from)?;
-    let entry = derive_entry(maven, template, v)?;
+    let entry = derive_entry(maven, template, v, &report.to.source)?;
     let new_text = insert_entry(&text, &matrix, v, &entry_text(&entry));
     let new_origin = Origin::new(format!("{} (with {v} added)", t.versions.display()), new_text.clone());
     let new_matrix = Matrix::parse(&new_origin)?;
@@ -239,6 +278,9 @@ pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &T
         release.java_release,
         checked.len()
     );
+    if let Some(why) = &release.no_sources_jar {
+        eprintln!("okp: {v} is marked no_sources_jar (check-anchors --all and build --all skip it): {why}");
+    }
     if report.verdict == Verdict::CarriesOverReview {
         write_worksheet(report, t)?;
     }
@@ -276,6 +318,23 @@ mod tests {
         );
         assert!(new.contains("# a comment about 3.0.0\n  - version: 3.0.0"), "the comment stays with its entry");
         assert_eq!(new.replace(&text, ""), FILE, "nothing else changed");
+    }
+
+    #[test]
+    fn no_sources_jar_is_written_and_read_back() {
+        let mut r = matrix(FILE).releases[0].clone();
+        r.version = KafkaVersion::new(2, 0, 0);
+        r.sources.insert("core".into(), "g:kafka_2.13:2.0.0".parse().unwrap());
+        r.no_sources_jar = Some("Maven Central has no \"sources\" jar: read from git /r at 4.4 (abc)".into());
+        let text = insert_entry(FILE, &matrix(FILE), r.version, &entry_text(&r));
+        let back = matrix(&text);
+        let marked: Vec<String> = back
+            .releases
+            .iter()
+            .filter(|x| x.no_sources_jar == r.no_sources_jar)
+            .map(|x| x.version.to_string())
+            .collect();
+        assert_eq!(marked, ["2.0.0"], "{text}");
     }
 
     #[test]

@@ -108,13 +108,16 @@ pub fn anchor_for(hook: &str, version: &str) -> AnchorRef {
     panic!("no text anchor for hook {hook} at {version}");
 }
 
-/// Every release listed in the real versions.yaml with its modes.
-pub fn matrix() -> Vec<(String, Vec<String>)> {
+/// The entries of the real versions.yaml.
+fn releases() -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(repo_root().join("versions.yaml")).unwrap();
     let doc: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
-    doc["releases"]
-        .as_array()
-        .unwrap()
+    doc["releases"].as_array().unwrap().clone()
+}
+
+/// Every release listed in the real versions.yaml with its modes.
+pub fn matrix() -> Vec<(String, Vec<String>)> {
+    releases()
         .iter()
         .map(|r| {
             let v = match &r["version"] {
@@ -124,6 +127,15 @@ pub fn matrix() -> Vec<(String, Vec<String>)> {
             let modes = r["modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap().to_string()).collect();
             (v, modes)
         })
+        .collect()
+}
+
+/// The releases the real versions.yaml marks `no_sources_jar` (no sources jars on Maven Central).
+pub fn releases_without_sources_jar() -> Vec<String> {
+    releases()
+        .iter()
+        .filter(|r| r["no_sources_jar"].is_string())
+        .map(|r| r["version"].as_str().unwrap().to_string())
         .collect()
 }
 

@@ -1,0 +1,154 @@
+//! Provenance proofs of splice builds (docs: src/build/proof.rs): with the real
+//! releases' sources jars, jars and compilers, the patched jars are proved to
+//! be the release plus exactly our edits; a source changed outside our edits
+//! and a patch set that changes a method no edit sits in are refused.
+
+mod common;
+use common::*;
+
+use std::process::Command;
+
+use okp::build::splice::{self, SpliceOutcome};
+use okp::error::Error;
+use okp::model::{Layers, Mode};
+use okp::source::DirTree;
+use okp::workspace::{DataFiles, Workspace};
+
+fn record(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("okp-build.json")).unwrap()).unwrap()
+}
+
+fn sha256sum(p: &std::path::Path) -> String {
+    let o = Command::new("sha256sum").arg(p).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap().to_string()
+}
+
+#[test]
+fn the_proofs_pass_for_3_9_2_zk_and_4_3_1_kraft_from_the_sources_jars() {
+    for (version, mode, edited_class, edited_member) in [
+        ("3.9.2", "zk", "kafka/controller/ZkPartitionStateMachine", "method initializeLeaderAndIsrForPartitions(Seq)"),
+        ("4.3.1", "kraft", "org/apache/kafka/controller/ReplicationControlManager$LeaderAcceptor", "method test(int)"),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let o = okp().args(["build", "--version", version, "--mode", mode, "--out"]).arg(out.path()).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{version} {mode}: {}", stderr(&o));
+        let p = &record(out.path())["provenance"];
+        assert_eq!(p["release"]["passed"], true, "{p:#}");
+        assert_eq!(p["delta"]["passed"], true, "{p:#}");
+        assert!(p["release"]["classes_compared"].as_u64().unwrap() >= 7, "{p:#}");
+        let changed: Vec<&str> = p["delta"]["changed_members"][edited_class]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        assert!(changed.contains(&edited_member), "{version}: {changed:?}");
+        assert!(p["delta"]["new_classes"].as_array().unwrap().iter().any(|c| c.as_str().unwrap().contains("Observer")));
+        // The sources jars' hashes, checked with sha256sum.
+        for j in p["sources_jars"].as_array().unwrap() {
+            let coord = j["coordinate"].as_str().unwrap();
+            let parts: Vec<&str> = coord.split(':').collect();
+            let jar = m2()
+                .join(parts[0].replace('.', "/"))
+                .join(parts[1])
+                .join(parts[2])
+                .join(format!("{}-{}-sources.jar", parts[1], parts[2]));
+            assert_eq!(j["sha256"].as_str().unwrap(), sha256sum(&jar), "{coord}");
+        }
+        // Every compiled source is hashed; the upstream ones twice (as released, as patched).
+        let sources = p["sources"].as_array().unwrap();
+        assert!(sources
+            .iter()
+            .any(|s| s["upstream_sha256"].is_string() && s["upstream_sha256"] != s["patched_sha256"]));
+        assert!(out.path().join("provenance.json").is_file());
+    }
+}
+
+#[test]
+fn a_source_changed_outside_our_edits_is_refused_naming_the_method() {
+    let tree = tempfile::tempdir().unwrap();
+    let dir = tree.path().join("src");
+    let o = okp().args(["sources", "--version", "3.9.2", "--out"]).arg(&dir).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let f = dir.join("core/src/main/scala/kafka/cluster/Partition.scala");
+    let text = std::fs::read_to_string(&f).unwrap();
+    let line = "  def isUnderReplicated: Boolean = isLeader && (assignmentState.replicationFactor - partitionState.isr.size) > 0";
+    assert!(text.contains(line));
+    std::fs::write(&f, text.replace(line, &line.replace("> 0", "> 1"))).unwrap();
+
+    let ws = Workspace::load(&DataFiles::default()).unwrap();
+    let release = ws.release("3.9.2".parse().unwrap()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let src = DirTree::open(&dir).unwrap();
+    let r = splice::splice(&ws, release, Mode::Zk, &Layers::core(), &src, out.path());
+    let msg = match r {
+        Err(Error::Check(m)) => m,
+        Err(e) => panic!("another error: {e}"),
+        Ok(SpliceOutcome::Built(_)) => panic!("built from an altered source"),
+        Ok(SpliceOutcome::CompileFailed(f)) => panic!("compile failed: {}", f.output),
+    };
+    assert!(
+        msg.contains("Partition.scala: Partition: method isUnderReplicated() differ from the release jar"),
+        "{msg}"
+    );
+    assert!(!out.path().join("okp-build.json").exists());
+    assert!(!out.path().join("kafka_2.13-3.9.2.jar").exists(), "refused before any jar is written");
+}
+
+#[test]
+fn a_patch_set_that_changes_a_method_no_edit_sits_in_is_refused() {
+    let p = tempfile::tempdir().unwrap();
+    copy_into(&repo_root().join("patches"), p.path());
+    let e = p.path().join("edits.yaml");
+    // The promotion gate's code closes its method and opens another, which takes the rest of the body.
+    // (edits.yaml holds the code as a `|2` block: 6 columns of YAML indentation before the code's own.)
+    let gate = "\n          if (kafka.observer.ObserverIds.isObserver(followerReplicaId)) return false\n";
+    let text = std::fs::read_to_string(&e).unwrap();
+    assert!(text.contains(gate));
+    let sneaky = [
+        "",
+        "          if (kafka.observer.ObserverIds.isObserver(followerReplicaId)) return false",
+        "          sneaky(followerReplicaId)",
+        "        }",
+        "",
+        "        private def sneaky(followerReplicaId: Int): Boolean = {",
+        "",
+    ]
+    .join("\n");
+    std::fs::write(&e, text.replacen(gate, &sneaky, 1)).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = okp()
+        .arg("--patches")
+        .arg(p.path())
+        .args(["build", "--version", "3.9.2", "--mode", "zk", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("more than our edits"), "{err}");
+    // The new method, and the pickled Scala signature that lists it.
+    assert!(
+        err.contains("Partition: method sneaky(int), class attribute ScalaSignature changed, but no edit sits in them"),
+        "{err}"
+    );
+    assert!(!out.path().join("kafka_2.13-3.9.2.jar").exists());
+}
+
+#[test]
+fn verify_refuses_jars_whose_record_has_no_passing_proof() {
+    let out = tempfile::tempdir().unwrap();
+    let o = okp()
+        .env("OKP_NO_PROOF", "1")
+        .args(["build", "--version", "3.9.2", "--mode", "zk", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(record(out.path()).get("provenance").is_none());
+    // verify reads the record before it starts any broker: refused with exit 1.
+    let o = okp().args(["verify", "--version", "3.9.2", "--mode", "zk", "--jars"]).arg(out.path()).output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("holds no passing provenance proof"), "{err}");
+}
