@@ -360,7 +360,17 @@ pub fn splice(
         if prove {
             let t = Instant::now();
             let unpatched = classes_under(&upstream_dir)?;
-            proof::prove_module(release.version, &upstream, &plan, files, &unpatched, &compiled, &mut provenance)?;
+            let enforce = proof::enforced(release.version) || !tree.is_release_sources_jar();
+            proof::prove_module(
+                release.version,
+                enforce,
+                &upstream,
+                &plan,
+                files,
+                &unpatched,
+                &compiled,
+                &mut provenance,
+            )?;
             seconds.insert(format!("proof-{module}"), t.elapsed().as_secs_f64());
         }
 

@@ -32,6 +32,11 @@ pub trait SourceTree {
     fn declared_version(&self) -> Result<Option<String>>;
     /// Bytes of a repository-relative file, or `None` when the tree has no such file.
     fn read(&self, path: &str) -> Result<Option<Vec<u8>>>;
+    /// Whether this tree is a release's own published sources jars (the provenance proof is
+    /// lenient only there: any other tree must reproduce the release or be refused).
+    fn is_release_sources_jar(&self) -> bool {
+        false
+    }
 }
 
 /// Where a command reads upstream sources from, as its flags said.

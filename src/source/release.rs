@@ -80,6 +80,10 @@ impl ReleaseTree {
 }
 
 impl SourceTree for ReleaseTree {
+    fn is_release_sources_jar(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         format!("Maven Central release {} ({})", self.version, self.coordinates().join(", "))
     }
