@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 pub const SCHEMA: &str = "okp-observer-watch-audit/1";
 
 /// One audit line. `action`: start, stop, error, promote, demote, skip,
-/// refuse, forget; `outcome` (promote and demote): decided (written before
+/// refuse, forget, release; `outcome` (promote and demote): decided (written before
 /// the files), dry-run, done, not-converged, interrupted.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Line {
@@ -57,17 +57,6 @@ pub fn now() -> (String, i64) {
 pub fn stamp(ms: i64) -> String {
     let s = crate::report::utc(ms.div_euclid(1000));
     format!("{}.{:03}Z", s.trim_end_matches('Z'), ms.rem_euclid(1000))
-}
-
-fn action_word(a: super::decide::Action) -> &'static str {
-    use super::decide::Action as A;
-    match a {
-        A::Promote => "promote",
-        A::Demote => "demote",
-        A::Skip => "skip",
-        A::Refuse => "refuse",
-        A::Forget => "forget",
-    }
 }
 
 impl Audit {
@@ -133,7 +122,7 @@ impl Audit {
 
     /// A decision, with the outcome of a promote or demote.
     pub fn decision(&mut self, d: &Decision, outcome: Option<&'static str>, seconds: Option<f64>) -> Result<()> {
-        let mut l = self.line(action_word(d.action), d.reason.clone());
+        let mut l = self.line(d.action.word(), d.reason.clone());
         l.outcome = outcome;
         l.policy = d.policy;
         l.broker = d.broker;

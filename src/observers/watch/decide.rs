@@ -66,8 +66,24 @@ pub enum Action {
     Skip,
     /// A wanted action blocked by a safety rule: cooldown, pre-check, files that disagree.
     Refuse,
-    /// A promoted broker is an observer again (demoted by hand): no longer the watchdog's.
+    /// A promoted broker is an observer again (demoted by hand): no longer the watchdog's, and
+    /// held: not promoted again while its partitions stay flagged.
     Forget,
+    /// A hold lifted: none of the held broker's partitions is flagged any more.
+    Release,
+}
+
+impl Action {
+    pub fn word(self) -> &'static str {
+        match self {
+            Action::Promote => "promote",
+            Action::Demote => "demote",
+            Action::Skip => "skip",
+            Action::Refuse => "refuse",
+            Action::Forget => "forget",
+            Action::Release => "release",
+        }
+    }
 }
 
 /// One partition's numbers, as the audit line carries them.
@@ -117,10 +133,12 @@ pub struct Decision {
 /// What one scan decided.
 #[derive(Clone, Debug, Default)]
 pub struct Plan {
-    /// Decisions written as they are: skips, refusals, forgets.
+    /// Decisions written as they are: skips, refusals, forgets, releases.
     pub notes: Vec<Decision>,
-    /// Brokers to drop from the state (a human made them observers again).
+    /// Brokers to drop from `promoted` and hold (a human made them observers again).
     pub forget: Vec<i32>,
+    /// Held brokers whose hold lapses (none of their partitions is flagged).
+    pub release: Vec<i32>,
     /// The one action of this scan (rule 5), cooldown permitting (rule 4).
     pub act: Option<Decision>,
 }
@@ -217,7 +235,8 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
         });
         return plan;
     }
-    // Rule 9: a broker it promoted that is an observer again was demoted by hand: forget it.
+    // Rule 9: a broker it promoted that is an observer again was demoted by hand: forget it, and
+    // hold it (never promote it again on its own account) while its partitions stay flagged.
     let mut owned: Vec<&Promoted> = Vec::new();
     for p in &state.promoted {
         if view.observers.contains(&p.broker) {
@@ -228,12 +247,41 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
                 broker: Some(p.broker),
                 parts: vec![],
                 reason: format!(
-                    "broker {} (promoted by the watchdog at {}) is in observer.ids again: demoted by hand; the watchdog no longer owns it and will not touch it",
+                    "broker {} (promoted by the watchdog at {}) is in observer.ids again: demoted by hand; the watchdog no longer owns it and holds it: it does not promote it again while any of its partitions is flagged",
                     p.broker, p.at
                 ),
             });
         } else {
             owned.push(p);
+        }
+    }
+    let flagged = |b: i32| -> Vec<String> {
+        view.snap
+            .partitions
+            .iter()
+            .filter(|p| p.replicas.contains(&b) && triggered(policy, p, &view.observers).is_some())
+            .map(|p| p.name())
+            .collect()
+    };
+    let mut held: BTreeMap<i32, String> = plan.forget.iter().map(|b| (*b, "now".to_string())).collect();
+    for h in &state.held {
+        if plan.forget.contains(&h.broker) {
+            continue;
+        }
+        if flagged(h.broker).is_empty() {
+            plan.release.push(h.broker);
+            plan.notes.push(Decision {
+                action: Action::Release,
+                policy: Some(policy),
+                broker: Some(h.broker),
+                parts: vec![],
+                reason: format!(
+                    "hold on broker {} (demoted by hand, seen at {}) lifted: none of its partitions is flagged any more",
+                    h.broker, h.at
+                ),
+            });
+        } else {
+            held.insert(h.broker, format!("at {}", h.at));
         }
     }
 
@@ -251,6 +299,13 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
                 parts: vec![n.clone()],
                 reason,
             };
+            if let Some(when) = held.get(&o) {
+                plan.notes.push(skip(format!(
+                    "{}: {trigger}; observer {o} is held: a human demoted it ({when}) after the watchdog had promoted it, and the watchdog does not undo that while its partitions stay flagged",
+                    p.name()
+                )));
+                continue;
+            }
             if !view.snap.live(o) {
                 plan.notes.push(skip(format!("{}: {trigger}; observer {o} is not live (not registered)", p.name())));
                 continue;
@@ -332,7 +387,7 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             action: Action::Skip,
             reason: format!(
                 "one action per scan: {} broker {} waits for a later scan ({})",
-                verb(other.action),
+                other.action.word(),
                 other.broker.unwrap_or(-1),
                 other.reason
             ),
@@ -364,19 +419,9 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
     plan
 }
 
-fn verb(a: Action) -> &'static str {
-    match a {
-        Action::Promote => "promote",
-        Action::Demote => "demote",
-        Action::Skip => "skip",
-        Action::Refuse => "refuse",
-        Action::Forget => "forget",
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::super::state::{LastAction, Promoted, State};
+    use super::super::state::{Held, LastAction, Promoted, State};
     use super::*;
     use crate::observers::change::Direction;
     use crate::observers::view::tests::part;
@@ -588,15 +633,28 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn rule9_a_manual_demotion_is_forgotten_and_disagreeing_files_stop_everything() {
+    fn rule9_a_manual_demotion_is_forgotten_held_and_disagreeing_files_stop_everything() {
         let st = state_with(vec![promoted(4, Policy::UnderMinIsr)], None);
-        // 4 is in observer.ids again (a human demoted it): forget, never re-promote it on our account.
+        // 4 is in observer.ids again (a human demoted it): forgotten, never demoted on our account.
         let v = view(vec![part("auto", Some(1), &[1, 2, 3, 4], &[1, 2, 3], &[(1, 9), (4, 9)])], &[1, 2, 3, 4], &[4]);
         let plan = decide(&v, &st, &rules(Policy::UnderMinIsr), 0);
         assert_eq!(plan.forget, vec![4]);
         assert_eq!(plan.notes[0].action, Action::Forget);
         assert!(plan.notes[0].reason.contains("demoted by hand"), "{}", plan.notes[0].reason);
         assert!(plan.act.is_none());
+        // Demoted by hand while the primaries are still down: not promoted again (held), in the
+        // same scan and in later ones, until none of its partitions is flagged.
+        let plan = decide(&two_primaries_down(0), &st, &rules(Policy::UnderMinIsr), 0);
+        assert!(plan.act.is_none(), "{plan:?}");
+        assert!(plan.notes.iter().any(|d| d.action == Action::Skip && d.reason.contains("observer 4 is held")));
+        let held = State { held: vec![Held { broker: 4, at: "t".into() }], ..State::new(None) };
+        let plan = decide(&two_primaries_down(0), &held, &rules(Policy::UnderMinIsr), 0);
+        assert!(plan.act.is_none() && plan.release.is_empty());
+        let healthy =
+            view(vec![part("auto", Some(1), &[1, 2, 3, 4], &[1, 2, 3], &[(1, 9), (4, 9)])], &[1, 2, 3, 4], &[4]);
+        let plan = decide(&healthy, &held, &rules(Policy::UnderMinIsr), 0);
+        assert_eq!(plan.release, vec![4]);
+        assert_eq!(plan.notes[0].action, Action::Release);
         // The nodes' files disagree: no action at all, not even a forget.
         let mut v = two_primaries_down(0);
         v.disagreeing = vec!["broker 2 (/b2/observer.ids): []".into()];

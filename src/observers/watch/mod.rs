@@ -15,8 +15,8 @@
 //! again in `scan` after `--confirm-interval`; (7) only its own promotions are
 //! demoted — the state file (`state`); (8) no audit log, no start — `audit`,
 //! `run`; (9) one instance, a human stays authoritative — `state::lock`, and
-//! `decide` forgets a broker demoted by hand and refuses while the nodes'
-//! files disagree.
+//! `decide` forgets (and holds) a broker demoted by hand and refuses while the
+//! nodes' files disagree.
 //!
 //! Not here: the policies' arithmetic (`decide`), the files' formats
 //! (`state`, `audit`, `config`), the edits themselves (`change`).
@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use self::audit::Audit;
 use self::config::Settings;
 use self::decide::{Action, Decision, View};
-use self::state::{LastAction, Promoted, State};
+use self::state::{Held, LastAction, Promoted, State};
 use super::change::{self, Direction, Refusal};
 use super::transport::{NodeSpec, Transport};
 use super::view::{self, Depth};
@@ -195,8 +195,12 @@ fn scan_inner(
     for d in &plan.notes {
         audit.decision(d, None, None).map_err(fatal)?;
     }
-    if !plan.forget.is_empty() && !s.dry_run {
+    let changed = !plan.forget.is_empty() || !plan.release.is_empty();
+    if changed && !s.dry_run {
+        let at = audit::now().0;
         state.promoted.retain(|p| !plan.forget.contains(&p.broker));
+        state.held.extend(plan.forget.iter().map(|b| Held { broker: *b, at: at.clone() }));
+        state.held.retain(|h| !plan.release.contains(&h.broker));
         state::save(&s.state, state).map_err(fatal)?;
     }
     let Some(mut act) = plan.act else { return Ok(Outcome::Done) };

@@ -29,6 +29,8 @@ pub struct State {
     pub cluster_id: Option<String>,
     /// Brokers the watchdog promoted and has not demoted (nor seen demoted by hand).
     pub promoted: Vec<Promoted>,
+    /// Brokers it had promoted that a human demoted: not promoted again while their partitions stay flagged.
+    pub held: Vec<Held>,
     /// The last promote or demote it started (not in dry-run): the cooldown counts from it.
     pub last_action: Option<LastAction>,
 }
@@ -47,6 +49,14 @@ pub struct Promoted {
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct Held {
+    pub broker: i32,
+    /// When the watchdog saw the manual demotion.
+    pub at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LastAction {
     pub action: Direction,
     pub broker: i32,
@@ -56,7 +66,7 @@ pub struct LastAction {
 
 impl State {
     pub fn new(cluster_id: Option<String>) -> State {
-        State { schema: SCHEMA.into(), cluster_id, promoted: vec![], last_action: None }
+        State { schema: SCHEMA.into(), cluster_id, promoted: vec![], held: vec![], last_action: None }
     }
 }
 
@@ -180,20 +190,23 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().starts_with("s.json:3:"), "{e}");
         assert_eq!(e.exit_code(), 2);
-        let e = parse("s.json", "{\"schema\": \"x/9\", \"cluster_id\": null, \"promoted\": [], \"last_action\": null}")
-            .unwrap_err();
+        let e = parse(
+            "s.json",
+            "{\"schema\": \"x/9\", \"cluster_id\": null, \"promoted\": [], \"held\": [], \"last_action\": null}",
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("schema \"x/9\""), "{e}");
         let one = r#"{"broker": 4, "policy": "under-min-isr", "at": "t", "at_ms": 1, "partitions": []}"#;
         let twice = format!(
-            "{{\"schema\": \"{SCHEMA}\", \"cluster_id\": null, \"promoted\": [{one}, {one}], \"last_action\": null}}"
+            "{{\"schema\": \"{SCHEMA}\", \"cluster_id\": null, \"promoted\": [{one}, {one}], \"held\": [], \"last_action\": null}}"
         );
         assert!(parse("s.json", &twice).unwrap_err().to_string().contains("listed twice"));
         let unknown = format!(
-            "{{\"schema\": \"{SCHEMA}\", \"cluster_id\": null, \"promoted\": [], \"last_action\": null, \"x\": 1}}"
+            "{{\"schema\": \"{SCHEMA}\", \"cluster_id\": null, \"promoted\": [], \"held\": [], \"last_action\": null, \"x\": 1}}"
         );
         assert!(parse("s.json", &unknown).unwrap_err().to_string().contains("unknown field `x`"));
         let policy = format!(
-            "{{\"schema\": \"{SCHEMA}\", \"cluster_id\": null, \"promoted\": [{}], \"last_action\": null}}",
+            "{{\"schema\": \"{SCHEMA}\", \"cluster_id\": null, \"promoted\": [{}], \"held\": [], \"last_action\": null}}",
             one.replace("under-min-isr", "always")
         );
         assert!(parse("s.json", &policy).unwrap_err().to_string().contains("unknown variant `always`"));
