@@ -421,6 +421,10 @@ fn the_watchdog_on_a_real_3_9_2_zk_cluster() {
         secs(t_back, demoted)
     );
     all_files_say(&c, "4\n");
+    for x in lines(&d.audit()) {
+        let o = x["outcome"].as_str().map(|o| format!("/{o}")).unwrap_or_default();
+        eprintln!("audit {} {}{o} broker {} — {}", x["time"], x["action"], x["broker"], x["reason"]);
+    }
     std::process::Command::new("kill").args(["-TERM", &daemon.id().to_string()]).status().unwrap();
     assert_eq!(daemon.wait().unwrap().code(), Some(130));
     let l = lines(&d.audit());

@@ -255,20 +255,15 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             owned.push(p);
         }
     }
-    let flagged = |b: i32| -> Vec<String> {
-        view.snap
-            .partitions
-            .iter()
-            .filter(|p| p.replicas.contains(&b) && triggered(policy, p, &view.observers).is_some())
-            .map(|p| p.name())
-            .collect()
+    let flagged = |b: i32| {
+        view.snap.partitions.iter().any(|p| p.replicas.contains(&b) && triggered(policy, p, &view.observers).is_some())
     };
     let mut held: BTreeMap<i32, String> = plan.forget.iter().map(|b| (*b, "now".to_string())).collect();
     for h in &state.held {
         if plan.forget.contains(&h.broker) {
             continue;
         }
-        if flagged(h.broker).is_empty() {
+        if !flagged(h.broker) {
             plan.release.push(h.broker);
             plan.notes.push(Decision {
                 action: Action::Release,
