@@ -228,6 +228,18 @@ mod tests {
     }
 
     #[test]
+    fn relative_paths_in_a_config_file_are_relative_to_it() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("w.yaml");
+        std::fs::write(&p, "enable: true\nnodes: n.yaml\nstate: /var/lib/x.json\naudit-log: logs/a.log\n").unwrap();
+        let f = load(&p).unwrap();
+        assert_eq!(f.nodes, Some(d.path().join("n.yaml")));
+        assert_eq!(f.state, Some(PathBuf::from("/var/lib/x.json")));
+        assert_eq!(f.audit_log, Some(d.path().join("logs/a.log")));
+        assert!(load(&d.path().join("missing.yaml")).unwrap_err().to_string().contains("missing.yaml"));
+    }
+
+    #[test]
     fn the_shipped_example_parses_and_is_off() {
         let text = include_str!("../../bundle/files/observer-watch.yaml");
         let f = parse(&Origin::new("observer-watch.yaml", text)).unwrap();
