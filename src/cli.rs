@@ -472,7 +472,7 @@ pub struct VerifyArgs {
     /// Keep the run directory (configs, node logs) even when everything passed.
     #[arg(long)]
     pub keep: bool,
-    /// First of 14 consecutive loopback ports, which must all be free (default: a free block from 20000 up, below the kernel's ephemeral port range).
+    /// First of 17 consecutive loopback ports, which must all be free (default: a free block from 20000 up, below the kernel's ephemeral port range).
     #[arg(long, value_name = "PORT")]
     pub base_port: Option<u16>,
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]

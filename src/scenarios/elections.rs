@@ -1,0 +1,239 @@
+//! PREF: the two edges where the observer gates meet Kafka's own elections
+//! (docs/contract.md, "Edges").
+//!
+//! 1. An observer that leads because it was the only live replica when its
+//!    partition was created, under a preferred election (the release's own
+//!    leader-election tool): the partition never ends up leaderless. Where a
+//!    non-observer is in the ISR (ZooKeeper mode) it takes over; where none is
+//!    (KRaft, whose controllers refuse an ISR holding an observer) the observer
+//!    keeps leading and the tool reports PREFERRED_LEADER_NOT_AVAILABLE, as
+//!    upstream does for a preferred replica that cannot lead.
+//! 2. Leader balance with an observer first in an assignment (`4:1:2`) and the
+//!    auto rebalance on, checking every 5 s: the leader stays on the first
+//!    non-observer, with no leader change and no leader-epoch bump over six
+//!    checks, and the controller's `PreferredReplicaImbalanceCount` settles at 0.
+//!
+//! The auto rebalance is a controller setting read at start-up, and every
+//! other scenario runs without it (ZooKeeper brokers have it off; KRaft
+//! controllers check every 300 s). So PREF turns it on with a rolling restart
+//! of the nodes that can be controller, and restores their own configuration
+//! the same way before it ends, whatever happened in between.
+//!
+//! Not here: the hooks themselves (patches/edits.yaml: kraft-keep-leader,
+//! zk-leader-balance, kraft-leader-balance).
+
+use std::time::{Duration, Instant};
+
+use super::{last_line, round, Ctx, Outcome};
+use crate::cluster::tools::gauge;
+use crate::cluster::{BROKERS, OBSERVER};
+use crate::error::{Error, Result};
+use crate::model::Mode;
+
+/// Part 1's topic: the observer first, broker 1 down when it is created.
+const LED: &str = "pref-a";
+/// Part 2's topic: the observer first, every broker up.
+const BALANCED: &str = "pref-b";
+/// The first non-observer of both assignments.
+const PRIMARY: i32 = 1;
+/// `leader.imbalance.check.interval.seconds` while PREF runs.
+const CHECK_SECONDS: u64 = 5;
+/// How many rebalance checks the leader must survive unmoved.
+const CHECKS: u64 = 6;
+const REBALANCE_ON: [&str; 2] = ["auto.leader.rebalance.enable=true", "leader.imbalance.check.interval.seconds=5"];
+
+pub fn pref(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    preferred_election_of_an_observer_leader(x, o)?;
+    auto_rebalance_with_an_observer_first(x, o)
+}
+
+/// Part 1: create `4:1` while 1 is down (4 leads), bring 1 back, elect the preferred leader.
+fn preferred_election_of_an_observer_leader(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    x.c.stop(PRIMARY);
+    x.wait(
+        o,
+        "obs",
+        x.lag() + x.session() + Duration::from_secs(10),
+        "broker 1 stopped: out of obs's ISR",
+        "primary_out_seconds",
+        |s| !s.in_isr(PRIMARY),
+    )?;
+    let created = x.c.create_topic(LED, "4:1", &[])?;
+    o.check("pref-a created with replicas 4,1 while broker 1 is down", created.ok(), format!("rc {}", created.rc));
+    let s =
+        x.wait(o, LED, Duration::from_secs(20), "pref-a has a leader", "led_leader_seconds", |s| s.leader.is_some())?;
+    o.check(
+        "the observer, pref-a's only live replica at creation, leads it",
+        s.as_ref().is_some_and(|s| s.leader == Some(OBSERVER)),
+        s.map(|s| s.show()).unwrap_or_default(),
+    );
+    let restart = x.c.restart(PRIMARY)?;
+    o.fact("primary_restart_seconds", round(restart));
+    let (joined, secs) = x.c.wait_state(LED, x.lag() + Duration::from_secs(15), |s| s.in_isr(PRIMARY), |_| {})?;
+    o.fact("primary_in_isr_seconds", joined.is_some().then(|| round(secs)));
+    if x.c.mode == Mode::Zk {
+        o.check(
+            "ZK: broker 1 back, the observer leader adds it to the ISR",
+            joined.is_some(),
+            format!("after {secs:.1} s"),
+        );
+    } else {
+        o.check(
+            "KRaft: broker 1 back, it stays out of the ISR while the observer leads (the controllers refuse an ISR that holds an observer)",
+            joined.is_none(),
+            format!("for {secs:.1} s"),
+        );
+    }
+    let before = x.state(LED)?;
+    o.fact("led_before_election", before.show());
+    let out = x.c.elect(LED, "preferred", &[])?;
+    let said = format!("rc {}: {}", out.rc, last_line(&out.stdout, &out.stderr));
+    o.fact("led_election", &said);
+    let hold = Duration::from_secs(5);
+    if before.in_isr(PRIMARY) {
+        o.check(
+            "with broker 1 in the ISR, the preferred election succeeds",
+            out.ok() && out.stdout.contains("Successfully completed"),
+            said,
+        );
+        x.wait(
+            o,
+            LED,
+            Duration::from_secs(15),
+            "broker 1, the first non-observer, takes leadership from the observer",
+            "primary_leads_seconds",
+            |s| s.leader == Some(PRIMARY),
+        )?;
+        x.hold(o, LED, hold, "pref-a keeps broker 1 as its leader at every poll", |s| s.leader != Some(PRIMARY))?;
+    } else {
+        let text = format!("{}\n{}", out.stdout, out.stderr);
+        o.check(
+            "with no other replica that may lead, the tool reports PREFERRED_LEADER_NOT_AVAILABLE, as upstream does for a preferred replica that cannot lead",
+            !out.ok() && text.contains("PreferredLeaderNotAvailable"),
+            said,
+        );
+        x.hold(o, LED, hold, "the observer keeps leading pref-a at every poll: the election left it a leader", |s| {
+            s.leader != Some(OBSERVER)
+        })?;
+    }
+    let deleted = x.c.delete_topic(LED)?;
+    o.check("pref-a deleted", deleted.ok(), format!("rc {}", deleted.rc));
+    Ok(())
+}
+
+/// Part 2: `4:1:2` with every broker up, then the auto rebalance on for six checks.
+fn auto_rebalance_with_an_observer_first(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    let created = x.c.create_topic(BALANCED, "4:1:2", &[])?;
+    o.check("pref-b created with replicas 4,1,2", created.ok(), format!("rc {}", created.rc));
+    let s = x.wait(o, BALANCED, Duration::from_secs(20), "pref-b has a leader", "balanced_leader_seconds", |s| {
+        s.leader.is_some()
+    })?;
+    o.check(
+        "the observer first in pref-b's assignment is out of its ISR; broker 1, the first non-observer, leads",
+        s.as_ref().is_some_and(|s| s.leader == Some(PRIMARY) && !s.in_isr(OBSERVER)),
+        s.map(|s| s.show()).unwrap_or_default(),
+    );
+    let nodes: Vec<i32> = if x.c.mode == Mode::Zk { BROKERS.to_vec() } else { x.c.controllers() };
+    let on = rolling_restart(x, o, &nodes, &REBALANCE_ON, "auto rebalance on");
+    let watched = on.and_then(|_| watch_rebalance_checks(x, o));
+    let restored = rolling_restart(x, o, &nodes, &[], "own configuration restored");
+    watched?;
+    restored?;
+    let deleted = x.c.delete_topic(BALANCED)?;
+    o.check("pref-b deleted", deleted.ok(), format!("rc {}", deleted.rc));
+    Ok(())
+}
+
+fn watch_rebalance_checks(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    let t0 = Instant::now();
+    let mut samples = Vec::new();
+    let mut settled = false;
+    while t0.elapsed() < Duration::from_secs(90) {
+        let (controller, count) = imbalance_count(x)?;
+        samples.push(format!("+{:.0}s controller {controller}: {count}", t0.elapsed().as_secs_f64()));
+        if count == 0 {
+            settled = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    o.fact("imbalance_samples", &samples);
+    o.fact("imbalance_settled_seconds", settled.then(|| round(t0.elapsed().as_secs_f64())));
+    o.check(
+        "PreferredReplicaImbalanceCount settles at 0: pref-b, led by its first non-observer, is not imbalanced",
+        settled,
+        samples.join("; "),
+    );
+    let epoch_before = x.c.probe_leader_epoch(BALANCED);
+    x.hold(
+        o,
+        BALANCED,
+        Duration::from_secs(CHECK_SECONDS * CHECKS),
+        &format!("over {CHECKS} rebalance checks pref-b's leader stays broker 1 at every poll (no rebalance to the observer)"),
+        |s| s.leader != Some(PRIMARY),
+    )?;
+    let epoch_after = x.c.probe_leader_epoch(BALANCED);
+    o.fact("balanced_leader_epochs", [epoch_before, epoch_after]);
+    o.check(
+        "no leader-epoch bump over those checks (no rebalance storm)",
+        epoch_before.is_some() && epoch_before == epoch_after,
+        format!("leader epoch {epoch_before:?} then {epoch_after:?}"),
+    );
+    let (controller, count) = imbalance_count(x)?;
+    o.check(
+        &format!("PreferredReplicaImbalanceCount is still 0 after {CHECKS} checks"),
+        count == 0,
+        format!("controller {controller}: {count}"),
+    );
+    Ok(())
+}
+
+/// The active controller and its `PreferredReplicaImbalanceCount`, read with the release's JmxTool.
+fn imbalance_count(x: &mut Ctx) -> Result<(i32, i64)> {
+    let controller =
+        x.c.active_controller()?.ok_or_else(|| Error::External("no active controller in the tool output".into()))?;
+    let read = x.c.jmx(controller, &["kafka.controller:type=KafkaController,name=PreferredReplicaImbalanceCount"])?;
+    let count = gauge(&read, "KafkaController", "PreferredReplicaImbalanceCount", &[])
+        .ok_or_else(|| Error::External(format!("controller {controller} has no PreferredReplicaImbalanceCount")))?;
+    Ok((controller, count as i64))
+}
+
+/// Restarts `ids` one at a time with `lines` appended to their configuration
+/// (none: their own), each back before the next goes: a broker in obs's ISR
+/// (the observer: started), a controller with the quorum led again.
+fn rolling_restart(x: &mut Ctx, o: &mut Outcome, ids: &[i32], lines: &[&str], what: &str) -> Result<()> {
+    let t0 = Instant::now();
+    let mut back = Vec::new();
+    for &id in ids {
+        x.c.set_server_overrides(id, lines)?;
+        x.c.stop(id);
+        x.c.restart(id)?;
+        let t = Instant::now();
+        let ready = if BROKERS.contains(&id) && id != OBSERVER {
+            x.c.wait_state("obs", Duration::from_secs(60), |s| s.in_isr(id), |_| {})?.0.is_some()
+        } else if BROKERS.contains(&id) {
+            true
+        } else {
+            let mut led = false;
+            while !led && t.elapsed() < Duration::from_secs(30) {
+                led = x.c.active_controller()?.is_some();
+            }
+            led
+        };
+        back.push(format!(
+            "{id} {}",
+            if ready { format!("{:.1} s", t.elapsed().as_secs_f64()) } else { "NOT back".into() }
+        ));
+        if !ready {
+            break;
+        }
+    }
+    let all = back.len() == ids.len() && back.iter().all(|b| !b.ends_with("NOT back"));
+    o.fact(&format!("{what}_seconds"), round(t0.elapsed().as_secs_f64()));
+    o.check(&format!("{what}: {ids:?} restarted one at a time, each back"), all, back.join(", "));
+    if all {
+        Ok(())
+    } else {
+        Err(Error::External(format!("{what}: a node did not come back ({})", back.join(", "))))
+    }
+}
