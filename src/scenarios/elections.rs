@@ -9,9 +9,11 @@
 //!    keeps leading and the tool reports PREFERRED_LEADER_NOT_AVAILABLE, as
 //!    upstream does for a preferred replica that cannot lead.
 //! 2. Leader balance with an observer first in an assignment (`4:1:2`) and the
-//!    auto rebalance on, checking every 5 s: the leader stays on the first
-//!    non-observer, with no leader change and no leader-epoch bump over six
-//!    checks, and the controller's `PreferredReplicaImbalanceCount` settles at 0.
+//!    auto rebalance on, checking every 5 s: with broker 1 stopped and back,
+//!    the rebalance hands leadership back to broker 1, the first non-observer,
+//!    never to the observer (which also shows the rebalance is on); then the
+//!    leader stays, with no leader change and no leader-epoch bump over six
+//!    checks, and the controller's `PreferredReplicaImbalanceCount` is 0.
 //!
 //! The auto rebalance is a controller setting read at start-up, and every
 //! other scenario runs without it (ZooKeeper brokers have it off; KRaft
@@ -145,6 +147,41 @@ fn auto_rebalance_with_an_observer_first(x: &mut Ctx, o: &mut Outcome) -> Result
 }
 
 fn watch_rebalance_checks(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    // The positive control: with pref-b's leadership moved off broker 1 and 1 back in the ISR, the
+    // rebalance must hand it back to 1 (its first non-observer) and never to the observer.
+    x.c.stop(PRIMARY);
+    x.wait(
+        o,
+        BALANCED,
+        x.lag() + x.session() + Duration::from_secs(10),
+        "broker 1 stopped: pref-b's leadership moves to broker 2",
+        "moved_off_seconds",
+        |s| s.leader == Some(2),
+    )?;
+    let restart = x.c.restart(PRIMARY)?;
+    o.fact("primary_restart_seconds_b", round(restart));
+    let mut observer_led = Vec::new();
+    let (back, secs) = x.c.wait_state(
+        BALANCED,
+        Duration::from_secs(CHECK_SECONDS * CHECKS + 30),
+        |s| s.leader == Some(PRIMARY),
+        |s| {
+            if s.leader == Some(OBSERVER) {
+                observer_led.push(s.show());
+            }
+        },
+    )?;
+    o.fact("rebalanced_back_seconds", back.is_some().then(|| round(secs)));
+    o.check(
+        "broker 1 back: the auto rebalance hands pref-b's leadership back to it, its first non-observer",
+        back.is_some(),
+        format!("after {secs:.1} s: {}", back.map(|s| s.show()).unwrap_or_default()),
+    );
+    o.check(
+        "the rebalance never makes the observer leader",
+        observer_led.is_empty(),
+        super::polls_summary(&observer_led),
+    );
     let t0 = Instant::now();
     let mut samples = Vec::new();
     let mut settled = false;
