@@ -109,10 +109,11 @@ fn preferred_election_of_an_observer_leader(x: &mut Ctx, o: &mut Outcome) -> Res
         x.hold(o, LED, hold, "pref-a keeps broker 1 as its leader at every poll", |s| s.leader != Some(PRIMARY))?;
     } else {
         let text = format!("{}\n{}", out.stdout, out.stderr);
+        let reported = text.lines().find(|l| l.contains("PreferredLeaderNotAvailable"));
         o.check(
             "with no other replica that may lead, the tool reports PREFERRED_LEADER_NOT_AVAILABLE, as upstream does for a preferred replica that cannot lead",
-            !out.ok() && text.contains("PreferredLeaderNotAvailable"),
-            said,
+            !out.ok() && reported.is_some(),
+            reported.map(|l| format!("rc {}: {}", out.rc, l.trim())).unwrap_or(said),
         );
         x.hold(o, LED, hold, "the observer keeps leading pref-a at every poll: the election left it a leader", |s| {
             s.leader != Some(OBSERVER)
