@@ -238,12 +238,16 @@ fn imbalance_count(x: &mut Ctx) -> Result<(i32, i64)> {
 
 /// Restarts `ids` one at a time with `lines` appended to their configuration
 /// (none: their own), each back before the next goes: a broker in obs's ISR
-/// (the observer: started), a controller with the quorum led again.
+/// (the observer: started), a controller with the quorum led again. Every
+/// file is written first, so a node that the suite's recovery starts after a
+/// failure here starts with the configuration asked for.
 fn rolling_restart(x: &mut Ctx, o: &mut Outcome, ids: &[i32], lines: &[&str], what: &str) -> Result<()> {
     let t0 = Instant::now();
-    let mut back = Vec::new();
     for &id in ids {
         x.c.set_server_overrides(id, lines)?;
+    }
+    let mut back = Vec::new();
+    for &id in ids {
         x.c.stop(id);
         x.c.restart(id)?;
         let t = Instant::now();
