@@ -42,7 +42,6 @@ const PRIMARY: i32 = 1;
 const CHECK_SECONDS: u64 = 5;
 /// How many rebalance checks the leader must survive unmoved.
 const CHECKS: u64 = 6;
-const REBALANCE_ON: [&str; 2] = ["auto.leader.rebalance.enable=true", "leader.imbalance.check.interval.seconds=5"];
 
 pub fn pref(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     preferred_election_of_an_observer_leader(x, o)?;
@@ -137,7 +136,9 @@ fn auto_rebalance_with_an_observer_first(x: &mut Ctx, o: &mut Outcome) -> Result
         s.map(|s| s.show()).unwrap_or_default(),
     );
     let nodes: Vec<i32> = if x.c.mode == Mode::Zk { BROKERS.to_vec() } else { x.c.controllers() };
-    let on = rolling_restart(x, o, &nodes, &REBALANCE_ON, "auto rebalance on");
+    let interval = format!("leader.imbalance.check.interval.seconds={CHECK_SECONDS}");
+    let rebalance_on = ["auto.leader.rebalance.enable=true", interval.as_str()];
+    let on = rolling_restart(x, o, &nodes, &rebalance_on, "auto rebalance on");
     let watched = on.and_then(|_| watch_rebalance_checks(x, o));
     let restored = rolling_restart(x, o, &nodes, &[], "own configuration restored");
     watched?;
