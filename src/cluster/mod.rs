@@ -541,14 +541,24 @@ impl Cluster {
     /// Partition 0 of `topic` as the first live broker's metadata cache has it
     /// (okp's own Metadata request: milliseconds, no JVM). None when no broker answers.
     pub fn probe_state(&mut self, topic: &str) -> Option<PartitionState> {
+        self.probe_first(|p| p.partition(topic, 0))
+    }
+
+    /// The leader epoch of partition 0 of `topic`, as the first live broker's metadata cache has it.
+    pub fn probe_leader_epoch(&mut self, topic: &str) -> Option<i32> {
+        self.probe_first(|p| p.metadata(Some(&[topic]))?.partitions.into_iter().find(|x| x.index == 0)?.leader_epoch)
+    }
+
+    /// The first answer of `ask` from a running, unfrozen broker, in id order.
+    fn probe_first<T>(&mut self, ask: impl Fn(&mut crate::wire::Probe) -> Option<T>) -> Option<T> {
         for id in BROKERS {
             let n = self.node_mut(id);
             if !n.is_running() || n.is_frozen() {
                 continue;
             }
             let port = n.port;
-            if let Some(s) = crate::wire::Probe::connect(port).and_then(|mut p| p.partition(topic, 0)) {
-                return Some(s);
+            if let Some(answer) = crate::wire::Probe::connect(port).and_then(|mut p| ask(&mut p)) {
+                return Some(answer);
             }
         }
         None
@@ -650,22 +660,6 @@ impl Cluster {
             None,
             Duration::from_secs(60),
         )
-    }
-
-    /// The leader epoch of partition 0 of `topic`, as the first live broker's metadata cache has it.
-    pub fn probe_leader_epoch(&mut self, topic: &str) -> Option<i32> {
-        for id in BROKERS {
-            let n = self.node_mut(id);
-            if !n.is_running() || n.is_frozen() {
-                continue;
-            }
-            let port = n.port;
-            let meta = crate::wire::Probe::connect(port).and_then(|mut p| p.metadata(Some(&[topic])));
-            if let Some(epoch) = meta.and_then(|m| m.partitions.into_iter().find(|p| p.index == 0)?.leader_epoch) {
-                return Some(epoch);
-            }
-        }
-        None
     }
 
     pub fn create_topic(&mut self, topic: &str, assignment: &str, configs: &[&str]) -> Result<Output> {
