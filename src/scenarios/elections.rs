@@ -2,8 +2,9 @@
 //! (docs/contract.md, "Edges").
 //!
 //! 1. An observer that leads because it was the only live replica when its
-//!    partition was created, under a preferred election (the release's own
-//!    leader-election tool): the partition never ends up leaderless. Where a
+//!    partition was created (`4:1` and `1:4`, broker 1 down), under a
+//!    preferred election (the release's own leader-election tool): the
+//!    partition never ends up leaderless. Where a
 //!    non-observer is in the ISR (ZooKeeper mode) it takes over; where none is
 //!    (KRaft, whose controllers refuse an ISR holding an observer) the observer
 //!    keeps leading and the tool reports PREFERRED_LEADER_NOT_AVAILABLE, as
@@ -32,8 +33,10 @@ use crate::cluster::{BROKERS, OBSERVER};
 use crate::error::{Error, Result};
 use crate::model::Mode;
 
-/// Part 1's topic: the observer first, broker 1 down when it is created.
-const LED: &str = "pref-a";
+/// Part 1's topics, created while broker 1 is down, so the observer leads both: the
+/// observer first (the preferred replica is 1 only by the leader-balance rule) and
+/// broker 1 first (the preferred replica is 1 by upstream's rule too).
+const LED: [(&str, &str); 2] = [("pref-a", "4:1"), ("pref-c", "1:4")];
 /// Part 2's topic: the observer first, every broker up.
 const BALANCED: &str = "pref-b";
 /// The first non-observer of both assignments.
@@ -48,7 +51,8 @@ pub fn pref(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     auto_rebalance_with_an_observer_first(x, o)
 }
 
-/// Part 1: create `4:1` while 1 is down (4 leads), bring 1 back, elect the preferred leader.
+/// Part 1: create both topics while 1 is down (4 leads each), bring 1 back,
+/// then a preferred election of each.
 fn preferred_election_of_an_observer_leader(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     x.c.stop(PRIMARY);
     x.wait(
@@ -59,67 +63,98 @@ fn preferred_election_of_an_observer_leader(x: &mut Ctx, o: &mut Outcome) -> Res
         "primary_out_seconds",
         |s| !s.in_isr(PRIMARY),
     )?;
-    let created = x.c.create_topic(LED, "4:1", &[])?;
-    o.check("pref-a created with replicas 4,1 while broker 1 is down", created.ok(), format!("rc {}", created.rc));
-    let s =
-        x.wait(o, LED, Duration::from_secs(20), "pref-a has a leader", "led_leader_seconds", |s| s.leader.is_some())?;
-    o.check(
-        "the observer, pref-a's only live replica at creation, leads it",
-        s.as_ref().is_some_and(|s| s.leader == Some(OBSERVER)),
-        s.map(|s| s.show()).unwrap_or_default(),
-    );
-    let restart = x.c.restart(PRIMARY)?;
-    o.fact("primary_restart_seconds", round(restart));
-    let (joined, secs) = x.c.wait_state(LED, x.lag() + Duration::from_secs(15), |s| s.in_isr(PRIMARY), |_| {})?;
-    o.fact("primary_in_isr_seconds", joined.is_some().then(|| round(secs)));
-    if x.c.mode == Mode::Zk {
+    let created = x.c.create_topics(&LED.map(|(topic, assignment)| (topic, assignment, &[] as &[&str])))?;
+    for ((topic, assignment), out) in LED.iter().zip(&created) {
         o.check(
-            "ZK: broker 1 back, the observer leader adds it to the ISR",
-            joined.is_some(),
-            format!("after {secs:.1} s"),
+            &format!("{topic} created with replicas {assignment} while broker 1 is down"),
+            out.ok(),
+            format!("rc {}", out.rc),
         );
-    } else {
+        let s = x.wait(
+            o,
+            topic,
+            Duration::from_secs(20),
+            &format!("{topic} has a leader"),
+            &format!("{topic}_leader_seconds"),
+            |s| s.leader.is_some(),
+        )?;
         o.check(
-            "KRaft: broker 1 back, it stays out of the ISR while the observer leads (the controllers refuse an ISR that holds an observer)",
-            joined.is_none(),
-            format!("for {secs:.1} s"),
+            &format!("the observer, {topic}'s only live replica at creation, leads it"),
+            s.as_ref().is_some_and(|s| s.leader == Some(OBSERVER)),
+            s.map(|s| s.show()).unwrap_or_default(),
         );
     }
-    let before = x.state(LED)?;
-    o.fact("led_before_election", before.show());
-    let out = x.c.elect(LED, "preferred", &[])?;
+    let restart = x.c.restart(PRIMARY)?;
+    o.fact("primary_restart_seconds", round(restart));
+    for (topic, _) in LED {
+        let (joined, secs) = x.c.wait_state(topic, x.lag() + Duration::from_secs(15), |s| s.in_isr(PRIMARY), |_| {})?;
+        o.fact(&format!("{topic}_primary_in_isr_seconds"), joined.is_some().then(|| round(secs)));
+        if x.c.mode == Mode::Zk {
+            o.check(
+                &format!("ZK: broker 1 back, the observer leader adds it to {topic}'s ISR"),
+                joined.is_some(),
+                format!("after {secs:.1} s"),
+            );
+        } else {
+            o.check(
+                &format!("KRaft: broker 1 back, it stays out of {topic}'s ISR while the observer leads (the controllers refuse an ISR that holds an observer)"),
+                joined.is_none(),
+                format!("for {secs:.1} s"),
+            );
+        }
+    }
+    for (topic, _) in LED {
+        elect_preferred(x, o, topic)?;
+    }
+    for (topic, _) in LED {
+        let deleted = x.c.delete_topic(topic)?;
+        o.check(&format!("{topic} deleted"), deleted.ok(), format!("rc {}", deleted.rc));
+    }
+    Ok(())
+}
+
+/// A preferred election of `topic`, led by the observer: broker 1 takes over if it is in the ISR;
+/// if not, the observer keeps leading and the tool reports PREFERRED_LEADER_NOT_AVAILABLE.
+fn elect_preferred(x: &mut Ctx, o: &mut Outcome, topic: &str) -> Result<()> {
+    let before = x.state(topic)?;
+    o.fact(&format!("{topic}_before_election"), before.show());
+    let out = x.c.elect(topic, "preferred", &[])?;
     let said = format!("rc {}: {}", out.rc, last_line(&out.stdout, &out.stderr));
-    o.fact("led_election", &said);
+    o.fact(&format!("{topic}_election"), &said);
     let hold = Duration::from_secs(5);
     if before.in_isr(PRIMARY) {
         o.check(
-            "with broker 1 in the ISR, the preferred election succeeds",
+            &format!("{topic}: with broker 1 in the ISR, the preferred election succeeds"),
             out.ok() && out.stdout.contains("Successfully completed"),
             said,
         );
         x.wait(
             o,
-            LED,
+            topic,
             Duration::from_secs(15),
-            "broker 1, the first non-observer, takes leadership from the observer",
-            "primary_leads_seconds",
+            &format!("{topic}: broker 1, the first non-observer, takes leadership from the observer"),
+            &format!("{topic}_primary_leads_seconds"),
             |s| s.leader == Some(PRIMARY),
         )?;
-        x.hold(o, LED, hold, "pref-a keeps broker 1 as its leader at every poll", |s| s.leader != Some(PRIMARY))?;
+        x.hold(o, topic, hold, &format!("{topic} keeps broker 1 as its leader at every poll"), |s| {
+            s.leader != Some(PRIMARY)
+        })?;
     } else {
         let text = format!("{}\n{}", out.stdout, out.stderr);
         let reported = text.lines().find(|l| l.contains("PreferredLeaderNotAvailable"));
         o.check(
-            "with no other replica that may lead, the tool reports PREFERRED_LEADER_NOT_AVAILABLE, as upstream does for a preferred replica that cannot lead",
+            &format!("{topic}: with no other replica that may lead, the tool reports PREFERRED_LEADER_NOT_AVAILABLE, as upstream does for a preferred replica that cannot lead"),
             !out.ok() && reported.is_some(),
             reported.map(|l| format!("rc {}: {}", out.rc, l.trim())).unwrap_or(said),
         );
-        x.hold(o, LED, hold, "the observer keeps leading pref-a at every poll: the election left it a leader", |s| {
-            s.leader != Some(OBSERVER)
-        })?;
+        x.hold(
+            o,
+            topic,
+            hold,
+            &format!("the observer keeps leading {topic} at every poll: the election left it a leader"),
+            |s| s.leader != Some(OBSERVER),
+        )?;
     }
-    let deleted = x.c.delete_topic(LED)?;
-    o.check("pref-a deleted", deleted.ok(), format!("rc {}", deleted.rc));
     Ok(())
 }
 
