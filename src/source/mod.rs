@@ -108,6 +108,37 @@ pub fn refuse_non_empty(out: &Path) -> Result<()> {
     Ok(())
 }
 
+const STAGING_PREFIX: &str = ".okp-sources-";
+
+/// Removes the staging directories that `okp sources` runs killed before they could clean up left
+/// in `dir`: ours (same uid), named `.okp-sources-<pid>-…` after a pid that no longer runs.
+fn sweep_staging(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) =
+            name.strip_prefix(STAGING_PREFIX).and_then(|r| r.split_once('-')).and_then(|(p, _)| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only asks whether the process exists.
+        let gone = pid > 0
+            && unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let p = e.path();
+        let ours = std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if gone && ours && std::fs::remove_dir_all(&p).is_ok() {
+            crate::out::note(format!(
+                "removed {}, left by an okp sources run (pid {pid}) that was killed",
+                p.display()
+            ));
+        }
+    }
+}
+
 /// Lays `files` (repository-relative path, bytes) out as a tree at `out` with okp's `marker`,
 /// atomically: built in a staging directory beside `out`, then renamed into place. Each path must
 /// stay inside the tree. Returns the number of files written.
@@ -122,8 +153,9 @@ pub fn lay_out(out: &Path, files: &[(String, Vec<u8>)], marker: &str) -> Result<
     }
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
+    sweep_staging(parent);
     let staging = tempfile::Builder::new()
-        .prefix(".okp-sources-")
+        .prefix(&format!("{STAGING_PREFIX}{}-", std::process::id()))
         .tempdir_in(parent)
         .map_err(|e| Error::io(format!("cannot create a staging directory in {}", parent.display()), e))?;
     for (path, bytes) in files {
