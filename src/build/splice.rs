@@ -275,7 +275,9 @@ pub fn splice(
         return Err(Error::Drift(format!("anchor drift in {} {mode}: nothing was built", release.version)));
     }
     let plan = apply::plan(&eff, tree)?;
-    let prove = proof::enabled();
+    // The proofs cover the core layer's units; the metrics layer's (ReplicaManager, the gauges'
+    // lambdas) are not yet explained by the delta proof, so a build with it carries no proof.
+    let prove = proof::enabled() && eff.layers.iter().all(|l| l == crate::model::Layer::Core);
     let mut provenance = proof::Provenance::default();
     let work = out.join("work");
     let _ = std::fs::remove_dir_all(&work);
