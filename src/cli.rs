@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::model::{Layer, Mode};
+use crate::observers::watch::decide::Policy;
 use crate::report::Format;
 use crate::version::KafkaVersion;
 
@@ -93,11 +94,12 @@ pub enum Command {
     ///
     /// Exit 0 when rolled back (or nothing was installed), 2 when refused (nothing changed), 3 when a step failed.
     Rollback(RollbackArgs),
-    /// Operate observer replicas on a running cluster: status, promote, demote.
+    /// Operate observer replicas on a running cluster: status, promote, demote, watch.
     ///
     /// Exit 0 when done, 1 when a pre-check refused (nothing written), the
     /// change did not show within --timeout, or status found a red state; 2 on
-    /// bad input; 3 when the cluster or a transport command failed.
+    /// bad input; 3 when the cluster or a transport command failed; 130 when
+    /// the watchdog is stopped.
     Observers(ObserversArgs),
     /// Development aid for the integration tests: a patched cluster kept up until stdin closes.
     #[command(hide = true)]
@@ -306,6 +308,15 @@ pub enum ObserversCommand {
     Promote(ObserversChangeArgs),
     /// Make broker N an observer: add it to observer.ids on every node (brokers first).
     Demote(ObserversChangeArgs),
+    /// The opt-in auto-promotion watchdog: promote a caught-up observer when a policy says so, demote it when the condition has cleared.
+    ///
+    /// Off unless --enable (or `enable: true` in --config). Every decision is
+    /// one JSON line in --audit-log; what it promoted is in --state. Read
+    /// docs/observers-watch.md (OBSERVERS-WATCH.md in a bundle) first.
+    /// Exit 0 (--once: the scan ran), 1 an action not converged (--once), 2 bad
+    /// input, a second instance or a damaged state, 3 the cluster, a transport
+    /// or the disk failed, 130 stopped by SIGTERM/SIGINT.
+    Watch(ObserversWatchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -326,9 +337,9 @@ pub struct NodeFiles {
     /// A YAML list of nodes: {id, role: broker|controller, path, host}.
     #[arg(long, value_name = "FILE")]
     pub nodes: Option<PathBuf>,
-    /// How the files are reached: local paths, or the --read-cmd/--write-cmd templates.
-    #[arg(long, value_enum, default_value_t = TransportKind::Local)]
-    pub transport: TransportKind,
+    /// How the files are reached: local paths (the default), or the --read-cmd/--write-cmd templates.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub transport: Option<TransportKind>,
     /// With --transport command: prints a node's file, e.g. 'ssh {host} cat {path}' ({host}, {path}, {id} are filled in, shell-quoted).
     #[arg(long, value_name = "TEMPLATE")]
     pub read_cmd: Option<String>,
@@ -386,6 +397,51 @@ pub struct ObserversChangeArgs {
     /// Seconds to wait for the cluster to show the change.
     #[arg(long, value_name = "S", default_value_t = 120)]
     pub timeout: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct ObserversWatchArgs {
+    /// Let the watchdog run at all (rule 1: without it, or `enable: true` in --config, it refuses to start).
+    #[arg(long)]
+    pub enable: bool,
+    /// A YAML file of settings, each key a flag's name (enable, bootstrap, nodes, transport, read-cmd, write-cmd, policy, max-lag, interval, cooldown, confirm-interval, timeout, state, audit-log, dry-run); flags win.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Trace every decision (and run the pre-checks), write nothing: no observer.ids, no state.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// One scan, then exit (for cron and tests).
+    #[arg(long)]
+    pub once: bool,
+    /// Brokers to ask for metadata: HOST:PORT[,HOST:PORT...] (PLAINTEXT listeners).
+    #[arg(long, value_name = "HOST:PORT", value_delimiter = ',')]
+    pub bootstrap: Vec<String>,
+    #[command(flatten)]
+    pub files: NodeFiles,
+    /// When to promote (default under-min-isr): under-min-isr (ISR below min.insync.replicas), leader-unavailable (no leader), under-replicated (ISR below the non-observer replicas).
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub policy: Option<Policy>,
+    /// An observer this many offsets behind is still caught up (default 0).
+    #[arg(long, value_name = "N")]
+    pub max_lag: Option<i64>,
+    /// Seconds between scans (default 10).
+    #[arg(long, value_name = "S")]
+    pub interval: Option<u64>,
+    /// Seconds between two actions, against flapping (default 300).
+    #[arg(long, value_name = "S")]
+    pub cooldown: Option<u64>,
+    /// Seconds between the two looks that must both find a condition cleared before a demotion (default 5).
+    #[arg(long, value_name = "S")]
+    pub confirm_interval: Option<u64>,
+    /// Seconds to wait for the cluster to show a change (default 120).
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<u64>,
+    /// What the watchdog promoted, and its last action (default /var/lib/okp/observer-watch.json; locked through FILE.lock).
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// One JSON line per decision, appended (default /var/log/okp/observer-watch.log).
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

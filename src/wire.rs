@@ -89,6 +89,8 @@ pub struct Metadata {
     pub partitions: Vec<PartitionMeta>,
     /// Topics the broker answered with an error for (name, error code).
     pub topic_errors: Vec<(String, i16)>,
+    /// The cluster's id (null from a ZooKeeper cluster that has none yet).
+    pub cluster_id: Option<String>,
 }
 
 /// One partition's answer to ListOffsets: the offset, or Kafka's error code.
@@ -180,7 +182,7 @@ impl Probe {
             r.nullable_string()?; // rack
             m.brokers.push(BrokerAddr { id, host, port });
         }
-        r.nullable_string()?; // cluster_id
+        m.cluster_id = r.nullable_string()?;
         r.i32()?; // controller_id
         for _ in 0..r.i32()? {
             let err = r.i16()?;

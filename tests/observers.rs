@@ -10,132 +10,15 @@
 
 mod common;
 use common::*;
+#[path = "common/dev_cluster.rs"]
+mod dev_cluster;
+use dev_cluster::*;
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Instant;
 
 /// One cluster at a time in this file: the two cluster tests would measure each other.
 static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-struct DevCluster {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    dir: tempfile::TempDir,
-    bootstrap: String,
-}
-
-impl DevCluster {
-    fn up(version: &str, mode: &str, topics: &[&str]) -> DevCluster {
-        let dir = tempfile::tempdir().unwrap();
-        let bin = assert_cmd::cargo::cargo_bin("okp");
-        let mut cmd = std::process::Command::new(bin);
-        cmd.args(["dev-cluster", "--version", version, "--mode", mode, "--state"]).arg(dir.path().join("cluster.json"));
-        for t in topics {
-            cmd.args(["--topic", t]);
-        }
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-        let stdin = child.stdin.take();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        assert_eq!(line.trim(), "ready", "dev-cluster did not come up");
-        let state: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join("cluster.json")).unwrap()).unwrap();
-        let bootstrap = state["bootstrap"].as_str().unwrap().to_string();
-        DevCluster { child, stdin, stdout, dir, bootstrap }
-    }
-
-    fn nodes_file(&self) -> PathBuf {
-        self.dir.path().join("nodes.yaml")
-    }
-
-    fn send(&mut self, command: &str) -> String {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{command}").unwrap();
-        stdin.flush().unwrap();
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        assert!(line.starts_with("ok"), "{command}: {line}");
-        line.trim().to_string()
-    }
-
-    /// Every node's observer.ids, path → bytes.
-    fn files(&self) -> Vec<(String, Vec<u8>)> {
-        let text = std::fs::read_to_string(self.nodes_file()).unwrap();
-        text.lines()
-            .filter_map(|l| l.split("path: '").nth(1))
-            .map(|p| p.trim_end_matches("'}").to_string())
-            .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
-            .collect()
-    }
-
-    fn okp(&self, args: &[&str]) -> std::process::Output {
-        let mut c = okp();
-        c.args(["observers"]).args(args).args(["--bootstrap", &self.bootstrap]);
-        c.output().unwrap()
-    }
-
-    /// The replicas of `topic` as `status --format json` reports them (observers per the nodes' files).
-    fn status(&self, topic: &str) -> serde_json::Value {
-        let o =
-            self.okp(&["status", "--format", "json", "--topic", topic, "--nodes", self.nodes_file().to_str().unwrap()]);
-        assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
-        serde_json::from_str(&stdout(&o)).unwrap()
-    }
-
-    /// Waits (≤ 60 s) until the replicas of `topic` satisfy `pred`.
-    fn wait(&self, topic: &str, what: &str, pred: impl Fn(&[serde_json::Value]) -> bool) {
-        let t0 = Instant::now();
-        loop {
-            let s = self.status(topic);
-            if pred(s["replicas"].as_array().unwrap()) {
-                return;
-            }
-            assert!(t0.elapsed() < Duration::from_secs(60), "{topic}: not {what} within 60 s: {s:#}");
-            std::thread::sleep(Duration::from_millis(500));
-        }
-    }
-}
-
-impl Drop for DevCluster {
-    fn drop(&mut self) {
-        // End of input stops the cluster; kill only if it does not stop.
-        self.stdin.take();
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(30) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        let _ = self.child.kill();
-    }
-}
-
-fn replica(rows: &[serde_json::Value], id: i64) -> &serde_json::Value {
-    rows.iter().find(|r| r["replica"] == id).unwrap()
-}
-
-fn in_isr(rows: &[serde_json::Value], id: i64) -> bool {
-    replica(rows, id)["in_isr"] == true
-}
-
-fn leader(rows: &[serde_json::Value]) -> Option<i64> {
-    rows.iter().find(|r| r["is_leader"] == true).and_then(|r| r["replica"].as_i64())
-}
-
-fn unchanged(before: &[(String, Vec<u8>)], c: &DevCluster, what: &str) {
-    assert_eq!(before, c.files().as_slice(), "{what}: an observer.ids file changed");
-}
-
-fn all_files_say(c: &DevCluster, want: &str) {
-    for (p, b) in c.files() {
-        assert_eq!(String::from_utf8_lossy(&b), want, "{p}");
-    }
-}
 
 #[test]
 fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster() {

@@ -2,7 +2,9 @@
 //! the install and rollback scripts, the observer.ids template, NOTICE,
 //! LICENSE, INSTALL.md, OBSERVERS.md (operating observers with `okp
 //! observers`), OBSERVER-METRICS.md (with the metrics layer: the gauges,
-//! from docs/observer-metrics.md) and MANIFEST.json. The texts live in `files/` and are
+//! from docs/observer-metrics.md), the opt-in observer watchdog's
+//! OBSERVERS-WATCH.md (docs/observers-watch.md), systemd unit and example
+//! config (off until it says `enable: true`), and MANIFEST.json. The texts live in `files/` and are
 //! embedded at build time; `{{KEY}}` placeholders are filled here.
 //!
 //! The shell scripts share `files/common.sh` by textual inclusion, so each
@@ -23,6 +25,10 @@ const NOTICE: &str = include_str!("files/NOTICE");
 const INSTALL_MD: &str = include_str!("files/INSTALL.md");
 const OBSERVER_IDS: &str = include_str!("files/observer.ids.template");
 const OBSERVERS_MD: &str = include_str!("files/OBSERVERS.md");
+/// `okp observers watch`: its page, its systemd unit (which never passes --enable) and its example config.
+const OBSERVERS_WATCH_MD: &str = include_str!("../../docs/observers-watch.md");
+const WATCH_SERVICE: &str = include_str!("files/okp-observer-watch.service");
+const WATCH_CONFIG: &str = include_str!("files/observer-watch.yaml");
 /// Shipped only in bundles whose jars carry the metrics layer.
 const OBSERVER_METRICS_MD: &str = include_str!("../../docs/observer-metrics.md");
 
@@ -119,6 +125,9 @@ pub fn files(i: &Inputs) -> Vec<File> {
         text("NOTICE", MODE_FILE, notice),
         text("INSTALL.md", MODE_FILE, docs),
         text("OBSERVERS.md", MODE_FILE, OBSERVERS_MD.to_string()),
+        text("OBSERVERS-WATCH.md", MODE_FILE, OBSERVERS_WATCH_MD.to_string()),
+        text("systemd/okp-observer-watch.service", MODE_FILE, WATCH_SERVICE.to_string()),
+        text("config/observer-watch.yaml.example", MODE_FILE, WATCH_CONFIG.to_string()),
         File { path: "LICENSE".into(), mode: MODE_FILE, bytes: i.license.clone() },
     ];
     if i.layers.contains(&crate::model::Layer::Metrics) {
@@ -229,6 +238,12 @@ mod tests {
             observers.contains("okp observers status") && observers.contains("never overrides"),
             "the operator's page for okp observers ships"
         );
+        let shipped = |p: &str| String::from_utf8_lossy(&fs.iter().find(|f| f.path == p).unwrap().bytes).into_owned();
+        let unit = shipped("systemd/okp-observer-watch.service");
+        let exec: Vec<&str> = unit.lines().filter(|l| l.starts_with("ExecStart=")).collect();
+        assert!(exec.len() == 1 && !exec[0].contains("--enable"), "the unit needs the config's explicit enable");
+        assert!(shipped("config/observer-watch.yaml.example").contains("enable: false"));
+        assert!(shipped("OBSERVERS-WATCH.md").contains("okp observers watch"));
         let notice = String::from_utf8_lossy(&fs.iter().find(|f| f.path == "NOTICE").unwrap().bytes).into_owned();
         assert!(
             notice.contains("MODIFIED BUILD OF APACHE KAFKA")

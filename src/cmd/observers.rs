@@ -1,14 +1,16 @@
-//! `okp observers status|promote|demote`: which nodes' files to read and how,
-//! then the library call.
+//! `okp observers status|promote|demote|watch`: which nodes' files to read
+//! and how, then the library call.
 //!
 //! Not here: the snapshot and its rows (`observers::view`), the change with
 //! its pre-checks and waits (`observers::change`), transports
-//! (`observers::transport`).
+//! (`observers::transport`), the watchdog's settings and rules
+//! (`observers::watch`).
 
-use crate::cli::{NodeFiles, ObserversArgs, ObserversChangeArgs, ObserversCommand, TransportKind};
+use crate::cli::{NodeFiles, ObserversArgs, ObserversChangeArgs, ObserversCommand, ObserversWatchArgs, TransportKind};
 use crate::error::{Error, Outcome, Result};
 use crate::observers::change::{self, Direction};
 use crate::observers::transport::{self as t, NodeRole, NodeSpec, Transport};
+use crate::observers::watch::config::{self, TransportName};
 use crate::observers::{self, StatusArgs};
 
 pub fn run(a: ObserversArgs) -> Result<Outcome> {
@@ -32,7 +34,59 @@ pub fn run(a: ObserversArgs) -> Result<Outcome> {
             }
             change_one(a, Direction::Demote)
         }
+        ObserversCommand::Watch(a) => watch(a),
     }
+}
+
+/// The watchdog: its flags over its config file; the nodes from the flags if
+/// they name any, else from the file (never a mix of the two).
+fn watch(a: ObserversWatchArgs) -> Result<Outcome> {
+    let file = a.config.as_deref().map(config::load).transpose()?;
+    let kind = |t: TransportKind| match t {
+        TransportKind::Local => TransportName::Local,
+        TransportKind::Command => TransportName::Command,
+    };
+    let flags = config::File {
+        enable: a.enable.then_some(true),
+        dry_run: a.dry_run.then_some(true),
+        bootstrap: Some(a.bootstrap).filter(|b| !b.is_empty()),
+        nodes: a.files.nodes.clone(),
+        transport: a.files.transport.map(kind),
+        read_cmd: a.files.read_cmd.clone(),
+        write_cmd: a.files.write_cmd.clone(),
+        policy: a.policy,
+        max_lag: a.max_lag,
+        interval: a.interval,
+        cooldown: a.cooldown,
+        confirm_interval: a.confirm_interval,
+        timeout: a.timeout,
+        state: a.state,
+        audit_log: a.audit_log,
+    };
+    let settings = config::resolve(&flags, a.once, a.config.as_deref().zip(file.as_ref()))?;
+    let f = &a.files;
+    let flags_name_nodes = f.nodes.is_some()
+        || !f.node.is_empty()
+        || !f.controller_node.is_empty()
+        || f.transport.is_some()
+        || f.read_cmd.is_some()
+        || f.write_cmd.is_some();
+    let files = match &file {
+        Some(c) if !flags_name_nodes => NodeFiles {
+            node: vec![],
+            controller_node: vec![],
+            nodes: c.nodes.clone(),
+            transport: c.transport.map(|t| match t {
+                TransportName::Local => TransportKind::Local,
+                TransportName::Command => TransportKind::Command,
+            }),
+            read_cmd: c.read_cmd.clone(),
+            write_cmd: c.write_cmd.clone(),
+        },
+        _ => a.files,
+    };
+    let (nodes, transport) = resolve(&files)?;
+    observers::watch::run(&nodes, &transport, &settings)
 }
 
 fn change_one(a: ObserversChangeArgs, direction: Direction) -> Result<Outcome> {
@@ -61,7 +115,7 @@ fn resolve(f: &NodeFiles) -> Result<(Vec<NodeSpec>, Transport)> {
     for n in &f.controller_node {
         nodes.push(t::parse_node_flag(n, NodeRole::Controller)?);
     }
-    let transport = match (f.transport, &f.read_cmd, &f.write_cmd) {
+    let transport = match (f.transport.unwrap_or(TransportKind::Local), &f.read_cmd, &f.write_cmd) {
         (TransportKind::Local, None, None) => Transport::Local,
         (TransportKind::Local, _, _) => {
             return Err(Error::Usage("--read-cmd and --write-cmd need --transport command".into()))

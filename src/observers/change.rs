@@ -18,6 +18,12 @@
 //!
 //! The pre-checks are pure (`prechecks`), so each refusal is unit-tested; the
 //! integration test shows each on a real cluster.
+//!
+//! `run` is the command; its stages (`prepare`: read every node's file and the
+//! cluster, run the pre-checks; `Prepared::plan`; `write`; `wait`) are public
+//! so the watchdog (`observers::watch`) takes exactly the same steps.
+//!
+//! Not here: when to change (the operator, or the watchdog's policies).
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -30,12 +36,22 @@ use crate::error::{Error, Failure, Outcome, Result};
 /// How long the registries may take to see an edited file (their cache TTL).
 const REREAD: Duration = Duration::from_secs(5);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// Remove N from observer.ids: it may join ISRs and lead.
     Promote,
     /// Add N to observer.ids: it leaves every ISR and may never lead.
     Demote,
+}
+
+impl Direction {
+    pub fn verb(self) -> &'static str {
+        match self {
+            Direction::Promote => "promote",
+            Direction::Demote => "demote",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +67,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    fn word(self) -> &'static str {
+    pub fn word(self) -> &'static str {
         match self {
             Rule::Leadership => "leadership",
             Rule::MinInsync => "min.insync.replicas",
@@ -124,7 +140,7 @@ pub fn prechecks(snap: &Snapshot, broker: i32, dir: Direction, for_unclean: bool
 }
 
 /// `--force` waives a refusal, except leadership.
-fn blocking(r: &Refusal, force: bool) -> bool {
+pub fn blocking(r: &Refusal, force: bool) -> bool {
     r.rule == Rule::Leadership || !force
 }
 
@@ -159,12 +175,19 @@ fn quoted(text: &str) -> String {
     format!("{text:?}")
 }
 
-pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcome> {
+/// A change read and checked, not yet written: every node's file before and
+/// after (in write order), and the pre-checks' refusals on a fresh snapshot.
+pub struct Prepared {
+    broker: i32,
+    direction: Direction,
+    edits: Vec<Edit>,
+    pub refusals: Vec<Refusal>,
+}
+
+/// Reads every node's file (in write order) and the cluster, and runs the
+/// pre-checks. Nothing is written. A broker the cluster does not know is bad input.
+pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Prepared> {
     super::transport::check_nodes(nodes)?;
-    let verb = match a.direction {
-        Direction::Promote => "promote",
-        Direction::Demote => "demote",
-    };
     let mut edits = Vec::new();
     for n in write_order(nodes, a.direction) {
         let before = transport.read(&n)?;
@@ -189,11 +212,69 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
         )));
     }
     let refusals = prechecks(&snap, a.broker, a.direction, a.for_unclean);
-    let blocked: Vec<&Refusal> = refusals.iter().filter(|r| blocking(r, a.force)).collect();
-    for r in &refusals {
+    Ok(Prepared { broker: a.broker, direction: a.direction, edits, refusals })
+}
+
+impl Prepared {
+    /// The refusals `force` does not waive: any one of them stops the change.
+    pub fn blocked(&self, force: bool) -> Vec<&Refusal> {
+        self.refusals.iter().filter(|r| blocking(r, force)).collect()
+    }
+
+    /// How many nodes' files change (the others already agree).
+    pub fn changing(&self) -> usize {
+        self.edits.iter().filter(|e| e.before != e.after).count()
+    }
+
+    /// The plan as printed: the order, then each node's file old → new and how it is written.
+    pub fn plan(&self, transport: &Transport) -> String {
+        let verb = self.direction.verb();
+        let order = if self.edits.iter().all(|e| e.node.role == NodeRole::Broker) {
+            "no KRaft controllers listed: brokers in id order"
+        } else if self.direction == Direction::Promote {
+            "KRaft controllers first, then brokers"
+        } else {
+            "brokers first, then KRaft controllers"
+        };
+        let mut plan = format!(
+            "plan: {verb} broker {} ({} it {} observer.ids; {order}); {} node(s) change, {} already agree\n",
+            self.broker,
+            if self.direction == Direction::Promote { "remove" } else { "add" },
+            if self.direction == Direction::Promote { "from" } else { "to" },
+            self.changing(),
+            self.edits.len() - self.changing()
+        );
+        for e in &self.edits {
+            if e.before == e.after {
+                plan.push_str(&format!(
+                    "  {}: unchanged {}\n",
+                    e.node.label(),
+                    idfile::show(&idfile::parse(&e.before))
+                ));
+            } else {
+                plan.push_str(&format!(
+                    "  {}: {} → {} ({} → {}) by {}\n",
+                    e.node.label(),
+                    idfile::show(&idfile::parse(&e.before)),
+                    idfile::show(&idfile::parse(&e.after)),
+                    quoted(&e.before),
+                    quoted(&e.after),
+                    transport.describe_write(&e.node)
+                ));
+            }
+        }
+        plan
+    }
+}
+
+pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcome> {
+    let verb = a.direction.verb();
+    let prepared = prepare(nodes, transport, a)?;
+    for r in &prepared.refusals {
         let how = if blocking(r, a.force) { "refused" } else { "overridden by --force" };
         eprintln!("okp: {verb} broker {}: {how} ({}): {}: {}", a.broker, r.rule.word(), r.partition, r.detail);
     }
+    let blocked = prepared.blocked(a.force);
     if !blocked.is_empty() {
         let hint = if blocked.iter().all(|r| r.rule != Rule::Leadership) {
             "; --force overrides these checks"
@@ -207,45 +288,21 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
         );
         return Ok(Outcome::Failed(Failure::CheckFailed));
     }
-    let changing: Vec<&Edit> = edits.iter().filter(|e| e.before != e.after).collect();
-    let order = if edits.iter().all(|e| e.node.role == NodeRole::Broker) {
-        "no KRaft controllers listed: brokers in id order"
-    } else if a.direction == Direction::Promote {
-        "KRaft controllers first, then brokers"
-    } else {
-        "brokers first, then KRaft controllers"
-    };
-    let mut plan = format!(
-        "plan: {verb} broker {} ({} it {} observer.ids; {order}); {} node(s) change, {} already agree\n",
-        a.broker,
-        if a.direction == Direction::Promote { "remove" } else { "add" },
-        if a.direction == Direction::Promote { "from" } else { "to" },
-        changing.len(),
-        edits.len() - changing.len()
-    );
-    for e in &edits {
-        if e.before == e.after {
-            plan.push_str(&format!("  {}: unchanged {}\n", e.node.label(), idfile::show(&idfile::parse(&e.before))));
-        } else {
-            plan.push_str(&format!(
-                "  {}: {} → {} ({} → {}) by {}\n",
-                e.node.label(),
-                idfile::show(&idfile::parse(&e.before)),
-                idfile::show(&idfile::parse(&e.after)),
-                quoted(&e.before),
-                quoted(&e.after),
-                transport.describe_write(&e.node)
-            ));
-        }
-    }
-    crate::out::print(&plan)?;
+    crate::out::print(&prepared.plan(transport))?;
     if a.dry_run {
         crate::out::print("dry run: nothing written\n")?;
         return Ok(Outcome::Done);
     }
     let t0 = Instant::now();
+    write(transport, &prepared)?;
+    wait(a, t0, &|| false)
+}
+
+/// Writes the files that change, in the plan's order, each read back; between
+/// the controllers and the brokers it waits the nodes' re-read interval.
+pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
     let mut last_role = None;
-    for e in &changing {
+    for e in p.edits.iter().filter(|e| e.before != e.after) {
         if last_role.is_some_and(|r| r != e.node.role) {
             eprintln!(
                 "okp: waiting {} s (the nodes' re-read interval) before writing the {}s",
@@ -267,12 +324,14 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
         eprintln!("okp: wrote {}", e.node.label());
         last_role = Some(e.node.role);
     }
-    wait(a, t0, verb)
+    Ok(())
 }
 
 /// Polls Metadata until the change is visible: promote → N in the ISR of every
-/// partition it replicates that has a leader; demote → N in no ISR.
-fn wait(a: &Args, t0: Instant, verb: &str) -> Result<Outcome> {
+/// partition it replicates that has a leader; demote → N in no ISR. `stop`
+/// ends the wait early (the files are written; the cluster converges by itself).
+pub fn wait(a: &Args, t0: Instant, stop: &dyn Fn() -> bool) -> Result<Outcome> {
+    let verb = a.direction.verb();
     let mut last_report = Instant::now();
     let mut last_pending: Option<Vec<String>> = None;
     loop {
@@ -318,6 +377,13 @@ fn wait(a: &Args, t0: Instant, verb: &str) -> Result<Outcome> {
             }
             crate::out::print(&s)?;
             return Ok(Outcome::Done);
+        }
+        if stop() {
+            eprintln!(
+                "okp: {verb} broker {}: stopping; every node's file is written, the cluster converges without okp",
+                a.broker
+            );
+            return Ok(Outcome::Failed(Failure::Interrupted));
         }
         if t0.elapsed() > a.timeout {
             eprintln!(
@@ -378,7 +444,7 @@ mod tests {
     use crate::observers::view::tests::part;
 
     fn snap(parts: Vec<view::Part>, live: &[i32]) -> Snapshot {
-        Snapshot { brokers: live.iter().map(|i| (*i, format!("h:{i}"))).collect(), partitions: parts }
+        Snapshot { cluster_id: None, brokers: live.iter().map(|i| (*i, format!("h:{i}"))).collect(), partitions: parts }
     }
 
     #[test]

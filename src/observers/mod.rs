@@ -6,6 +6,8 @@
 //! - `promote` / `demote --broker N`: edit observer.ids on every node through
 //!   a transport (local files or a command template), after pre-checks, in a
 //!   safe order, then wait until the cluster shows the change.
+//! - `watch`: the opt-in auto-promotion watchdog, which takes the same steps
+//!   as promote and demote under nine safety rules (docs/observers-watch.md).
 //!
 //! Everything here talks to Kafka through okp's own protocol probe
 //! (cluster/probe.rs): no JVM, no Kafka tools, PLAINTEXT listeners only.
@@ -17,6 +19,7 @@ pub mod change;
 pub mod idfile;
 pub mod transport;
 pub mod view;
+pub mod watch;
 
 use crate::error::{Outcome, Result};
 

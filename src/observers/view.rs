@@ -46,6 +46,8 @@ impl Part {
 
 #[derive(Debug, Clone)]
 pub struct Snapshot {
+    /// The cluster's id as Metadata names it (the watchdog binds its state file to it).
+    pub cluster_id: Option<String>,
     /// Registered (live) brokers: id → host:port.
     pub brokers: BTreeMap<i32, String>,
     pub partitions: Vec<Part>,
@@ -153,7 +155,7 @@ pub fn snapshot(bootstrap: &[String], topic: Option<&str>, depth: Depth) -> Resu
             p.min_insync = values.get(&p.topic).and_then(|v| v.parse().ok());
         }
     }
-    Ok(Snapshot { brokers, partitions: parts })
+    Ok(Snapshot { cluster_id: m.cluster_id, brokers, partitions: parts })
 }
 
 /// The observer ids and where they came from.
@@ -363,6 +365,7 @@ pub(crate) mod tests {
     #[test]
     fn rows_carry_role_lag_and_red_flags() {
         let snap = Snapshot {
+            cluster_id: None,
             brokers: [1, 2, 4].iter().map(|i| (*i, format!("h:{i}"))).collect(),
             partitions: vec![part("obs", Some(1), &[1, 2, 3, 4], &[1, 2, 4], &[(1, 100), (2, 100), (4, 97)])],
         };

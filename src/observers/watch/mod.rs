@@ -1,0 +1,604 @@
+//! `okp observers watch`: the unattended auto-promotion watchdog. Every
+//! `--interval` it looks at the cluster (the snapshot `status` uses, and every
+//! node's observer.ids), decides (`decide`, pure), and takes at most one
+//! action: promote a caught-up observer where its policy says a partition
+//! needs it, or demote a broker it promoted itself once the condition has
+//! cleared twice, `--confirm-interval` apart. Each action goes through
+//! exactly the steps of `okp observers promote|demote` (`change::prepare`,
+//! its pre-checks, `change::write` in its order, `change::wait`).
+//!
+//! The nine safety rules and where each lives: (1) off unless enabled —
+//! `config::resolve`; (2) `--dry-run` — `scan` stops before any write;
+//! (3) only a caught-up observer — `decide` (and `change`'s pre-checks);
+//! (4) cooldown — `decide`, from the state's last action; (5) one action per
+//! scan — `decide`; (6) demotion confirmed twice — `cleared` in `decide`,
+//! again in `scan` after `--confirm-interval`; (7) only its own promotions are
+//! demoted — the state file (`state`); (8) no audit log, no start — `audit`,
+//! `run`; (9) one instance, a human stays authoritative — `state::lock`, and
+//! `decide` forgets (and holds) a broker demoted by hand and refuses while the
+//! nodes' files disagree.
+//!
+//! Not here: the policies' arithmetic (`decide`), the files' formats
+//! (`state`, `audit`, `config`), the edits themselves (`change`).
+
+pub mod audit;
+pub mod config;
+pub mod decide;
+pub mod state;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use self::audit::Audit;
+use self::config::Settings;
+use self::decide::{Action, Decision, View};
+use self::state::{Held, LastAction, Promoted, State};
+use super::change::{self, Direction, Refusal};
+use super::transport::{NodeSpec, Transport};
+use super::view::{self, Depth};
+use crate::error::{Error, Failure, Outcome, Result};
+
+/// The cluster as the watchdog touches it: `Live` is the real one; the tests
+/// drive `scan` with a scripted one.
+pub trait Cluster {
+    /// One look: every node's observer.ids and the snapshot (offsets, min.insync.replicas).
+    fn view(&mut self) -> Result<View>;
+    /// `change::prepare` for this change: reads every node's file and the
+    /// cluster, runs the pre-checks, prints the plan; returns the refusals.
+    fn prepare(&mut self, broker: i32, dir: Direction) -> Result<Vec<Refusal>>;
+    /// `change::write` of what `prepare` planned.
+    fn write(&mut self) -> Result<()>;
+    /// `change::wait` until the cluster shows it; `stop` ends the wait early.
+    fn wait(&mut self, stop: &dyn Fn() -> bool) -> Result<Outcome>;
+}
+
+/// Time as the watchdog sees it.
+pub trait Clock {
+    /// Wall clock, milliseconds since the epoch (the cooldown survives restarts).
+    fn now_ms(&self) -> i64;
+    /// Sleeps; false when a stop was asked for meanwhile.
+    fn sleep(&mut self, d: Duration) -> bool;
+    fn stopping(&self) -> bool;
+}
+
+/// SIGTERM or SIGINT seen: stop between actions.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+struct RealClock;
+
+impl Clock for RealClock {
+    fn now_ms(&self) -> i64 {
+        audit::now().1
+    }
+
+    fn sleep(&mut self, d: Duration) -> bool {
+        let until = Instant::now() + d;
+        while Instant::now() < until {
+            if self.stopping() {
+                return false;
+            }
+            std::thread::sleep((until - Instant::now()).min(Duration::from_millis(100)));
+        }
+        !self.stopping()
+    }
+
+    fn stopping(&self) -> bool {
+        STOP.load(Ordering::SeqCst)
+    }
+}
+
+/// The real cluster: `change` and `view` over the nodes' transport.
+struct Live<'a> {
+    nodes: &'a [NodeSpec],
+    transport: &'a Transport,
+    bootstrap: &'a [String],
+    timeout: Duration,
+    prepared: Option<(change::Args, change::Prepared)>,
+    written: Option<Instant>,
+}
+
+impl Cluster for Live<'_> {
+    fn view(&mut self) -> Result<View> {
+        let set = change::observer_set(None, None, self.nodes, self.transport)?;
+        let snap = view::snapshot(self.bootstrap, None, Depth { offsets: true, min_insync: true })?;
+        Ok(View { snap, observers: set.ids.unwrap_or_default(), disagreeing: set.disagreeing })
+    }
+
+    fn prepare(&mut self, broker: i32, dir: Direction) -> Result<Vec<Refusal>> {
+        let a = change::Args {
+            broker,
+            direction: dir,
+            for_unclean: false,
+            force: false,
+            dry_run: false,
+            timeout: self.timeout,
+            bootstrap: self.bootstrap.to_vec(),
+        };
+        let p = change::prepare(self.nodes, self.transport, &a)?;
+        let refusals: Vec<Refusal> = p.blocked(false).into_iter().cloned().collect();
+        if refusals.is_empty() {
+            crate::out::print(&p.plan(self.transport))?;
+        }
+        self.prepared = Some((a, p));
+        Ok(refusals)
+    }
+
+    fn write(&mut self) -> Result<()> {
+        let (_, p) = self.prepared.as_ref().ok_or_else(|| Error::External("nothing prepared to write".into()))?;
+        self.written = Some(Instant::now());
+        change::write(self.transport, p)
+    }
+
+    fn wait(&mut self, stop: &dyn Fn() -> bool) -> Result<Outcome> {
+        let (a, _) = self.prepared.take().ok_or_else(|| Error::External("nothing written to wait for".into()))?;
+        change::wait(&a, self.written.take().unwrap_or_else(Instant::now), stop)
+    }
+}
+
+/// How a scan ended: its outcome, or a failure of the cluster or a transport
+/// (audited; the loop goes on, `--once` ends with it).
+pub enum Scan {
+    Done(Outcome),
+    Failed(Error),
+}
+
+/// A failure that ends the watchdog (`scan_inner`'s `Err(Err)`).
+fn fatal(e: Error) -> std::result::Result<Scan, Error> {
+    Err(e)
+}
+
+/// A failure of the cluster or a transport: this scan ends, the loop goes on.
+fn soft(e: Error) -> std::result::Result<Scan, Error> {
+    Ok(Scan::Failed(e))
+}
+
+/// One scan: look, decide, write every decision, take at most one action.
+/// `Err` only when the watchdog must stop: its audit log or state file could
+/// not be written, or the state belongs to another cluster.
+pub fn scan(
+    cluster: &mut dyn Cluster,
+    clock: &mut dyn Clock,
+    audit: &mut Audit,
+    state: &mut State,
+    s: &Settings,
+) -> Result<Scan> {
+    match scan_inner(cluster, clock, audit, state, s) {
+        Ok(o) => Ok(Scan::Done(o)),
+        Err(Ok(scan)) => Ok(scan),
+        Err(Err(fatal)) => Err(fatal),
+    }
+}
+
+/// `Err(Ok(Scan::Failed))`: the cluster or a transport failed; `Err(Err)`: fatal.
+type Inner = std::result::Result<Outcome, std::result::Result<Scan, Error>>;
+
+fn scan_inner(
+    cluster: &mut dyn Cluster,
+    clock: &mut dyn Clock,
+    audit: &mut Audit,
+    state: &mut State,
+    s: &Settings,
+) -> Inner {
+    let view = cluster.view().map_err(soft)?;
+    match (&state.cluster_id, &view.snap.cluster_id) {
+        (Some(mine), Some(theirs)) if mine != theirs => {
+            return Err(Err(Error::Usage(format!(
+                "the state file {} belongs to cluster {mine}, but {} answers as cluster {theirs}: one state file per cluster",
+                s.state.display(),
+                s.bootstrap.join(",")
+            ))))
+        }
+        (None, Some(id)) => state.cluster_id = Some(id.clone()),
+        _ => {}
+    }
+    let plan = decide::decide(&view, state, &s.rules, clock.now_ms());
+    for d in &plan.notes {
+        audit.decision(d, None, None).map_err(fatal)?;
+    }
+    let changed = !plan.forget.is_empty() || !plan.release.is_empty();
+    if changed && !s.dry_run {
+        let at = audit::now().0;
+        state.promoted.retain(|p| !plan.forget.contains(&p.broker));
+        state.held.extend(plan.forget.iter().map(|b| Held { broker: *b, at: at.clone() }));
+        state.held.retain(|h| !plan.release.contains(&h.broker));
+        state::save(&s.state, state).map_err(fatal)?;
+    }
+    let Some(mut act) = plan.act else { return Ok(Outcome::Done) };
+    let (Some(broker), Some(policy)) = (act.broker, act.policy) else { return Ok(Outcome::Done) };
+    let dir = if act.action == Action::Promote { Direction::Promote } else { Direction::Demote };
+    // A wanted action not taken, and how the scan ends.
+    let skip = |audit: &mut Audit, act: &Decision, reason: String, end: Outcome| -> Inner {
+        let d = Decision { action: Action::Skip, reason, ..act.clone() };
+        audit.decision(&d, None, None).map_err(fatal)?;
+        Ok(end)
+    };
+    let stopped = Outcome::Failed(Failure::Interrupted);
+    if dir == Direction::Demote {
+        // Rule 6: the condition must still be cleared `--confirm-interval` later.
+        if !clock.sleep(s.confirm_interval) {
+            return skip(
+                audit,
+                &act,
+                format!("stopping before the second look at broker {broker}'s demotion"),
+                stopped,
+            );
+        }
+        let second = cluster.view().map_err(soft)?;
+        let secs = s.confirm_interval.as_secs();
+        if second.observers.contains(&broker) || !second.disagreeing.is_empty() {
+            return skip(
+                audit,
+                &act,
+                format!("observer.ids changed during the {secs} s confirmation; deciding again next scan"),
+                Outcome::Done,
+            );
+        }
+        match decide::cleared(&second, broker, policy) {
+            Err(why) => {
+                return skip(
+                    audit,
+                    &act,
+                    format!("cleared at the first look but not at the second, {secs} s later ({why}): not demoted"),
+                    Outcome::Done,
+                )
+            }
+            Ok(parts) => {
+                act.parts = parts;
+                act.reason = format!("{}; confirmed again {secs} s later", act.reason);
+            }
+        }
+    }
+    if clock.stopping() {
+        return skip(audit, &act, format!("stopping: the {} of broker {broker} was not started", dir.verb()), stopped);
+    }
+    // The same pre-checks as `okp observers promote|demote`, on a fresh look, never forced.
+    let refusals = cluster.prepare(broker, dir).map_err(soft)?;
+    if !refusals.is_empty() {
+        let why: Vec<String> =
+            refusals.iter().map(|r| format!("{}: {}: {}", r.rule.word(), r.partition, r.detail)).collect();
+        let d = Decision {
+            action: Action::Refuse,
+            reason: format!(
+                "{} broker {broker} refused by the pre-checks ({}); nothing written",
+                dir.verb(),
+                why.join("; ")
+            ),
+            ..act
+        };
+        audit.decision(&d, None, None).map_err(fatal)?;
+        return Ok(Outcome::Done);
+    }
+    if s.dry_run {
+        act.reason = format!("{}; dry run: nothing written", act.reason);
+        audit.decision(&act, Some("dry-run"), None).map_err(fatal)?;
+        return Ok(Outcome::Done);
+    }
+    // Audited and recorded before any file changes (rules 8 and 7).
+    audit.decision(&act, Some("decided"), None).map_err(fatal)?;
+    let (at, at_ms) = audit::now();
+    match dir {
+        Direction::Promote => state.promoted.push(Promoted {
+            broker,
+            policy,
+            at: at.clone(),
+            at_ms,
+            partitions: act.parts.iter().map(|n| n.partition.clone()).collect(),
+        }),
+        Direction::Demote => state.promoted.retain(|p| p.broker != broker),
+    }
+    state.last_action = Some(LastAction { action: dir, broker, at, at_ms });
+    state::save(&s.state, state).map_err(fatal)?;
+    let t0 = Instant::now();
+    if let Err(e) = cluster.write() {
+        audit
+            .event(
+                "error",
+                format!(
+                    "{} broker {broker}: a write failed ({e}); the nodes' files may now disagree: the watchdog acts again only once every node's file agrees",
+                    dir.verb()
+                ),
+            )
+            .map_err(fatal)?;
+        return Err(soft(e));
+    }
+    let out = cluster.wait(&|| clock.stopping()).map_err(soft)?;
+    let outcome = match out {
+        Outcome::Done => "done",
+        Outcome::Failed(Failure::Interrupted) => "interrupted",
+        Outcome::Failed(_) => "not-converged",
+    };
+    audit.decision(&act, Some(outcome), Some((t0.elapsed().as_secs_f64() * 10.0).round() / 10.0)).map_err(fatal)?;
+    Ok(out)
+}
+
+/// The watchdog: audit log (rule 8), lock (rule 9), state, then scans until
+/// stopped (or once). Exit: 0 done (`--once`: the scan ran, any action it took
+/// converged), 1 an action not converged within `--timeout` (`--once`), 2 bad
+/// input (not enabled, a second instance, a damaged state, an audit log path
+/// that cannot be a file), 3 the cluster, a transport or the disk failed,
+/// 130 stopped by SIGTERM/SIGINT.
+pub fn run(nodes: &[NodeSpec], transport: &Transport, s: &Settings) -> Result<Outcome> {
+    super::transport::check_nodes(nodes)?;
+    let mut audit = Audit::open(&s.audit_log, s.dry_run, s.rules.max_lag)?;
+    let lock = state::lock(&s.state)?;
+    audit.event(
+        "start",
+        format!(
+            "okp {} watching {} (policy {}, max-lag {}, interval {} s, cooldown {} s, confirm-interval {} s{}{}); state {}, lock {}",
+            env!("CARGO_PKG_VERSION"),
+            s.bootstrap.join(","),
+            s.rules.policy.name(),
+            s.rules.max_lag,
+            s.interval.as_secs(),
+            s.rules.cooldown_ms / 1000,
+            s.confirm_interval.as_secs(),
+            if s.dry_run { ", dry run: nothing will be written" } else { "" },
+            if s.once { ", one scan" } else { "" },
+            s.state.display(),
+            lock.path.display()
+        ),
+    )?;
+    let mut st = match state::load(&s.state) {
+        Ok(st) => st,
+        Err(e) => {
+            audit.event("error", format!("refusing to start: {e}"))?;
+            return Err(e);
+        }
+    };
+    // Stop between actions; a second handler (tests in one process) keeps the first.
+    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::SeqCst));
+    let mut live =
+        Live { nodes, transport, bootstrap: &s.bootstrap, timeout: s.timeout, prepared: None, written: None };
+    let mut clock = RealClock;
+    loop {
+        let outcome = match scan(&mut live, &mut clock, &mut audit, &mut st, s)? {
+            Scan::Done(o) => o,
+            Scan::Failed(e) => {
+                audit.event("error", e.to_string())?;
+                if s.once {
+                    audit.event("stop", "one scan (--once), failed")?;
+                    return Err(e);
+                }
+                Outcome::Done
+            }
+        };
+        if outcome == Outcome::Failed(Failure::Interrupted) || clock.stopping() {
+            audit.event("stop", "SIGTERM or SIGINT: stopped between actions")?;
+            return Ok(Outcome::Failed(Failure::Interrupted));
+        }
+        if s.once {
+            audit.event("stop", "one scan (--once)")?;
+            return Ok(outcome);
+        }
+        if !clock.sleep(s.interval) {
+            audit.event("stop", "SIGTERM or SIGINT: stopped between scans")?;
+            return Ok(Outcome::Failed(Failure::Interrupted));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decide::tests::{promoted, two_primaries_down, view};
+    use super::decide::Policy;
+    use super::*;
+    use crate::observers::view::tests::part;
+
+    /// A scripted cluster: the views it shows in turn (the last one repeats) and what was done to it.
+    struct Script {
+        views: Vec<View>,
+        refusals: Vec<Refusal>,
+        log: Vec<String>,
+    }
+
+    impl Cluster for Script {
+        fn view(&mut self) -> Result<View> {
+            self.log.push("view".into());
+            if self.views.len() > 1 {
+                Ok(self.views.remove(0))
+            } else {
+                self.views.first().cloned().ok_or_else(|| Error::External("no cluster".into()))
+            }
+        }
+        fn prepare(&mut self, broker: i32, dir: Direction) -> Result<Vec<Refusal>> {
+            self.log.push(format!("prepare {} {broker}", dir.verb()));
+            Ok(self.refusals.clone())
+        }
+        fn write(&mut self) -> Result<()> {
+            self.log.push("write".into());
+            Ok(())
+        }
+        fn wait(&mut self, _stop: &dyn Fn() -> bool) -> Result<Outcome> {
+            self.log.push("wait".into());
+            Ok(Outcome::Done)
+        }
+    }
+
+    struct FakeClock {
+        now: i64,
+        stop_after_sleeps: Option<usize>,
+        slept: Vec<Duration>,
+    }
+
+    impl Clock for FakeClock {
+        fn now_ms(&self) -> i64 {
+            self.now
+        }
+        fn sleep(&mut self, d: Duration) -> bool {
+            self.slept.push(d);
+            self.now += d.as_millis() as i64;
+            !self.stopping()
+        }
+        fn stopping(&self) -> bool {
+            self.stop_after_sleeps.is_some_and(|n| self.slept.len() >= n)
+        }
+    }
+
+    struct Rig {
+        _dir: tempfile::TempDir,
+        s: Settings,
+        audit: Audit,
+        clock: FakeClock,
+    }
+
+    fn rig(dry_run: bool) -> Rig {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = config::File {
+            enable: Some(true),
+            dry_run: Some(dry_run),
+            bootstrap: Some(vec!["b:1".into()]),
+            state: Some(dir.path().join("state.json")),
+            audit_log: Some(dir.path().join("audit.log")),
+            ..config::File::default()
+        };
+        let s = config::resolve(&flags, false, None).unwrap();
+        let audit = Audit::open(&s.audit_log, dry_run, 0).unwrap();
+        Rig { _dir: dir, s, audit, clock: FakeClock { now: 10_000_000, stop_after_sleeps: None, slept: vec![] } }
+    }
+
+    fn script(views: Vec<View>) -> Script {
+        Script { views, refusals: vec![], log: vec![] }
+    }
+
+    fn lines(r: &Rig) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&r.s.audit_log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    fn run_scan(r: &mut Rig, c: &mut Script, st: &mut State) -> Outcome {
+        match scan(c, &mut r.clock, &mut r.audit, st, &r.s).unwrap() {
+            Scan::Done(o) => o,
+            Scan::Failed(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_promotion_is_audited_and_recorded_before_the_write() {
+        let mut r = rig(false);
+        let mut c = script(vec![two_primaries_down(0)]);
+        let mut st = State::new(None);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        assert_eq!(c.log, ["view", "prepare promote 4", "write", "wait"]);
+        let l = lines(&r);
+        let outcomes: Vec<&str> = l.iter().filter_map(|x| x["outcome"].as_str()).collect();
+        assert_eq!(outcomes, ["decided", "done"]);
+        let saved = state::load(&r.s.state).unwrap();
+        assert_eq!(saved.promoted.iter().map(|p| p.broker).collect::<Vec<_>>(), [4]);
+        assert_eq!(saved.cluster_id.as_deref(), Some("c1"), "bound to the cluster it saw");
+        assert_eq!(saved.last_action.as_ref().map(|a| (a.action, a.broker)), Some((Direction::Promote, 4)));
+    }
+
+    #[test]
+    fn rule2_dry_run_traces_and_changes_nothing() {
+        let mut r = rig(true);
+        let mut c = script(vec![two_primaries_down(0)]);
+        let mut st = State::new(None);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        assert_eq!(c.log, ["view", "prepare promote 4"], "pre-checks run, no write");
+        let l = lines(&r);
+        assert_eq!((l[0]["outcome"].as_str(), l[0]["dry_run"].as_bool()), (Some("dry-run"), Some(true)));
+        assert!(l[0]["reason"].as_str().unwrap().ends_with("dry run: nothing written"));
+        assert!(!r.s.state.exists(), "no state written");
+        // A forget is traced but not recorded either.
+        let mut st = State { promoted: vec![promoted(4, Policy::UnderMinIsr)], ..State::new(None) };
+        let mut c = script(vec![two_primaries_down(0)]);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        assert!(!r.s.state.exists());
+    }
+
+    #[test]
+    fn the_pre_checks_refuse_with_their_words() {
+        let mut r = rig(false);
+        let mut c = script(vec![two_primaries_down(0)]);
+        c.refusals = vec![Refusal {
+            rule: change::Rule::Lag,
+            partition: "auto-0".into(),
+            detail: "broker 4 has log end offset 1, live replica 1 has 5".into(),
+        }];
+        let mut st = State::new(None);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        assert_eq!(c.log, ["view", "prepare promote 4"]);
+        let l = lines(&r);
+        assert_eq!(l[0]["action"], "refuse");
+        assert!(l[0]["reason"].as_str().unwrap().contains("log end offset: auto-0: broker 4 has log end offset 1"));
+        assert!(st.promoted.is_empty() && !r.s.state.exists());
+    }
+
+    fn back() -> View {
+        view(vec![part("auto", Some(1), &[1, 2, 3, 4], &[1, 2, 3, 4], &[(1, 9), (4, 9)])], &[1, 2, 3, 4], &[])
+    }
+
+    fn still_down() -> View {
+        view(vec![part("auto", Some(1), &[1, 2, 3, 4], &[1, 4], &[(1, 9), (4, 9)])], &[1, 4], &[])
+    }
+
+    #[test]
+    fn rule6_a_demotion_waits_for_the_second_look() {
+        let mut r = rig(false);
+        let mut st = State { promoted: vec![promoted(4, Policy::UnderMinIsr)], ..State::new(Some("c1".into())) };
+        // Cleared at the first look, not at the second: nothing written.
+        let mut c = script(vec![back(), still_down()]);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        assert_eq!(c.log, ["view", "view"]);
+        assert_eq!(r.clock.slept, [Duration::from_secs(5)], "--confirm-interval apart");
+        let l = lines(&r);
+        assert_eq!(l[0]["action"], "skip");
+        assert!(l[0]["reason"].as_str().unwrap().contains("not at the second, 5 s later"), "{}", l[0]["reason"]);
+        assert_eq!(st.promoted.len(), 1);
+        // Cleared twice: demoted, and no longer owned.
+        let mut c = script(vec![back(), back()]);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        assert_eq!(c.log, ["view", "view", "prepare demote 4", "write", "wait"]);
+        assert!(st.promoted.is_empty());
+        assert!(state::load(&r.s.state).unwrap().promoted.is_empty());
+        let l = lines(&r);
+        assert!(l.last().unwrap()["reason"].as_str().unwrap().ends_with("confirmed again 5 s later"));
+    }
+
+    #[test]
+    fn rule4_a_demotion_inside_the_cooldown_is_refused_across_restarts() {
+        let mut r = rig(false);
+        let mut c = script(vec![two_primaries_down(0)]);
+        let mut st = State::new(None);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        // A restart: the state from disk; the primaries back 60 s later.
+        let mut st = state::load(&r.s.state).unwrap();
+        r.clock.now = st.last_action.as_ref().unwrap().at_ms + 60_000;
+        let mut c = script(vec![back()]);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        assert_eq!(c.log, ["view"], "no second look, no write inside the cooldown");
+        let l = lines(&r);
+        assert_eq!(
+            (l.last().unwrap()["action"].as_str(), l.last().unwrap()["broker"].as_i64()),
+            (Some("refuse"), Some(4))
+        );
+        assert!(l.last().unwrap()["reason"].as_str().unwrap().contains("cooldown"));
+    }
+
+    #[test]
+    fn sigterm_stops_between_actions() {
+        let mut r = rig(false);
+        r.clock.stop_after_sleeps = Some(1);
+        let mut st = State { promoted: vec![promoted(4, Policy::UnderMinIsr)], ..State::new(Some("c1".into())) };
+        let mut c = script(vec![back()]);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Failed(Failure::Interrupted));
+        assert_eq!(c.log, ["view"], "stopped during the confirmation: nothing prepared or written");
+        assert_eq!(st.promoted.len(), 1);
+    }
+
+    #[test]
+    fn another_cluster_behind_the_same_state_is_fatal() {
+        let mut r = rig(false);
+        let mut st = State::new(Some("other".into()));
+        let mut c = script(vec![two_primaries_down(0)]);
+        let e = scan(&mut c, &mut r.clock, &mut r.audit, &mut st, &r.s).err().expect("fatal");
+        assert!(e.to_string().contains("belongs to cluster other, but b:1 answers as cluster c1"), "{e}");
+    }
+
+    #[test]
+    fn a_cluster_that_does_not_answer_is_a_failed_scan_not_a_fatal_one() {
+        let mut r = rig(false);
+        let mut c = script(vec![]);
+        let mut st = State::new(None);
+        assert!(matches!(scan(&mut c, &mut r.clock, &mut r.audit, &mut st, &r.s).unwrap(), Scan::Failed(_)));
+    }
+}
