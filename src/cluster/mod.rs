@@ -8,6 +8,7 @@
 //! produce, consume, …) run the release's own tools and write each command and
 //! its output to the run's journal, which becomes the evidence.
 
+pub mod homes;
 pub mod journal;
 pub mod node;
 pub mod runtime;
@@ -56,6 +57,16 @@ pub struct Cluster {
     pub journal: Journal,
     server_jvm: Vec<String>,
     pub cluster_id: Option<String>,
+    /// The bundle installed into every node's home (a patched run on per-node homes).
+    pub bundle: Option<homes::Bundle>,
+}
+
+/// Where the nodes' jars come from.
+pub enum Homes {
+    /// One classpath for every node: the runtime's (the dev cluster).
+    Shared,
+    /// A Kafka home per node with the release's jars, and the bundle installed when given.
+    PerNode(Option<homes::Bundle>),
 }
 
 impl Cluster {
@@ -67,6 +78,7 @@ impl Cluster {
         run_dir: &Path,
         base_port: Option<u16>,
         journal: Journal,
+        homes: Homes,
     ) -> Result<Cluster> {
         node::install_interrupt_handler();
         let base_port = free_port_block(base_port)?;
@@ -107,8 +119,13 @@ impl Cluster {
             journal,
             server_jvm,
             cluster_id: None,
+            bundle: None,
         };
         c.configure()?;
+        if let Homes::PerNode(bundle) = homes {
+            c.bundle = bundle;
+            c.lay_out_homes()?;
+        }
         let t0 = Instant::now();
         c.start_all()?;
         c.train_tool_cds();
@@ -266,6 +283,29 @@ impl Cluster {
         self.journal.note(&format!("adding {} port {} dir {}", node.name, node.port, node.dir.display()));
         self.nodes.push(node);
         self.set_observers(&[id], observers)?;
+        if self.mode == Mode::Kraft {
+            let id_str = self.cluster_id.clone().ok_or_else(|| Error::Source("the KRaft cluster has no id".into()))?;
+            let cfg = self.node(id).dir.join("server.properties").display().to_string();
+            let out = self.tools.run(
+                Tool::Storage,
+                &["format".into(), "-t".into(), id_str, "-c".into(), cfg],
+                None,
+                Duration::from_secs(120),
+            )?;
+            self.journal.tool(&format!("format {}", self.node(id).name), &out);
+            if !out.ok() {
+                return Err(Error::External(format!("formatting broker {id} failed (rc {})", out.rc)));
+            }
+        }
+        // Like every other node: its own Kafka home, with the bundle installed.
+        if self.nodes.iter().any(|n| n.home.is_some()) {
+            let home = self.run_dir.join("homes").join(&self.node(id).name);
+            homes::lay_out(&self.rt, &home)?;
+            if self.bundle.is_some() && !self.okp_on_home("install", &home)?.ok() {
+                return Err(Error::External(format!("okp install into {} failed", home.display())));
+            }
+            self.node_mut(id).home = Some(home);
+        }
         self.restart(id)
     }
 
@@ -408,9 +448,65 @@ impl Cluster {
                 }
             }
         }
-        let cp = self.rt.classpath_string();
+        let cp = match &self.node(id).home {
+            Some(home) => homes::classpath(&self.rt, home),
+            None => self.rt.classpath_string(),
+        };
         let java = self.rt.java.clone();
         self.node_mut(id).start(&java, &cp)
+    }
+
+    /// A Kafka home per node under the run directory, and the bundle installed into each.
+    fn lay_out_homes(&mut self) -> Result<()> {
+        for id in self.kafka_nodes() {
+            let home = self.run_dir.join("homes").join(&self.node(id).name);
+            homes::lay_out(&self.rt, &home)?;
+            if self.bundle.is_some() {
+                let ran = self.okp_on_home("install", &home)?;
+                if !ran.ok() {
+                    return Err(Error::External(format!(
+                        "okp install into {} failed (rc {}): {}",
+                        home.display(),
+                        ran.rc,
+                        ran.stderr.trim()
+                    )));
+                }
+            }
+            self.node_mut(id).home = Some(home);
+        }
+        Ok(())
+    }
+
+    /// `okp install` (verifying the bundle against its key) or `okp rollback` on `home`, journaled.
+    pub fn okp_on_home(&mut self, action: &str, home: &Path) -> Result<homes::Ran> {
+        let b = self.bundle.clone().ok_or_else(|| Error::Usage("no bundle: an upstream run installs none".into()))?;
+        let h = home.display().to_string();
+        let (archive, pubkey) = (b.archive.display().to_string(), b.pubkey.display().to_string());
+        let args: Vec<&str> = match action {
+            "install" => vec!["install", "--kafka-home", &h, "--pubkey", &pubkey, &archive],
+            _ => vec!["rollback", "--kafka-home", &h],
+        };
+        let ran = homes::okp(&b.okp, &args)?;
+        self.journal_okp(&ran);
+        Ok(ran)
+    }
+
+    pub fn journal_okp(&mut self, ran: &homes::Ran) {
+        let mut text = format!("$ {}\n  exit {}", ran.command, ran.rc);
+        for (what, s) in [("stdout", &ran.stdout), ("stderr", &ran.stderr)] {
+            if !s.trim().is_empty() {
+                text.push_str(&format!("\n  --- {what}\n"));
+                text.push_str(&s.lines().map(|l| format!("  | {l}")).collect::<Vec<_>>().join("\n"));
+            }
+        }
+        self.journal.note(&text);
+    }
+
+    /// Graceful stop (SIGTERM; -9 after 60 s), journaled.
+    pub fn stop_node(&mut self, id: i32) {
+        let t0 = Instant::now();
+        self.node_mut(id).stop(Duration::from_secs(60));
+        self.journal.note(&format!("stopped {} (SIGTERM) in {:.1} s", self.node(id).name, t0.elapsed().as_secs_f64()));
     }
 
     pub fn wait_node_ready(&mut self, id: i32) -> Result<Duration> {
@@ -829,7 +925,9 @@ impl Cluster {
             a.extend(args(&["--consumer-property", p]));
         }
         let out = self.tool(Tool::Consumer, &a, None, Duration::from_millis(timeout_ms + 45_000))?;
-        Ok(out.stdout.lines().map(str::to_string).collect())
+        // 4.2 on prints "Option --consumer-property is deprecated ..." on stdout.
+        let notice = |l: &str| l.starts_with("Option --") && l.contains(" is deprecated");
+        Ok(out.stdout.lines().filter(|l| !notice(l)).map(str::to_string).collect())
     }
 
     /// The end offset (high watermark for a read_uncommitted reader) of partition 0.

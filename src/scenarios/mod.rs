@@ -10,6 +10,7 @@ mod auto;
 mod failures;
 mod metrics;
 mod promotion;
+mod roll;
 mod topology;
 mod write_path;
 
@@ -63,6 +64,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "FFO", title: "fetch from the observer (KIP-392): a consumer of its rack reads from it, only up to the HW, read_committed exact; frozen observer: never uncommitted data", gate: false, run: topology::ffo },
     Scenario { id: "S4", title: "all primaries down: no observer leader even with unclean election; promote, elect, serve", gate: true, run: failures::s4_all_primaries_down },
     Scenario { id: "MET", title: "metrics layer: JMX gauges in steady state, with a lagging observer, during a demotion, with an observer stuck in the ISR", gate: false, run: metrics::met },
+    Scenario { id: "ROLL", title: "rolling adoption with the shipped bundle: back to the release's jars, okp install one node at a time under acks=all writes, observer named, okp rollback rolling; runs last", gate: false, run: roll::roll },
 ];
 
 /// Scenarios that need an optional layer of the patch set in the jars.
