@@ -8,6 +8,7 @@
 //! run.json's schema (`record`).
 
 pub mod record;
+pub mod unit;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -356,7 +357,7 @@ fn summary_page(record: &RunRecord) -> String {
 }
 
 /// Replaces `dest` with `staging` as one rename (the old run goes only once the new one is complete).
-fn publish(staging: &Path, dest: &Path) -> Result<()> {
+pub(crate) fn publish(staging: &Path, dest: &Path) -> Result<()> {
     let parent = dest.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
     let tmp = parent.join(format!(
@@ -386,6 +387,8 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         if e.path().is_file() {
             std::fs::copy(e.path(), to.join(e.file_name()))
                 .map_err(|er| Error::io(format!("cannot copy {}", e.path().display()), er))?;
+        } else if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()))?;
         }
     }
     Ok(())
@@ -428,17 +431,26 @@ pub fn write_matrix(evidence: &Path) -> Result<()> {
     left_out.sort();
     let p = evidence.join("VERIFY.md");
     std::fs::create_dir_all(evidence).map_err(|e| Error::io(format!("cannot create {}", evidence.display()), e))?;
-    crate::fsx::write_atomic(&p, matrix_page(&runs, &left_out).as_bytes())
+    let unit: BTreeMap<String, String> =
+        runs.iter().filter_map(|(name, _)| Some((name.clone(), unit::matrix_cell(evidence, name)?))).collect();
+    crate::fsx::write_atomic(&p, matrix_page(&runs, &left_out, &unit).as_bytes())
 }
 
 /// The VERIFY.md page of `runs` (name, record), and of the runs `left_out` (name, why).
-fn matrix_page(runs: &[(String, RunRecord)], left_out: &[(String, String)]) -> String {
+/// `unit`: the unit-tests column's cell of a run (`okp unit-tests`), where there is one.
+fn matrix_page(runs: &[(String, RunRecord)], left_out: &[(String, String)], unit: &BTreeMap<String, String>) -> String {
     let ids: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).collect();
     let mut s = String::from("# okp verify: release × scenario\n\nWritten by `okp verify` after every run, from the `run.json` files in this directory. ");
     s.push_str("Each cell links to the scenario's journal (every command and its output). `-upstream` rows are negative controls on unpatched jars: their gate scenarios (INIT, LAT, S4) are expected to FAIL.\n\n");
+    let with_unit = !unit.is_empty();
+    if with_unit {
+        s.push_str("The `unit` column is `okp unit-tests` on the same release and mode: Kafka's own unit tests of the hooked classes on upstream jars, patched jars, and patched jars with observers ([evidence/unit](unit/)).\n\n");
+    }
     s.push_str(&format!(
-        "| run | verdict | seconds | {} |\n|---|---|---|{}\n",
+        "| run | verdict | seconds | {}{} |\n|---|---|---|{}{}\n",
+        if with_unit { "unit | " } else { "" },
         ids.join(" | "),
+        if with_unit { "---|" } else { "" },
         "---|".repeat(ids.len())
     ));
     for (name, r) in runs {
@@ -452,8 +464,13 @@ fn matrix_page(runs: &[(String, RunRecord)], left_out: &[(String, String)]) -> S
                 None => "–".into(),
             })
             .collect();
+        let unit_cell = match (with_unit, unit.get(name)) {
+            (false, _) => String::new(),
+            (true, Some(c)) => format!("{c} | "),
+            (true, None) => "– | ".into(),
+        };
         s.push_str(&format!(
-            "| [{name}]({name}/summary.md) | {} | {total:.0} | {} |\n",
+            "| [{name}]({name}/summary.md) | {} | {total:.0} | {unit_cell}{} |\n",
             r.verdict.word(),
             cells.join(" | ")
         ));
