@@ -492,17 +492,40 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("evidence")
     }
 
-    /// Copies the run.json files of `from`'s runs into a fresh evidence directory.
+    /// Copies the run.json files of `from`'s runs, and the unit.json files of its unit runs, into
+    /// a fresh evidence directory.
     fn runs_of(from: &Path) -> tempfile::TempDir {
         let t = tempfile::tempdir().unwrap();
-        for e in std::fs::read_dir(from).unwrap().flatten() {
-            let run = e.path().join(record::FILE_NAME);
-            if run.is_file() {
-                std::fs::create_dir(t.path().join(e.file_name())).unwrap();
-                std::fs::copy(&run, t.path().join(e.file_name()).join(record::FILE_NAME)).unwrap();
+        let copy = |from: &Path, to: &Path, file: &str| {
+            for e in std::fs::read_dir(from).into_iter().flatten().flatten() {
+                let run = e.path().join(file);
+                if run.is_file() {
+                    std::fs::create_dir_all(to.join(e.file_name())).unwrap();
+                    std::fs::copy(&run, to.join(e.file_name()).join(file)).unwrap();
+                }
             }
-        }
+        };
+        copy(from, t.path(), record::FILE_NAME);
+        copy(&from.join("unit"), &t.path().join("unit"), unit::record::FILE_NAME);
         t
+    }
+
+    #[test]
+    fn the_unit_column_shows_a_unit_run_and_only_then() {
+        let t = runs_of(&evidence());
+        let _ = std::fs::remove_dir_all(t.path().join("unit"));
+        write_matrix(t.path()).unwrap();
+        let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
+        assert!(!page.contains("| unit |"), "{page}");
+        let dir = t.path().join("unit").join("3.9.2-zk");
+        std::fs::create_dir_all(&dir).unwrap();
+        unit::record::tests::sample().write(&dir).unwrap();
+        write_matrix(t.path()).unwrap();
+        let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
+        assert!(page.contains("| run | verdict | seconds | unit | INIT"), "{page}");
+        assert!(page.contains("| [pass 3 tests, 0 regr., 0 changes](unit/3.9.2-zk/summary.md) |"), "{page}");
+        let other = page.lines().find(|l| l.starts_with("| [3.9.2-kraft]")).unwrap();
+        assert!(other.contains(" | – | [pass"), "a run without a unit run has an empty cell: {other}");
     }
 
     /// The typed reader gives the same pages as the run.json files under evidence/ were published with.

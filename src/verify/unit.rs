@@ -105,6 +105,10 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     let upstream_cp = ws.maven.classpath_with(&deps, &format!("okp-unit-{v}-{}", family.name))?;
 
     // 3. The patched jars (core layer: the contract) in place of their upstream twins.
+    if opts.jars.is_none() {
+        opts.release
+            .require_sources_jar("okp unit-tests builds its patched jars from those sources (or pass --jars)")?;
+    }
     let build = crate::verify::patched_jars(ws, &opts.release, opts.mode, &Layers::with(&[]), opts.jars.as_deref())?;
     let mut patched_cp = upstream_cp.clone();
     for jar in &build.jars {

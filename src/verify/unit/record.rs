@@ -144,7 +144,7 @@ impl UnitRecord {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn sample() -> UnitRecord {
