@@ -222,6 +222,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
             .collect(),
         regressions: j.regressions,
         changes: j.changes,
+        not_comparable: j.not_comparable,
         unused_expectations: j.unused_expectations,
         seconds,
     };
@@ -289,6 +290,7 @@ fn rejudge(family: &Family, dest: &Path, json: bool) -> Result<Exit> {
     record.verdict = if j.ok() { UnitVerdict::Pass } else { UnitVerdict::Fail };
     record.regressions = j.regressions;
     record.changes = j.changes;
+    record.not_comparable = j.not_comparable;
     record.unused_expectations = j.unused_expectations;
     finish(&record, dest, dest, json)?;
     Ok(Exit::check(record.verdict == UnitVerdict::Pass))
@@ -500,6 +502,16 @@ fn summary_page(r: &UnitRecord) -> String {
                 if c.review { "yes" } else { "" }
             ));
         }
+    }
+    if !r.not_comparable.is_empty() {
+        s.push_str(&format!(
+            "\nNot comparable (the test does not pass on upstream jars, so its outcome says nothing about the patch set): {}\n",
+            r.not_comparable
+                .iter()
+                .map(|c| format!("`{}` ({} -> {})", c.test, c.patched.word(), c.observers.word()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     if !r.unused_expectations.is_empty() {
         s.push_str(&format!(

@@ -6,6 +6,10 @@
 //!   differs between patched jars without and with observers. Each is listed
 //!   with its kind and message; one the expected list does not explain fails the
 //!   run; an exception or a timeout is marked for review even when explained.
+//!   A test that does not pass on upstream jars says nothing about the patch
+//!   set (on a loaded machine an upstream test with a tight timeout fails in
+//!   one configuration and passes in the next): its changes are listed apart,
+//!   as not comparable, and do not fail the run.
 //!
 //! Not here: reading reports (`junit`), running (`unit`), the record's layout (`record`).
 
@@ -23,6 +27,8 @@ pub type Outcomes = BTreeMap<String, Outcome>;
 pub struct Judgement {
     pub regressions: Vec<Regression>,
     pub changes: Vec<Change>,
+    /// Changes of tests that do not pass upstream: listed, not judged.
+    pub not_comparable: Vec<Change>,
     /// Expected entries no test's change matched (stale after a patch-set change, or a flake).
     pub unused_expectations: Vec<String>,
 }
@@ -65,15 +71,21 @@ pub fn judge(family: &Family, upstream: &Outcomes, patched: &Outcomes, observers
             continue;
         }
         let explained = family.explains(test);
+        let comparable = upstream.get(test).is_some_and(Outcome::passed);
         let review = matches!(o, Outcome::Fail { kind: Kind::Exception | Kind::Timeout, .. });
-        j.changes.push(Change {
+        let change = Change {
             test: test.clone(),
             patched: p,
             observers: o,
             rule: explained.map(|e| e.rule.clone()),
             why: explained.map(|e| e.why.clone()),
             review,
-        });
+        };
+        if comparable {
+            j.changes.push(change);
+        } else {
+            j.not_comparable.push(change);
+        }
     }
     j.unused_expectations = family
         .expected
@@ -120,6 +132,11 @@ mod tests {
             of(&[("PartitionTest.t(boolean)[1]", fail(Kind::Assertion)), ("PartitionTest.u()", fail(Kind::Timeout))]);
         let j = judge(&family(vec![]), &p, &p, &o);
         assert_eq!((j.changes.len(), j.unexplained(), j.ok()), (2, 2, false));
+        // A test that fails upstream is not evidence either way.
+        let up = of(&[("PartitionTest.t(boolean)[1]", fail(Kind::Timeout)), ("PartitionTest.u()", Outcome::Pass)]);
+        let j = judge(&family(vec![]), &up, &p, &o);
+        assert_eq!((j.changes.len(), j.not_comparable.len()), (1, 1));
+        assert_eq!(j.not_comparable[0].test, "PartitionTest.t(boolean)[1]");
         assert!(j.changes[1].review && !j.changes[0].review);
         let e = Expected { test: "PartitionTest.t".into(), rule: "rule 1".into(), why: "w".into() };
         let stale = Expected { test: "PartitionTest.gone".into(), rule: "rule 5".into(), why: "w".into() };

@@ -75,6 +75,9 @@ pub struct UnitRecord {
     pub classes: Vec<ClassRow>,
     pub regressions: Vec<Regression>,
     pub changes: Vec<Change>,
+    /// Changes of tests that do not pass upstream (not judged).
+    #[serde(default)]
+    pub not_comparable: Vec<Change>,
     /// Expected entries no change matched.
     pub unused_expectations: Vec<String>,
     /// Wall time per configuration and `total`.
@@ -167,6 +170,7 @@ pub(crate) mod tests {
             }],
             regressions: vec![],
             changes: vec![],
+            not_comparable: vec![],
             unused_expectations: vec![],
             seconds: BTreeMap::new(),
         }
