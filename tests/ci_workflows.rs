@@ -132,7 +132,7 @@ fn the_sentinel_runs_weekly_and_on_demand_and_the_compile_job_on_changes() {
             .zip(data.lines().filter(|l| l.trim_start().starts_with("to: ")))
             .any(|(f, t)| {
                 let p = |l: &str| -> Vec<u32> {
-                    l.trim().split_whitespace().nth(1).unwrap().split('.').map(|x| x.parse().unwrap()).collect()
+                    l.split_whitespace().nth(1).unwrap().split('.').map(|x| x.parse().unwrap()).collect()
                 };
                 p(f) <= v && v <= p(t)
             })
