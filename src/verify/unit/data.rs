@@ -241,7 +241,7 @@ mod tests {
 
     #[test]
     fn an_expected_change_must_name_a_contract_rule() {
-        let bad = EMBEDDED.replacen("rule: rule 1", "rule: rule 9", 1);
+        let bad = EMBEDDED.replacen("rule: \"rule 1\"", "rule: \"rule 9\"", 1);
         assert_ne!(bad, EMBEDDED, "the embedded file has an expectation citing rule 1");
         let e = UnitData::parse(&Origin::new("u.yaml", bad)).unwrap_err().to_string();
         assert!(e.starts_with("u.yaml:") && e.contains("rule `rule 9` is not one of"), "{e}");
