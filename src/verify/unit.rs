@@ -111,20 +111,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     }
     let build = crate::verify::patched_jars(ws, &opts.release, opts.mode, &Layers::with(&[]), opts.jars.as_deref())?;
     let mut patched_cp = upstream_cp.clone();
-    for jar in &build.jars {
-        let file = match jar.upstream.split(':').collect::<Vec<_>>().as_slice() {
-            [_, a, ver] => format!("{a}-{ver}.jar"),
-            _ => jar.upstream.clone(),
-        };
-        let slot = patched_cp.iter().position(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == file));
-        let Some(slot) = slot else {
-            return Err(Error::Source(format!(
-                "patched {} has no upstream twin {file} on the unit-test classpath",
-                jar.path.display()
-            )));
-        };
-        patched_cp[slot] = jar.path.clone();
-    }
+    build.swap_into(&mut patched_cp, "the unit-test classpath")?;
 
     // 4. Which classes this release has.
     let present = classes_present(&upstream_cp, &classes)?;
