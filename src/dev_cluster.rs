@@ -48,7 +48,7 @@ pub fn hold(
         .keep();
     let journal = Journal::new(&run_dir.join("journal"), &run_dir);
     eprintln!("okp: dev-cluster: run directory {}", run_dir.display());
-    let mut c = Cluster::up(mode, rt, timers, &run_dir, None, journal)?;
+    let mut c = Cluster::up(mode, rt, timers, &run_dir, None, journal, crate::cluster::Homes::Shared)?;
     let mut topics: Vec<(&str, &str, Vec<&str>)> =
         crate::scenarios::TOPICS.iter().map(|(t, a, cfg)| (*t, *a, cfg.to_vec())).collect();
     topics.extend(extra.iter().map(|(t, a, cfg)| (t.as_str(), a.as_str(), cfg.iter().map(String::as_str).collect())));

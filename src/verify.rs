@@ -79,13 +79,28 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
 
     // 3. The cluster and the shared topics.
     let t = Instant::now();
-    let mut cluster = match Cluster::up(opts.mode, rt, opts.timers.clone(), &run_dir, opts.base_port, journal) {
+    // A patched run installs the signed bundle okp ships into a Kafka home per node.
+    let (bundle, bundling) = match opts.flavor {
+        Flavor::Patched => {
+            let (b, log) = crate::cluster::homes::make_bundle(&rt, &run_dir.join("bundle"))?;
+            (Some(b), log)
+        }
+        Flavor::Upstream => (None, Vec::new()),
+    };
+    let homes = crate::cluster::Homes::PerNode(bundle);
+    let mut cluster = match Cluster::up(opts.mode, rt, opts.timers.clone(), &run_dir, opts.base_port, journal, homes) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("okp: verify {name}: the cluster did not start; logs kept in {}", run_dir.display());
             return Err(e);
         }
     };
+    if !bundling.is_empty() {
+        cluster.journal.note("the bundle installed above was made before the cluster, with:");
+        for ran in &bundling {
+            cluster.journal_okp(ran);
+        }
+    }
     let setup = (|| -> Result<()> {
         let outs = cluster.create_topics(scenarios::TOPICS)?;
         for ((topic, _, _), out) in scenarios::TOPICS.iter().zip(&outs) {
@@ -532,6 +547,10 @@ mod tests {
     #[test]
     fn the_evidence_pages_come_out_the_same_from_the_typed_records() {
         for dir in [evidence(), evidence().join("met-cluster")] {
+            if std::env::var_os("OKP_BLESS").is_some() {
+                // A new scenario column: `OKP_BLESS=1 cargo test --lib evidence_pages` rewrites the pages.
+                write_matrix(&dir).unwrap();
+            }
             let t = runs_of(&dir);
             write_matrix(t.path()).unwrap();
             let want = std::fs::read_to_string(dir.join("VERIFY.md")).unwrap();

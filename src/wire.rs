@@ -19,6 +19,7 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+const API_FETCH: i16 = 1;
 const API_LIST_OFFSETS: i16 = 2;
 const API_METADATA: i16 = 3;
 const API_DESCRIBE_CONFIGS: i16 = 32;
@@ -63,6 +64,8 @@ pub struct Probe {
     metadata_version: i16,
     list_offsets_version: i16,
     describe_configs_v1: bool,
+    /// Fetch v11 (KIP-392's rack_id and preferred_read_replica): 2.4 and later.
+    fetch_v11: bool,
 }
 
 /// A broker as Metadata lists it (registered, so alive as far as the controller knows).
@@ -108,8 +111,14 @@ impl Probe {
         let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(1000)).ok()?;
         stream.set_read_timeout(Some(Duration::from_millis(1500))).ok()?;
         stream.set_write_timeout(Some(Duration::from_millis(1500))).ok()?;
-        let mut p =
-            Probe { stream, correlation: 0, metadata_version: 4, list_offsets_version: 1, describe_configs_v1: false };
+        let mut p = Probe {
+            stream,
+            correlation: 0,
+            metadata_version: 4,
+            list_offsets_version: 1,
+            describe_configs_v1: false,
+            fetch_v11: false,
+        };
         let body = p.call(API_VERSIONS, 0, &[])?;
         let mut r = Reader::new(&body);
         if r.i16()? != 0 {
@@ -122,6 +131,7 @@ impl Probe {
                 API_METADATA => p.metadata_version = pick(4, 8)?,
                 API_LIST_OFFSETS => p.list_offsets_version = pick(1, 3)?,
                 API_DESCRIBE_CONFIGS => p.describe_configs_v1 = pick(1, 1).is_some(),
+                API_FETCH => p.fetch_v11 = pick(11, 11).is_some(),
                 _ => {}
             }
         }
@@ -316,6 +326,128 @@ impl Probe {
     }
 }
 
+/// One record batch of a Fetch answer, from its header only.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Batch {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub transactional: bool,
+    /// A control batch (a transaction's commit or abort marker).
+    pub control: bool,
+}
+
+/// A broker's answer to a consumer's Fetch of one partition.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FetchAnswer {
+    pub error: i16,
+    /// The high watermark as the answering replica knows it.
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    /// KIP-392: the replica the leader tells a client of this rack to read from (-1: none).
+    pub preferred_read_replica: i32,
+    /// Complete batches only (a batch cut by the size limit is left out).
+    pub batches: Vec<Batch>,
+}
+
+impl FetchAnswer {
+    /// The offset after the last record served (None when nothing was served).
+    pub fn served_end(&self) -> Option<i64> {
+        self.batches.iter().map(|b| b.last_offset + 1).max()
+    }
+}
+
+impl Probe {
+    /// Fetch v11 of partition `p` of `topic` from `offset`, as a consumer of
+    /// rack `rack` ("" for none) with isolation level `read_committed` or not.
+    /// None when the broker does not serve v11 or does not answer in time.
+    pub fn fetch(&mut self, topic: &str, p: i32, offset: i64, read_committed: bool, rack: &str) -> Option<FetchAnswer> {
+        if !self.fetch_v11 {
+            return None;
+        }
+        let mut b = Vec::new();
+        b.extend_from_slice(&CONSUMER.to_be_bytes()); // replica_id
+        b.extend_from_slice(&100i32.to_be_bytes()); // max_wait_ms
+        b.extend_from_slice(&0i32.to_be_bytes()); // min_bytes: answer at once
+        b.extend_from_slice(&(4i32 << 20).to_be_bytes()); // max_bytes
+        b.push(u8::from(read_committed)); // isolation_level
+        b.extend_from_slice(&0i32.to_be_bytes()); // session_id: no fetch session
+        b.extend_from_slice(&(-1i32).to_be_bytes()); // session_epoch: FINAL_EPOCH, a sessionless fetch
+        b.extend_from_slice(&1i32.to_be_bytes());
+        put_str(&mut b, topic);
+        b.extend_from_slice(&1i32.to_be_bytes());
+        b.extend_from_slice(&p.to_be_bytes());
+        b.extend_from_slice(&(-1i32).to_be_bytes()); // current_leader_epoch: unknown
+        b.extend_from_slice(&offset.to_be_bytes());
+        b.extend_from_slice(&(-1i64).to_be_bytes()); // log_start_offset (a follower's field)
+        b.extend_from_slice(&(4i32 << 20).to_be_bytes()); // partition_max_bytes
+        b.extend_from_slice(&0i32.to_be_bytes()); // forgotten_topics_data
+        put_str(&mut b, rack);
+        let resp = self.call(API_FETCH, 11, &b)?;
+        parse_fetch_v11(&resp, topic, p)
+    }
+}
+
+fn parse_fetch_v11(resp: &[u8], topic: &str, p: i32) -> Option<FetchAnswer> {
+    let mut r = Reader::new(resp);
+    r.i32()?; // throttle_time_ms
+    let top_error = r.i16()?;
+    r.i32()?; // session_id
+    for _ in 0..r.i32()? {
+        let name = r.string()?;
+        for _ in 0..r.i32()? {
+            let index = r.i32()?;
+            let error = r.i16()?;
+            let high_watermark = r.i64()?;
+            let last_stable_offset = r.i64()?;
+            r.i64()?; // log_start_offset
+            let aborted = r.i32()?;
+            for _ in 0..aborted.max(0) {
+                r.i64()?;
+                r.i64()?;
+            }
+            let preferred_read_replica = r.i32()?;
+            let len = r.i32()?;
+            let records = if len > 0 { r.take(len as usize)? } else { &[][..] };
+            if name == topic && index == p {
+                let error = if top_error != 0 { top_error } else { error };
+                let batches = batches_of(records);
+                return Some(FetchAnswer {
+                    error,
+                    high_watermark,
+                    last_stable_offset,
+                    preferred_read_replica,
+                    batches,
+                });
+            }
+        }
+    }
+    None
+}
+
+/// The complete record batches (magic 2) in `records`, from their headers.
+fn batches_of(records: &[u8]) -> Vec<Batch> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while records.len() >= at + 61 {
+        let h = &records[at..];
+        let base = i64::from_be_bytes(h[0..8].try_into().unwrap_or_default());
+        let len = i32::from_be_bytes(h[8..12].try_into().unwrap_or_default());
+        if len < 49 || records.len() < at + 12 + len as usize || h[16] != 2 {
+            break;
+        }
+        let attributes = i16::from_be_bytes(h[21..23].try_into().unwrap_or_default());
+        let delta = i32::from_be_bytes(h[23..27].try_into().unwrap_or_default());
+        out.push(Batch {
+            base_offset: base,
+            last_offset: base + i64::from(delta),
+            transactional: attributes & 0x10 != 0,
+            control: attributes & 0x20 != 0,
+        });
+        at += 12 + len as usize;
+    }
+    out
+}
+
 fn put_str(buf: &mut Vec<u8>, s: &str) {
     buf.extend_from_slice(&(s.len() as i16).to_be_bytes());
     buf.extend_from_slice(s.as_bytes());
@@ -374,6 +506,53 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A magic-2 batch header of `records` records from `base`, with `attributes`, padded to a batch of 70 bytes.
+    fn batch(base: i64, records: i32, attributes: i16) -> Vec<u8> {
+        let mut h = Vec::new();
+        h.extend_from_slice(&base.to_be_bytes());
+        h.extend_from_slice(&58i32.to_be_bytes()); // batchLength: 70 - 12
+        h.extend_from_slice(&0i32.to_be_bytes()); // partitionLeaderEpoch
+        h.push(2); // magic
+        h.extend_from_slice(&0i32.to_be_bytes()); // crc (not checked here)
+        h.extend_from_slice(&attributes.to_be_bytes());
+        h.extend_from_slice(&(records - 1).to_be_bytes()); // lastOffsetDelta
+        h.resize(70, 0);
+        h
+    }
+
+    #[test]
+    fn reads_a_fetch_v11_answer_and_leaves_out_a_cut_batch() {
+        let mut records = batch(0, 5, 0x10);
+        records.extend(batch(5, 1, 0x30));
+        records.extend(&batch(6, 3, 0)[..40]); // cut by the size limit
+        let mut b = Vec::new();
+        b.extend_from_slice(&0i32.to_be_bytes()); // throttle
+        b.extend_from_slice(&0i16.to_be_bytes()); // error
+        b.extend_from_slice(&0i32.to_be_bytes()); // session
+        b.extend_from_slice(&1i32.to_be_bytes());
+        put_str(&mut b, "ffo");
+        b.extend_from_slice(&1i32.to_be_bytes());
+        b.extend_from_slice(&0i32.to_be_bytes()); // partition
+        b.extend_from_slice(&0i16.to_be_bytes());
+        b.extend_from_slice(&9i64.to_be_bytes()); // high watermark
+        b.extend_from_slice(&6i64.to_be_bytes()); // last stable offset
+        b.extend_from_slice(&0i64.to_be_bytes()); // log start
+        b.extend_from_slice(&1i32.to_be_bytes()); // one aborted transaction
+        b.extend_from_slice(&7i64.to_be_bytes());
+        b.extend_from_slice(&0i64.to_be_bytes());
+        b.extend_from_slice(&4i32.to_be_bytes()); // preferred read replica
+        b.extend_from_slice(&(records.len() as i32).to_be_bytes());
+        b.extend(&records);
+        let a = parse_fetch_v11(&b, "ffo", 0).unwrap();
+        assert_eq!((a.high_watermark, a.last_stable_offset, a.preferred_read_replica), (9, 6, 4));
+        assert_eq!(a.batches.len(), 2);
+        assert!(a.batches[0].transactional && !a.batches[0].control);
+        assert!(a.batches[1].control);
+        assert_eq!(a.served_end(), Some(6));
+        assert!(parse_fetch_v11(&b, "other", 0).is_none());
+        assert!(parse_fetch_v11(&b[..30], "ffo", 0).is_none());
+    }
 
     #[test]
     fn reads_a_metadata_v8_partition_list() {

@@ -210,6 +210,10 @@ fn bad_input_is_refused_before_anything_starts() {
             &["verify", "--version", "3.9.2", "--upstream", "--scenarios", "INIT,MET"],
             "scenario MET needs the metrics layer: upstream jars carry no layer",
         ),
+        (
+            &["verify", "--version", "3.9.2", "--upstream", "--scenarios", "ROLL"],
+            "scenario ROLL rolls okp's bundle on and off: an --upstream run has no bundle",
+        ),
         (&["verify", "--version", "3.9.2", "--layer", "gauges"], "invalid value 'gauges' for '--layer <L>'"),
     ];
     for (args, want) in cases {

@@ -8,6 +8,7 @@
 //! produce, consume, …) run the release's own tools and write each command and
 //! its output to the run's journal, which becomes the evidence.
 
+pub mod homes;
 pub mod journal;
 pub mod node;
 pub mod runtime;
@@ -26,6 +27,13 @@ use runtime::Runtime;
 use tools::{Output, PartitionState, Runner, Tool};
 
 pub const OBSERVER: i32 = 4;
+/// KIP-392's rack-aware selector, in every release from 2.4 on.
+pub const RACK_SELECTOR: &str = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+
+/// The rack of broker `id` in okp verify's clusters: each broker has its own.
+pub fn rack_of(id: i32) -> String {
+    format!("r{id}")
+}
 pub const BROKERS: [i32; 4] = [1, 2, 3, 4];
 pub const CONTROLLERS: [i32; 3] = [101, 102, 103];
 
@@ -49,6 +57,16 @@ pub struct Cluster {
     pub journal: Journal,
     server_jvm: Vec<String>,
     pub cluster_id: Option<String>,
+    /// The bundle installed into every node's home (a patched run on per-node homes).
+    pub bundle: Option<homes::Bundle>,
+}
+
+/// Where the nodes' jars come from.
+pub enum Homes {
+    /// One classpath for every node: the runtime's (the dev cluster).
+    Shared,
+    /// A Kafka home per node with the release's jars, and the bundle installed when given.
+    PerNode(Option<homes::Bundle>),
 }
 
 impl Cluster {
@@ -60,6 +78,7 @@ impl Cluster {
         run_dir: &Path,
         base_port: Option<u16>,
         journal: Journal,
+        homes: Homes,
     ) -> Result<Cluster> {
         node::install_interrupt_handler();
         let base_port = free_port_block(base_port)?;
@@ -100,8 +119,13 @@ impl Cluster {
             journal,
             server_jvm,
             cluster_id: None,
+            bundle: None,
         };
         c.configure()?;
+        if let Homes::PerNode(bundle) = homes {
+            c.bundle = bundle;
+            c.lay_out_homes()?;
+        }
         let t0 = Instant::now();
         c.start_all()?;
         c.train_tool_cds();
@@ -138,7 +162,11 @@ impl Cluster {
     }
 
     pub fn broker_port(&self, id: i32) -> u16 {
-        self.base_port + id as u16
+        match id {
+            // MULTI's fifth broker: base+9 is free in the block (JMX ends at base+8, controllers start at base+11).
+            5 => self.base_port + 9,
+            _ => self.base_port + id as u16,
+        }
     }
 
     /// The broker's JMX port (registry and RMI server both), bound to 127.0.0.1;
@@ -153,11 +181,7 @@ impl Cluster {
 
     fn configure(&mut self) -> Result<()> {
         let server_class = self.tools.class(Tool::Server)?.to_string();
-        let voters = CONTROLLERS
-            .iter()
-            .map(|id| format!("{id}@127.0.0.1:{}", self.controller_port(*id)))
-            .collect::<Vec<_>>()
-            .join(",");
+        let voters = self.voters();
         let mut nodes = Vec::new();
         if self.mode == Mode::Zk {
             let dir = self.run_dir.join("zk");
@@ -188,42 +212,7 @@ impl Cluster {
             }
         }
         for id in BROKERS {
-            let dir = self.run_dir.join(format!("b{id}"));
-            mkdir(&dir.join("data"))?;
-            let port = self.broker_port(id);
-            let mut props = String::new();
-            if self.mode == Mode::Zk {
-                props.push_str(&format!(
-                    "broker.id={id}\nzookeeper.connect=127.0.0.1:{}\nzookeeper.session.timeout.ms={}\n",
-                    self.base_port, self.timers.session_ms
-                ));
-            } else {
-                props.push_str(&format!(
-                    "process.roles=broker\nnode.id={id}\ncontroller.quorum.voters={voters}\ncontroller.listener.names=CONTROLLER\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\ninter.broker.listener.name=PLAINTEXT\nbroker.session.timeout.ms={}\nbroker.heartbeat.interval.ms=1000\n",
-                    self.timers.session_ms
-                ));
-            }
-            props.push_str(&format!("listeners=PLAINTEXT://127.0.0.1:{port}\nadvertised.listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={}\n", dir.join("data").display()));
-            props.push_str(&format!(
-                "num.partitions=1\ndefault.replication.factor=3\noffsets.topic.replication.factor=3\noffsets.topic.num.partitions=4\ntransaction.state.log.replication.factor=3\ntransaction.state.log.min.isr=2\ntransaction.state.log.num.partitions=4\ngroup.initial.rebalance.delay.ms=0\nauto.leader.rebalance.enable=false\nreplica.lag.time.max.ms={}\nreplica.fetch.wait.max.ms=200\nnum.network.threads=2\nnum.io.threads=2\nnum.replica.fetchers=1\nbackground.threads=2\nnum.recovery.threads.per.data.dir=1\nlog.cleaner.enable=false\nlog.flush.offset.checkpoint.interval.ms=1000\n",
-                self.timers.lag_ms
-            ));
-            write(&dir.join("server.properties"), &props)?;
-            let mut argv = self.server_argv(&server_class, &dir.join("server.properties"));
-            let jmx = self.jmx_port(id);
-            // JMX on loopback only, no authentication: what the MET scenario reads with JmxTool.
-            let jmx_flags = [
-                "-Dcom.sun.management.jmxremote=true".to_string(),
-                format!("-Dcom.sun.management.jmxremote.port={jmx}"),
-                format!("-Dcom.sun.management.jmxremote.rmi.port={jmx}"),
-                "-Dcom.sun.management.jmxremote.host=127.0.0.1".to_string(),
-                "-Djava.rmi.server.hostname=127.0.0.1".to_string(),
-                "-Dcom.sun.management.jmxremote.authenticate=false".to_string(),
-                "-Dcom.sun.management.jmxremote.ssl=false".to_string(),
-            ];
-            argv.splice(0..0, jmx_flags);
-            let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), dir.join("observer.ids").display().to_string())];
-            nodes.push(Node::new(&format!("broker-{id}"), Role::Broker, id, port, dir, argv, env));
+            nodes.push(self.broker_node(id, &server_class, &voters)?);
         }
         self.nodes = nodes;
         let all: Vec<i32> = self.kafka_nodes();
@@ -232,6 +221,107 @@ impl Cluster {
             self.nodes.iter().map(|n| format!("{} port {} dir {}", n.name, n.port, n.dir.display())).collect();
         self.journal.note(&format!("nodes:\n  {}", listing.join("\n  ")));
         Ok(())
+    }
+
+    /// The node of broker `id`: its directory, server.properties and command line.
+    fn broker_node(&self, id: i32, server_class: &str, voters: &str) -> Result<Node> {
+        let dir = self.run_dir.join(format!("b{id}"));
+        mkdir(&dir.join("data"))?;
+        let port = self.broker_port(id);
+        let mut props = String::new();
+        if self.mode == Mode::Zk {
+            props.push_str(&format!(
+                "broker.id={id}\nzookeeper.connect=127.0.0.1:{}\nzookeeper.session.timeout.ms={}\n",
+                self.base_port, self.timers.session_ms
+            ));
+        } else {
+            props.push_str(&format!(
+                "process.roles=broker\nnode.id={id}\ncontroller.quorum.voters={voters}\ncontroller.listener.names=CONTROLLER\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\ninter.broker.listener.name=PLAINTEXT\nbroker.session.timeout.ms={}\nbroker.heartbeat.interval.ms=1000\n",
+                self.timers.session_ms
+            ));
+        }
+        // Every broker in a rack of its own, and the leader picks a replica of the client's
+        // rack for a consumer that names one (KIP-392): what the FFO scenario reads through.
+        props.push_str(&format!("broker.rack={}\nreplica.selector.class={RACK_SELECTOR}\n", rack_of(id)));
+        props.push_str(&format!(
+            "listeners=PLAINTEXT://127.0.0.1:{port}\nadvertised.listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={}\n",
+            dir.join("data").display()
+        ));
+        props.push_str(&format!(
+            "num.partitions=1\ndefault.replication.factor=3\noffsets.topic.replication.factor=3\noffsets.topic.num.partitions=4\ntransaction.state.log.replication.factor=3\ntransaction.state.log.min.isr=2\ntransaction.state.log.num.partitions=4\ngroup.initial.rebalance.delay.ms=0\nauto.leader.rebalance.enable=false\nreplica.lag.time.max.ms={}\nreplica.fetch.wait.max.ms=200\nnum.network.threads=2\nnum.io.threads=2\nnum.replica.fetchers=1\nbackground.threads=2\nnum.recovery.threads.per.data.dir=1\nlog.cleaner.enable=false\nlog.flush.offset.checkpoint.interval.ms=1000\n",
+            self.timers.lag_ms
+        ));
+        write(&dir.join("server.properties"), &props)?;
+        let mut argv = self.server_argv(server_class, &dir.join("server.properties"));
+        let jmx = self.jmx_port(id);
+        // JMX on loopback only, no authentication: what the MET scenario reads with JmxTool.
+        // (The extra broker of MULTI has no port of its own for it.)
+        let jmx_flags = if !BROKERS.contains(&id) {
+            vec![]
+        } else {
+            vec![
+                "-Dcom.sun.management.jmxremote=true".to_string(),
+                format!("-Dcom.sun.management.jmxremote.port={jmx}"),
+                format!("-Dcom.sun.management.jmxremote.rmi.port={jmx}"),
+                "-Dcom.sun.management.jmxremote.host=127.0.0.1".to_string(),
+                "-Djava.rmi.server.hostname=127.0.0.1".to_string(),
+                "-Dcom.sun.management.jmxremote.authenticate=false".to_string(),
+                "-Dcom.sun.management.jmxremote.ssl=false".to_string(),
+            ]
+        };
+        argv.splice(0..0, jmx_flags);
+        let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), dir.join("observer.ids").display().to_string())];
+        Ok(Node::new(&format!("broker-{id}"), Role::Broker, id, port, dir, argv, env))
+    }
+
+    /// Adds broker `id` (beyond the fixed four: MULTI's fifth replica) with observer.ids
+    /// `observers`, starts it and waits until it is ready.
+    pub fn add_broker(&mut self, id: i32, observers: &str) -> Result<f64> {
+        let server_class = self.tools.class(Tool::Server)?.to_string();
+        let voters = self.voters();
+        let node = self.broker_node(id, &server_class, &voters)?;
+        self.journal.note(&format!("adding {} port {} dir {}", node.name, node.port, node.dir.display()));
+        self.nodes.push(node);
+        self.set_observers(&[id], observers)?;
+        if self.mode == Mode::Kraft {
+            let id_str = self.cluster_id.clone().ok_or_else(|| Error::Source("the KRaft cluster has no id".into()))?;
+            let cfg = self.node(id).dir.join("server.properties").display().to_string();
+            let out = self.tools.run(
+                Tool::Storage,
+                &["format".into(), "-t".into(), id_str, "-c".into(), cfg],
+                None,
+                Duration::from_secs(120),
+            )?;
+            self.journal.tool(&format!("format {}", self.node(id).name), &out);
+            if !out.ok() {
+                return Err(Error::External(format!("formatting broker {id} failed (rc {})", out.rc)));
+            }
+        }
+        // Like every other node: its own Kafka home, with the bundle installed.
+        if self.nodes.iter().any(|n| n.home.is_some()) {
+            let home = self.run_dir.join("homes").join(&self.node(id).name);
+            homes::lay_out(&self.rt, &home)?;
+            if self.bundle.is_some() && !self.okp_on_home("install", &home)?.ok() {
+                return Err(Error::External(format!("okp install into {} failed", home.display())));
+            }
+            self.node_mut(id).home = Some(home);
+        }
+        self.restart(id)
+    }
+
+    /// Stops broker `id` (SIGTERM, then -9) and forgets it.
+    pub fn remove_broker(&mut self, id: i32) {
+        self.node_mut(id).stop(Duration::from_secs(30));
+        self.journal.note(&format!("stopped and removed {}", self.node(id).name));
+        self.nodes.retain(|n| n.id != id || n.role == Role::ZooKeeper);
+    }
+
+    fn voters(&self) -> String {
+        CONTROLLERS
+            .iter()
+            .map(|id| format!("{id}@127.0.0.1:{}", self.controller_port(*id)))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     fn server_argv(&self, class: &str, config: &Path) -> Vec<String> {
@@ -358,9 +448,65 @@ impl Cluster {
                 }
             }
         }
-        let cp = self.rt.classpath_string();
+        let cp = match &self.node(id).home {
+            Some(home) => homes::classpath(&self.rt, home),
+            None => self.rt.classpath_string(),
+        };
         let java = self.rt.java.clone();
         self.node_mut(id).start(&java, &cp)
+    }
+
+    /// A Kafka home per node under the run directory, and the bundle installed into each.
+    fn lay_out_homes(&mut self) -> Result<()> {
+        for id in self.kafka_nodes() {
+            let home = self.run_dir.join("homes").join(&self.node(id).name);
+            homes::lay_out(&self.rt, &home)?;
+            if self.bundle.is_some() {
+                let ran = self.okp_on_home("install", &home)?;
+                if !ran.ok() {
+                    return Err(Error::External(format!(
+                        "okp install into {} failed (rc {}): {}",
+                        home.display(),
+                        ran.rc,
+                        ran.stderr.trim()
+                    )));
+                }
+            }
+            self.node_mut(id).home = Some(home);
+        }
+        Ok(())
+    }
+
+    /// `okp install` (verifying the bundle against its key) or `okp rollback` on `home`, journaled.
+    pub fn okp_on_home(&mut self, action: &str, home: &Path) -> Result<homes::Ran> {
+        let b = self.bundle.clone().ok_or_else(|| Error::Usage("no bundle: an upstream run installs none".into()))?;
+        let h = home.display().to_string();
+        let (archive, pubkey) = (b.archive.display().to_string(), b.pubkey.display().to_string());
+        let args: Vec<&str> = match action {
+            "install" => vec!["install", "--kafka-home", &h, "--pubkey", &pubkey, &archive],
+            _ => vec!["rollback", "--kafka-home", &h],
+        };
+        let ran = homes::okp(&b.okp, &args)?;
+        self.journal_okp(&ran);
+        Ok(ran)
+    }
+
+    pub fn journal_okp(&mut self, ran: &homes::Ran) {
+        let mut text = format!("$ {}\n  exit {}", ran.command, ran.rc);
+        for (what, s) in [("stdout", &ran.stdout), ("stderr", &ran.stderr)] {
+            if !s.trim().is_empty() {
+                text.push_str(&format!("\n  --- {what}\n"));
+                text.push_str(&s.lines().map(|l| format!("  | {l}")).collect::<Vec<_>>().join("\n"));
+            }
+        }
+        self.journal.note(&text);
+    }
+
+    /// Graceful stop (SIGTERM; -9 after 60 s), journaled.
+    pub fn stop_node(&mut self, id: i32) {
+        let t0 = Instant::now();
+        self.node_mut(id).stop(Duration::from_secs(60));
+        self.journal.note(&format!("stopped {} (SIGTERM) in {:.1} s", self.node(id).name, t0.elapsed().as_secs_f64()));
     }
 
     pub fn wait_node_ready(&mut self, id: i32) -> Result<Duration> {
@@ -396,7 +542,8 @@ impl Cluster {
     /// Brokers that are running and not frozen, except `exclude`: the only ones a tool may bootstrap from.
     pub fn bootstrap(&mut self, exclude: &[i32]) -> String {
         let mut hosts = Vec::new();
-        for id in BROKERS {
+        let brokers: Vec<i32> = self.nodes.iter().filter(|n| n.role == Role::Broker).map(|n| n.id).collect();
+        for id in brokers {
             if exclude.contains(&id) {
                 continue;
             }
@@ -435,6 +582,11 @@ impl Cluster {
     /// One read of broker `id`'s JMX gauges (attribute `Value`) whose object
     /// names match `patterns`, with the release's own JmxTool: name -> value.
     pub fn jmx(&mut self, id: i32, patterns: &[&str]) -> Result<BTreeMap<String, f64>> {
+        self.jmx_attribute(id, patterns, "Value")
+    }
+
+    /// `jmx` of another attribute (a meter's `Count`); keys keep their `:Count` suffix.
+    pub fn jmx_attribute(&mut self, id: i32, patterns: &[&str], attribute: &str) -> Result<BTreeMap<String, f64>> {
         let url = format!("service:jmx:rmi:///jndi/rmi://127.0.0.1:{}/jmxrmi", self.jmx_port(id));
         let mut a = vec![
             "--jmx-url".to_string(),
@@ -442,7 +594,7 @@ impl Cluster {
             "--one-time".into(),
             "true".into(),
             "--attributes".into(),
-            "Value".into(),
+            attribute.into(),
         ];
         for p in patterns {
             a.push("--object-name".into());
@@ -458,6 +610,39 @@ impl Cluster {
             )));
         }
         Ok(read)
+    }
+
+    /// Starts a tool without waiting for it (`finish_tool` collects and journals it).
+    pub fn spawn_tool(&mut self, t: Tool, args: &[String]) -> Result<tools::Running> {
+        self.tools.spawn(t, args, None)
+    }
+
+    pub fn finish_tool(&mut self, t: Tool, running: tools::Running, timeout: Duration) -> Output {
+        let out = running.finish(timeout);
+        self.journal.tool(t.label(), &out);
+        out
+    }
+
+    /// Deletes `topic` and waits (up to `timeout`) until no broker lists it.
+    pub fn delete_topic(&mut self, topic: &str, timeout: Duration) -> Result<bool> {
+        let boot = self.bootstrap(&[]);
+        let out = self.tool(
+            Tool::Topics,
+            &args(&["--bootstrap-server", &boot, "--delete", "--topic", topic]),
+            None,
+            Duration::from_secs(60),
+        )?;
+        if !out.ok() {
+            return Ok(false);
+        }
+        let t0 = Instant::now();
+        while t0.elapsed() < timeout {
+            if self.probe_state(topic).is_none() && self.describe(topic)?.is_none() {
+                return Ok(true);
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        Ok(false)
     }
 
     /// The state of partition 0 of `topic`, asked of the live brokers.
@@ -658,7 +843,8 @@ impl Cluster {
         self.produce_with(topic, tag, n, exclude, during, &[])
     }
 
-    fn produce_with(
+    /// `produce_during` with extra producer properties (later ones win: `delivery.timeout.ms=8000`).
+    pub fn produce_with(
         &mut self,
         topic: &str,
         tag: &str,
@@ -703,6 +889,19 @@ impl Cluster {
 
     /// Reads partition 0 of `topic` from the earliest offset (assign mode: no group coordinator needed).
     pub fn consume(&mut self, topic: &str, max: usize, read_committed: bool, exclude: &[i32]) -> Result<Vec<String>> {
+        self.consume_with(topic, max, read_committed, exclude, &[], 15000)
+    }
+
+    /// `consume` with consumer properties (`client.rack=…`) and the tool's own idle timeout.
+    pub fn consume_with(
+        &mut self,
+        topic: &str,
+        max: usize,
+        read_committed: bool,
+        exclude: &[i32],
+        props: &[&str],
+        timeout_ms: u64,
+    ) -> Result<Vec<String>> {
         let boot = self.bootstrap(exclude);
         let max_s = max.to_string();
         let mut a = args(&[
@@ -717,13 +916,18 @@ impl Cluster {
             "--max-messages",
             &max_s,
             "--timeout-ms",
-            "15000",
+            &timeout_ms.to_string(),
         ]);
         if read_committed {
             a.extend(args(&["--isolation-level", "read_committed"]));
         }
-        let out = self.tool(Tool::Consumer, &a, None, Duration::from_secs(60))?;
-        Ok(out.stdout.lines().map(str::to_string).collect())
+        for p in props {
+            a.extend(args(&["--consumer-property", p]));
+        }
+        let out = self.tool(Tool::Consumer, &a, None, Duration::from_millis(timeout_ms + 45_000))?;
+        // 4.2 on prints "Option --consumer-property is deprecated ..." on stdout.
+        let notice = |l: &str| l.starts_with("Option --") && l.contains(" is deprecated");
+        Ok(out.stdout.lines().filter(|l| !notice(l)).map(str::to_string).collect())
     }
 
     /// The end offset (high watermark for a read_uncommitted reader) of partition 0.

@@ -84,6 +84,8 @@ pub struct Node {
     pub starts: u32,
     /// When the node was last killed with -9 (its ZooKeeper session outlives it).
     pub killed_at: Option<Instant>,
+    /// The node's own Kafka home (`libs/` is its classpath); None: the shared runtime classpath.
+    pub home: Option<PathBuf>,
 }
 
 impl Node {
@@ -109,6 +111,7 @@ impl Node {
             log_mark: 0,
             starts: 0,
             killed_at: None,
+            home: None,
         }
     }
 

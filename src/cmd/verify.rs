@@ -101,6 +101,11 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
                 }
                 note(format!("verify: scenario {} left out: it needs the {l} layer", s.id));
             }
+            _ if s.id == "ROLL" && args.upstream => {
+                return Err(Error::Usage(
+                    "scenario ROLL rolls okp's bundle on and off: an --upstream run has no bundle".into(),
+                ));
+            }
             _ => selected.push(s),
         }
     }

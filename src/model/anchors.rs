@@ -102,7 +102,7 @@ impl Layers {
 }
 
 /// The contract's hook ids (shared/DESIGN.md); anchors.yaml must define each.
-pub const CONTRACT_HOOKS: [&str; 8] = [
+pub const CONTRACT_HOOKS: [&str; 9] = [
     "promotion-gate",
     "demotion",
     "hw-gate",
@@ -111,6 +111,7 @@ pub const CONTRACT_HOOKS: [&str; 8] = [
     "kraft-initial-isr",
     "kraft-election-gate",
     "kraft-alterpartition-defense",
+    "read-replica",
 ];
 
 #[derive(Clone, Debug, Deserialize, serde::Serialize)]
@@ -123,6 +124,10 @@ pub struct Hook {
     pub scope: Scope,
     pub site: String,
     pub rule: String,
+    /// The first release the hook is needed in (none: every release of its
+    /// scope); before it, upstream code already keeps the rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<KafkaVersion>,
 }
 
 /// What an anchor matches: exact lines (the rule) or a regex (the exception).
@@ -338,7 +343,11 @@ impl AnchorSet {
     /// Hooks a (release, mode) must carry in `layers`.
     pub fn hooks_in(&self, release: &Release, mode: Mode, layers: &Layers) -> Vec<&Hook> {
         let scopes = Scope::needed(release, mode);
-        self.hooks.iter().filter(|h| scopes.contains(&h.scope) && layers.contains(h.layer)).collect()
+        self.hooks
+            .iter()
+            .filter(|h| scopes.contains(&h.scope) && layers.contains(h.layer))
+            .filter(|h| h.from.is_none_or(|from| from <= release.version))
+            .collect()
     }
 
     /// Anchors of every layer that must match exactly once in `version` for

@@ -10,6 +10,8 @@ mod auto;
 mod failures;
 mod metrics;
 mod promotion;
+mod roll;
+mod topology;
 mod write_path;
 
 use std::collections::BTreeMap;
@@ -58,8 +60,11 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "S6", title: "observer.ids inconsistent across nodes", gate: false, run: promotion::s6_inconsistent },
     Scenario { id: "S7", title: "observer.ids garbage, unreadable, deleted: set frozen, writes continue", gate: false, run: promotion::s7_bad_file },
     Scenario { id: "S8", title: "controller failover: the new controller still filters the initial ISR and refuses observer leaders", gate: false, run: failures::s8_controller_failover },
+    Scenario { id: "MULTI", title: "two observers of one partition (rf5, min.insync.replicas=3): neither in the ISR nor leading; min.insync counts primaries; promote one, the other stays out; HW waits for neither", gate: false, run: topology::multi },
+    Scenario { id: "FFO", title: "fetch from the observer (KIP-392): a consumer of its rack reads from it, only up to the HW, read_committed exact; frozen observer: never uncommitted data", gate: false, run: topology::ffo },
     Scenario { id: "S4", title: "all primaries down: no observer leader even with unclean election; promote, elect, serve", gate: true, run: failures::s4_all_primaries_down },
     Scenario { id: "MET", title: "metrics layer: JMX gauges in steady state, with a lagging observer, during a demotion, with an observer stuck in the ISR", gate: false, run: metrics::met },
+    Scenario { id: "ROLL", title: "rolling adoption with the shipped bundle: back to the release's jars, okp install one node at a time under acks=all writes, observer named, okp rollback rolling; runs last", gate: false, run: roll::roll },
 ];
 
 /// Scenarios that need an optional layer of the patch set in the jars.

@@ -1,0 +1,221 @@
+//! Per-node Kafka homes laid out like the binary distribution (`bin/`,
+//! `libs/`), so a verify cluster runs the artifact an operator deploys: each
+//! node's home starts with the release's own jars and, for a patched run, gets
+//! the signed bundle installed by `okp install`, exactly as the bundle's
+//! INSTALL.md tells an operator. The ROLL scenario rolls `okp rollback` and
+//! `okp install` through these homes on the live cluster.
+//!
+//! Not here: starting processes (node.rs), the bundle itself (bundle/).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::runtime::Runtime;
+use crate::error::{Error, Result};
+
+/// The bundle a patched run installs, and the okp that installs it.
+#[derive(Clone, Debug)]
+pub struct Bundle {
+    pub okp: PathBuf,
+    pub archive: PathBuf,
+    pub pubkey: PathBuf,
+}
+
+/// What `okp` printed and how it ended, for the journal.
+pub struct Ran {
+    pub command: String,
+    pub rc: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    pub fn ok(&self) -> bool {
+        self.rc == 0
+    }
+}
+
+/// Runs the okp binary with `args` (its own CLI, as an operator would).
+pub fn okp(okp: &Path, args: &[&str]) -> Result<Ran> {
+    let out = Command::new(okp)
+        .args(args)
+        .env_remove("OKP_KEY_PASSWORD")
+        .output()
+        .map_err(|e| Error::External(format!("cannot run {} ({e})", okp.display())))?;
+    Ok(Ran {
+        command: std::iter::once("okp").chain(args.iter().copied()).collect::<Vec<_>>().join(" "),
+        rc: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
+/// Makes a throw-away signing key and the bundle of the build whose patched
+/// jars `rt` runs, under `dir`: `okp keygen --unencrypted`, then `okp bundle`.
+pub fn make_bundle(rt: &Runtime, dir: &Path) -> Result<(Bundle, Vec<Ran>)> {
+    let okp_bin = std::env::current_exe().map_err(|e| Error::io("cannot find the okp binary", e))?;
+    let Some((_, patched, _)) = rt.swapped.first() else {
+        return Err(Error::Usage("a bundle needs a patched build".into()));
+    };
+    let build = patched.parent().ok_or_else(|| Error::Usage(format!("{}: no build directory", patched.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    let prefix = dir.join("verify-key");
+    let s = |p: &Path| p.display().to_string();
+    let mut log = Vec::new();
+    let ran = okp(&okp_bin, &["keygen", "--unencrypted", "--out", &s(&prefix)])?;
+    if !ran.ok() {
+        return Err(Error::External(format!("okp keygen failed (rc {}): {}", ran.rc, ran.stderr.trim())));
+    }
+    log.push(ran);
+    let target = format!("linux-{}", std::env::consts::ARCH);
+    let key = dir.join("verify-key.key");
+    let out = dir.join("bundle");
+    let ran =
+        okp(&okp_bin, &["bundle", "--build", &s(build), "--target", &target, "--key", &s(&key), "--out", &s(&out)])?;
+    if !ran.ok() {
+        return Err(Error::External(format!("okp bundle failed (rc {}): {}", ran.rc, ran.stderr.trim())));
+    }
+    log.push(ran);
+    let archive = std::fs::read_dir(&out)
+        .map_err(|e| Error::io(format!("cannot read {}", out.display()), e))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+        .ok_or_else(|| Error::External(format!("okp bundle wrote no .tar.gz into {}", out.display())))?;
+    Ok((Bundle { okp: okp_bin, archive, pubkey: dir.join("verify-key.pub") }, log))
+}
+
+/// Lays out `home` with the release's own jars (the upstream twin of every
+/// patched jar): `libs/` as the distribution has it, and a `bin/` holding a
+/// stand-in launcher (okp starts the JVM itself; install.sh only checks that
+/// the launcher is there). Jars are hard-linked from the Maven cache where
+/// they are never written (install.sh replaces a jar by rename, so a link's
+/// target is never touched), and copied where they will be replaced.
+pub fn lay_out(rt: &Runtime, home: &Path) -> Result<()> {
+    let libs = home.join("libs");
+    let bin = home.join("bin");
+    for d in [&libs, &bin] {
+        std::fs::create_dir_all(d).map_err(|e| Error::io(format!("cannot create {}", d.display()), e))?;
+    }
+    let launcher = bin.join("kafka-run-class.sh");
+    std::fs::write(
+        &launcher,
+        "#!/bin/sh\n# Stand-in for the distribution's launcher: okp verify starts the JVM itself\n# with libs/ on the classpath. Present because install.sh checks for it.\nexit 64\n",
+    )
+    .map_err(|e| Error::io(format!("cannot write {}", launcher.display()), e))?;
+    let mut seen = std::collections::BTreeSet::new();
+    for jar in upstream_classpath(rt) {
+        let name = jar.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if !seen.insert(name.clone()) {
+            return Err(Error::Source(format!("two jars named {name} on the runtime classpath")));
+        }
+        let to = libs.join(&name);
+        let replaced = rt.swapped.iter().any(|(up, _, _)| up == &jar);
+        let linked = !replaced && std::fs::hard_link(&jar, &to).is_ok();
+        if !linked {
+            std::fs::copy(&jar, &to)
+                .map_err(|e| Error::io(format!("cannot copy {} to {}", jar.display(), to.display()), e))?;
+        }
+    }
+    Ok(())
+}
+
+/// The runtime classpath with every patched jar replaced by its upstream twin.
+fn upstream_classpath(rt: &Runtime) -> Vec<PathBuf> {
+    rt.classpath
+        .iter()
+        .map(|p| {
+            rt.swapped.iter().find(|(_, patched, _)| patched == p).map(|(up, _, _)| up.clone()).unwrap_or(p.clone())
+        })
+        .collect()
+}
+
+/// The classpath of a node started from `home`: the runtime's order, each jar from `home/libs`.
+pub fn classpath(rt: &Runtime, home: &Path) -> String {
+    let jars: Vec<PathBuf> =
+        upstream_classpath(rt).iter().filter_map(|j| j.file_name()).map(|n| home.join("libs").join(n)).collect();
+    std::env::join_paths(jars).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// sha256 of each jar in `home/libs` that the bundle replaces (name, digest).
+pub fn replaced_jar_digests(rt: &Runtime, home: &Path) -> Vec<(String, String)> {
+    rt.swapped
+        .iter()
+        .filter_map(|(up, _, _)| up.file_name())
+        .map(|n| {
+            let p = home.join("libs").join(n);
+            let digest = std::fs::read(&p).map(|b| crate::hash::sha256(&b)).unwrap_or_else(|_| "unreadable".into());
+            (n.to_string_lossy().into_owned(), digest)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    fn runtime(dir: &Path, names: &[&str], patched: &[&str]) -> Runtime {
+        let mut classpath = Vec::new();
+        let mut swapped = Vec::new();
+        for n in names {
+            let p = dir.join("m2").join(n);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, format!("upstream {n}")).unwrap();
+            if patched.contains(n) {
+                let q = dir.join("build").join(n);
+                std::fs::create_dir_all(q.parent().unwrap()).unwrap();
+                std::fs::write(&q, format!("patched {n}")).unwrap();
+                swapped.push((p.clone(), q.clone(), crate::hash::sha256(format!("patched {n}").as_bytes())));
+                classpath.push(q);
+            } else {
+                classpath.push(p);
+            }
+        }
+        Runtime {
+            version: "3.9.2".parse().unwrap(),
+            java: "java".into(),
+            java_version: String::new(),
+            classpath,
+            logging: super::super::runtime::Logging::Log4j1,
+            added: Vec::new(),
+            swapped,
+            tool_cds: None,
+        }
+    }
+
+    #[test]
+    fn a_home_holds_the_release_jars_in_classpath_order_and_copies_what_install_replaces() {
+        let t = tempfile::tempdir().unwrap();
+        let rt = runtime(t.path(), &["zz-first.jar", "kafka_2.13-3.9.2.jar", "aa-last.jar"], &["kafka_2.13-3.9.2.jar"]);
+        let home = t.path().join("home");
+        lay_out(&rt, &home).unwrap();
+        assert!(home.join("bin/kafka-run-class.sh").is_file());
+        let core = home.join("libs/kafka_2.13-3.9.2.jar");
+        assert_eq!(std::fs::read_to_string(&core).unwrap(), "upstream kafka_2.13-3.9.2.jar");
+        // The jar install.sh replaces is a copy: the Maven cache's inode is never in libs/.
+        let cached = t.path().join("m2/kafka_2.13-3.9.2.jar");
+        assert_ne!(std::fs::metadata(&core).unwrap().ino(), std::fs::metadata(&cached).unwrap().ino());
+        let cp = classpath(&rt, &home);
+        let names: Vec<&str> = cp.split(':').map(|p| p.rsplit('/').next().unwrap()).collect();
+        assert_eq!(names, ["zz-first.jar", "kafka_2.13-3.9.2.jar", "aa-last.jar"]);
+        assert!(cp.split(':').all(|p| p.starts_with(home.join("libs").to_str().unwrap())));
+        let digests = replaced_jar_digests(&rt, &home);
+        assert_eq!(
+            digests,
+            vec![("kafka_2.13-3.9.2.jar".into(), crate::hash::sha256(b"upstream kafka_2.13-3.9.2.jar"))]
+        );
+    }
+
+    #[test]
+    fn two_jars_of_one_name_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let mut rt = runtime(t.path(), &["a.jar"], &[]);
+        let other = t.path().join("elsewhere/a.jar");
+        std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+        std::fs::write(&other, "x").unwrap();
+        rt.classpath.push(other);
+        let err = lay_out(&rt, &t.path().join("home")).unwrap_err().to_string();
+        assert!(err.contains("two jars named a.jar"), "{err}");
+    }
+}
