@@ -69,6 +69,15 @@ pub enum Command {
     /// when every gate scenario failed, as it must on unpatched jars), 1 when
     /// not, 2 on bad input, 3 when Java, Maven or a port is unavailable.
     Verify(VerifyArgs),
+    /// Run Kafka's own unit tests of the hooked classes on upstream jars, patched jars, and patched jars with observers.
+    ///
+    /// The release's test jars from Maven Central, the test libraries of its
+    /// family (unit-tests.yaml), the JUnit console launcher; one JVM per class.
+    /// Writes DIR/unit/<release>-<mode>/. Exit 0 when no test regresses without
+    /// observers and every change with observers is explained by a contract
+    /// rule, 1 when not, 2 on bad input (unknown release, no test jar, a damaged
+    /// data file), 3 when Java or Maven is unavailable.
+    UnitTests(UnitTestsArgs),
     /// Make a bundle signing key pair (minisign format): PREFIX.key (secret, mode 0600) and PREFIX.pub.
     ///
     /// The password comes from OKP_KEY_PASSWORD or a prompt on a terminal; the
@@ -559,6 +568,36 @@ pub struct VerifyArgs {
     /// First of 14 consecutive loopback ports, which must all be free (default: a free block from 20000 up, below the kernel's ephemeral port range).
     #[arg(long, value_name = "PORT")]
     pub base_port: Option<u16>,
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct UnitTestsArgs {
+    /// The release (default: 3.9.2).
+    #[arg(long, value_name = "V")]
+    pub version: Option<KafkaVersion>,
+    /// zk or kraft (default: zk where the release has it, else kraft).
+    #[arg(long, value_name = "M")]
+    pub mode: Option<Mode>,
+    /// Comma-separated test classes, simple or full names (default: every class of the release's family and mode).
+    #[arg(long, value_name = "CLASSES", value_delimiter = ',')]
+    pub classes: Vec<String>,
+    /// A directory written by `okp build` (default: verify's splice build of the core layer, cached per patch-set hash).
+    #[arg(long, value_name = "DIR")]
+    pub jars: Option<PathBuf>,
+    /// Each class's time limit in one configuration; its JVM's process group is killed then.
+    #[arg(long, value_name = "SECONDS", default_value_t = 900)]
+    pub class_timeout: u64,
+    /// The unit-test data file instead of the embedded unit-tests.yaml.
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
+    /// Judge the JUnit XML already in the evidence again (after editing the expected changes); runs nothing.
+    #[arg(long, conflicts_with_all = ["jars", "classes"])]
+    pub rejudge: bool,
+    /// Where the evidence goes (DIR/unit/<release>-<mode>/, and DIR/VERIFY.md).
+    #[arg(long, value_name = "DIR", default_value = "evidence")]
+    pub evidence: PathBuf,
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
 }

@@ -71,7 +71,14 @@ impl Maven {
     /// version per group:artifact, as Maven mediates it), with the first
     /// artifact's jar leading. `key` names the cache file.
     pub fn classpath_of(&self, deps: &[Coordinate], key: &str) -> Result<Vec<PathBuf>> {
-        let first = deps.first().ok_or_else(|| Error::Source("classpath of nothing".into()))?;
+        let items: Vec<(Coordinate, Option<&str>)> = deps.iter().map(|c| (c.clone(), None)).collect();
+        self.classpath_with(&items, key)
+    }
+
+    /// `classpath_of` where a dependency may carry a classifier (`test`: a module's test jar,
+    /// whose own dependencies the POM does not name, so it brings none).
+    pub fn classpath_with(&self, deps: &[(Coordinate, Option<&str>)], key: &str) -> Result<Vec<PathBuf>> {
+        let (first, first_classifier) = deps.first().ok_or_else(|| Error::Source("classpath of nothing".into()))?;
         let cache = self.repo_local.join("okp-classpath").join(format!("{key}.txt"));
         if let Ok(text) = std::fs::read_to_string(&cache) {
             let paths: Vec<PathBuf> = std::env::split_paths(text.trim()).collect();
@@ -84,10 +91,13 @@ impl Maven {
         let out = work.path().join("classpath.txt");
         let dep: String = deps
             .iter()
-            .map(|c| {
+            .map(|(c, cl)| {
                 format!(
-                    "<dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version></dependency>",
-                    c.group, c.artifact, c.version
+                    "<dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version>{}</dependency>",
+                    c.group,
+                    c.artifact,
+                    c.version,
+                    cl.map(|cl| format!("<classifier>{cl}</classifier>")).unwrap_or_default()
                 )
             })
             .collect();
@@ -105,7 +115,11 @@ impl Maven {
             "org.apache.maven.plugins:maven-dependency-plugin:{DEPENDENCY_PLUGIN_VERSION}:build-classpath"
         ));
         cmd.arg(format!("-Dmdep.outputFile={}", out.display())).arg("-Dmdep.includeScope=runtime");
-        let names = deps.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
+        let names = deps
+            .iter()
+            .map(|(c, cl)| format!("{c}{}", cl.map(|cl| format!(":{cl}")).unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(", ");
         eprintln!("okp: resolving the classpath of {names} with mvn");
         let o = cmd
             .output()
@@ -117,7 +131,7 @@ impl Maven {
         let text = std::fs::read_to_string(&out).map_err(|e| Error::io("mvn wrote no classpath", e))?;
         let mut paths: Vec<PathBuf> = std::env::split_paths(text.trim()).collect();
         // The first artifact leads, then the rest in mvn's order.
-        let lead = self.ensure(&[(first.clone(), None)])?.remove(0);
+        let lead = self.ensure(&[(first.clone(), *first_classifier)])?.remove(0);
         paths.retain(|p| p != &lead);
         paths.insert(0, lead);
         if let Some(d) = cache.parent() {

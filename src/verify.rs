@@ -8,6 +8,7 @@
 //! run.json's schema (`record`).
 
 pub mod record;
+pub mod unit;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -371,7 +372,7 @@ fn summary_page(record: &RunRecord) -> String {
 }
 
 /// Replaces `dest` with `staging` as one rename (the old run goes only once the new one is complete).
-fn publish(staging: &Path, dest: &Path) -> Result<()> {
+pub(crate) fn publish(staging: &Path, dest: &Path) -> Result<()> {
     let parent = dest.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
     let tmp = parent.join(format!(
@@ -401,6 +402,8 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         if e.path().is_file() {
             std::fs::copy(e.path(), to.join(e.file_name()))
                 .map_err(|er| Error::io(format!("cannot copy {}", e.path().display()), er))?;
+        } else if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()))?;
         }
     }
     Ok(())
@@ -443,17 +446,26 @@ pub fn write_matrix(evidence: &Path) -> Result<()> {
     left_out.sort();
     let p = evidence.join("VERIFY.md");
     std::fs::create_dir_all(evidence).map_err(|e| Error::io(format!("cannot create {}", evidence.display()), e))?;
-    crate::fsx::write_atomic(&p, matrix_page(&runs, &left_out).as_bytes())
+    let unit: BTreeMap<String, String> =
+        runs.iter().filter_map(|(name, _)| Some((name.clone(), unit::matrix_cell(evidence, name)?))).collect();
+    crate::fsx::write_atomic(&p, matrix_page(&runs, &left_out, &unit).as_bytes())
 }
 
 /// The VERIFY.md page of `runs` (name, record), and of the runs `left_out` (name, why).
-fn matrix_page(runs: &[(String, RunRecord)], left_out: &[(String, String)]) -> String {
+/// `unit`: the unit-tests column's cell of a run (`okp unit-tests`), where there is one.
+fn matrix_page(runs: &[(String, RunRecord)], left_out: &[(String, String)], unit: &BTreeMap<String, String>) -> String {
     let ids: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).collect();
     let mut s = String::from("# okp verify: release × scenario\n\nWritten by `okp verify` after every run, from the `run.json` files in this directory. ");
     s.push_str("Each cell links to the scenario's journal (every command and its output). `-upstream` rows are negative controls on unpatched jars: their gate scenarios (INIT, LAT, S4) are expected to FAIL.\n\n");
+    let with_unit = !unit.is_empty();
+    if with_unit {
+        s.push_str("The `unit` column is `okp unit-tests` on the same release and mode: Kafka's own unit tests of the hooked classes on upstream jars, patched jars, and patched jars with observers ([evidence/unit](unit/)).\n\n");
+    }
     s.push_str(&format!(
-        "| run | verdict | seconds | {} |\n|---|---|---|{}\n",
+        "| run | verdict | seconds | {}{} |\n|---|---|---|{}{}\n",
+        if with_unit { "unit | " } else { "" },
         ids.join(" | "),
+        if with_unit { "---|" } else { "" },
         "---|".repeat(ids.len())
     ));
     for (name, r) in runs {
@@ -467,8 +479,13 @@ fn matrix_page(runs: &[(String, RunRecord)], left_out: &[(String, String)]) -> S
                 None => "–".into(),
             })
             .collect();
+        let unit_cell = match (with_unit, unit.get(name)) {
+            (false, _) => String::new(),
+            (true, Some(c)) => format!("{c} | "),
+            (true, None) => "– | ".into(),
+        };
         s.push_str(&format!(
-            "| [{name}]({name}/summary.md) | {} | {total:.0} | {} |\n",
+            "| [{name}]({name}/summary.md) | {} | {total:.0} | {unit_cell}{} |\n",
             r.verdict.word(),
             cells.join(" | ")
         ));
@@ -490,17 +507,40 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("evidence")
     }
 
-    /// Copies the run.json files of `from`'s runs into a fresh evidence directory.
+    /// Copies the run.json files of `from`'s runs, and the unit.json files of its unit runs, into
+    /// a fresh evidence directory.
     fn runs_of(from: &Path) -> tempfile::TempDir {
         let t = tempfile::tempdir().unwrap();
-        for e in std::fs::read_dir(from).unwrap().flatten() {
-            let run = e.path().join(record::FILE_NAME);
-            if run.is_file() {
-                std::fs::create_dir(t.path().join(e.file_name())).unwrap();
-                std::fs::copy(&run, t.path().join(e.file_name()).join(record::FILE_NAME)).unwrap();
+        let copy = |from: &Path, to: &Path, file: &str| {
+            for e in std::fs::read_dir(from).into_iter().flatten().flatten() {
+                let run = e.path().join(file);
+                if run.is_file() {
+                    std::fs::create_dir_all(to.join(e.file_name())).unwrap();
+                    std::fs::copy(&run, to.join(e.file_name()).join(file)).unwrap();
+                }
             }
-        }
+        };
+        copy(from, t.path(), record::FILE_NAME);
+        copy(&from.join("unit"), &t.path().join("unit"), unit::record::FILE_NAME);
         t
+    }
+
+    #[test]
+    fn the_unit_column_shows_a_unit_run_and_only_then() {
+        let t = runs_of(&evidence());
+        let _ = std::fs::remove_dir_all(t.path().join("unit"));
+        write_matrix(t.path()).unwrap();
+        let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
+        assert!(!page.contains("| unit |"), "{page}");
+        let dir = t.path().join("unit").join("3.9.2-zk");
+        std::fs::create_dir_all(&dir).unwrap();
+        unit::record::tests::sample().write(&dir).unwrap();
+        write_matrix(t.path()).unwrap();
+        let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
+        assert!(page.contains("| run | verdict | seconds | unit | INIT"), "{page}");
+        assert!(page.contains("| [pass 3 tests, 0 regr., 0 changes](unit/3.9.2-zk/summary.md) |"), "{page}");
+        let other = page.lines().find(|l| l.starts_with("| [3.9.2-kraft]")).unwrap();
+        assert!(other.contains(" | – | [pass"), "a run without a unit run has an empty cell: {other}");
     }
 
     /// The typed reader gives the same pages as the run.json files under evidence/ were published with.

@@ -13,6 +13,7 @@ use std::process::Command;
 
 const SENTINEL: &str = "ci/okp-drift-sentinel.yml";
 const COMPILE: &str = "ci/okp-compile-matrix.yml";
+const UNIT: &str = "ci/okp-unit-tests.yml";
 
 fn load(path: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
@@ -26,7 +27,7 @@ fn workflows() -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "yml"))
         .collect();
     v.sort();
-    assert_eq!(v.len(), 2, "{v:?}");
+    assert_eq!(v.len(), 3, "{v:?}");
     v
 }
 
@@ -78,10 +79,12 @@ fn the_sentinel_runs_weekly_and_on_demand_and_the_compile_job_on_changes() {
     assert!(fields[4] != "*" && fields[2] == "*" && fields[3] == "*", "weekly: one day of the week ({cron})");
     assert!(on.get("workflow_dispatch").is_some());
     let c = load(COMPILE);
+    let u = load(UNIT);
     for t in ["push", "pull_request", "workflow_dispatch"] {
         assert!(c["on"].get(t).is_some(), "compile matrix: no {t} trigger");
+        assert!(u["on"].get(t).is_some(), "unit tests: no {t} trigger");
     }
-    for doc in [&s, &c] {
+    for doc in [&s, &c, &u] {
         assert_eq!(doc["permissions"]["contents"], "read", "read-only token");
         for (name, job) in doc["jobs"].as_object().unwrap() {
             assert!(job["runs-on"].is_string(), "{name:?}: runs-on");
@@ -111,6 +114,40 @@ fn the_sentinel_runs_weekly_and_on_demand_and_the_compile_job_on_changes() {
         .any(|st| st["uses"].as_str().is_some_and(|u| u.starts_with("actions/upload-artifact@"))
             && st["if"] == "always()"));
     assert!(runs(&c).join("\n").contains("okp build --all --reference --check"));
+    // The unit-test job: every reference (release, mode) unit-tests.yaml covers, full classes, evidence kept.
+    assert!(runs(&u).join("\n").contains("okp unit-tests --version \"$version\" --mode \"$mode\" --evidence evidence"));
+    let pairs: Vec<&str> = u["jobs"]["unit"]["strategy"]["matrix"]["pair"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    let o = okp().args(["versions", "--format", "json"]).output().unwrap();
+    let versions: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let data = std::fs::read_to_string(repo_root().join("unit-tests.yaml")).unwrap();
+    let covered = |v: &str| {
+        let v: Vec<u32> = v.split('.').map(|x| x.parse().unwrap()).collect();
+        data.lines()
+            .filter(|l| l.trim_start().starts_with("from: "))
+            .zip(data.lines().filter(|l| l.trim_start().starts_with("to: ")))
+            .any(|(f, t)| {
+                let p = |l: &str| -> Vec<u32> {
+                    l.split_whitespace().nth(1).unwrap().split('.').map(|x| x.parse().unwrap()).collect()
+                };
+                p(f) <= v && v <= p(t)
+            })
+    };
+    for r in versions["releases"].as_array().unwrap().iter().filter(|r| r["reference"] == true) {
+        let v = r["version"].as_str().unwrap();
+        for m in r["modes"].as_array().unwrap() {
+            let pair = format!("{v} {}", m.as_str().unwrap());
+            assert_eq!(pairs.contains(&pair.as_str()), covered(v), "{UNIT}: reference pair {pair}");
+        }
+    }
+    assert!(steps(&u)
+        .iter()
+        .any(|st| st["uses"].as_str().is_some_and(|x| x.starts_with("actions/upload-artifact@"))
+            && st["if"] == "always()"));
 }
 
 /// `okp <subcommand> --flag ...` invocations in the scripts, as (subcommand, flags).

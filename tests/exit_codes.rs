@@ -79,6 +79,7 @@ fn refused_inputs_exit_as_documented() {
         (vec!["build".into()], 2, "pass --version"),
         (vec!["sources".into(), "--version".into(), "3.9.2".into(), "--out".into(), s(&full)], 2, "not empty"),
         (vec!["verify".into(), "--scenarios".into(), "NOPE".into()], 2, "unknown scenario"),
+        (vec!["unit-tests".into(), "--classes".into(), "NoSuchTest".into()], 2, "is not a test class"),
         (
             vec!["verify".into(), "--version".into(), "2.7.2".into(), "--mode".into(), "kraft".into()],
             2,

@@ -78,6 +78,36 @@ pub struct JarResult {
 }
 
 impl BuildRecord {
+    /// Puts each patched jar in place of its upstream twin (found by Maven's file name,
+    /// `artifact-version.jar`) in `classpath`; `what` names the classpath in errors. Returns
+    /// (upstream jar, patched jar, sha256 of the patched jar) per jar.
+    pub fn swap_into(&self, classpath: &mut [PathBuf], what: &str) -> Result<Vec<(PathBuf, PathBuf, String)>> {
+        let mut swapped = Vec::new();
+        for jar in &self.jars {
+            let file = match jar.upstream.split(':').collect::<Vec<_>>().as_slice() {
+                [_, a, v] => format!("{a}-{v}.jar"),
+                _ => jar.upstream.clone(),
+            };
+            let slot = classpath.iter().position(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == file));
+            let Some(slot) = slot else {
+                return Err(crate::error::Error::Source(format!(
+                    "patched {} has no upstream twin {} on {what}",
+                    jar.path.display(),
+                    jar.upstream
+                )));
+            };
+            if !jar.path.is_file() {
+                return Err(crate::error::Error::Usage(format!(
+                    "{}: named in okp-build.json but missing",
+                    jar.path.display()
+                )));
+            }
+            swapped.push((classpath[slot].clone(), jar.path.clone(), jar.sha256.clone()));
+            classpath[slot] = jar.path.clone();
+        }
+        Ok(swapped)
+    }
+
     /// The record of the build output directory `dir`.
     pub fn read(dir: &Path) -> Result<BuildRecord> {
         SCHEMA.read(

@@ -65,27 +65,7 @@ impl Runtime {
             if rec.release != version {
                 return Err(Error::Usage(format!("the build record is for {} but the run is for {v}", rec.release)));
             }
-            for jar in &rec.jars {
-                // `upstream` is the coordinate group:artifact:version; Maven names the jar artifact-version.jar.
-                let parts: Vec<&str> = jar.upstream.split(':').collect();
-                let file = match parts.as_slice() {
-                    [_, a, v] => format!("{a}-{v}.jar"),
-                    _ => jar.upstream.clone(),
-                };
-                let slot = classpath.iter().position(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == file));
-                let Some(slot) = slot else {
-                    return Err(Error::Source(format!(
-                        "patched {} has no upstream twin {} on the {v} runtime classpath",
-                        jar.path.display(),
-                        jar.upstream
-                    )));
-                };
-                if !jar.path.is_file() {
-                    return Err(Error::Usage(format!("{}: named in okp-build.json but missing", jar.path.display())));
-                }
-                swapped.push((classpath[slot].clone(), jar.path.clone(), jar.sha256.clone()));
-                classpath[slot] = jar.path.clone();
-            }
+            swapped = rec.swap_into(&mut classpath, &format!("the {v} runtime classpath"))?;
         }
         check_one_binding(&classpath, &v)?;
         let java = java_bin();

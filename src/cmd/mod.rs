@@ -13,6 +13,7 @@ mod diff;
 mod observers;
 mod patch;
 mod sources;
+mod unit_tests;
 mod verify;
 mod versions;
 
@@ -36,6 +37,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Export(a) => patch::export(&ws()?, a),
         Command::Build(a) => build::run(&ws()?, a),
         Command::Verify(a) => verify::run(&ws()?, a),
+        Command::UnitTests(a) => unit_tests::run(&ws()?, a),
         Command::DevCluster(a) => dev_cluster::run(&ws()?, a),
         Command::Sources(a) => sources::run(&ws()?, a),
         Command::Keygen(a) => bundle::keygen(a),

@@ -1,0 +1,153 @@
+//! The verdicts of `okp unit-tests`, a pure function of the three
+//! configurations' outcomes and the family's expected changes:
+//! - a **regression** is a test that passes on upstream jars and does not on
+//!   patched jars with no observer: the run fails;
+//! - a **change** is a test whose outcome (pass, skip, or the kind of failure)
+//!   differs between patched jars without and with observers. Each is listed
+//!   with its kind and message; one the expected list does not explain fails the
+//!   run; an exception or a timeout is marked for review even when explained.
+//!   A test that does not pass on upstream jars says nothing about the patch
+//!   set (on a loaded machine an upstream test with a tight timeout fails in
+//!   one configuration and passes in the next): its changes are listed apart,
+//!   as not comparable, and do not fail the run.
+//!
+//! Not here: reading reports (`junit`), running (`unit`), the record's layout (`record`).
+
+use std::collections::BTreeMap;
+
+use super::data::Family;
+use super::junit::{Kind, Outcome};
+use super::record::{Change, Regression};
+
+/// Test name → outcome, for one configuration.
+pub type Outcomes = BTreeMap<String, Outcome>;
+
+/// What the three configurations say together.
+#[derive(Debug, Default, PartialEq)]
+pub struct Judgement {
+    pub regressions: Vec<Regression>,
+    pub changes: Vec<Change>,
+    /// Changes of tests that do not pass upstream: listed, not judged.
+    pub not_comparable: Vec<Change>,
+    /// Expected entries no test's change matched (stale after a patch-set change, or a flake).
+    pub unused_expectations: Vec<String>,
+}
+
+impl Judgement {
+    pub fn unexplained(&self) -> usize {
+        self.changes.iter().filter(|c| c.rule.is_none()).count()
+    }
+
+    pub fn ok(&self) -> bool {
+        self.regressions.is_empty() && self.unexplained() == 0
+    }
+}
+
+fn missing() -> Outcome {
+    Outcome::Fail {
+        kind: Kind::Exception,
+        exception: "(absent)".into(),
+        message: "no result in this configuration".into(),
+    }
+}
+
+/// Compares the three configurations. Tests that only some configurations report count as
+/// absent in the others (a failure: a test that vanished is not a pass).
+pub fn judge(family: &Family, upstream: &Outcomes, patched: &Outcomes, observers: &Outcomes) -> Judgement {
+    let mut j = Judgement::default();
+    for (test, up) in upstream {
+        let p = patched.get(test).cloned().unwrap_or_else(missing);
+        if up.passed() && !p.passed() {
+            j.regressions.push(Regression { test: test.clone(), upstream: up.clone(), patched: p });
+        }
+    }
+    let mut names: Vec<&String> = patched.keys().chain(observers.keys()).collect();
+    names.sort();
+    names.dedup();
+    for test in names {
+        let p = patched.get(test).cloned().unwrap_or_else(missing);
+        let o = observers.get(test).cloned().unwrap_or_else(missing);
+        if p.word() == o.word() {
+            continue;
+        }
+        let explained = family.explains(test);
+        let comparable = upstream.get(test).is_some_and(Outcome::passed);
+        let review = matches!(o, Outcome::Fail { kind: Kind::Exception | Kind::Timeout, .. });
+        let change = Change {
+            test: test.clone(),
+            patched: p,
+            observers: o,
+            rule: explained.map(|e| e.rule.clone()),
+            why: explained.map(|e| e.why.clone()),
+            review,
+        };
+        if comparable {
+            j.changes.push(change);
+        } else {
+            j.not_comparable.push(change);
+        }
+    }
+    j.unused_expectations = family
+        .expected
+        .iter()
+        .filter(|e| {
+            // Only the classes this run ran: a family's KRaft entries say nothing in a ZooKeeper run.
+            let class = format!("{}.", e.test.split('.').next().unwrap_or_default());
+            patched.keys().any(|t| t.starts_with(&class))
+        })
+        .filter(|e| !j.changes.iter().chain(&j.not_comparable).any(|c| e.matches(&c.test)))
+        .map(|e| e.test.clone())
+        .collect();
+    j
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::unit::data::{Expected, UnitData};
+
+    fn family(expected: Vec<Expected>) -> Family {
+        let mut f = UnitData::load(None).unwrap().family("3.9.2".parse().unwrap()).unwrap().clone();
+        f.expected = expected;
+        f
+    }
+
+    fn fail(kind: Kind) -> Outcome {
+        Outcome::Fail { kind, exception: "x".into(), message: "m".into() }
+    }
+
+    fn of(items: &[(&str, Outcome)]) -> Outcomes {
+        items.iter().map(|(t, o)| (t.to_string(), o.clone())).collect()
+    }
+
+    #[test]
+    fn a_test_passing_upstream_and_failing_patched_is_a_regression() {
+        let up = of(&[("A.t()", Outcome::Pass), ("A.u()", fail(Kind::Assertion)), ("A.v()", Outcome::Pass)]);
+        let p = of(&[("A.t()", fail(Kind::Assertion)), ("A.u()", fail(Kind::Assertion))]);
+        let j = judge(&family(vec![]), &up, &p, &p);
+        let names: Vec<&str> = j.regressions.iter().map(|r| r.test.as_str()).collect();
+        assert_eq!(names, ["A.t()", "A.v()"], "a failure upstream is no regression; a vanished test is one");
+        assert!(!j.ok());
+    }
+
+    #[test]
+    fn an_observer_change_fails_unless_a_rule_explains_it() {
+        let p = of(&[("PartitionTest.t(boolean)[1]", Outcome::Pass), ("PartitionTest.u()", Outcome::Pass)]);
+        let o =
+            of(&[("PartitionTest.t(boolean)[1]", fail(Kind::Assertion)), ("PartitionTest.u()", fail(Kind::Timeout))]);
+        let j = judge(&family(vec![]), &p, &p, &o);
+        assert_eq!((j.changes.len(), j.unexplained(), j.ok()), (2, 2, false));
+        assert!(j.changes[1].review && !j.changes[0].review);
+        // A test that fails upstream is not evidence either way.
+        let up = of(&[("PartitionTest.t(boolean)[1]", fail(Kind::Timeout)), ("PartitionTest.u()", Outcome::Pass)]);
+        let j = judge(&family(vec![]), &up, &p, &o);
+        assert_eq!((j.changes.len(), j.not_comparable.len()), (1, 1));
+        assert_eq!(j.not_comparable[0].test, "PartitionTest.t(boolean)[1]");
+        let e = Expected { test: "PartitionTest.t".into(), rule: "rule 1".into(), why: "w".into() };
+        let stale = Expected { test: "PartitionTest.gone".into(), rule: "rule 5".into(), why: "w".into() };
+        let j = judge(&family(vec![e, stale]), &p, &p, &o);
+        assert_eq!(j.unexplained(), 1);
+        assert_eq!(j.changes[0].rule.as_deref(), Some("rule 1"));
+        assert_eq!(j.unused_expectations, ["PartitionTest.gone"]);
+    }
+}
