@@ -64,8 +64,9 @@ pub enum Command {
     Build(BuildArgs),
     /// Start a real patched cluster on 127.0.0.1 and prove the observer semantics (scenarios S1–S8 and more).
     ///
-    /// Writes the evidence to DIR/<release>-<mode>[-upstream]/ and the matrix
-    /// page DIR/VERIFY.md. Exit 0 when every scenario passed (with --upstream:
+    /// Writes the evidence to DIR/<release>-<mode>[-upstream]/ (a run of fewer
+    /// scenarios than the suite: DIR/partial/…) and the matrix page
+    /// DIR/VERIFY.md. Exit 0 when every scenario passed (with --upstream:
     /// when every gate scenario failed, as it must on unpatched jars), 1 when
     /// not, 2 on bad input, 3 when Java, Maven or a port is unavailable.
     Verify(VerifyArgs),
@@ -517,17 +518,25 @@ pub struct BuildArgs {
     pub layers: Vec<Layer>,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct VerifyArgs {
     /// The release (default: 3.9.2, the last release with both modes).
     #[arg(long, value_name = "V", conflicts_with = "all")]
     pub version: Option<KafkaVersion>,
-    /// Every (release, mode) of the matrix, one after the other (with --reference: the reference releases).
+    /// Every (release, mode) with sources jars (with --reference: the reference releases); a failed pair
+    /// does not stop the others; a summary at the end; exit non-zero if any pair failed.
     #[arg(long)]
     pub all: bool,
     /// With --all: only the reference releases.
     #[arg(long, requires = "all")]
     pub reference: bool,
+    /// With --all: how many clusters run at once (each on its own claimed port block).
+    #[arg(long, value_name = "N", requires = "all", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=8))]
+    pub jobs: u16,
+    /// Run nothing: write DIR/VERIFY.md (and DIR/partial/VERIFY.md) from the run.json files under
+    /// --evidence, e.g. after CI copied each job's evidence there.
+    #[arg(long, conflicts_with_all = ["version", "all", "mode", "upstream", "jars", "scenarios", "keep", "base_port"])]
+    pub merge: bool,
     /// zk or kraft (default: zk where the release has it, else kraft).
     #[arg(long, value_name = "M")]
     pub mode: Option<Mode>,
