@@ -13,6 +13,7 @@ use std::process::Command;
 
 const SENTINEL: &str = "ci/okp-drift-sentinel.yml";
 const COMPILE: &str = "ci/okp-compile-matrix.yml";
+const VERIFY: &str = "ci/okp-verify-matrix.yml";
 
 fn load(path: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
@@ -26,7 +27,7 @@ fn workflows() -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "yml"))
         .collect();
     v.sort();
-    assert_eq!(v.len(), 2, "{v:?}");
+    assert_eq!(v.len(), 3, "{v:?}");
     v
 }
 
@@ -82,18 +83,7 @@ fn the_sentinel_runs_weekly_and_on_demand_and_the_compile_job_on_changes() {
         assert!(c["on"].get(t).is_some(), "compile matrix: no {t} trigger");
     }
     for doc in [&s, &c] {
-        assert_eq!(doc["permissions"]["contents"], "read", "read-only token");
-        for (name, job) in doc["jobs"].as_object().unwrap() {
-            assert!(job["runs-on"].is_string(), "{name:?}: runs-on");
-            assert!(job["timeout-minutes"].as_u64().is_some(), "{name:?}: a timeout");
-        }
-        for step in steps(doc) {
-            let (uses, run) = (step.get("uses"), step.get("run"));
-            assert!(uses.is_some() != run.is_some(), "a step uses an action or runs a script: {step:?}");
-            if let Some(u) = uses.and_then(|u| u.as_str()) {
-                assert!(u.contains('@'), "actions are pinned: {u}");
-            }
-        }
+        well_shaped(doc);
     }
     // What the sentinel is for: the whole matrix, then newer releases, a report, a failure.
     let script = runs(&s).join("\n");
@@ -111,6 +101,89 @@ fn the_sentinel_runs_weekly_and_on_demand_and_the_compile_job_on_changes() {
         .any(|st| st["uses"].as_str().is_some_and(|u| u.starts_with("actions/upload-artifact@"))
             && st["if"] == "always()"));
     assert!(runs(&c).join("\n").contains("okp build --all --reference --check"));
+}
+
+/// A read-only token; every job on a runner with a timeout; every step an action (pinned) or a script.
+fn well_shaped(doc: &serde_json::Value) {
+    assert_eq!(doc["permissions"]["contents"], "read", "read-only token");
+    for (name, job) in doc["jobs"].as_object().unwrap() {
+        assert!(job["runs-on"].is_string(), "{name:?}: runs-on");
+        assert!(job["timeout-minutes"].as_u64().is_some(), "{name:?}: a timeout");
+    }
+    for step in steps(doc) {
+        let (uses, run) = (step.get("uses"), step.get("run"));
+        assert!(uses.is_some() != run.is_some(), "a step uses an action or runs a script: {step:?}");
+        if let Some(u) = uses.and_then(|u| u.as_str()) {
+            assert!(u.contains('@'), "actions are pinned: {u}");
+        }
+    }
+}
+
+fn step_named<'a>(job: &'a serde_json::Value, prefix: &str) -> &'a serde_json::Value {
+    job["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+        .unwrap_or_else(|| panic!("no step `{prefix}…`"))
+}
+
+/// The verify matrix: one job per pair from a plan job, fail-fast off, each pair's evidence
+/// uploaded on its own, a merge job that runs whatever the pairs did.
+#[test]
+fn the_verify_matrix_fans_out_one_job_per_pair_and_merges() {
+    let doc = load(VERIFY);
+    well_shaped(&doc);
+    for t in ["push", "workflow_dispatch"] {
+        assert!(doc["on"].get(t).is_some(), "verify matrix: no {t} trigger");
+    }
+    let jobs = &doc["jobs"];
+    let verify = &jobs["verify"];
+    assert_eq!(verify["needs"], "plan");
+    assert_eq!(verify["strategy"]["fail-fast"], false, "a failed pair must not cancel the others");
+    assert_eq!(verify["strategy"]["matrix"]["pair"], "${{ fromJSON(needs.plan.outputs.pairs) }}");
+    assert_eq!(jobs["plan"]["outputs"]["pairs"], "${{ steps.pairs.outputs.pairs }}");
+    let run = step_named(verify, "Verify")["run"].as_str().unwrap();
+    assert!(run.contains("okp verify --version \"$version\" --mode \"$mode\" --evidence evidence"), "{run}");
+    let upload = step_named(verify, "Upload the pair");
+    assert_eq!(upload["if"], "always()");
+    assert_eq!(upload["with"]["name"], "okp-verify-${{ matrix.pair }}");
+    assert_eq!(upload["with"]["path"], "evidence/${{ matrix.pair }}/");
+    let merge = &jobs["merge"];
+    assert_eq!((&merge["needs"], &merge["if"]), (&serde_json::json!("verify"), &serde_json::json!("always()")));
+    assert_eq!(step_named(merge, "Download every")["with"]["pattern"], "okp-verify-*");
+    assert!(step_named(merge, "Merge")["run"].as_str().unwrap().contains("okp verify --merge --evidence evidence"));
+}
+
+/// The plan step's script, run here with this okp, lists exactly the (release, mode) pairs with
+/// sources jars of versions.yaml: the matrix cannot drift from the data.
+#[test]
+fn the_verify_matrix_pairs_are_those_of_versions_yaml() {
+    let doc = load(VERIFY);
+    let script = step_named(&doc["jobs"]["plan"], "List every")["run"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("target/release")).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_okp"), dir.path().join("target/release/okp")).unwrap();
+    let out = dir.path().join("github-output");
+    let o = Command::new("bash")
+        .args(["-eo", "pipefail", "-c", &script])
+        .current_dir(dir.path())
+        .env("GITHUB_OUTPUT", &out)
+        .output()
+        .expect("bash");
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let listed: Vec<String> = serde_json::from_str(text.trim().strip_prefix("pairs=").unwrap()).unwrap();
+    let model = okp::model::Model::load(None, None).unwrap();
+    let want: Vec<String> = okp::verify::pairs(&model.matrix)
+        .into_iter()
+        .filter(|p| p.sources)
+        .map(|p| format!("{}-{}", p.release, p.mode))
+        .collect();
+    assert_eq!(listed, want);
+    assert!(
+        listed.len() >= 53 && listed.contains(&"3.9.2-zk".to_string()) && !listed.contains(&"4.2.2-kraft".to_string())
+    );
 }
 
 /// `okp <subcommand> --flag ...` invocations in the scripts, as (subcommand, flags).

@@ -79,6 +79,9 @@ fn refused_inputs_exit_as_documented() {
         (vec!["build".into()], 2, "pass --version"),
         (vec!["sources".into(), "--version".into(), "3.9.2".into(), "--out".into(), s(&full)], 2, "not empty"),
         (vec!["verify".into(), "--scenarios".into(), "NOPE".into()], 2, "unknown scenario"),
+        (vec!["verify".into(), "--jobs".into(), "2".into()], 2, "--all"),
+        (vec!["verify".into(), "--merge".into(), "--evidence".into(), s(&d.join("nope"))], 2, "no such directory"),
+        (vec!["verify".into(), "--merge".into(), "--evidence".into(), s(&not_a_tree)], 0, ""),
         (
             vec!["verify".into(), "--version".into(), "2.7.2".into(), "--mode".into(), "kraft".into()],
             2,
