@@ -107,6 +107,25 @@ pub enum Command {
     DevCluster(DevClusterArgs),
     /// Lay out a release's sources from its Maven Central sources jars as a tree.
     Sources(SourcesArgs),
+    /// Compare two builds of one release class by class (e.g. Gradle against splice).
+    ///
+    /// A and B are jars, or build directories whose jars are paired by file name;
+    /// where either holds a splice build's okp-build.json, only the classes it
+    /// changed are compared. Exit 0 when every class is the same program after
+    /// normalisation (docs/building.md), 1 when some differ, 2 on bad input.
+    CompareBuilds(CompareBuildsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompareBuildsArgs {
+    /// Build A: a jar or a build directory (e.g. `okp build --source` output).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// Build B: a jar or a build directory (e.g. the splice build of the same release and mode).
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
 }
 
 #[derive(Args, Debug)]

@@ -14,6 +14,7 @@ use std::process::Command;
 const SENTINEL: &str = "ci/okp-drift-sentinel.yml";
 const COMPILE: &str = "ci/okp-compile-matrix.yml";
 const VERIFY: &str = "ci/okp-verify-matrix.yml";
+const GRADLE: &str = "ci/okp-gradle-check.yml";
 
 fn load(path: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
@@ -27,7 +28,7 @@ fn workflows() -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "yml"))
         .collect();
     v.sort();
-    assert_eq!(v.len(), 3, "{v:?}");
+    assert_eq!(v.len(), 4, "{v:?}");
     v
 }
 
@@ -184,6 +185,43 @@ fn the_verify_matrix_pairs_are_those_of_versions_yaml() {
     assert!(
         listed.len() >= 53 && listed.contains(&"3.9.2-zk".to_string()) && !listed.contains(&"4.2.2-kraft".to_string())
     );
+}
+
+/// The Gradle check: for reference releases of versions.yaml, apache/kafka at the release tag,
+/// apply, the real wrapper, the splice build of the same pair, and the comparison, in that order.
+#[test]
+fn the_gradle_check_builds_a_release_tag_both_ways_and_compares() {
+    let doc = load(GRADLE);
+    well_shaped(&doc);
+    let job = &doc["jobs"]["gradle"];
+    assert_eq!(job["strategy"]["fail-fast"], false);
+    let model = okp::model::Model::load(None, None).unwrap();
+    let include = job["strategy"]["matrix"]["include"].as_array().unwrap();
+    assert!(include.len() >= 3, "a few reference releases");
+    for e in include {
+        let v: okp::version::KafkaVersion = e["version"].as_str().unwrap().parse().unwrap();
+        let r = model.matrix.require(v).unwrap();
+        assert!(r.reference && r.no_sources_jar.is_none(), "{v}: not a reference release with sources");
+        let m: okp::model::Mode = e["mode"].as_str().unwrap().parse().unwrap();
+        assert!(r.modes.contains(&m), "{v} has no {m} mode");
+        assert!(e["java"].is_string(), "{v}: a JDK its Gradle runs on");
+    }
+    let kafka = step_named(job, "Check out apache/kafka");
+    assert_eq!(kafka["with"]["repository"], "apache/kafka");
+    assert_eq!(kafka["with"]["ref"], "${{ matrix.version }}");
+    let order: Vec<&str> = ["Apply", "Build with the checkout", "Splice-build", "Compare"]
+        .iter()
+        .map(|p| step_named(job, p)["run"].as_str().unwrap())
+        .collect();
+    assert!(order[0].contains("okp apply --version \"$VERSION\" --mode \"$MODE\" --source kafka"));
+    assert!(order[1].contains("okp build --source kafka --mode \"$MODE\""));
+    assert!(order[2].contains("okp build --version \"$VERSION\" --mode \"$MODE\" --out okp-out/splice"));
+    assert!(order[3].contains("okp compare-builds okp-out/gradle okp-out/splice"));
+    assert!(order[3].contains("exit \"$rc\""), "a difference fails the job");
+    let names: Vec<&str> = job["steps"].as_array().unwrap().iter().filter_map(|s| s["name"].as_str()).collect();
+    let at = |p: &str| names.iter().position(|n| n.starts_with(p)).unwrap();
+    assert!(at("Apply") < at("Build with") && at("Build with") < at("Compare") && at("Splice") < at("Compare"));
+    assert_eq!(step_named(job, "Upload")["if"], "always()");
 }
 
 /// `okp <subcommand> --flag ...` invocations in the scripts, as (subcommand, flags).
