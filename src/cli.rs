@@ -556,6 +556,13 @@ pub struct VerifyArgs {
     /// --evidence, e.g. after CI copied each job's evidence there.
     #[arg(long, conflicts_with_all = ["version", "all", "mode", "upstream", "jars", "scenarios", "keep", "base_port"])]
     pub merge: bool,
+    /// Soak one (release, mode) for DURATION (`600`, `600s`, `10m`, `1h`): acks=all producers, a seeded
+    /// fault schedule, a history checked at the end (docs/soak.md); evidence in DIR/soak/.
+    #[arg(long, value_name = "DURATION", requires = "seed", conflicts_with_all = ["all", "merge", "upstream", "jars", "scenarios"])]
+    pub soak: Option<String>,
+    /// The soak's seed: the same seed and duration give the same fault schedule.
+    #[arg(long, value_name = "N", requires = "soak")]
+    pub seed: Option<u64>,
     /// zk or kraft (default: zk where the release has it, else kraft).
     #[arg(long, value_name = "M")]
     pub mode: Option<Mode>,

@@ -19,10 +19,29 @@
 //! A violation names the seed and the shortest fault window before it (the
 //! last fault that started before the violation, to the violation).
 //!
-//! Not here: driving the cluster and recording the history (the runner, not
-//! written yet: docs/soak.md), the scenario suite (`scenarios`).
+//! Not here: driving the cluster and recording the history (`run`), the
+//! scenario suite (`scenarios`).
+
+pub mod run;
 
 use std::collections::{BTreeMap, BTreeSet};
+
+/// A soak's length as given on the command line: `600`, `600s`, `10m`, `1h`.
+pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
+    let t = text.trim();
+    let (n, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let n: u64 = n.parse().ok()?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n.checked_mul(60)?,
+        "h" => n.checked_mul(3600)?,
+        _ => return None,
+    };
+    (secs > 0).then(|| std::time::Duration::from_secs(secs))
+}
 
 use crate::schema::{Absent, Schema};
 
@@ -487,6 +506,16 @@ mod tests {
         assert!(a.iter().all(|f| f.fault != Fault::UncleanElection), "unclean elections only when asked for");
         assert!(a.windows(2).all(|w| w[0].at_ms < w[1].at_ms));
         assert!(schedule(42, 6_000_000, NODES, true).iter().any(|f| f.fault == Fault::UncleanElection));
+    }
+
+    #[test]
+    fn durations_parse_in_seconds_minutes_and_hours() {
+        assert_eq!(parse_duration("180"), Some(std::time::Duration::from_secs(180)));
+        assert_eq!(parse_duration("10m"), Some(std::time::Duration::from_secs(600)));
+        assert_eq!(parse_duration("1h"), Some(std::time::Duration::from_secs(3600)));
+        for bad in ["", "0", "10x", "m", "-5s"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub fn run(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     if args.merge {
         return merge(ws, &args);
     }
+    if let (Some(d), Some(seed)) = (&args.soak, args.seed) {
+        return soak(ws, &args, d, seed);
+    }
     if !args.all {
         return one(ws, args);
     }
@@ -86,6 +89,27 @@ pub fn run(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     ));
     crate::out::print(&table)?;
     Ok(worst)
+}
+
+/// `--soak DURATION --seed N` on one (release, mode).
+fn soak(ws: &Workspace, args: &VerifyArgs, duration: &str, seed: u64) -> Result<Outcome> {
+    let Some(duration) = crate::soak::parse_duration(duration) else {
+        return Err(Error::Usage(format!("--soak {duration}: not a duration (e.g. 600, 600s, 10m, 1h)")));
+    };
+    let release = ws.release(args.version.unwrap_or(DEFAULT_RELEASE))?.clone();
+    release.require_sources_jar("okp verify --soak builds its patched jars from those sources")?;
+    let mode = release.mode_for(args.mode, ModeDefault::ZkFirst)?;
+    let opts = crate::soak::run::Options {
+        release,
+        mode,
+        layers: Layers::with(&args.layers),
+        duration,
+        seed,
+        timers: crate::cluster::Timers { lag_ms: args.lag_ms, session_ms: args.session_ms },
+        evidence: args.evidence.clone(),
+        base_port: args.base_port,
+    };
+    crate::soak::run::run(ws, opts)
 }
 
 /// `--merge`: the VERIFY.md pages from the run.json files already under the evidence directory.
