@@ -569,14 +569,18 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("evidence")
     }
 
-    /// Copies the run.json files of `from`'s runs into a fresh evidence directory.
+    /// Copies the run.json files of `from`'s runs (and of its partial runs) into a fresh evidence directory.
     fn runs_of(from: &Path) -> tempfile::TempDir {
         let t = tempfile::tempdir().unwrap();
-        for e in std::fs::read_dir(from).unwrap().flatten() {
-            let run = e.path().join(record::FILE_NAME);
-            if run.is_file() {
-                std::fs::create_dir(t.path().join(e.file_name())).unwrap();
-                std::fs::copy(&run, t.path().join(e.file_name()).join(record::FILE_NAME)).unwrap();
+        for (src, dst) in
+            [(from.to_path_buf(), t.path().to_path_buf()), (from.join(PARTIAL_DIR), t.path().join(PARTIAL_DIR))]
+        {
+            for e in std::fs::read_dir(&src).into_iter().flatten().flatten() {
+                let run = e.path().join(record::FILE_NAME);
+                if run.is_file() {
+                    std::fs::create_dir_all(dst.join(e.file_name())).unwrap();
+                    std::fs::copy(&run, dst.join(e.file_name()).join(record::FILE_NAME)).unwrap();
+                }
             }
         }
         t
@@ -593,6 +597,11 @@ mod tests {
         let all = matrix_pairs();
         for dir in [evidence(), evidence().join("met-cluster")] {
             let t = runs_of(&dir);
+            if t.path().join(PARTIAL_DIR).is_dir() {
+                write_matrix(&t.path().join(PARTIAL_DIR), None).unwrap();
+                let want = std::fs::read_to_string(dir.join(PARTIAL_DIR).join("VERIFY.md")).unwrap();
+                assert_eq!(std::fs::read_to_string(t.path().join(PARTIAL_DIR).join("VERIFY.md")).unwrap(), want);
+            }
             write_matrix(t.path(), Some(&all)).unwrap();
             let want = std::fs::read_to_string(dir.join("VERIFY.md")).unwrap();
             assert_eq!(std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap(), want, "{}", dir.display());
