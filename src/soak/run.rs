@@ -173,12 +173,10 @@ fn drive(c: &mut Cluster, o: &Options) -> Result<History> {
             value: v,
         });
     }
-    let ids: Vec<i32> = c.nodes.iter().map(|n| n.id).collect();
-    for id in ids {
-        let n = c.node_mut(id);
+    let t = ms(t0);
+    for n in c.nodes.iter_mut() {
         let alive = n.is_running() && !n.is_frozen();
-        let node = n.name.clone();
-        events.push(Event::Process { t_ms: ms(t0), node, alive });
+        events.push(Event::Process { t_ms: t, node: n.name.clone(), alive });
     }
     Ok(History {
         schema: super::SCHEMA.current,
