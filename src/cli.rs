@@ -64,8 +64,9 @@ pub enum Command {
     Build(BuildArgs),
     /// Start a real patched cluster on 127.0.0.1 and prove the observer semantics (scenarios S1–S8 and more).
     ///
-    /// Writes the evidence to DIR/<release>-<mode>[-upstream]/ and the matrix
-    /// page DIR/VERIFY.md. Exit 0 when every scenario passed (with --upstream:
+    /// Writes the evidence to DIR/<release>-<mode>[-upstream]/ (a run of fewer
+    /// scenarios than the suite: DIR/partial/…) and the matrix page
+    /// DIR/VERIFY.md. Exit 0 when every scenario passed (with --upstream:
     /// when every gate scenario failed, as it must on unpatched jars), 1 when
     /// not, 2 on bad input, 3 when Java, Maven or a port is unavailable.
     Verify(VerifyArgs),
@@ -115,6 +116,25 @@ pub enum Command {
     DevCluster(DevClusterArgs),
     /// Lay out a release's sources from its Maven Central sources jars as a tree.
     Sources(SourcesArgs),
+    /// Compare two builds of one release class by class (e.g. Gradle against splice).
+    ///
+    /// A and B are jars, or build directories whose jars are paired by file name;
+    /// where either holds a splice build's okp-build.json, only the classes it
+    /// changed are compared. Exit 0 when every class is the same program after
+    /// normalisation (docs/building.md), 1 when some differ, 2 on bad input.
+    CompareBuilds(CompareBuildsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompareBuildsArgs {
+    /// Build A: a jar or a build directory (e.g. `okp build --source` output).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// Build B: a jar or a build directory (e.g. the splice build of the same release and mode).
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
 }
 
 #[derive(Args, Debug)]
@@ -526,17 +546,32 @@ pub struct BuildArgs {
     pub layers: Vec<Layer>,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct VerifyArgs {
     /// The release (default: 3.9.2, the last release with both modes).
     #[arg(long, value_name = "V", conflicts_with = "all")]
     pub version: Option<KafkaVersion>,
-    /// Every (release, mode) of the matrix, one after the other (with --reference: the reference releases).
+    /// Every (release, mode) with sources jars (with --reference: the reference releases); a failed pair
+    /// does not stop the others; a summary at the end; exit non-zero if any pair failed.
     #[arg(long)]
     pub all: bool,
     /// With --all: only the reference releases.
     #[arg(long, requires = "all")]
     pub reference: bool,
+    /// With --all: how many clusters run at once (each on its own claimed port block).
+    #[arg(long, value_name = "N", requires = "all", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=8))]
+    pub jobs: u16,
+    /// Run nothing: write DIR/VERIFY.md (and DIR/partial/VERIFY.md) from the run.json files under
+    /// --evidence, e.g. after CI copied each job's evidence there.
+    #[arg(long, conflicts_with_all = ["version", "all", "mode", "upstream", "jars", "scenarios", "keep", "base_port"])]
+    pub merge: bool,
+    /// Soak one (release, mode) for DURATION (`600`, `600s`, `10m`, `1h`): acks=all producers, a seeded
+    /// fault schedule, a history checked at the end (docs/soak.md); evidence in DIR/soak/.
+    #[arg(long, value_name = "DURATION", requires = "seed", conflicts_with_all = ["all", "merge", "upstream", "jars", "scenarios"])]
+    pub soak: Option<String>,
+    /// The soak's seed: the same seed and duration give the same fault schedule.
+    #[arg(long, value_name = "N", requires = "soak")]
+    pub seed: Option<u64>,
     /// zk or kraft (default: zk where the release has it, else kraft).
     #[arg(long, value_name = "M")]
     pub mode: Option<Mode>,

@@ -49,6 +49,7 @@ pub mod cluster;
 pub mod dev_cluster;
 pub mod observers;
 pub mod scenarios;
+pub mod soak;
 pub mod verify;
 pub mod wire;
 

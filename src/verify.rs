@@ -20,10 +20,52 @@ use crate::cluster::journal::Journal;
 use crate::cluster::runtime::Runtime;
 use crate::cluster::{Cluster, Timers};
 use crate::error::{Error, Outcome as Exit, Result};
-use crate::model::{Layers, Mode, Release};
+use crate::model::{Layers, Matrix, Mode, Release};
 use crate::scenarios::{self, Flavor, Outcome, Scenario};
+use crate::version::KafkaVersion;
 use crate::workspace::Workspace;
 use record::{RunRecord, RunVerdict, SwappedJar};
+
+/// The subdirectory of the evidence directory that holds partial runs (fewer scenarios than the suite).
+pub const PARTIAL_DIR: &str = "partial";
+
+/// One (release, mode) of versions.yaml, as VERIFY.md lists it whether or not it was run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pair {
+    pub release: KafkaVersion,
+    pub mode: Mode,
+    /// Maven Central has its sources jars, so `okp verify` can build its patched jars.
+    pub sources: bool,
+}
+
+/// Every (release, mode) of the matrix, in versions.yaml's order.
+pub fn pairs(matrix: &Matrix) -> Vec<Pair> {
+    matrix
+        .releases
+        .iter()
+        .flat_map(|r| {
+            r.modes.iter().map(move |m| Pair { release: r.version, mode: *m, sources: r.no_sources_jar.is_none() })
+        })
+        .collect()
+}
+
+/// Where a run's evidence goes, relative to the evidence directory. A run of the whole suite
+/// of its flavor replaces `<name>/`; a run of fewer scenarios (`--scenarios`, or `--layer core`
+/// which leaves MET out) goes to `partial/<name>-<what it ran>/`, so re-checking one scenario
+/// never replaces a full run's journals, and VERIFY.md keeps the full run. `<what it ran>` is
+/// the ids it ran (`S4`, `S4-S7`), or `without-` the ids it left out when that is shorter.
+pub fn placement(name: &str, flavor: Flavor, selected: &[&str]) -> PathBuf {
+    let has = |id: &str| selected.iter().any(|s| s.eq_ignore_ascii_case(id));
+    let full: Vec<&str> =
+        scenarios::SCENARIOS.iter().filter(|s| s.gate || flavor == Flavor::Patched).map(|s| s.id).collect();
+    let missing: Vec<&str> = full.iter().copied().filter(|id| !has(id)).collect();
+    if missing.is_empty() {
+        return PathBuf::from(name);
+    }
+    let ran: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).filter(|id| has(id)).collect();
+    let what = if ran.len() <= missing.len() { ran.join("-") } else { format!("without-{}", missing.join("-")) };
+    Path::new(PARTIAL_DIR).join(format!("{name}-{what}"))
+}
 
 pub struct Options {
     pub release: Release,
@@ -188,9 +230,9 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     write(&staging.join("summary.md"), &summary)?;
     let run_str = run_dir.display().to_string();
     write(&staging.join("observer-audit.txt"), &(audit.join("\n").replace(&run_str, "$RUN") + "\n"))?;
-    let dest = opts.evidence.join(&name);
-    publish(&staging, &dest)?;
-    write_matrix(&opts.evidence)?;
+    let ids: Vec<&str> = opts.scenarios.iter().map(|s| s.id).collect();
+    let dest =
+        write_evidence(&staging, &opts.evidence, &placement(&name, opts.flavor, &ids), &pairs(&ws.model.matrix))?;
     drop(cluster);
 
     if verdict.ok() && !opts.keep {
@@ -371,6 +413,22 @@ fn summary_page(record: &RunRecord) -> String {
     s
 }
 
+/// Publishes a run's `staging` directory as `evidence/<at>` (see `placement`) and writes the
+/// VERIFY.md pages: the partial runs' own page when `at` is under `partial/`, and the main
+/// page over the whole matrix of `pairs`. Runs of one okp (`--all --jobs N`) take turns here,
+/// so each page is read and written whole.
+pub fn write_evidence(staging: &Path, evidence: &Path, at: &Path, pairs: &[Pair]) -> Result<PathBuf> {
+    static PAGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = PAGES.lock().unwrap_or_else(|e| e.into_inner());
+    let dest = evidence.join(at);
+    publish(staging, &dest)?;
+    if at.starts_with(PARTIAL_DIR) {
+        write_matrix(&evidence.join(PARTIAL_DIR), None)?;
+    }
+    write_matrix(evidence, Some(pairs))?;
+    Ok(dest)
+}
+
 /// Replaces `dest` with `staging` as one rename (the old run goes only once the new one is complete).
 pub(crate) fn publish(staging: &Path, dest: &Path) -> Result<()> {
     let parent = dest.parent().unwrap_or(Path::new("."));
@@ -414,10 +472,11 @@ fn write(p: &Path, text: &str) -> Result<()> {
 }
 
 /// evidence/VERIFY.md: release × scenario over every run.json in the evidence
-/// directory, each cell linking to that scenario's journal. A run.json okp
-/// cannot read (another schema, damaged) is left out of the table and named
-/// below it and on stderr.
-pub fn write_matrix(evidence: &Path) -> Result<()> {
+/// directory, each cell linking to that scenario's journal. With `pairs`, every
+/// (release, mode) of the matrix has a row, and one without a patched run here
+/// says `not run` (it claims nothing). A run.json okp cannot read (another
+/// schema, damaged) is left out of the table and named below it and on stderr.
+pub fn write_matrix(evidence: &Path, pairs: Option<&[Pair]>) -> Result<()> {
     let mut runs: Vec<(String, RunRecord)> = Vec::new();
     let mut left_out: Vec<(String, String)> = Vec::new();
     if let Ok(rd) = std::fs::read_dir(evidence) {
@@ -448,26 +507,30 @@ pub fn write_matrix(evidence: &Path) -> Result<()> {
     std::fs::create_dir_all(evidence).map_err(|e| Error::io(format!("cannot create {}", evidence.display()), e))?;
     let unit: BTreeMap<String, String> =
         runs.iter().filter_map(|(name, _)| Some((name.clone(), unit::matrix_cell(evidence, name)?))).collect();
-    crate::fsx::write_atomic(&p, matrix_page(&runs, &left_out, &unit).as_bytes())
+    let partial = evidence.join(PARTIAL_DIR).join("VERIFY.md").is_file();
+    crate::fsx::write_atomic(&p, matrix_page(&runs, &left_out, pairs, partial, &unit).as_bytes())
 }
 
-/// The VERIFY.md page of `runs` (name, record), and of the runs `left_out` (name, why).
+/// The VERIFY.md page of `runs` (name, record), of the runs `left_out` (name, why), and,
+/// with `pairs`, of the matrix's pairs that have no patched run here.
 /// `unit`: the unit-tests column's cell of a run (`okp unit-tests`), where there is one.
-fn matrix_page(runs: &[(String, RunRecord)], left_out: &[(String, String)], unit: &BTreeMap<String, String>) -> String {
+fn matrix_page(
+    runs: &[(String, RunRecord)],
+    left_out: &[(String, String)],
+    pairs: Option<&[Pair]>,
+    partial: bool,
+    unit: &BTreeMap<String, String>,
+) -> String {
     let ids: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).collect();
     let mut s = String::from("# okp verify: release × scenario\n\nWritten by `okp verify` after every run, from the `run.json` files in this directory. ");
-    s.push_str("Each cell links to the scenario's journal (every command and its output). `-upstream` rows are negative controls on unpatched jars: their gate scenarios (INIT, LAT, S4) are expected to FAIL.\n\n");
+    let gates: Vec<&str> = scenarios::SCENARIOS.iter().filter(|s| s.gate).map(|s| s.id).collect();
+    s.push_str(&format!("Each cell links to the scenario's journal (every command and its output). `-upstream` rows are negative controls on unpatched jars: their gate scenarios ({}) are expected to FAIL.\n\n", gates.join(", ")));
     let with_unit = !unit.is_empty();
     if with_unit {
         s.push_str("The `unit` column is `okp unit-tests` on the same release and mode: Kafka's own unit tests of the hooked classes on upstream jars, patched jars, and patched jars with observers ([evidence/unit](unit/)).\n\n");
     }
-    s.push_str(&format!(
-        "| run | verdict | seconds | {}{} |\n|---|---|---|{}{}\n",
-        if with_unit { "unit | " } else { "" },
-        ids.join(" | "),
-        if with_unit { "---|" } else { "" },
-        "---|".repeat(ids.len())
-    ));
+    // Rows: every run, then (with `pairs`) each pair with no patched run, sorted together by release.
+    let mut rows: Vec<(KafkaVersion, String, String)> = Vec::new();
     for (name, r) in runs {
         let total = r.seconds.get("total").copied().unwrap_or(0.0);
         let cells: Vec<String> = ids
@@ -484,10 +547,47 @@ fn matrix_page(runs: &[(String, RunRecord)], left_out: &[(String, String)], unit
             (true, Some(c)) => format!("{c} | "),
             (true, None) => "– | ".into(),
         };
-        s.push_str(&format!(
+        let row = format!(
             "| [{name}]({name}/summary.md) | {} | {total:.0} | {unit_cell}{} |\n",
             r.verdict.word(),
             cells.join(" | ")
+        );
+        rows.push((r.release, name.clone(), row));
+    }
+    if let Some(pairs) = pairs {
+        let run = |p: &Pair| {
+            runs.iter().any(|(_, r)| r.release == p.release && r.mode == p.mode && r.flavor == Flavor::Patched)
+        };
+        let with_sources = pairs.iter().filter(|p| p.sources).count();
+        let proven: Vec<&RunRecord> = runs.iter().map(|(_, r)| r).filter(|r| r.flavor == Flavor::Patched).collect();
+        let passed = proven.iter().filter(|r| r.verdict == RunVerdict::Pass).count();
+        s.push_str(&format!(
+            "The matrix: {} (release, mode) pairs in versions.yaml, {with_sources} with sources jars. {} have a patched run here ({passed} pass); a pair marked `not run` has no evidence here and claims nothing.\n\n",
+            pairs.len(),
+            proven.len()
+        ));
+        for p in pairs.iter().filter(|p| !run(p)) {
+            let name = run_name(&p.release.to_string(), p.mode, Flavor::Patched);
+            let why = if p.sources { "not run" } else { "not run (no sources jar on Maven Central)" };
+            let unit_cell = if with_unit { "– | " } else { "" };
+            let row = format!("| {name} | {why} | | {unit_cell}{} |\n", vec!["–"; ids.len()].join(" | "));
+            rows.push((p.release, name, row));
+        }
+    }
+    rows.sort_by(|(a, x, _), (b, y, _)| (a, x).cmp(&(b, y)));
+    s.push_str(&format!(
+        "| run | verdict | seconds | {}{} |\n|---|---|---|{}{}\n",
+        if with_unit { "unit | " } else { "" },
+        ids.join(" | "),
+        if with_unit { "---|" } else { "" },
+        "---|".repeat(ids.len())
+    ));
+    for (_, _, row) in &rows {
+        s.push_str(row);
+    }
+    if partial {
+        s.push_str(&format!(
+            "\nPartial runs (fewer scenarios than the suite) are kept apart and never replace a run above: [{PARTIAL_DIR}/VERIFY.md]({PARTIAL_DIR}/VERIFY.md).\n"
         ));
     }
     if !left_out.is_empty() {
@@ -507,8 +607,8 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("evidence")
     }
 
-    /// Copies the run.json files of `from`'s runs, and the unit.json files of its unit runs, into
-    /// a fresh evidence directory.
+    /// Copies the run.json files of `from`'s runs (and of its partial runs), and the unit.json files
+    /// of its unit runs, into a fresh evidence directory.
     fn runs_of(from: &Path) -> tempfile::TempDir {
         let t = tempfile::tempdir().unwrap();
         let copy = |from: &Path, to: &Path, file: &str| {
@@ -521,6 +621,7 @@ mod tests {
             }
         };
         copy(from, t.path(), record::FILE_NAME);
+        copy(&from.join(PARTIAL_DIR), &t.path().join(PARTIAL_DIR), record::FILE_NAME);
         copy(&from.join("unit"), &t.path().join("unit"), unit::record::FILE_NAME);
         t
     }
@@ -529,13 +630,13 @@ mod tests {
     fn the_unit_column_shows_a_unit_run_and_only_then() {
         let t = runs_of(&evidence());
         let _ = std::fs::remove_dir_all(t.path().join("unit"));
-        write_matrix(t.path()).unwrap();
+        write_matrix(t.path(), None).unwrap();
         let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
         assert!(!page.contains("| unit |"), "{page}");
         let dir = t.path().join("unit").join("3.9.2-zk");
         std::fs::create_dir_all(&dir).unwrap();
         unit::record::tests::sample().write(&dir).unwrap();
-        write_matrix(t.path()).unwrap();
+        write_matrix(t.path(), None).unwrap();
         let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
         assert!(page.contains("| run | verdict | seconds | unit | INIT"), "{page}");
         assert!(page.contains("| [pass 3 tests, 0 regr., 0 changes](unit/3.9.2-zk/summary.md) |"), "{page}");
@@ -543,16 +644,23 @@ mod tests {
         assert!(other.contains(" | – | [pass"), "a run without a unit run has an empty cell: {other}");
     }
 
-    /// The typed reader gives the same pages as the run.json files under evidence/ were published with.
+    fn matrix_pairs() -> Vec<Pair> {
+        pairs(&crate::model::Model::load(None, None).unwrap().matrix)
+    }
+
+    /// The typed reader gives the same pages as the run.json files under evidence/ were published with
+    /// (`okp verify --merge` writes them again after a change to the page or the scenario list).
     #[test]
     fn the_evidence_pages_come_out_the_same_from_the_typed_records() {
+        let all = matrix_pairs();
         for dir in [evidence(), evidence().join("met-cluster")] {
-            if std::env::var_os("OKP_BLESS").is_some() {
-                // A new scenario column: `OKP_BLESS=1 cargo test --lib evidence_pages` rewrites the pages.
-                write_matrix(&dir).unwrap();
-            }
             let t = runs_of(&dir);
-            write_matrix(t.path()).unwrap();
+            if t.path().join(PARTIAL_DIR).is_dir() {
+                write_matrix(&t.path().join(PARTIAL_DIR), None).unwrap();
+                let want = std::fs::read_to_string(dir.join(PARTIAL_DIR).join("VERIFY.md")).unwrap();
+                assert_eq!(std::fs::read_to_string(t.path().join(PARTIAL_DIR).join("VERIFY.md")).unwrap(), want);
+            }
+            write_matrix(t.path(), Some(&all)).unwrap();
             let want = std::fs::read_to_string(dir.join("VERIFY.md")).unwrap();
             assert_eq!(std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap(), want, "{}", dir.display());
             for e in std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.path().join("summary.md").is_file()) {
@@ -569,10 +677,91 @@ mod tests {
         let run = t.path().join("3.9.2-zk").join(record::FILE_NAME);
         let text = std::fs::read_to_string(&run).unwrap().replacen('{', "{\n  \"schema\": 2,", 1);
         std::fs::write(&run, text).unwrap();
-        write_matrix(t.path()).unwrap();
+        write_matrix(t.path(), None).unwrap();
         let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
         assert!(!page.contains("| [3.9.2-zk](3.9.2-zk/summary.md)"), "{page}");
         assert!(page.contains("| [3.9.2-kraft](3.9.2-kraft/summary.md)"), "{page}");
         assert!(page.contains("- [3.9.2-zk](3.9.2-zk/run.json): schema 2, and this okp reads schema 1\n"), "{page}");
+    }
+
+    #[test]
+    fn a_run_of_fewer_scenarios_than_the_suite_is_placed_apart() {
+        let all: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).collect();
+        assert_eq!(placement("4.3.1-kraft", Flavor::Patched, &all), Path::new("4.3.1-kraft"));
+        assert_eq!(placement("4.3.1-kraft", Flavor::Patched, &["S4"]), Path::new("partial/4.3.1-kraft-S4"));
+        assert_eq!(placement("4.3.1-kraft", Flavor::Patched, &["s7", "S4"]), Path::new("partial/4.3.1-kraft-S7-S4"));
+        let core: Vec<&str> = all.iter().copied().filter(|id| *id != "MET").collect();
+        assert_eq!(placement("3.9.2-zk", Flavor::Patched, &core), Path::new("partial/3.9.2-zk-without-MET"));
+        assert_eq!(
+            placement("3.9.2-zk-upstream", Flavor::Upstream, &["INIT", "LAT", "S4"]),
+            Path::new("3.9.2-zk-upstream")
+        );
+        assert_eq!(
+            placement("3.9.2-zk-upstream", Flavor::Upstream, &["INIT"]),
+            Path::new("partial/3.9.2-zk-upstream-INIT")
+        );
+    }
+
+    /// The reported bug: `okp verify --version 4.3.1 --mode kraft --scenarios S4` in the
+    /// repository replaced evidence/4.3.1-kraft/ with a one-journal run. Now the full run's
+    /// files and its VERIFY.md row stay as they were, and the partial run has its own page.
+    #[test]
+    fn a_partial_run_leaves_the_full_run_and_its_row_alone() {
+        let t = runs_of(&evidence());
+        let full = evidence().join("4.3.1-kraft");
+        copy_dir(&full, &t.path().join("4.3.1-kraft")).unwrap();
+        let pairs = matrix_pairs();
+        write_matrix(t.path(), Some(&pairs)).unwrap();
+        let page_before = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
+
+        for id in ["S4", "S7"] {
+            let staging = tempfile::tempdir().unwrap();
+            let mut rec = RunRecord::read(&full).unwrap();
+            rec.scenarios.retain(|o| o.id == id);
+            rec.write(staging.path()).unwrap();
+            std::fs::write(staging.path().join(format!("{id}.txt")), "the partial run's journal\n").unwrap();
+            let at = placement("4.3.1-kraft", Flavor::Patched, &[id]);
+            let dest = write_evidence(staging.path(), t.path(), &at, &pairs).unwrap();
+            assert_eq!(dest, t.path().join(format!("partial/4.3.1-kraft-{id}")));
+            assert!(dest.join(format!("{id}.txt")).is_file());
+        }
+
+        // Every file of the full run is still there, byte for byte.
+        let mut n = 0;
+        for e in std::fs::read_dir(&full).unwrap().flatten() {
+            let kept = std::fs::read(t.path().join("4.3.1-kraft").join(e.file_name())).unwrap();
+            assert_eq!(kept, std::fs::read(e.path()).unwrap(), "{:?} changed", e.file_name());
+            n += 1;
+        }
+        assert!(n >= 13, "{n} files in the full run");
+        let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
+        assert_eq!(
+            page,
+            format!("{page_before}\nPartial runs (fewer scenarios than the suite) are kept apart and never replace a run above: [partial/VERIFY.md](partial/VERIFY.md).\n")
+        );
+        let partial = std::fs::read_to_string(t.path().join("partial/VERIFY.md")).unwrap();
+        for id in ["S4", "S7"] {
+            assert!(
+                partial.contains(&format!("| [4.3.1-kraft-{id}](4.3.1-kraft-{id}/summary.md) | pass |")),
+                "{partial}"
+            );
+        }
+        assert!(!partial.contains("not run"), "the partial page claims no matrix: {partial}");
+    }
+
+    #[test]
+    fn the_matrix_page_lists_every_pair_and_claims_nothing_for_one_not_run() {
+        let t = runs_of(&evidence());
+        std::fs::remove_dir_all(t.path().join("3.9.2-zk")).unwrap();
+        write_matrix(t.path(), Some(&matrix_pairs())).unwrap();
+        let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
+        assert!(page.contains("| 3.9.2-zk | not run | | – |"), "{page}");
+        assert!(page.contains("| 3.4.0-zk | not run | |"), "{page}");
+        assert!(page.contains("| 4.2.2-kraft | not run (no sources jar on Maven Central) | |"), "{page}");
+        assert!(page.contains("| [3.9.2-kraft](3.9.2-kraft/summary.md) | pass |"), "{page}");
+        // The negative control of 3.9.2 zk is no patched run: it does not make the pair count as run.
+        assert!(page.contains("| [3.9.2-zk-upstream](3.9.2-zk-upstream/summary.md) |"), "{page}");
+        let rows = page.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| run ")).count();
+        assert_eq!(rows, matrix_pairs().len() + 2, "every pair once, plus the two negative controls: {page}");
     }
 }

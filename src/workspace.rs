@@ -6,8 +6,8 @@
 //! Not here: flags (`cli`), what a command does with these (`cmd`), loading and
 //! validating each file (`model`, `patchset`).
 
-use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::error::Result;
 use crate::maven::Maven;
@@ -29,7 +29,7 @@ pub struct Workspace {
     pub model: Model,
     pub maven: Maven,
     pub files: DataFiles,
-    patch_set: OnceCell<PatchSet>,
+    patch_set: OnceLock<PatchSet>,
 }
 
 impl Workspace {
@@ -40,7 +40,7 @@ impl Workspace {
     }
 
     pub fn with_model(model: Model, files: DataFiles) -> Workspace {
-        Workspace { model, maven: Maven::from_env(), files, patch_set: OnceCell::new() }
+        Workspace { model, maven: Maven::from_env(), files, patch_set: OnceLock::new() }
     }
 
     /// The patch set (edits.yaml and our sources), loaded and checked against the model once.

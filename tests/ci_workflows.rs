@@ -14,6 +14,8 @@ use std::process::Command;
 const SENTINEL: &str = "ci/okp-drift-sentinel.yml";
 const COMPILE: &str = "ci/okp-compile-matrix.yml";
 const UNIT: &str = "ci/okp-unit-tests.yml";
+const VERIFY: &str = "ci/okp-verify-matrix.yml";
+const GRADLE: &str = "ci/okp-gradle-check.yml";
 
 fn load(path: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
@@ -27,7 +29,7 @@ fn workflows() -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "yml"))
         .collect();
     v.sort();
-    assert_eq!(v.len(), 3, "{v:?}");
+    assert_eq!(v.len(), 5, "{v:?}");
     v
 }
 
@@ -85,18 +87,7 @@ fn the_sentinel_runs_weekly_and_on_demand_and_the_compile_job_on_changes() {
         assert!(u["on"].get(t).is_some(), "unit tests: no {t} trigger");
     }
     for doc in [&s, &c, &u] {
-        assert_eq!(doc["permissions"]["contents"], "read", "read-only token");
-        for (name, job) in doc["jobs"].as_object().unwrap() {
-            assert!(job["runs-on"].is_string(), "{name:?}: runs-on");
-            assert!(job["timeout-minutes"].as_u64().is_some(), "{name:?}: a timeout");
-        }
-        for step in steps(doc) {
-            let (uses, run) = (step.get("uses"), step.get("run"));
-            assert!(uses.is_some() != run.is_some(), "a step uses an action or runs a script: {step:?}");
-            if let Some(u) = uses.and_then(|u| u.as_str()) {
-                assert!(u.contains('@'), "actions are pinned: {u}");
-            }
-        }
+        well_shaped(doc);
     }
     // What the sentinel is for: the whole matrix, then newer releases, a report, a failure.
     let script = runs(&s).join("\n");
@@ -148,6 +139,126 @@ fn the_sentinel_runs_weekly_and_on_demand_and_the_compile_job_on_changes() {
         .iter()
         .any(|st| st["uses"].as_str().is_some_and(|x| x.starts_with("actions/upload-artifact@"))
             && st["if"] == "always()"));
+}
+
+/// A read-only token; every job on a runner with a timeout; every step an action (pinned) or a script.
+fn well_shaped(doc: &serde_json::Value) {
+    assert_eq!(doc["permissions"]["contents"], "read", "read-only token");
+    for (name, job) in doc["jobs"].as_object().unwrap() {
+        assert!(job["runs-on"].is_string(), "{name:?}: runs-on");
+        assert!(job["timeout-minutes"].as_u64().is_some(), "{name:?}: a timeout");
+    }
+    for step in steps(doc) {
+        let (uses, run) = (step.get("uses"), step.get("run"));
+        assert!(uses.is_some() != run.is_some(), "a step uses an action or runs a script: {step:?}");
+        if let Some(u) = uses.and_then(|u| u.as_str()) {
+            assert!(u.contains('@'), "actions are pinned: {u}");
+        }
+    }
+}
+
+fn step_named<'a>(job: &'a serde_json::Value, prefix: &str) -> &'a serde_json::Value {
+    job["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+        .unwrap_or_else(|| panic!("no step `{prefix}…`"))
+}
+
+/// The verify matrix: one job per pair from a plan job, fail-fast off, each pair's evidence
+/// uploaded on its own, a merge job that runs whatever the pairs did.
+#[test]
+fn the_verify_matrix_fans_out_one_job_per_pair_and_merges() {
+    let doc = load(VERIFY);
+    well_shaped(&doc);
+    for t in ["push", "workflow_dispatch"] {
+        assert!(doc["on"].get(t).is_some(), "verify matrix: no {t} trigger");
+    }
+    let jobs = &doc["jobs"];
+    let verify = &jobs["verify"];
+    assert_eq!(verify["needs"], "plan");
+    assert_eq!(verify["strategy"]["fail-fast"], false, "a failed pair must not cancel the others");
+    assert_eq!(verify["strategy"]["matrix"]["pair"], "${{ fromJSON(needs.plan.outputs.pairs) }}");
+    assert_eq!(jobs["plan"]["outputs"]["pairs"], "${{ steps.pairs.outputs.pairs }}");
+    let run = step_named(verify, "Verify")["run"].as_str().unwrap();
+    assert!(run.contains("okp verify --version \"$version\" --mode \"$mode\" --evidence evidence"), "{run}");
+    let upload = step_named(verify, "Upload the pair");
+    assert_eq!(upload["if"], "always()");
+    assert_eq!(upload["with"]["name"], "okp-verify-${{ matrix.pair }}");
+    assert_eq!(upload["with"]["path"], "evidence/${{ matrix.pair }}/");
+    let merge = &jobs["merge"];
+    assert_eq!((&merge["needs"], &merge["if"]), (&serde_json::json!("verify"), &serde_json::json!("always()")));
+    assert_eq!(step_named(merge, "Download every")["with"]["pattern"], "okp-verify-*");
+    assert!(step_named(merge, "Merge")["run"].as_str().unwrap().contains("okp verify --merge --evidence evidence"));
+}
+
+/// The plan step's script, run here with this okp, lists exactly the (release, mode) pairs with
+/// sources jars of versions.yaml: the matrix cannot drift from the data.
+#[test]
+fn the_verify_matrix_pairs_are_those_of_versions_yaml() {
+    let doc = load(VERIFY);
+    let script = step_named(&doc["jobs"]["plan"], "List every")["run"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("target/release")).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_okp"), dir.path().join("target/release/okp")).unwrap();
+    let out = dir.path().join("github-output");
+    let o = Command::new("bash")
+        .args(["-eo", "pipefail", "-c", &script])
+        .current_dir(dir.path())
+        .env("GITHUB_OUTPUT", &out)
+        .output()
+        .expect("bash");
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let listed: Vec<String> = serde_json::from_str(text.trim().strip_prefix("pairs=").unwrap()).unwrap();
+    let model = okp::model::Model::load(None, None).unwrap();
+    let want: Vec<String> = okp::verify::pairs(&model.matrix)
+        .into_iter()
+        .filter(|p| p.sources)
+        .map(|p| format!("{}-{}", p.release, p.mode))
+        .collect();
+    assert_eq!(listed, want);
+    assert!(
+        listed.len() >= 53 && listed.contains(&"3.9.2-zk".to_string()) && !listed.contains(&"4.2.2-kraft".to_string())
+    );
+}
+
+/// The Gradle check: for reference releases of versions.yaml, apache/kafka at the release tag,
+/// apply, the real wrapper, the splice build of the same pair, and the comparison, in that order.
+#[test]
+fn the_gradle_check_builds_a_release_tag_both_ways_and_compares() {
+    let doc = load(GRADLE);
+    well_shaped(&doc);
+    let job = &doc["jobs"]["gradle"];
+    assert_eq!(job["strategy"]["fail-fast"], false);
+    let model = okp::model::Model::load(None, None).unwrap();
+    let include = job["strategy"]["matrix"]["include"].as_array().unwrap();
+    assert!(include.len() >= 3, "a few reference releases");
+    for e in include {
+        let v: okp::version::KafkaVersion = e["version"].as_str().unwrap().parse().unwrap();
+        let r = model.matrix.require(v).unwrap();
+        assert!(r.reference && r.no_sources_jar.is_none(), "{v}: not a reference release with sources");
+        let m: okp::model::Mode = e["mode"].as_str().unwrap().parse().unwrap();
+        assert!(r.modes.contains(&m), "{v} has no {m} mode");
+        assert!(e["java"].is_string(), "{v}: a JDK its Gradle runs on");
+    }
+    let kafka = step_named(job, "Check out apache/kafka");
+    assert_eq!(kafka["with"]["repository"], "apache/kafka");
+    assert_eq!(kafka["with"]["ref"], "${{ matrix.version }}");
+    let order: Vec<&str> = ["Apply", "Build with the checkout", "Splice-build", "Compare"]
+        .iter()
+        .map(|p| step_named(job, p)["run"].as_str().unwrap())
+        .collect();
+    assert!(order[0].contains("okp apply --version \"$VERSION\" --mode \"$MODE\" --source kafka"));
+    assert!(order[1].contains("okp build --source kafka --mode \"$MODE\""));
+    assert!(order[2].contains("okp build --version \"$VERSION\" --mode \"$MODE\" --out okp-out/splice"));
+    assert!(order[3].contains("okp compare-builds okp-out/gradle okp-out/splice"));
+    assert!(order[3].contains("exit \"$rc\""), "a difference fails the job");
+    let names: Vec<&str> = job["steps"].as_array().unwrap().iter().filter_map(|s| s["name"].as_str()).collect();
+    let at = |p: &str| names.iter().position(|n| n.starts_with(p)).unwrap();
+    assert!(at("Apply") < at("Build with") && at("Build with") < at("Compare") && at("Splice") < at("Compare"));
+    assert_eq!(step_named(job, "Upload")["if"], "always()");
 }
 
 /// `okp <subcommand> --flag ...` invocations in the scripts, as (subcommand, flags).

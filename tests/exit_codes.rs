@@ -80,6 +80,13 @@ fn refused_inputs_exit_as_documented() {
         (vec!["sources".into(), "--version".into(), "3.9.2".into(), "--out".into(), s(&full)], 2, "not empty"),
         (vec!["verify".into(), "--scenarios".into(), "NOPE".into()], 2, "unknown scenario"),
         (vec!["unit-tests".into(), "--classes".into(), "NoSuchTest".into()], 2, "is not a test class"),
+        (vec!["verify".into(), "--jobs".into(), "2".into()], 2, "--all"),
+        (vec!["verify".into(), "--soak".into(), "10x".into(), "--seed".into(), "1".into()], 2, "not a duration"),
+        (vec!["verify".into(), "--soak".into(), "10m".into()], 2, "--seed"),
+        (vec!["compare-builds".into(), s(&d.join("nope")), s(&not_a_tree)], 2, "no such jar or directory"),
+        (vec!["compare-builds".into(), s(&not_a_tree), s(&not_a_tree)], 2, "no jar there"),
+        (vec!["verify".into(), "--merge".into(), "--evidence".into(), s(&d.join("nope"))], 2, "no such directory"),
+        (vec!["verify".into(), "--merge".into(), "--evidence".into(), s(&not_a_tree)], 0, ""),
         (
             vec!["verify".into(), "--version".into(), "2.7.2".into(), "--mode".into(), "kraft".into()],
             2,

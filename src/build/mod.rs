@@ -8,6 +8,7 @@
 
 pub mod bytecode;
 pub mod classfile;
+pub mod compare;
 pub mod gradle;
 pub mod jar;
 pub mod matrix;

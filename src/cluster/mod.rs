@@ -57,6 +57,8 @@ pub struct Cluster {
     pub journal: Journal,
     server_jvm: Vec<String>,
     pub cluster_id: Option<String>,
+    /// Held for the cluster's life, so no other cluster (of this okp or another) takes the block.
+    _ports: PortBlock,
     /// The bundle installed into every node's home (a patched run on per-node homes).
     pub bundle: Option<homes::Bundle>,
 }
@@ -81,7 +83,8 @@ impl Cluster {
         homes: Homes,
     ) -> Result<Cluster> {
         node::install_interrupt_handler();
-        let base_port = free_port_block(base_port)?;
+        let ports = free_port_block(base_port)?;
+        let base_port = ports.base;
         let (server_log, tool_log) = rt.write_logging(run_dir)?;
         let server_jvm = vec![
             "-Xms64m".into(),
@@ -119,6 +122,7 @@ impl Cluster {
             journal,
             server_jvm,
             cluster_id: None,
+            _ports: ports,
             bundle: None,
         };
         c.configure()?;
@@ -1099,20 +1103,51 @@ fn getrandom(buf: &mut [u8]) -> Result<()> {
         .map_err(|e| Error::io("cannot read /dev/urandom", e))
 }
 
-/// A block of 14 consecutive loopback ports that all bind. A requested base
-/// must be wholly free (another cluster there would answer our tools); without
-/// one, the search starts at an offset derived from the process id, so two okp
-/// runs started together rarely probe the same block first.
-fn free_port_block(requested: Option<u16>) -> Result<u16> {
-    let free = |base: u16| (0..14u16).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok());
+/// A block of 14 consecutive loopback ports, claimed: an exclusive lock on
+/// `$TMPDIR/okp-port-blocks/<base>.lock`, held until the cluster is dropped. Probing
+/// that the ports bind is not enough on its own when two clusters start at once
+/// (`okp verify --all --jobs 2`, or two okp processes): both would find the same
+/// block free before either binds it. The lock is `flock(2)`, so it goes with the
+/// process however it ends.
+pub struct PortBlock {
+    pub base: u16,
+    _lock: std::fs::File,
+}
+
+impl PortBlock {
+    /// Claims the block at `base` if no other cluster holds it and its ports all bind now.
+    fn claim(base: u16) -> Option<PortBlock> {
+        use std::os::fd::AsRawFd;
+        let dir = std::env::temp_dir().join("okp-port-blocks");
+        std::fs::create_dir_all(&dir).ok()?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(format!("{base}.lock")))
+            .ok()?;
+        // SAFETY: flock(2) on a descriptor this function owns; non-blocking.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return None;
+        }
+        let free = (0..14u16).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok());
+        free.then_some(PortBlock { base, _lock: file })
+    }
+}
+
+/// A block of 14 consecutive loopback ports that all bind and no other okp
+/// cluster holds. A requested base must be wholly free (another cluster there
+/// would answer our tools); without one, the search starts at an offset derived
+/// from the process id, so two okp runs started together rarely probe the same
+/// block first (and the lock settles it when they do).
+fn free_port_block(requested: Option<u16>) -> Result<PortBlock> {
     if let Some(base) = requested {
-        if base.checked_add(14).is_none() || !free(base) {
-            return Err(Error::External(format!(
+        return base.checked_add(14).and_then(|_| PortBlock::claim(base)).ok_or_else(|| {
+            Error::External(format!(
                 "--base-port {base}: ports {base}..{} on 127.0.0.1 are not all free (another cluster?)",
                 base.saturating_add(13)
-            )));
-        }
-        return Ok(base);
+            ))
+        });
     }
     // Blocks stay below the kernel's ephemeral range: a port in it can be taken as the source
     // port of any outgoing connection while its broker is down, and the restart then fails to
@@ -1127,9 +1162,8 @@ fn free_port_block(requested: Option<u16>) -> Result<u16> {
     }
     let start = (std::process::id() % blocks as u32) as u16;
     for k in 0..blocks {
-        let base = FIRST + 20 * ((start + k) % blocks);
-        if free(base) {
-            return Ok(base);
+        if let Some(block) = PortBlock::claim(FIRST + 20 * ((start + k) % blocks)) {
+            return Ok(block);
         }
     }
     Err(Error::External(format!(
@@ -1143,4 +1177,23 @@ fn ephemeral_low() -> u16 {
         .ok()
         .and_then(|t| t.split_whitespace().next().and_then(|x| x.parse().ok()))
         .unwrap_or(32768)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two clusters started at once never get the same ports: a claimed block is not handed out
+    /// again, by this process or another, until its holder lets go.
+    #[test]
+    fn a_claimed_port_block_is_not_handed_out_twice() {
+        let first = free_port_block(None).unwrap();
+        assert!(PortBlock::claim(first.base).is_none(), "block {} claimed twice", first.base);
+        let second = free_port_block(None).unwrap();
+        assert_ne!(second.base, first.base);
+        assert!(free_port_block(Some(first.base)).is_err());
+        let base = first.base;
+        drop(first);
+        assert!(PortBlock::claim(base).is_some(), "block {base} not released with its holder");
+    }
 }

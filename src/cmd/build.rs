@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use crate::build::{gradle, matrix, splice};
-use crate::cli::{Backend, BuildArgs};
+use crate::cli::{Backend, BuildArgs, ListFormat};
 use crate::error::{Error, Failure, Outcome, Result};
 use crate::model::{Layers, Mode, ModeDefault, Release};
 use crate::out::note;
@@ -152,4 +152,20 @@ fn all(ws: &Workspace, args: &BuildArgs) -> Result<Outcome> {
     crate::out::print(&m.render_table())?;
     m.write(&base)?;
     Ok(Outcome::check(m.failed() == 0))
+}
+
+/// `okp compare-builds A B`: class by class, after normalisation.
+pub fn compare(a: crate::cli::CompareBuildsArgs) -> Result<Outcome> {
+    for p in [&a.a, &a.b] {
+        if !p.exists() {
+            return Err(Error::Usage(format!("{}: no such jar or directory", p.display())));
+        }
+    }
+    let c = crate::build::compare::compare(&a.a, &a.b)?;
+    if a.format == ListFormat::Json {
+        crate::out::print(&crate::schema::to_json(&c))?;
+    } else {
+        crate::out::print(&crate::build::compare::render(&c))?;
+    }
+    Ok(Outcome::check(c.agrees()))
 }

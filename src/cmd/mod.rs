@@ -40,6 +40,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::UnitTests(a) => unit_tests::run(&ws()?, a),
         Command::DevCluster(a) => dev_cluster::run(&ws()?, a),
         Command::Sources(a) => sources::run(&ws()?, a),
+        Command::CompareBuilds(a) => build::compare(a),
         Command::Keygen(a) => bundle::keygen(a),
         Command::Bundle(a) => bundle::bundle(&ws()?, a),
         Command::VerifyBundle(a) => bundle::verify_bundle(a),

@@ -1,7 +1,12 @@
-//! `okp verify`: one (release, mode), or the matrix with `--all`; picks the
-//! scenarios and the layers, then hands the run to `verify`.
+//! `okp verify`: one (release, mode), or the matrix with `--all` (`--jobs N`
+//! clusters at once, a summary at the end), or `--merge` (the VERIFY.md pages
+//! from run.json files already there); picks the scenarios and the layers, then
+//! hands each run to `verify`.
 //!
 //! Not here: the run and its evidence (`verify`), the scenarios (`scenarios`).
+
+use std::sync::Mutex;
+use std::time::Instant;
 
 use crate::build::record::BuildRecord;
 use crate::cli::{ListFormat, VerifyArgs};
@@ -16,6 +21,12 @@ use crate::workspace::Workspace;
 pub const DEFAULT_RELEASE: KafkaVersion = KafkaVersion::new(3, 9, 2);
 
 pub fn run(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
+    if args.merge {
+        return merge(ws, &args);
+    }
+    if let (Some(d), Some(seed)) = (&args.soak, args.seed) {
+        return soak(ws, &args, d, seed);
+    }
     if !args.all {
         return one(ws, args);
     }
@@ -28,36 +39,91 @@ pub fn run(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         .filter(|r| r.no_sources_jar.is_none() || args.upstream)
         .flat_map(|r| r.modes.iter().filter(|m| args.mode.is_none_or(|x| x == **m)).map(move |m| (r.version, *m)))
         .collect();
-    let mut worst = Outcome::Done;
-    let mut failed = Vec::new();
-    for (v, m) in pairs {
-        let each = VerifyArgs {
-            version: Some(v),
-            mode: Some(m),
-            all: false,
-            reference: false,
-            scenarios: args.scenarios.clone(),
-            jars: None,
-            evidence: args.evidence.clone(),
-            layers: args.layers.clone(),
-            ..args
-        };
-        let outcome = one(ws, each).unwrap_or_else(|e| {
-            note(format!("verify {v} {m}: error: {e}"));
-            Outcome::Failed(e.failure())
-        });
-        if outcome != Outcome::Done {
-            failed.push(format!("{v} {m}"));
+    // Workers take the next pair from one queue; each pair's outcome lands in its slot.
+    let queue = Mutex::new(pairs.iter().enumerate());
+    let results: Mutex<Vec<Option<(Outcome, String)>>> = Mutex::new(vec![None; pairs.len()]);
+    let t0 = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..args.jobs.min(pairs.len().max(1) as u16) {
+            scope.spawn(|| loop {
+                let Some((i, &(v, m))) = queue.lock().unwrap_or_else(|e| e.into_inner()).next() else { break };
+                let each = VerifyArgs {
+                    version: Some(v),
+                    mode: Some(m),
+                    all: false,
+                    reference: false,
+                    jars: None,
+                    ..args.clone()
+                };
+                let t = Instant::now();
+                let (outcome, why) = match one(ws, each) {
+                    Ok(o) => (o, String::new()),
+                    Err(e) => {
+                        note(format!("verify {v} {m}: error: {e}"));
+                        (Outcome::Failed(e.failure()), e.to_string())
+                    }
+                };
+                let line = format!("{:>6.0} s  {}", t.elapsed().as_secs_f64(), if why.is_empty() { "" } else { &why });
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some((outcome, line));
+            });
         }
+    });
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut worst = Outcome::Done;
+    let mut table = format!("okp verify --all: {} pairs, {} at once\n\n", pairs.len(), args.jobs);
+    let mut failed = 0;
+    for ((v, m), r) in pairs.iter().zip(results) {
+        let (outcome, line) = r.unwrap_or((Outcome::Failed(crate::error::Failure::External), "did not run".into()));
+        if outcome != Outcome::Done {
+            failed += 1;
+        }
+        let word = if outcome == Outcome::Done { "ok" } else { "FAILED" };
+        table.push_str(&format!("{:<14} {word:<7}{}\n", format!("{v} {m}"), line.trim_end()));
         worst = worst.worst(outcome);
     }
-    note(format!(
-        "verify --all: {} failed{}; matrix: {}",
-        failed.len(),
-        if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) },
+    table.push_str(&format!(
+        "\n{} ok, {failed} failed, in {:.0} s; matrix: {}\n",
+        pairs.len() - failed,
+        t0.elapsed().as_secs_f64(),
         args.evidence.join("VERIFY.md").display()
     ));
+    crate::out::print(&table)?;
     Ok(worst)
+}
+
+/// `--soak DURATION --seed N` on one (release, mode).
+fn soak(ws: &Workspace, args: &VerifyArgs, duration: &str, seed: u64) -> Result<Outcome> {
+    let Some(duration) = crate::soak::parse_duration(duration) else {
+        return Err(Error::Usage(format!("--soak {duration}: not a duration (e.g. 600, 600s, 10m, 1h)")));
+    };
+    let release = ws.release(args.version.unwrap_or(DEFAULT_RELEASE))?.clone();
+    release.require_sources_jar("okp verify --soak builds its patched jars from those sources")?;
+    let mode = release.mode_for(args.mode, ModeDefault::ZkFirst)?;
+    let opts = crate::soak::run::Options {
+        release,
+        mode,
+        layers: Layers::with(&args.layers),
+        duration,
+        seed,
+        timers: crate::cluster::Timers { lag_ms: args.lag_ms, session_ms: args.session_ms },
+        evidence: args.evidence.clone(),
+        base_port: args.base_port,
+    };
+    crate::soak::run::run(ws, opts)
+}
+
+/// `--merge`: the VERIFY.md pages from the run.json files already under the evidence directory.
+fn merge(ws: &Workspace, args: &VerifyArgs) -> Result<Outcome> {
+    if !args.evidence.is_dir() {
+        return Err(Error::Usage(format!("--evidence {}: no such directory", args.evidence.display())));
+    }
+    let partial = args.evidence.join(crate::verify::PARTIAL_DIR);
+    if partial.is_dir() {
+        crate::verify::write_matrix(&partial, None)?;
+    }
+    crate::verify::write_matrix(&args.evidence, Some(&crate::verify::pairs(&ws.model.matrix)))?;
+    note(format!("verify --merge: wrote {}", args.evidence.join("VERIFY.md").display()));
+    Ok(Outcome::Done)
 }
 
 fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {

@@ -84,7 +84,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     let classes = select(&family, opts.mode, &opts.classes)?;
     let dest = run_dir(&opts.evidence, &v.to_string(), opts.mode);
     if opts.rejudge {
-        return rejudge(&family, &dest, opts.json);
+        return rejudge(&family, &dest, opts.json, &crate::verify::pairs(&ws.model.matrix));
     }
     node::install_interrupt_handler();
     let kafka = |a: &str| Coordinate { group: "org.apache.kafka".into(), artifact: a.into(), version: v.to_string() };
@@ -217,13 +217,13 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         &staging.join("classpath.txt"),
         &classpath_listing(&ws.maven.repo_local, &launcher, &upstream_cp, &patched_cp)?,
     )?;
-    finish(&record, &staging, &dest, opts.json)?;
+    finish(&record, &staging, &dest, opts.json, &crate::verify::pairs(&ws.model.matrix))?;
     Ok(Exit::check(record.verdict == UnitVerdict::Pass))
 }
 
 /// Writes the record, summary and unexplained list into `staging`, publishes it as `dest`,
 /// regenerates VERIFY.md, and prints the table (or the record).
-fn finish(record: &UnitRecord, staging: &Path, dest: &Path, json: bool) -> Result<()> {
+fn finish(record: &UnitRecord, staging: &Path, dest: &Path, json: bool, pairs: &[crate::verify::Pair]) -> Result<()> {
     std::fs::create_dir_all(staging).map_err(|e| Error::io(format!("cannot create {}", staging.display()), e))?;
     record.write(staging)?;
     write(&staging.join("summary.md"), &summary_page(record))?;
@@ -238,7 +238,7 @@ fn finish(record: &UnitRecord, staging: &Path, dest: &Path, json: bool) -> Resul
         crate::verify::publish(staging, dest)?;
     }
     let evidence = dest.parent().and_then(Path::parent).unwrap_or(Path::new("."));
-    crate::verify::write_matrix(evidence)?;
+    crate::verify::write_matrix(evidence, Some(pairs))?;
     if json {
         crate::out::print(&crate::schema::to_json(record))?;
     } else {
@@ -248,7 +248,7 @@ fn finish(record: &UnitRecord, staging: &Path, dest: &Path, json: bool) -> Resul
 }
 
 /// `--rejudge`: the XML already in `dest`, judged against the current expected changes.
-fn rejudge(family: &Family, dest: &Path, json: bool) -> Result<Exit> {
+fn rejudge(family: &Family, dest: &Path, json: bool, pairs: &[crate::verify::Pair]) -> Result<Exit> {
     let mut record = UnitRecord::read(dest)?;
     if record.family != family.name {
         return Err(Error::Usage(format!(
@@ -279,7 +279,7 @@ fn rejudge(family: &Family, dest: &Path, json: bool) -> Result<Exit> {
     record.changes = j.changes;
     record.not_comparable = j.not_comparable;
     record.unused_expectations = j.unused_expectations;
-    finish(&record, dest, dest, json)?;
+    finish(&record, dest, dest, json, pairs)?;
     Ok(Exit::check(record.verdict == UnitVerdict::Pass))
 }
 

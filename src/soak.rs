@@ -1,0 +1,528 @@
+//! The soak's pure half: the seeded fault schedule and the checker over a
+//! journaled history (Jepsen's shape: operations and faults recorded as they
+//! happen, judged afterwards). Same seed, same duration → same schedule; the
+//! checker verifies what the observer contract and Kafka's own promises say
+//! must hold across overlapping faults:
+//!
+//! - no acknowledged record lost (unless an unclean election, the operator's
+//!   explicit choice of data loss, came before the loss: then it is reported
+//!   as accepted, not as a violation);
+//! - no two different records at one (partition, offset), and no record of an
+//!   idempotent producer at two offsets;
+//! - each consumer's offsets strictly increase per partition (within one
+//!   consumer session);
+//! - the observer never leads and is never in the ISR unless promoted at that
+//!   time;
+//! - the high watermark never moves backwards;
+//! - every process alive, or restarted, at the end.
+//!
+//! A violation names the seed and the shortest fault window before it (the
+//! last fault that started before the violation, to the violation).
+//!
+//! Not here: driving the cluster and recording the history (`run`), the
+//! scenario suite (`scenarios`).
+
+pub mod run;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A soak's length as given on the command line: `600`, `600s`, `10m`, `1h`.
+pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
+    let t = text.trim();
+    let (n, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let n: u64 = n.parse().ok()?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n.checked_mul(60)?,
+        "h" => n.checked_mul(3600)?,
+        _ => return None,
+    };
+    (secs > 0).then(|| std::time::Duration::from_secs(secs))
+}
+
+use crate::schema::{Absent, Schema};
+
+/// The history file's schema (soak-history.json).
+pub const SCHEMA: Schema = Schema {
+    current: 1,
+    absent: Absent::Refused,
+    remedy: "it was written by another okp; run the soak again with this okp",
+};
+
+/// A fault the schedule can inject.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Fault {
+    /// kill -9, restarted after `hold_ms`.
+    Kill {
+        node: String,
+    },
+    /// SIGSTOP, SIGCONT after `hold_ms`.
+    Pause {
+        node: String,
+    },
+    /// observer.ids edited on every node: `promoted` true makes the observer a full replica.
+    ObserverIds {
+        promoted: bool,
+    },
+    /// observer.ids replaced by garbage on one node (the node keeps its last good set).
+    ObserverIdsGarbage {
+        node: String,
+    },
+    PreferredElection,
+    /// The operator's explicit choice of data loss.
+    UncleanElection,
+    /// A reassignment that adds (`add`) or removes the observer from the replicas.
+    Reassign {
+        add: bool,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ScheduledFault {
+    pub at_ms: u64,
+    pub hold_ms: u64,
+    pub fault: Fault,
+}
+
+/// splitmix64: a tiny, well-known generator, so a seed means the same schedule on every
+/// platform and every okp version that keeps this function.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// The fault schedule of `seed` over `duration_ms` for a cluster of these `nodes`: one fault
+/// every 10–40 s, held 2–15 s. `unclean` allows unclean elections (the contract's explicit
+/// data-loss choice), so only a soak that asks for them gets them.
+pub fn schedule(seed: u64, duration_ms: u64, nodes: &[&str], unclean: bool) -> Vec<ScheduledFault> {
+    let mut rng = Rng(seed);
+    let mut out = Vec::new();
+    let mut t = 10_000 + rng.below(20_000);
+    while t + 15_000 < duration_ms {
+        let node = || nodes[(rng_pick(seed, t) % nodes.len() as u64) as usize].to_string();
+        let kinds = if unclean { 7 } else { 6 };
+        let fault = match rng.below(kinds) {
+            0 => Fault::Kill { node: node() },
+            1 => Fault::Pause { node: node() },
+            2 => Fault::ObserverIds { promoted: rng.below(2) == 0 },
+            3 => Fault::ObserverIdsGarbage { node: node() },
+            4 => Fault::PreferredElection,
+            5 => Fault::Reassign { add: rng.below(2) == 0 },
+            _ => Fault::UncleanElection,
+        };
+        out.push(ScheduledFault { at_ms: t, hold_ms: 2_000 + rng.below(13_000), fault });
+        t += 10_000 + rng.below(30_000);
+    }
+    out
+}
+
+/// The node a fault at `t` picks: a function of the seed and the time only.
+fn rng_pick(seed: u64, t: u64) -> u64 {
+    Rng(seed ^ t.rotate_left(17)).next()
+}
+
+/// One thing that happened, at `t_ms` since the soak began.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "event")]
+pub enum Event {
+    /// A send and its outcome: `acked` with the partition and offset the broker gave.
+    Send {
+        t_ms: u64,
+        producer: String,
+        idempotent: bool,
+        value: String,
+        acked: bool,
+        partition: i32,
+        offset: Option<i64>,
+    },
+    /// A record a read_committed consumer read; `session` changes when the consumer restarts.
+    Read { t_ms: u64, consumer: String, session: u32, partition: i32, offset: i64, value: String },
+    /// A fault began (`end_ms` when it was healed).
+    Fault { t_ms: u64, end_ms: Option<u64>, fault: Fault },
+    /// The observer's role changed (observer.ids took effect everywhere).
+    Promoted { t_ms: u64, broker: i32, promoted: bool },
+    /// A sample of a partition's state from the controller / leader.
+    State { t_ms: u64, partition: i32, leader: Option<i32>, isr: Vec<i32>, high_watermark: i64 },
+    /// A process at the end of the soak.
+    Process { t_ms: u64, node: String, alive: bool },
+}
+
+impl Event {
+    pub fn t_ms(&self) -> u64 {
+        match self {
+            Event::Send { t_ms, .. }
+            | Event::Read { t_ms, .. }
+            | Event::Fault { t_ms, .. }
+            | Event::Promoted { t_ms, .. }
+            | Event::State { t_ms, .. }
+            | Event::Process { t_ms, .. } => *t_ms,
+        }
+    }
+}
+
+/// soak-history.json: what a soak recorded, schema 1.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct History {
+    pub schema: u32,
+    pub seed: u64,
+    pub duration_ms: u64,
+    pub observer: i32,
+    pub events: Vec<Event>,
+}
+
+/// What the checker found wrong, with the time it became visible.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Violation {
+    Lost { value: String },
+    TwoRecordsAtOneOffset { partition: i32, offset: i64, values: (String, String) },
+    Duplicated { value: String, offsets: (i64, i64) },
+    OffsetsWentBack { consumer: String, partition: i32, from: i64, to: i64 },
+    ObserverLeader { partition: i32 },
+    ObserverInIsr { partition: i32, isr: Vec<i32> },
+    HighWatermarkBack { partition: i32, from: i64, to: i64 },
+    ProcessDown { node: String },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    pub t_ms: u64,
+    pub violation: Violation,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub violations: Vec<Finding>,
+    /// Acknowledged records lost after an unclean election: the operator's explicit choice.
+    pub accepted_losses: Vec<String>,
+    pub acked: usize,
+    pub read: usize,
+    pub faults: usize,
+}
+
+impl Verdict {
+    pub fn ok(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// Checks a history against every rule of the module header.
+pub fn check(h: &History) -> Verdict {
+    let mut v: Vec<Finding> = Vec::new();
+    let mut found = |t_ms: u64, violation: Violation| v.push(Finding { t_ms, violation });
+    let end = h.events.iter().map(Event::t_ms).max().unwrap_or(0);
+
+    // Reads: what sits at each offset, where each value was read, each consumer's last offset.
+    let mut at: BTreeMap<(i32, i64), &str> = BTreeMap::new();
+    let mut offsets_of: BTreeMap<&str, BTreeSet<(i32, i64)>> = BTreeMap::new();
+    let mut last: BTreeMap<(&str, u32, i32), i64> = BTreeMap::new();
+    let mut read = 0;
+    for e in &h.events {
+        let Event::Read { t_ms, consumer, session, partition, offset, value } = e else { continue };
+        read += 1;
+        match at.get(&(*partition, *offset)) {
+            Some(other) if *other != value.as_str() => found(
+                *t_ms,
+                Violation::TwoRecordsAtOneOffset {
+                    partition: *partition,
+                    offset: *offset,
+                    values: (other.to_string(), value.clone()),
+                },
+            ),
+            _ => {
+                at.insert((*partition, *offset), value);
+            }
+        }
+        offsets_of.entry(value).or_default().insert((*partition, *offset));
+        if let Some(prev) = last.insert((consumer, *session, *partition), *offset) {
+            if *offset <= prev {
+                found(
+                    *t_ms,
+                    Violation::OffsetsWentBack {
+                        consumer: consumer.clone(),
+                        partition: *partition,
+                        from: prev,
+                        to: *offset,
+                    },
+                );
+            }
+        }
+    }
+
+    // Sends: every acked value read back; an idempotent producer's value at one offset only.
+    let unclean: Vec<u64> = h
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Fault { t_ms, fault: Fault::UncleanElection, .. } => Some(*t_ms),
+            _ => None,
+        })
+        .collect();
+    let mut accepted_losses = Vec::new();
+    let mut acked = 0;
+    for e in &h.events {
+        let Event::Send { t_ms, idempotent, value, acked: true, .. } = e else { continue };
+        acked += 1;
+        match offsets_of.get(value.as_str()) {
+            // An unclean election after the send may have given leadership to a replica without it.
+            None if unclean.iter().any(|u| u >= t_ms) => accepted_losses.push(value.clone()),
+            None => found(end, Violation::Lost { value: value.clone() }),
+            Some(o) if *idempotent && o.len() > 1 => {
+                let mut it = o.iter();
+                let (a, b) = (it.next().map_or(0, |x| x.1), it.next().map_or(0, |x| x.1));
+                found(*t_ms, Violation::Duplicated { value: value.clone(), offsets: (a, b) });
+            }
+            _ => {}
+        }
+    }
+
+    // States: the observer's role at each sample, the HW per partition.
+    let mut promoted = false;
+    let mut hw: BTreeMap<i32, i64> = BTreeMap::new();
+    for e in &h.events {
+        match e {
+            Event::Promoted { broker, promoted: p, .. } if *broker == h.observer => promoted = *p,
+            Event::State { t_ms, partition, leader, isr, high_watermark } => {
+                if !promoted && *leader == Some(h.observer) {
+                    found(*t_ms, Violation::ObserverLeader { partition: *partition });
+                }
+                if !promoted && isr.contains(&h.observer) {
+                    found(*t_ms, Violation::ObserverInIsr { partition: *partition, isr: isr.clone() });
+                }
+                if let Some(prev) = hw.insert(*partition, *high_watermark) {
+                    if *high_watermark < prev {
+                        found(
+                            *t_ms,
+                            Violation::HighWatermarkBack { partition: *partition, from: prev, to: *high_watermark },
+                        );
+                    }
+                }
+            }
+            Event::Process { t_ms, node, alive: false } => found(*t_ms, Violation::ProcessDown { node: node.clone() }),
+            _ => {}
+        }
+    }
+    let faults = h.events.iter().filter(|e| matches!(e, Event::Fault { .. })).count();
+    v.sort_by(|a, b| (a.t_ms, &a.violation).cmp(&(b.t_ms, &b.violation)));
+    Verdict { violations: v, accepted_losses, acked, read, faults }
+}
+
+/// The shortest fault window before the first violation: from the start of the last fault
+/// that began at or before it, to the violation. None when no fault came before it.
+pub fn shortest_window(h: &History, verdict: &Verdict) -> Option<(u64, u64, Fault)> {
+    let first = verdict.violations.first()?;
+    h.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Fault { t_ms, fault, .. } if *t_ms <= first.t_ms => Some((*t_ms, first.t_ms, fault.clone())),
+            _ => None,
+        })
+        .max_by_key(|(t, _, _)| *t)
+}
+
+/// The lines a failing soak prints: the seed to replay, the window, each violation.
+pub fn report(h: &History, verdict: &Verdict) -> String {
+    let mut s = format!(
+        "soak seed {}: {} acked, {} read, {} faults; {}\n",
+        h.seed,
+        verdict.acked,
+        verdict.read,
+        verdict.faults,
+        if verdict.ok() { "every rule held" } else { "VIOLATED" }
+    );
+    if !verdict.accepted_losses.is_empty() {
+        s.push_str(&format!(
+            "  {} acked records lost after an unclean election (the operator's explicit choice)\n",
+            verdict.accepted_losses.len()
+        ));
+    }
+    for f in &verdict.violations {
+        s.push_str(&format!("  at {:.1} s: {:?}\n", f.t_ms as f64 / 1000.0, f.violation));
+    }
+    if let Some((from, to, fault)) = shortest_window(h, verdict) {
+        s.push_str(&format!(
+            "  shortest fault window: {:.1} s .. {:.1} s, after {fault:?}; replay with --seed {}\n",
+            from as f64 / 1000.0,
+            to as f64 / 1000.0,
+            h.seed
+        ));
+    } else if !verdict.ok() {
+        s.push_str(&format!("  no fault before the first violation; replay with --seed {}\n", h.seed));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODES: &[&str] = &["broker-1", "broker-2", "broker-3", "broker-4", "controller-101"];
+
+    fn send(t: u64, v: &str, offset: i64) -> Event {
+        Event::Send {
+            t_ms: t,
+            producer: "p1".into(),
+            idempotent: true,
+            value: v.into(),
+            acked: true,
+            partition: 0,
+            offset: Some(offset),
+        }
+    }
+    fn read(t: u64, offset: i64, v: &str) -> Event {
+        Event::Read { t_ms: t, consumer: "c1".into(), session: 0, partition: 0, offset, value: v.into() }
+    }
+    fn state(t: u64, leader: i32, isr: &[i32], hw: i64) -> Event {
+        Event::State { t_ms: t, partition: 0, leader: Some(leader), isr: isr.to_vec(), high_watermark: hw }
+    }
+
+    /// A clean run: 3 records, a leader kill in between, reads in order, HW rising, all alive.
+    fn clean() -> History {
+        let events = vec![
+            state(0, 1, &[1, 2, 3], 0),
+            send(100, "a", 0),
+            send(200, "b", 1),
+            Event::Fault { t_ms: 1_000, end_ms: Some(3_000), fault: Fault::Kill { node: "broker-1".into() } },
+            state(1_500, 2, &[2, 3], 2),
+            send(2_000, "c", 2),
+            state(4_000, 2, &[1, 2, 3], 3),
+            read(5_000, 0, "a"),
+            read(5_001, 1, "b"),
+            read(5_002, 2, "c"),
+            Event::Process { t_ms: 6_000, node: "broker-1".into(), alive: true },
+        ];
+        History { schema: 1, seed: 7, duration_ms: 6_000, observer: 4, events }
+    }
+
+    fn violations(h: &History) -> Vec<Violation> {
+        check(h).violations.into_iter().map(|f| f.violation).collect()
+    }
+
+    #[test]
+    fn a_clean_history_passes() {
+        let v = check(&clean());
+        assert!(v.ok(), "{}", report(&clean(), &v));
+        assert_eq!((v.acked, v.read, v.faults), (3, 3, 1));
+    }
+
+    #[test]
+    fn an_acked_record_missing_is_caught_and_the_window_named() {
+        let mut h = clean();
+        h.events.retain(|e| !matches!(e, Event::Read { value, .. } if value == "b"));
+        assert_eq!(violations(&h), vec![Violation::Lost { value: "b".into() }]);
+        let text = report(&h, &check(&h));
+        assert!(text.contains("replay with --seed 7") && text.contains("shortest fault window: 1.0 s"), "{text}");
+    }
+
+    #[test]
+    fn a_loss_after_an_unclean_election_is_accepted_as_the_operators_choice() {
+        let mut h = clean();
+        h.events.retain(|e| !matches!(e, Event::Read { value, .. } if value == "b"));
+        h.events.push(Event::Fault { t_ms: 3_500, end_ms: None, fault: Fault::UncleanElection });
+        let v = check(&h);
+        assert!(v.ok(), "{:?}", v.violations);
+        assert_eq!(v.accepted_losses, vec!["b".to_string()]);
+    }
+
+    #[test]
+    fn a_duplicate_is_caught() {
+        let mut h = clean();
+        h.events.push(read(5_003, 3, "b"));
+        assert_eq!(violations(&h), vec![Violation::Duplicated { value: "b".into(), offsets: (1, 3) }]);
+        // Two records at one offset, and a consumer going back, are caught too.
+        let mut h = clean();
+        h.events.push(Event::Read {
+            t_ms: 5_010,
+            consumer: "c2".into(),
+            session: 0,
+            partition: 0,
+            offset: 1,
+            value: "x".into(),
+        });
+        h.events.push(read(5_020, 1, "b"));
+        let v = violations(&h);
+        assert!(v.iter().any(|x| matches!(x, Violation::TwoRecordsAtOneOffset { offset: 1, .. })), "{v:?}");
+        assert!(
+            v.contains(&Violation::OffsetsWentBack { consumer: "c1".into(), partition: 0, from: 2, to: 1 }),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_regressing_high_watermark_is_caught() {
+        let mut h = clean();
+        h.events.insert(6, state(3_000, 2, &[2, 3], 1));
+        assert_eq!(violations(&h), vec![Violation::HighWatermarkBack { partition: 0, from: 2, to: 1 }]);
+    }
+
+    #[test]
+    fn an_observer_in_the_isr_or_leading_is_caught_unless_promoted_then() {
+        let mut h = clean();
+        h.events.push(state(5_500, 2, &[2, 3, 4], 3));
+        h.events.push(state(5_600, 4, &[4], 3));
+        assert_eq!(
+            violations(&h),
+            vec![
+                Violation::ObserverInIsr { partition: 0, isr: vec![2, 3, 4] },
+                Violation::ObserverLeader { partition: 0 },
+                Violation::ObserverInIsr { partition: 0, isr: vec![4] },
+            ]
+        );
+        let mut h = clean();
+        h.events.push(Event::Promoted { t_ms: 5_400, broker: 4, promoted: true });
+        h.events.push(state(5_500, 2, &[2, 3, 4], 3));
+        h.events.push(state(5_600, 4, &[4], 3));
+        h.events.push(Event::Promoted { t_ms: 5_700, broker: 4, promoted: false });
+        h.events.push(state(5_800, 2, &[2, 3, 4], 3));
+        assert_eq!(violations(&h), vec![Violation::ObserverInIsr { partition: 0, isr: vec![2, 3, 4] }]);
+    }
+
+    #[test]
+    fn a_process_down_at_the_end_is_caught() {
+        let mut h = clean();
+        h.events.push(Event::Process { t_ms: 6_000, node: "broker-3".into(), alive: false });
+        assert_eq!(violations(&h), vec![Violation::ProcessDown { node: "broker-3".into() }]);
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_schedule() {
+        let a = schedule(42, 600_000, NODES, false);
+        assert_eq!(a, schedule(42, 600_000, NODES, false));
+        assert_ne!(a, schedule(43, 600_000, NODES, false));
+        assert!(a.len() >= 10, "{} faults in 10 minutes", a.len());
+        assert!(a.iter().all(|f| f.fault != Fault::UncleanElection), "unclean elections only when asked for");
+        assert!(a.windows(2).all(|w| w[0].at_ms < w[1].at_ms));
+        assert!(schedule(42, 6_000_000, NODES, true).iter().any(|f| f.fault == Fault::UncleanElection));
+    }
+
+    #[test]
+    fn durations_parse_in_seconds_minutes_and_hours() {
+        assert_eq!(parse_duration("180"), Some(std::time::Duration::from_secs(180)));
+        assert_eq!(parse_duration("10m"), Some(std::time::Duration::from_secs(600)));
+        assert_eq!(parse_duration("1h"), Some(std::time::Duration::from_secs(3600)));
+        for bad in ["", "0", "10x", "m", "-5s"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_history_round_trips_as_json() {
+        let h = clean();
+        let text = serde_json::to_string(&h).unwrap();
+        assert_eq!(serde_json::from_str::<History>(&text).unwrap(), h);
+        assert!(text.contains("\"event\":\"send\""), "{text}");
+    }
+}
