@@ -29,7 +29,7 @@ import java.util.regex.Pattern;
 /**
  * The observer identity contract, run through both implementations with the same cases: the
  * broker's kafka.observer.ObserverIds (Scala, core) and the controller's ObserverReplicas (Java,
- * metadata). It lives in the controller's package because ObserverReplicas is package-private.
+ * metadata). It lives in the controller's package because ObserverReplicas.Cache is package-private.
  *
  * Plain main, no test framework: run-contract-test.sh compiles and runs it with the real Scala
  * compiler of each Kafka line and slf4j-simple, whose output (System.err) is captured so the

@@ -7,6 +7,7 @@
 //! Not here: processes and tools (cluster/), the report (verify.rs).
 
 mod auto;
+mod elections;
 mod failures;
 mod metrics;
 mod promotion;
@@ -60,6 +61,8 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "S8", title: "controller failover: the new controller still filters the initial ISR and refuses observer leaders", gate: false, run: failures::s8_controller_failover },
     Scenario { id: "S4", title: "all primaries down: no observer leader even with unclean election; promote, elect, serve", gate: true, run: failures::s4_all_primaries_down },
     Scenario { id: "MET", title: "metrics layer: JMX gauges in steady state, with a lagging observer, during a demotion, with an observer stuck in the ISR", gate: false, run: metrics::met },
+    // Edges: elections and leader balance (docs/contract.md). Last: it restarts the nodes that can be controller, twice.
+    Scenario { id: "PREF", title: "preferred election of an observer leader keeps a leader; auto rebalance with an observer first: no leader change, imbalance 0", gate: true, run: elections::pref },
 ];
 
 /// Scenarios that need an optional layer of the patch set in the jars.
@@ -241,6 +244,17 @@ pub fn polls_summary(bad: &[String]) -> String {
         [one] => format!("1 poll: {one}"),
         [first, .., last] => format!("{} polls; first {first}; last {last}", bad.len()),
     }
+}
+
+/// The last line of a tool's output that says something (no blank line, no stack frame), cut to 200 chars.
+pub fn last_line(stdout: &str, stderr: &str) -> String {
+    let text = format!("{stdout}\n{stderr}");
+    text.lines()
+        .rfind(|l| !l.trim().is_empty() && !l.starts_with('\t') && !l.trim_start().starts_with("at "))
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect()
 }
 
 pub fn round(x: f64) -> f64 {
