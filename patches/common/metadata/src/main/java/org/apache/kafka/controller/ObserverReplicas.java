@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Paths;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.Objects;
@@ -70,6 +71,21 @@ final class ObserverReplicas {
     /** The observer ids now in force (an unmodifiable snapshot). */
     static Set<Integer> current() {
         return SHARED.current();
+    }
+
+    /**
+     * {@code isr.containsAll(replicas)} with the observers of {@code replicas} left out: what a
+     * reassignment waits for, since an observer never joins the ISR. One snapshot of the set
+     * answers for every replica.
+     */
+    static boolean containsAllButObservers(Collection<Integer> isr, Collection<Integer> replicas) {
+        Set<Integer> observers = current();
+        for (Integer replica : replicas) {
+            if (!observers.contains(replica) && !isr.contains(replica)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** One cache of the observer ids; the controller uses {@link #SHARED}, tests build their own. */
