@@ -749,6 +749,41 @@ impl Cluster {
         )
     }
 
+    /// Runs kafka-reassign-partitions on partition 0 of `topic` with target `replicas` and
+    /// `action` (`--execute`, `--verify`); the JSON file stays in the run's tools directory.
+    pub fn reassign(&mut self, topic: &str, replicas: &[i32], action: &str) -> Result<Output> {
+        let list = replicas.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+        let json = format!(
+            "{{\"version\":1,\"partitions\":[{{\"topic\":\"{topic}\",\"partition\":0,\"replicas\":[{}]}}]}}\n",
+            list.join(",")
+        );
+        let file = self.run_dir.join("tools").join(format!("reassign-{topic}-{}.json", list.join("-")));
+        write(&file, &json)?;
+        let boot = self.bootstrap(&[]);
+        let path = file.display().to_string();
+        self.tool(
+            Tool::Reassign,
+            &args(&["--bootstrap-server", &boot, "--reassignment-json-file", &path, action]),
+            None,
+            Duration::from_secs(60),
+        )
+    }
+
+    /// Broker `broker`'s own log end offset of partition 0 of `topic`, leader or follower
+    /// (ListOffsets as DEBUGGING_REPLICA_ID, okp's probe).
+    pub fn probe_leo(&mut self, broker: i32, topic: &str) -> Option<i64> {
+        let n = self.node_mut(broker);
+        if !n.is_running() || n.is_frozen() {
+            return None;
+        }
+        let port = n.port;
+        let key = (topic.to_string(), 0);
+        crate::wire::Probe::connect(port)?
+            .latest_offsets(crate::wire::DEBUGGING, std::slice::from_ref(&key))?
+            .remove(&key)?
+            .ok()
+    }
+
     pub fn segment(&self, broker: i32, topic: &str) -> PathBuf {
         self.node(broker).dir.join("data").join(format!("{topic}-0")).join("00000000000000000000.log")
     }

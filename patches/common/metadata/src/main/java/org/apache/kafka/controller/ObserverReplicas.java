@@ -75,17 +75,10 @@ final class ObserverReplicas {
 
     /**
      * {@code isr.containsAll(replicas)} with the observers of {@code replicas} left out: what a
-     * reassignment waits for, since an observer never joins the ISR. One snapshot of the set
-     * answers for every replica.
+     * reassignment waits for, since an observer never joins the ISR.
      */
     static boolean containsAllButObservers(Collection<Integer> isr, Collection<Integer> replicas) {
-        Set<Integer> observers = current();
-        for (Integer replica : replicas) {
-            if (!observers.contains(replica) && !isr.contains(replica)) {
-                return false;
-            }
-        }
-        return true;
+        return SHARED.containsAllButObservers(isr, replicas);
     }
 
     /** One cache of the observer ids; the controller uses {@link #SHARED}, tests build their own. */
@@ -108,6 +101,17 @@ final class ObserverReplicas {
 
         boolean isObserver(int brokerId) {
             return current().contains(brokerId);
+        }
+
+        // One snapshot of the set answers for every replica.
+        boolean containsAllButObservers(Collection<Integer> isr, Collection<Integer> replicas) {
+            Set<Integer> observers = current();
+            for (Integer replica : replicas) {
+                if (!observers.contains(replica) && !isr.contains(replica)) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         Set<Integer> current() {
