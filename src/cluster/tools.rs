@@ -308,6 +308,7 @@ pub struct PerfSummary {
     pub max_ms: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    pub p999_ms: f64,
 }
 
 /// JmxTool's `--one-time true` output: a header of quoted `object-name:attribute`
@@ -372,6 +373,7 @@ pub fn parse_perf(stdout: &str) -> Option<PerfSummary> {
         max_ms: num_before("ms max latency")?,
         p50_ms: num_before("ms 50th")?,
         p99_ms: num_before("ms 99th")?,
+        p999_ms: num_before("ms 99.9th")?,
     })
 }
 
@@ -410,7 +412,7 @@ mod tests {
         let out = "150 records sent, 29.9 records/sec\n300 records sent, 99.6 records/sec (0.01 MB/sec), 11.23 ms avg latency, 77.00 ms max latency, 5 ms 50th, 40 ms 95th, 77 ms 99th, 77 ms 99.9th.\n";
         let p = parse_perf(out).unwrap();
         assert_eq!(p.records, 300);
-        assert_eq!((p.avg_ms, p.max_ms, p.p50_ms, p.p99_ms), (11.23, 77.0, 5.0, 77.0));
+        assert_eq!((p.avg_ms, p.max_ms, p.p50_ms, p.p99_ms, p.p999_ms), (11.23, 77.0, 5.0, 77.0, 77.0));
     }
 
     #[test]

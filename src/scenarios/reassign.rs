@@ -219,13 +219,18 @@ fn finish_producer(x: &mut Ctx, o: &mut Outcome, tag: &str, producer: Running, n
         all,
         format!("rc {}, {errors} exception lines, {p:?}", out.rc),
     );
+    // The 99.9th percentile, not the maximum: the slowest record is the first, which also waits
+    // for the producer's start-up (metadata, producer id); a stall of the partition delays every
+    // record sent during it, at 200/s dozens per 100 ms.
     if paced {
         let limit = x.c.timers.lag_ms as f64;
         o.check(
-            &format!("{tag}: writes never stalled (max acks=all latency < {limit:.0} ms, replica.lag.time.max.ms)"),
-            p.as_ref().is_some_and(|p| p.max_ms < limit),
+            &format!("{tag}: writes never stalled (p99.9 acks=all latency < {limit:.0} ms, replica.lag.time.max.ms)"),
+            p.as_ref().is_some_and(|p| p.p999_ms < limit),
             p.as_ref()
-                .map(|p| format!("p50 {} ms, p99 {} ms, max {} ms", p.p50_ms, p.p99_ms, p.max_ms))
+                .map(|p| {
+                    format!("p50 {} ms, p99 {} ms, p99.9 {} ms, max {} ms", p.p50_ms, p.p99_ms, p.p999_ms, p.max_ms)
+                })
                 .unwrap_or_default(),
         );
     }
