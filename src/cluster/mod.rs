@@ -833,17 +833,18 @@ impl Cluster {
                 .lines()
                 .find_map(|l| l.trim().strip_prefix("LeaderId:").and_then(|v| v.trim().parse().ok())));
         }
-        let zk = format!("127.0.0.1:{}", self.base_port);
-        let out = self.tool(
-            Tool::ZooKeeperShell,
-            &args(&["-server", &zk, "get", "/controller"]),
-            None,
-            Duration::from_secs(30),
-        )?;
+        let out = self.zk(&["get", "/controller"])?;
         Ok(out.stdout.lines().find_map(|l| {
             let at = l.find("\"brokerid\":")? + "\"brokerid\":".len();
             l[at..].trim().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
         }))
+    }
+
+    /// One command of the release's ZooKeeper shell against the cluster's ZooKeeper (zk mode).
+    pub fn zk(&mut self, command: &[&str]) -> Result<Output> {
+        let mut a = args(&["-server", &format!("127.0.0.1:{}", self.base_port)]);
+        a.extend(args(command));
+        self.tool(Tool::ZooKeeperShell, &a, None, Duration::from_secs(30))
     }
 
     /// Lines of every Kafka node's log (all starts) containing one of `needles`, prefixed with the node's name.

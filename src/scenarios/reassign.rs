@@ -104,6 +104,44 @@ fn refuse_observers_only(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
         status != Some(ReassignStatus::InProgress) && s.replicas == [1, 2, 3],
         format!("--verify {status:?}; {}", s.show()),
     );
+    if x.c.mode == Mode::Zk {
+        refuse_through_znode(x, o)?;
+    }
+    Ok(())
+}
+
+/// ZooKeeper mode's other entry point: the same reassignment written to /admin/reassign_partitions
+/// (what `kafka-reassign-partitions --zookeeper` did up to 2.8). The controller refuses it, removes
+/// it from the znode and logs why; nothing changes.
+fn refuse_through_znode(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    const ZNODE: &str = "/admin/reassign_partitions";
+    let json = format!(
+        "{{\"version\":1,\"partitions\":[{{\"topic\":\"{TOPIC}\",\"partition\":0,\"replicas\":[{OBSERVER}]}}]}}"
+    );
+    let before = x.c.grep_logs(&["Failed reassignment through zk"]).len();
+    let created = x.c.zk(&["create", ZNODE, &json])?;
+    o.check(&format!("{ZNODE} written with ra onto broker 4 alone"), created.ok(), format!("rc {}", created.rc));
+    let t0 = Instant::now();
+    let mut gone = false;
+    while !gone && t0.elapsed() < Duration::from_secs(30) {
+        let got = x.c.zk(&["get", ZNODE])?;
+        gone = format!("{}{}", got.stdout, got.stderr).contains("does not exist");
+    }
+    o.fact("znode_refusal_seconds", round(t0.elapsed().as_secs_f64()));
+    let logged: Vec<String> = x.c.grep_logs(&["Failed reassignment through zk"]).into_iter().skip(before).collect();
+    let named = logged.iter().find(|l| l.contains("is an observer")).cloned();
+    o.check(
+        &format!("the controller refuses it: {ZNODE} removed, the refusal logged naming the observer"),
+        gone && named.is_some(),
+        match &named {
+            Some(l) => {
+                format!("after {:.1} s: {}", t0.elapsed().as_secs_f64(), l.chars().take(300).collect::<String>())
+            }
+            None => format!("znode removed: {gone}; {} new refusal lines, none naming the observer", logged.len()),
+        },
+    );
+    let s = x.state(TOPIC)?;
+    o.check("after the znode refusal: replicas still 1,2,3", s.replicas == [1, 2, 3], s.show());
     Ok(())
 }
 
@@ -139,6 +177,13 @@ fn run_step(x: &mut Ctx, o: &mut Outcome, step: &Step, acked: &mut usize) -> Res
         }
     }
     let secs = t0.elapsed().as_secs_f64();
+    // How far behind each target was when the reassignment was seen complete: an observer target
+    // may still be copying the log (it is not waited for); every other one is in the ISR.
+    let mut leo = serde_json::Map::new();
+    for b in [1, 2, 3, OBSERVER].into_iter().filter(|b| step.target.contains(b)) {
+        leo.insert(b.to_string(), serde_json::json!(x.c.probe_leo(b, TOPIC)));
+    }
+    o.fact(&format!("{tag}_log_end_offsets_at_completion"), leo);
     o.fact(&format!("{tag}_complete_seconds"), done.map(|_| round(secs)));
     o.check(
         &format!("{tag}: the reassignment completes (--verify)"),
@@ -264,7 +309,8 @@ fn whole_log(x: &mut Ctx, o: &mut Outcome, broker: i32, done: Instant) -> Result
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    o.fact(&format!("broker{broker}_caught_up_seconds_after_completion"), round(done.elapsed().as_secs_f64()));
+    // The producer stopped before this check, so equal offsets mean the whole log.
+    o.fact(&format!("broker{broker}_whole_log_checked_seconds_after_completion"), round(done.elapsed().as_secs_f64()));
     o.check(
         &format!("broker {broker}'s log end offset equals leader {leader}'s"),
         last.0.is_some() && last.0 == last.1,
