@@ -541,7 +541,7 @@ pub struct VerifyArgs {
     /// `--layer core` proves a core-only build and skips MET).
     #[arg(long = "layer", value_name = "L", value_enum, value_delimiter = ',', default_value = "metrics")]
     pub layers: Vec<Layer>,
-    /// Comma-separated scenario ids (default: all; with --upstream: the gates INIT,LAT,S4,PREF).
+    /// Comma-separated scenario ids (default: all; with --upstream: the gate scenarios).
     #[arg(long, value_name = "IDS", value_delimiter = ',')]
     pub scenarios: Vec<String>,
     /// replica.lag.time.max.ms of the brokers.

@@ -435,7 +435,8 @@ pub fn write_matrix(evidence: &Path) -> Result<()> {
 fn matrix_page(runs: &[(String, RunRecord)], left_out: &[(String, String)]) -> String {
     let ids: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).collect();
     let mut s = String::from("# okp verify: release × scenario\n\nWritten by `okp verify` after every run, from the `run.json` files in this directory. ");
-    s.push_str("Each cell links to the scenario's journal (every command and its output). `-upstream` rows are negative controls on unpatched jars: their gate scenarios (INIT, LAT, S4, PREF) are expected to FAIL.\n\n");
+    let gates: Vec<&str> = scenarios::SCENARIOS.iter().filter(|s| s.gate).map(|s| s.id).collect();
+    s.push_str(&format!("Each cell links to the scenario's journal (every command and its output). `-upstream` rows are negative controls on unpatched jars: their gate scenarios ({}) are expected to FAIL.\n\n", gates.join(", ")));
     s.push_str(&format!(
         "| run | verdict | seconds | {} |\n|---|---|---|{}\n",
         ids.join(" | "),

@@ -58,7 +58,9 @@ fn write_in(dir: &Path, from: &str, to: &str, extra: &[&str]) -> (i32, String, S
 fn a_patch_release_carries_over_and_write_adds_a_working_entry() {
     let (code, out, err) = diff(&["--from", "4.1.1", "--to", "4.1.2"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("carries over: all 17 anchors hold in 4.1.2"), "{out}");
+    // Count-agnostic: the number of anchors changes with every hook; the snapshot pins it.
+    let carried = out.lines().any(|l| l.contains("carries over: all ") && l.contains(" anchors hold in 4.1.2"));
+    assert!(carried, "{out}");
     insta::assert_snapshot!("carries_over_4_1_1_to_4_1_2", out);
 
     let (dir, real_entry, before) = matrix_without("4.1.2");
@@ -119,10 +121,14 @@ fn the_demotion_site_changes_from_4_1_2_to_4_2_1() {
 #[test]
 fn the_lock_api_changes_from_4_2_1_to_4_3_1() {
     let v = json("4.2.1", "4.3.1");
-    assert_eq!(v["verdict"], "carries-over-review");
+    // 4.3 rewrote the KRaft reassignment completion test (adding replicas, then every target when
+    // shrinking): its 4.2 anchor does not carry, which is why f4.3 is a family of its own. Every
+    // other anchor carries, and only the reassignment sites changed around them.
+    assert_eq!(v["verdict"], "drift");
     for a in v["anchors"].as_array().unwrap() {
-        assert_eq!(a["carries"], true, "{a}");
-        assert_ne!(a["status"], "changed", "no hooked method changed: {a}");
+        let reassignment = a["hooks"].as_array().unwrap().iter().any(|h| h.as_str().unwrap().contains("reassignment"));
+        assert_eq!(a["carries"], a["anchor"] != "prr.target-replicas-in-isr", "{a}");
+        assert!(reassignment || a["status"] != "changed", "no hooked method but the reassignment ones changed: {a}");
     }
     // The ISR-expansion path that calls the promotion gate moved to the LockUtils lambda API.
     let gate = anchor(&v, "partition.can-add-replica-to-isr");
@@ -133,7 +139,7 @@ fn the_lock_api_changes_from_4_2_1_to_4_3_1() {
         "{callers:?}"
     );
     let (code, out, _) = diff(&["--from", "4.2.1", "--to", "4.3.1"]);
-    assert_eq!(code, 0);
+    assert_eq!(code, 1, "{out}");
     insta::assert_snapshot!("lock_api_4_2_1_to_4_3_1", out);
 }
 
@@ -261,6 +267,7 @@ fn git_sources_list_the_commits_that_touched_each_hooked_file() {
         "metadata/src/main/java/org/apache/kafka/metadata/PartitionRegistration.java",
         "metadata/src/main/java/org/apache/kafka/controller/metrics/ControllerMetadataMetricsPublisher.java",
     ];
+    const PRR: &str = "metadata/src/main/java/org/apache/kafka/controller/PartitionReassignmentReplicas.java";
     let t = tempfile::tempdir().unwrap();
     let repo = t.path();
     git(repo, &["init", "-q"]);
@@ -268,9 +275,9 @@ fn git_sources_list_the_commits_that_touched_each_hooked_file() {
     git(repo, &["config", "user.name", "okp test"]);
     let (old, new) = (hooked_tree("4.1.2"), hooked_tree("4.2.1"));
     std::fs::write(repo.join("gradle.properties"), "version=4.1.2\n").unwrap();
-    commit_files(repo, &old, &[&[PARTITION, RCM, REPLICA_MANAGER][..], &EDGES[..]].concat(), "release 4.1.2");
+    commit_files(repo, &old, &[&[PARTITION, RCM, PRR, REPLICA_MANAGER][..], &EDGES[..]].concat(), "release 4.1.2");
     git(repo, &["tag", "v4.1.2"]);
-    commit_files(repo, &new, &[RCM], "KAFKA-1: controller change");
+    commit_files(repo, &new, &[RCM, PRR], "KAFKA-1: controller change");
     std::fs::write(repo.join("README"), "unrelated\n").unwrap();
     commit_files(repo, &new, &[], "docs: unrelated");
     commit_files(repo, &new, &[PARTITION], "KAFKA-2: ISR as a Java set");

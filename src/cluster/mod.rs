@@ -803,6 +803,41 @@ impl Cluster {
         )
     }
 
+    /// Runs kafka-reassign-partitions on partition 0 of `topic` with target `replicas` and
+    /// `action` (`--execute`, `--verify`); the JSON file stays in the run's tools directory.
+    pub fn reassign(&mut self, topic: &str, replicas: &[i32], action: &str) -> Result<Output> {
+        let list = replicas.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+        let json = format!(
+            "{{\"version\":1,\"partitions\":[{{\"topic\":\"{topic}\",\"partition\":0,\"replicas\":[{}]}}]}}\n",
+            list.join(",")
+        );
+        let file = self.run_dir.join("tools").join(format!("reassign-{topic}-{}.json", list.join("-")));
+        write(&file, &json)?;
+        let boot = self.bootstrap(&[]);
+        let path = file.display().to_string();
+        self.tool(
+            Tool::Reassign,
+            &args(&["--bootstrap-server", &boot, "--reassignment-json-file", &path, action]),
+            None,
+            Duration::from_secs(60),
+        )
+    }
+
+    /// Broker `broker`'s own log end offset of partition 0 of `topic`, leader or follower
+    /// (ListOffsets as DEBUGGING_REPLICA_ID, okp's probe).
+    pub fn probe_leo(&mut self, broker: i32, topic: &str) -> Option<i64> {
+        let n = self.node_mut(broker);
+        if !n.is_running() || n.is_frozen() {
+            return None;
+        }
+        let port = n.port;
+        let key = (topic.to_string(), 0);
+        crate::wire::Probe::connect(port)?
+            .latest_offsets(crate::wire::DEBUGGING, std::slice::from_ref(&key))?
+            .remove(&key)?
+            .ok()
+    }
+
     pub fn segment(&self, broker: i32, topic: &str) -> PathBuf {
         self.node(broker).dir.join("data").join(format!("{topic}-0")).join("00000000000000000000.log")
     }
@@ -852,17 +887,18 @@ impl Cluster {
                 .lines()
                 .find_map(|l| l.trim().strip_prefix("LeaderId:").and_then(|v| v.trim().parse().ok())));
         }
-        let zk = format!("127.0.0.1:{}", self.base_port);
-        let out = self.tool(
-            Tool::ZooKeeperShell,
-            &args(&["-server", &zk, "get", "/controller"]),
-            None,
-            Duration::from_secs(30),
-        )?;
+        let out = self.zk(&["get", "/controller"])?;
         Ok(out.stdout.lines().find_map(|l| {
             let at = l.find("\"brokerid\":")? + "\"brokerid\":".len();
             l[at..].trim().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
         }))
+    }
+
+    /// One command of the release's ZooKeeper shell against the cluster's ZooKeeper (zk mode).
+    pub fn zk(&mut self, command: &[&str]) -> Result<Output> {
+        let mut a = args(&["-server", &format!("127.0.0.1:{}", self.base_port)]);
+        a.extend(args(command));
+        self.tool(Tool::ZooKeeperShell, &a, None, Duration::from_secs(30))
     }
 
     /// Lines of every Kafka node's log (all starts) containing one of `needles`, prefixed with the node's name.

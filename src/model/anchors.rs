@@ -102,7 +102,7 @@ impl Layers {
 }
 
 /// The contract's hook ids (shared/DESIGN.md); anchors.yaml must define each.
-pub const CONTRACT_HOOKS: [&str; 8] = [
+pub const CONTRACT_HOOKS: &[&str] = &[
     "promotion-gate",
     "demotion",
     "hw-gate",
@@ -111,6 +111,11 @@ pub const CONTRACT_HOOKS: [&str; 8] = [
     "kraft-initial-isr",
     "kraft-election-gate",
     "kraft-alterpartition-defense",
+    // edge: reassignment (docs/contract.md#reassignment)
+    "zk-reassignment-complete",
+    "zk-reassignment-refusal",
+    "kraft-reassignment-complete",
+    "kraft-reassignment-refusal",
 ];
 
 #[derive(Clone, Debug, Deserialize, serde::Serialize)]
@@ -229,7 +234,7 @@ impl AnchorSet {
                 return Err(origin.error_at(&format!("id: {}", h.id), format!("hook `{}` is defined twice", h.id)));
             }
         }
-        for c in CONTRACT_HOOKS {
+        for &c in CONTRACT_HOOKS {
             if !hook_ids.contains(c) {
                 return Err(origin.error_at("hooks:", format!("hook `{c}` of the observer contract is not defined")));
             }

@@ -1,6 +1,6 @@
 //! The scenario suite okp verify runs on a live cluster: the reference
-//! implementation's S1–S8 plus the initial-ISR, latency, transaction and
-//! demotion checks. Each scenario asserts with numbers (`Check`s) and records
+//! implementation's S1–S8 plus the initial-ISR, latency, transaction,
+//! demotion and reassignment checks. Each scenario asserts with numbers (`Check`s) and records
 //! facts and timings; each leaves the cluster as it found it: every node up,
 //! observer.ids = `4` everywhere, broker 4 outside every ISR.
 //!
@@ -11,6 +11,7 @@ mod elections;
 mod failures;
 mod metrics;
 mod promotion;
+mod reassign;
 mod write_path;
 
 use std::collections::BTreeMap;
@@ -61,6 +62,8 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "S8", title: "controller failover: the new controller still filters the initial ISR and refuses observer leaders", gate: false, run: failures::s8_controller_failover },
     Scenario { id: "S4", title: "all primaries down: no observer leader even with unclean election; promote, elect, serve", gate: true, run: failures::s4_all_primaries_down },
     Scenario { id: "MET", title: "metrics layer: JMX gauges in steady state, with a lagging observer, during a demotion, with an observer stuck in the ISR", gate: false, run: metrics::met },
+    // ---- edge: reassignment (docs/contract.md#reassignment) ----
+    Scenario { id: "REASSIGN", title: "reassignment under acks=all load: observer-only targets refused; the observer added (never in the ISR, whole log), primary 3 moved out and back, the observer removed", gate: true, run: reassign::reassign },
     // Edges: elections and leader balance (docs/contract.md). Last: it restarts the nodes that can be controller, twice.
     Scenario { id: "PREF", title: "preferred election of an observer leader keeps a leader; auto rebalance with an observer first: no leader change, imbalance 0", gate: true, run: elections::pref },
 ];

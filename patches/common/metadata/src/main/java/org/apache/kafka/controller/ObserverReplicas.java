@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Paths;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.Objects;
@@ -98,6 +99,14 @@ public final class ObserverReplicas {
             && ((LeaderLiveness) isAcceptableLeader).isLiveLeader(brokerId);
     }
 
+    /**
+     * {@code isr.containsAll(replicas)} with the observers of {@code replicas} left out: what a
+     * reassignment waits for, since an observer never joins the ISR.
+     */
+    static boolean containsAllButObservers(Collection<Integer> isr, Collection<Integer> replicas) {
+        return SHARED.containsAllButObservers(isr, replicas);
+    }
+
     /** One cache of the observer ids; the controller uses {@link #SHARED}, tests build their own. */
     static final class Cache {
         private final Function<String, String> env;
@@ -118,6 +127,17 @@ public final class ObserverReplicas {
 
         boolean isObserver(int brokerId) {
             return current().contains(brokerId);
+        }
+
+        // One snapshot of the set answers for every replica.
+        boolean containsAllButObservers(Collection<Integer> isr, Collection<Integer> replicas) {
+            Set<Integer> observers = current();
+            for (Integer replica : replicas) {
+                if (!observers.contains(replica) && !isr.contains(replica)) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         Set<Integer> current() {
