@@ -489,6 +489,16 @@ mod tests {
         t
     }
 
+    /// Maintenance, after the scenario list changes: rewrites evidence/VERIFY.md (and met-cluster's) from its run.json
+    /// files with `write_matrix` (`cargo test --lib -- --ignored rewrite_the_evidence_page`).
+    #[test]
+    #[ignore]
+    fn rewrite_the_evidence_page() {
+        for dir in [evidence(), evidence().join("met-cluster")] {
+            write_matrix(&dir).unwrap();
+        }
+    }
+
     /// The typed reader gives the same pages as the run.json files under evidence/ were published with.
     #[test]
     fn the_evidence_pages_come_out_the_same_from_the_typed_records() {
