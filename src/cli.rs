@@ -585,7 +585,7 @@ pub struct VerifyArgs {
     /// `--layer core` proves a core-only build and skips MET).
     #[arg(long = "layer", value_name = "L", value_enum, value_delimiter = ',', default_value = "metrics")]
     pub layers: Vec<Layer>,
-    /// Comma-separated scenario ids (default: all; with --upstream: the gates INIT,LAT,S4).
+    /// Comma-separated scenario ids (default: all; with --upstream: the gate scenarios).
     #[arg(long, value_name = "IDS", value_delimiter = ',')]
     pub scenarios: Vec<String>,
     /// replica.lag.time.max.ms of the brokers.
@@ -600,7 +600,7 @@ pub struct VerifyArgs {
     /// Keep the run directory (configs, node logs) even when everything passed.
     #[arg(long)]
     pub keep: bool,
-    /// First of 14 consecutive loopback ports, which must all be free (default: a free block from 20000 up, below the kernel's ephemeral port range).
+    /// First of 17 consecutive loopback ports, which must all be free (default: a free block from 20000 up, below the kernel's ephemeral port range).
     #[arg(long, value_name = "PORT")]
     pub base_port: Option<u16>,
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]

@@ -84,6 +84,8 @@ pub struct PartitionMeta {
     pub state: PartitionState,
     /// Replicas whose broker is not alive (Metadata v5+; empty before).
     pub offline: Vec<i32>,
+    /// The leader epoch (Metadata v7+; None before).
+    pub leader_epoch: Option<i32>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -202,15 +204,20 @@ impl Probe {
                 let error = r.i16()?; // LEADER_NOT_AVAILABLE still lists replicas and ISR
                 let index = r.i32()?;
                 let leader = r.i32()?;
-                if v >= 7 {
-                    r.i32()?;
-                }
+                let leader_epoch = if v >= 7 { Some(r.i32()?) } else { None };
                 let replicas = r.ids()?;
                 let isr = r.ids()?;
                 let offline = if v >= 5 { r.ids()? } else { Vec::new() };
                 let state = PartitionState { leader: (leader >= 0).then_some(leader), replicas, isr, elr: Vec::new() };
                 if err == 0 {
-                    m.partitions.push(PartitionMeta { topic: name.clone(), index, error, state, offline });
+                    m.partitions.push(PartitionMeta {
+                        topic: name.clone(),
+                        index,
+                        error,
+                        state,
+                        offline,
+                        leader_epoch,
+                    });
                 }
             }
             if v >= 8 {

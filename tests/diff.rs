@@ -58,7 +58,9 @@ fn write_in(dir: &Path, from: &str, to: &str, extra: &[&str]) -> (i32, String, S
 fn a_patch_release_carries_over_and_write_adds_a_working_entry() {
     let (code, out, err) = diff(&["--from", "4.1.1", "--to", "4.1.2"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("carries over: all 12 anchors hold in 4.1.2"), "{out}");
+    // Count-agnostic: the number of anchors changes with every hook; the snapshot pins it.
+    let carried = out.lines().any(|l| l.contains("carries over: all ") && l.contains(" anchors hold in 4.1.2"));
+    assert!(carried, "{out}");
     insta::assert_snapshot!("carries_over_4_1_1_to_4_1_2", out);
 
     let (dir, real_entry, before) = matrix_without("4.1.2");
@@ -119,10 +121,14 @@ fn the_demotion_site_changes_from_4_1_2_to_4_2_1() {
 #[test]
 fn the_lock_api_changes_from_4_2_1_to_4_3_1() {
     let v = json("4.2.1", "4.3.1");
-    assert_eq!(v["verdict"], "carries-over-review");
+    // 4.3 rewrote the KRaft reassignment completion test (adding replicas, then every target when
+    // shrinking): its 4.2 anchor does not carry, which is why f4.3 is a family of its own. Every
+    // other anchor carries, and only the reassignment sites changed around them.
+    assert_eq!(v["verdict"], "drift");
     for a in v["anchors"].as_array().unwrap() {
-        assert_eq!(a["carries"], true, "{a}");
-        assert_ne!(a["status"], "changed", "no hooked method changed: {a}");
+        let reassignment = a["hooks"].as_array().unwrap().iter().any(|h| h.as_str().unwrap().contains("reassignment"));
+        assert_eq!(a["carries"], a["anchor"] != "prr.target-replicas-in-isr", "{a}");
+        assert!(reassignment || a["status"] != "changed", "no hooked method but the reassignment ones changed: {a}");
     }
     // The ISR-expansion path that calls the promotion gate moved to the LockUtils lambda API.
     let gate = anchor(&v, "partition.can-add-replica-to-isr");
@@ -133,7 +139,7 @@ fn the_lock_api_changes_from_4_2_1_to_4_3_1() {
         "{callers:?}"
     );
     let (code, out, _) = diff(&["--from", "4.2.1", "--to", "4.3.1"]);
-    assert_eq!(code, 0);
+    assert_eq!(code, 1, "{out}");
     insta::assert_snapshot!("lock_api_4_2_1_to_4_3_1", out);
 }
 
@@ -255,6 +261,13 @@ fn git_sources_list_the_commits_that_touched_each_hooked_file() {
     const PARTITION: &str = "core/src/main/scala/kafka/cluster/Partition.scala";
     const RCM: &str = "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java";
     const REPLICA_MANAGER: &str = "core/src/main/scala/kafka/server/ReplicaManager.scala";
+    // The election edges' files (kraft-keep-leader, kraft-leader-balance): in both trees, changed in one commit.
+    const EDGES: [&str; 3] = [
+        "metadata/src/main/java/org/apache/kafka/controller/PartitionChangeBuilder.java",
+        "metadata/src/main/java/org/apache/kafka/metadata/PartitionRegistration.java",
+        "metadata/src/main/java/org/apache/kafka/controller/metrics/ControllerMetadataMetricsPublisher.java",
+    ];
+    const PRR: &str = "metadata/src/main/java/org/apache/kafka/controller/PartitionReassignmentReplicas.java";
     let t = tempfile::tempdir().unwrap();
     let repo = t.path();
     git(repo, &["init", "-q"]);
@@ -262,13 +275,14 @@ fn git_sources_list_the_commits_that_touched_each_hooked_file() {
     git(repo, &["config", "user.name", "okp test"]);
     let (old, new) = (hooked_tree("4.1.2"), hooked_tree("4.2.1"));
     std::fs::write(repo.join("gradle.properties"), "version=4.1.2\n").unwrap();
-    commit_files(repo, &old, &[PARTITION, RCM, REPLICA_MANAGER], "release 4.1.2");
+    commit_files(repo, &old, &[&[PARTITION, RCM, PRR, REPLICA_MANAGER][..], &EDGES[..]].concat(), "release 4.1.2");
     git(repo, &["tag", "v4.1.2"]);
-    commit_files(repo, &new, &[RCM], "KAFKA-1: controller change");
+    commit_files(repo, &new, &[RCM, PRR], "KAFKA-1: controller change");
     std::fs::write(repo.join("README"), "unrelated\n").unwrap();
     commit_files(repo, &new, &[], "docs: unrelated");
     commit_files(repo, &new, &[PARTITION], "KAFKA-2: ISR as a Java set");
     commit_files(repo, &new, &[REPLICA_MANAGER], "KAFKA-3: replica manager gauges");
+    commit_files(repo, &new, &EDGES, "KAFKA-4: election and balance code");
     std::fs::write(repo.join("gradle.properties"), "version=4.2.1\n").unwrap();
     commit_files(repo, &new, &[], "bump version");
     git(repo, &["tag", "v4.2.1"]);
@@ -478,7 +492,7 @@ fn guarded_code_changes_from_4_2_1_to_4_3_1() {
     // No ZooKeeper guard in a KRaft-only release.
     assert!(v["guards"].as_array().unwrap().iter().all(|g| !g["hook"].as_str().unwrap().starts_with("zk-")));
     let (code, md, _) = diff(&["--from", "4.2.1", "--to", "4.3.1", "--format", "markdown"]);
-    assert_eq!(code, 0);
+    assert_eq!(code, 1, "4.2 -> 4.3 drifts at prr.target-replicas-in-isr (why f4.3 exists)");
     let section = &md[md.find("### Guarded code changed").expect("the section")..];
     insta::assert_snapshot!("guarded_code_4_2_1_to_4_3_1_markdown", section);
     let (code, _, _) = diff(&["--from", "4.2.1", "--to", "4.3.1", "--strict"]);
@@ -515,7 +529,8 @@ fn a_guarded_change_alone_asks_for_review_and_is_drift_under_strict() {
     assert!(out.contains("+      alterIsrUpdateOpt.foreach(update => submitAlterPartition(update))"), "{out}");
     assert!(!out.contains("changed calls of the site"), "no anchor sees it: {out}");
     assert!(
-        out.contains("carries over with review: all 12 anchors hold in 4.1.2, but 1 guarded region(s) changed"),
+        out.contains("anchors hold in 4.1.2, but 1 guarded region(s) changed")
+            && out.contains("carries over with review: all "),
         "{out}"
     );
     let (code, _, _) = args(&["--strict"]);

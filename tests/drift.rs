@@ -14,6 +14,8 @@ fn check_altered(hook: &str, alter: impl Fn(&mut Vec<String>, &AnchorRef)) -> (i
     let files = [
         "core/src/main/scala/kafka/cluster/Partition.scala",
         "core/src/main/scala/kafka/controller/PartitionStateMachine.scala",
+        "core/src/main/scala/kafka/controller/KafkaController.scala",
+        "core/src/main/scala/kafka/controller/ControllerContext.scala",
         "core/src/main/scala/kafka/server/ReplicaManager.scala",
     ];
     let tree = copy_tree(&pristine, &files);

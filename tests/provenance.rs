@@ -61,6 +61,41 @@ fn the_proofs_pass_for_3_9_2_zk_and_4_3_1_kraft_from_the_sources_jars() {
             .iter()
             .any(|s| s["upstream_sha256"].is_string() && s["upstream_sha256"] != s["patched_sha256"]));
         assert!(out.path().join("provenance.json").is_file());
+        let members = |class: &str| -> Vec<String> {
+            p["delta"]["changed_members"][class]
+                .as_array()
+                .map(|a| a.iter().map(|m| m.as_str().unwrap().to_string()).collect())
+                .unwrap_or_default()
+        };
+        if mode == "zk" {
+            // The leader-balance edits add closures to KafkaController and ControllerContext: scalac
+            // renumbers the file's synthetic names, which the proof attributes to the edits.
+            let kc = members("kafka/controller/KafkaController");
+            assert!(kc.contains(&"method checkAndTriggerAutoLeaderRebalance()".to_string()), "{kc:?}");
+            assert_eq!(
+                members("kafka/controller/KafkaController$$anonfun$1"),
+                ["class added (defined in an edited member)"]
+            );
+            // This class holds no edit, but its captured field is renumbered (topic$6 -> topic$7): the
+            // patched jar's bytes differ from the release's, and the proof does not list it.
+            let nested = "kafka/controller/ControllerContext$$anonfun$$nestedInanonfun$replicasOnBrokers$2$1";
+            assert!(members(nested).is_empty(), "{p:#}");
+            let class_in = |jar: &std::path::Path| {
+                let o = Command::new("unzip").arg("-p").arg(jar).arg(format!("{nested}.class")).output().unwrap();
+                assert!(o.status.success());
+                o.stdout
+            };
+            let release = m2().join("org/apache/kafka/kafka_2.13/3.9.2/kafka_2.13-3.9.2.jar");
+            let (theirs, ours) = (class_in(&release), class_in(&out.path().join("kafka_2.13-3.9.2.jar")));
+            let has = |b: &[u8], s: &str| b.windows(s.len()).any(|w| w == s.as_bytes());
+            assert!(has(&theirs, "topic$6") && !has(&theirs, "topic$7"));
+            assert!(has(&ours, "topic$7") && !has(&ours, "topic$6"), "the renumbering this test is about");
+        } else {
+            let la = members("org/apache/kafka/controller/ReplicationControlManager$LeaderAcceptor");
+            assert!(la.contains(&"class header".to_string()), "the declaration line the edit replaces: {la:?}");
+            let pcb = members("org/apache/kafka/controller/PartitionChangeBuilder");
+            assert!(pcb.contains(&"method electLeader()".to_string()), "{pcb:?}");
+        }
     }
 }
 
@@ -151,4 +186,44 @@ fn verify_refuses_jars_whose_record_has_no_passing_proof() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("holds no passing provenance proof"), "{err}");
+}
+
+#[test]
+fn a_method_no_edit_sits_in_is_refused_in_a_file_whose_closures_are_renumbered() {
+    let p = tempfile::tempdir().unwrap();
+    copy_into(&repo_root().join("patches"), p.path());
+    let e = p.path().join("edits.yaml");
+    // The recount edit closes updateMetrics and opens a method that takes the rest of its body:
+    // upstream code moves into a member no edit sits in, in the file where the other edits' closures
+    // renumber the synthetic classes and lambdas.
+    let recount = "\n          if (isActive) controllerContext.recountPreferredReplicaImbalanceIfObserversChanged()\n";
+    let text = std::fs::read_to_string(&e).unwrap();
+    assert!(text.contains(recount));
+    let sneaky = [
+        "",
+        "          if (isActive) controllerContext.recountPreferredReplicaImbalanceIfObserversChanged()",
+        "          sneaky()",
+        "        }",
+        "",
+        "        private def sneaky(): Unit = {",
+        "",
+    ]
+    .join("\n");
+    std::fs::write(&e, text.replacen(recount, &sneaky, 1)).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = okp()
+        .arg("--patches")
+        .arg(p.path())
+        .args(["build", "--version", "3.9.2", "--mode", "zk", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("more than our edits"), "{err}");
+    let line = err.lines().find(|l| l.contains("KafkaController.scala: KafkaController:")).unwrap_or_default();
+    assert!(line.contains("method sneaky()") && line.contains("but no edit sits in them"), "{err}");
+    // Nothing else: the renumbered closures of the other edits are attributed.
+    assert_eq!(err.lines().filter(|l| l.contains("no edit sits in")).count(), 1, "{err}");
+    assert!(!out.path().join("kafka_2.13-3.9.2.jar").exists());
 }

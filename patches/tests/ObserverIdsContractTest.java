@@ -29,7 +29,7 @@ import java.util.regex.Pattern;
 /**
  * The observer identity contract, run through both implementations with the same cases: the
  * broker's kafka.observer.ObserverIds (Scala, core) and the controller's ObserverReplicas (Java,
- * metadata). It lives in the controller's package because ObserverReplicas is package-private.
+ * metadata). It lives in the controller's package because ObserverReplicas.Cache is package-private.
  *
  * Plain main, no test framework: run-contract-test.sh compiles and runs it with the real Scala
  * compiler of each Kafka line and slf4j-simple, whose output (System.err) is captured so the
@@ -63,6 +63,11 @@ public final class ObserverIdsContractTest {
         Set<Integer> current();
 
         boolean isObserver(int brokerId);
+
+        /** The KRaft controller's reassignment test; the Java side only. */
+        default boolean containsAllButObservers(List<Integer> isr, List<Integer> replicas) {
+            throw new UnsupportedOperationException("java only");
+        }
     }
 
     interface Maker {
@@ -99,6 +104,10 @@ public final class ObserverIdsContractTest {
 
                 public boolean isObserver(int id) {
                     return cache.isObserver(id);
+                }
+
+                public boolean containsAllButObservers(List<Integer> isr, List<Integer> replicas) {
+                    return cache.containsAllButObservers(isr, replicas);
                 }
             };
         };
@@ -568,6 +577,23 @@ public final class ObserverIdsContractTest {
         check("java: current() is unmodifiable", threw, "add() succeeded");
     }
 
+    // The reassignment edge (KRaft controller only): the ISR must hold every target but the observers.
+    static void javaContainsAllButObservers(Ctx c) throws IOException {
+        c.env.put(FILE_ENV, c.write("r.ids", "4").toString());
+        Registry cache = c.open();
+        cache.current();
+        if (!c.impl.equals("java")) {
+            return; // the ZooKeeper controller filters its targets inline (anchors.yaml, zk-reassignment-complete)
+        }
+        List<Integer> isr = Arrays.asList(1, 2, 3);
+        check("java: an observer target is not waited for",
+            cache.containsAllButObservers(isr, Arrays.asList(1, 2, 3, 4)), "1,2,3,4 not complete with ISR 1,2,3");
+        check("java: a primary target still is",
+            !cache.containsAllButObservers(isr, Arrays.asList(1, 2, 4, 5)), "1,2,4,5 complete without 5 in the ISR");
+        check("java: observers only: nothing to wait for (the refusal and the non-empty-ISR test guard it)",
+            cache.containsAllButObservers(isr, Arrays.asList(4)), "4 alone not complete");
+    }
+
     // ---- the real objects, wired to the real process environment, in a child JVM ----
 
     static void realWiring(Path dir) throws Exception {
@@ -654,6 +680,7 @@ public final class ObserverIdsContractTest {
         cases.put("deletedAfterGoodReadFreezes", ObserverIdsContractTest::deletedAfterGoodReadFreezes);
         cases.put("missingBeforeFirstGoodReadThenFrozen", ObserverIdsContractTest::missingBeforeFirstGoodReadThenFrozen);
         cases.put("javaSetIsUnmodifiable", ObserverIdsContractTest::javaSetIsUnmodifiable);
+        cases.put("javaContainsAllButObservers", ObserverIdsContractTest::javaContainsAllButObservers);
 
         Path root = Files.createTempDirectory("okp-observer-contract");
         try {

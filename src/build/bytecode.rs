@@ -1086,11 +1086,48 @@ pub enum Relaxation {
     /// or synthetic parameters of a constructor (an inner class's outer instance,
     /// JDK-8292275); javac 17 writes none. Only reflection's Parameter.isImplicit sees it.
     JavacMandatedParameters,
+    /// javac 8 builds an enum's `$VALUES` array inline in `<clinit>`; javac 15 and later
+    /// (JDK-8241798) build it in a synthetic `$values()` that `<clinit>` calls. Forgiven only
+    /// when the recompile's `<clinit>` with that call replaced by `$values()`'s body is the
+    /// release's `<clinit>`.
+    JavacEnumValues,
     /// The release's scalac ran its optimizer (inlining); okp's cannot on JDK 17
     /// (scalac before 2.13.5 cannot read class files of Java 17), so method bodies
     /// and the InnerClasses list they pull in are not compared: the members, their
     /// flags, signatures, the pickled Scala signature and the inline info still are.
     ScalaOptimizerOff,
+}
+
+/// `<clinit>` of enum `c` (the recompile) with its call of the synthetic `$values()`
+/// replaced by that method's instructions (all but the final `areturn`), branch
+/// targets moved along: what javac 8 writes. None when `c` has no such method.
+pub fn enum_values_inlined(c: &Class) -> Option<Member> {
+    let key = format!("$values:()[L{};", c.name);
+    let values = c.methods.get(&key).filter(|m| m.access & 0x1000 != 0)?;
+    let body = values.code.as_ref()?;
+    let (last, inline) = body.insns.split_last()?;
+    if last.op != 0xb0 || !body.handlers.is_empty() || inline.iter().any(|i| !i.targets().is_empty()) {
+        return None;
+    }
+    let mut clinit = c.methods.get("<clinit>:()V")?.clone();
+    let code = clinit.code.as_mut()?;
+    let (name, desc) = key.split_once(':')?;
+    let at = code.insns.iter().position(|i| i.calls(INVOKESTATIC, &c.name, name, desc))?;
+    let shift = inline.len() - 1;
+    let moved = |t: usize| if t > at { t + shift } else { t };
+    for i in code.insns.iter_mut() {
+        i.arg = match &i.arg {
+            Arg::Target(t) => Arg::Target(moved(*t)),
+            Arg::Switch(d, cs) => Arg::Switch(moved(*d), cs.iter().map(|(k, t)| (*k, moved(*t))).collect()),
+            a => a.clone(),
+        };
+    }
+    for h in code.handlers.iter_mut() {
+        (h.start, h.end, h.handler) = (moved(h.start), moved(h.end), moved(h.handler));
+    }
+    code.insns.splice(at..=at, inline.iter().cloned());
+    code.max_stack = code.max_stack.max(body.max_stack);
+    Some(clinit)
 }
 
 /// A MethodParameters value that names no parameter and flags each as mandated (0x8000)

@@ -15,3 +15,4 @@ pub mod matrix;
 pub mod proof;
 pub mod record;
 pub mod splice;
+pub mod synthetic;

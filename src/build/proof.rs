@@ -28,6 +28,7 @@ use std::path::Path;
 use super::bytecode::{self, ClassDiff, Kind, MemberId, Relaxation};
 use super::classfile;
 use super::jar::{self, SourceKey};
+use super::synthetic;
 use crate::anchor::{self, ScopeKind};
 use crate::apply::Plan;
 use crate::error::{Error, Result};
@@ -64,18 +65,19 @@ pub const EXCEPTIONS: &[Exception] = &[
     Exception {
         from: "3.7.0",
         to: "3.9.2",
-        file: "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java",
-        relaxations: &[Relaxation::JavacNullCheck, Relaxation::JavacCheckcast],
+        file: "metadata/src/main/java/",
+        relaxations: &[Relaxation::JavacNullCheck, Relaxation::JavacCheckcast, Relaxation::JavacEnumValues],
         cause: "kafka-metadata 3.7-3.9 was compiled by javac 8 (getClass null checks, lambda$null$ names, casts \
-                omitted per JDK-8058199); okp compiles with javac 17 --release 8",
+                omitted per JDK-8058199, enum arrays built in <clinit>); okp compiles with javac 17 --release 8",
     },
     Exception {
         from: "4.0.0",
         to: "4.3.1",
-        file: "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java",
+        file: "metadata/src/main/java/",
         relaxations: &[Relaxation::JavacMandatedParameters],
         cause: "kafka-metadata 4.x was compiled by javac 21 or later, which writes MethodParameters for an inner \
-                class constructor's outer instance; okp compiles with javac 17 --release 17",
+                class constructor's outer instance and for an enum's constructor and valueOf; okp compiles with \
+                javac 17 --release 17",
     },
 ];
 
@@ -278,7 +280,25 @@ pub fn prove_release(
             left.only_a.retain(|m| !inner(m) && !deser(m));
             left.only_b.retain(|m| !inner(m) && !deser(m));
         }
+        if allowed.contains(&Relaxation::JavacEnumValues) {
+            let values = format!("$values:()[L{};", b.name);
+            let clinit = MemberId::method("<clinit>:()V");
+            let inlined = bytecode::enum_values_inlined(&b);
+            let same = inlined
+                .as_ref()
+                .zip(a.methods.get(&clinit.key))
+                .is_some_and(|(x, y)| bytecode::method_equal_modulo(y, x, &[Relaxation::JavacCheckcast]).is_some());
+            if same && left.only_b.iter().any(|m| m.key == values) && d.differ.contains(&clinit) {
+                left.only_b.retain(|m| m.key != values);
+                let relaxation = Relaxation::JavacEnumValues;
+                uses.push(ExceptionUse { class: a.name.clone(), member: clinit.to_string(), relaxation, count: 1 });
+            }
+        }
+        let enum_values_forgiven = uses.iter().any(|u| u.relaxation == Relaxation::JavacEnumValues);
         for m in &d.differ {
+            if enum_values_forgiven && m.key == "<clinit>:()V" {
+                continue;
+            }
             let inner_classes = m.kind == Kind::Class && m.key == "InnerClasses";
             if inner_classes && allowed.contains(&Relaxation::ScalaOptimizerOff) {
                 continue;
@@ -367,8 +387,12 @@ pub struct EditSite {
     /// Enclosing methods, innermost first; empty for a block at class level.
     pub methods: Vec<String>,
     /// For a block at class level: the names it defines at its own level
-    /// (methods, vals, vars), which become members of the class.
+    /// (methods, vals, vars, Java fields), which become members of the class.
     pub defines: Vec<String>,
+    /// For a block at class level: the types whose declaration line it holds
+    /// (`class LeaderAcceptor implements …`): their header (super class,
+    /// interfaces, flags) is the edit's.
+    pub declares: Vec<String>,
 }
 
 /// The edit sites of a patched file, from its markers.
@@ -387,21 +411,25 @@ pub fn edit_sites(patched: &str) -> Vec<EditSite> {
         // Methods up to the innermost type: a method of an outer class does not hold this block.
         let methods: Vec<String> =
             scopes.iter().take_while(|(_, k, _)| *k == ScopeKind::Method).map(|(_, _, n)| n.clone()).collect();
-        let mut defines = Vec::new();
+        let (mut defines, mut declares) = (Vec::new(), Vec::new());
         if methods.is_empty() {
             let indent = lines[i].len() - lines[i].trim_start().len();
             for l in &lines[i + 1..end] {
                 if l.trim().is_empty() || l.len() - l.trim_start().len() != indent {
                     continue;
                 }
-                if let Some((ScopeKind::Method, n)) = anchor::definition(l) {
-                    defines.push(n);
-                } else if let Some(n) = val_name(l) {
-                    defines.push(n);
+                match anchor::definition(l) {
+                    Some((ScopeKind::Method, n)) => defines.push(n),
+                    Some((ScopeKind::Type, n)) => declares.push(n),
+                    _ => {
+                        if let Some(n) = val_name(l).or_else(|| java_field_name(l)) {
+                            defines.push(n);
+                        }
+                    }
                 }
             }
         }
-        out.push(EditSite { line: i + 1, class, methods, defines });
+        out.push(EditSite { line: i + 1, class, methods, defines, declares });
         i = end + 1;
     }
     out
@@ -416,6 +444,21 @@ fn val_name(line: &str) -> Option<String> {
     let rest = t.strip_prefix("val ").or_else(|| t.strip_prefix("var "))?;
     let n: String = rest.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
     (!n.is_empty()).then_some(n)
+}
+
+/// `private java.util.Set<Integer> observersCounted = …;` -> `observersCounted`: a Java
+/// field declared at class level (a statement cannot stand there).
+fn java_field_name(line: &str) -> Option<String> {
+    let t = line.trim();
+    if !t.ends_with(';') || t.starts_with("//") || t.starts_with('@') {
+        return None;
+    }
+    let head = t.split_once('=').map_or(t.trim_end_matches(';'), |(h, _)| h).trim();
+    if head.contains('(') || head.split_whitespace().count() < 2 {
+        return None;
+    }
+    let n = head.rsplit(char::is_whitespace).next()?;
+    (n.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '$') && !n.is_empty()).then(|| n.to_string())
 }
 
 /// Whether `class` (a jar entry or internal name) is the type `t` of a source:
@@ -450,8 +493,57 @@ pub fn explained(class: &str, m: &MemberId, sites: &[EditSite]) -> bool {
                 || s.defines.iter().any(|d| n == d || n == format!("{d}_$eq") || belongs_to(n, d))
         }
         // New members change the pickled Scala signature; only a class-level block defines any.
-        Kind::Class => m.key == "ScalaSignature" && !s.defines.is_empty(),
+        Kind::Class if m.key == "ScalaSignature" => !s.defines.is_empty(),
+        Kind::Class => false,
+    }) || (m.kind == Kind::Class && m.key == "header" && declared(class, sites))
+}
+
+/// Whether an edit holds `class`'s declaration line.
+fn declared(class: &str, sites: &[EditSite]) -> bool {
+    sites.iter().any(|s| s.declares.iter().any(|t| class_is(class, t)))
+}
+
+/// One side of the delta proof, read per source file with its synthetic names
+/// canonicalised (`synthetic`): canonical internal name -> (file, class, real name), and
+/// where each local or anonymous class is defined.
+type Side = (BTreeMap<String, (String, bytecode::Class, String)>, BTreeMap<String, (String, Option<String>)>);
+
+fn read_side(owned: &BTreeMap<String, (String, &[u8])>, what: &str) -> Result<Side> {
+    let mut per_file: BTreeMap<&str, BTreeMap<String, bytecode::Class>> = BTreeMap::new();
+    for (name, (file, bytes)) in owned {
+        let c = read(name, what, bytes)?;
+        per_file.entry(file.as_str()).or_default().insert(c.name.clone(), c);
+    }
+    let (mut out, mut definers) = (BTreeMap::new(), BTreeMap::new());
+    for (file, mut classes) in per_file {
+        let canonical = synthetic::canonicalise(&mut classes);
+        for (name, c) in classes {
+            let real = canonical.real.get(&name).cloned().unwrap_or_else(|| name.clone());
+            out.insert(name, (file.to_string(), c, real));
+        }
+        definers.extend(canonical.definers);
+    }
+    Ok((out, definers))
+}
+
+/// Whether a local or anonymous class only one side has is explained: an edit sits in
+/// the member that defines it.
+fn class_explained(definer: Option<&(String, Option<String>)>, sites: &[EditSite]) -> bool {
+    match definer {
+        Some((outer, Some(m))) => explained(outer, &MemberId::method(&format!("{m}:")), sites),
+        _ => false,
+    }
+}
+
+/// The InnerClasses rows of a class attribute value, keyed by the inner class.
+fn inner_rows(v: Option<&String>) -> BTreeMap<String, String> {
+    v.map(|v| {
+        v.split("; ")
+            .filter(|r| !r.is_empty())
+            .map(|r| (r.split(' ').next().unwrap_or_default().to_string(), r.to_string()))
+            .collect()
     })
+    .unwrap_or_default()
 }
 
 /// Patch delta for one module. `files` are the edited upstream files with their
@@ -465,59 +557,106 @@ pub fn prove_delta(
 ) -> Result<()> {
     let edited: Vec<&str> = files.iter().map(|(f, _)| *f).collect();
     let sites: BTreeMap<&str, Vec<EditSite>> = files.iter().map(|(f, text)| (*f, edit_sites(text))).collect();
-    let before = owned_by(unpatched, &edited)?;
-    let after = owned_by(patched, &edited)?;
+    let before_raw = owned_by(unpatched, &edited)?;
+    let after_raw = owned_by(patched, &edited)?;
     let new = owned_by(patched, ours)?;
+    let (before, before_definers) = read_side(&before_raw, "unpatched")?;
+    let (after, after_definers) = read_side(&after_raw, "patched")?;
+    let here_of = |file: &str| sites.get(file).map(Vec::as_slice).unwrap_or_default();
     let mut problems = Vec::new();
-    for name in before.keys().filter(|n| !after.contains_key(*n)) {
-        problems.push(format!("class {} is gone from the patched compile", simple(name)));
-    }
-    for (name, (file, bytes)) in &after {
-        let Some((_, old)) = before.get(name) else {
-            problems.push(format!("{}: class {} only in the patched compile", base(file), simple(name)));
-            continue;
-        };
-        proof.classes_compared += 1;
-        if bytes == old {
-            proof.unchanged += 1;
-            continue;
+    // Local and anonymous classes only one side has: explained when an edit sits where they are defined.
+    let mut synthetic_changes: BTreeSet<String> = BTreeSet::new();
+    for (canonical, (file, _, real)) in before.iter().filter(|(n, _)| !after.contains_key(*n)) {
+        if class_explained(before_definers.get(canonical), here_of(file)) {
+            synthetic_changes.insert(canonical.clone());
+            proof.changed_members.insert(real.clone(), vec!["class removed (defined in an edited member)".into()]);
+        } else {
+            problems.push(format!("class {} is gone from the patched compile", simple(real)));
         }
-        let (a, b) = (read(name, "unpatched", old)?, read(name, "patched", bytes)?);
-        let changed = bytecode::compare(&a, &b).all();
+    }
+    for (canonical, (file, _, real)) in after.iter().filter(|(n, _)| !before.contains_key(*n)) {
+        if class_explained(after_definers.get(canonical), here_of(file)) {
+            synthetic_changes.insert(canonical.clone());
+            proof.changed_members.insert(real.clone(), vec!["class added (defined in an edited member)".into()]);
+        } else {
+            problems.push(format!("{}: class {} only in the patched compile", base(file), simple(real)));
+        }
+    }
+    for (canonical, (file, b, real)) in &after {
+        let Some((_, a, _)) = before.get(canonical) else { continue };
+        proof.classes_compared += 1;
+        fn raw<'a>(m: &BTreeMap<String, (String, &'a [u8])>, n: &str) -> Option<&'a [u8]> {
+            m.get(&format!("{n}.class")).map(|(_, b)| *b)
+        }
+        let same_bytes = raw(&before_raw, &before[canonical].2).is_some_and(|x| raw(&after_raw, real) == Some(x));
+        let changed = if same_bytes { Vec::new() } else { bytecode::compare(a, b).all() };
         if changed.is_empty() {
             proof.unchanged += 1;
             continue;
         }
-        let here = sites.get(file.as_str()).map(Vec::as_slice).unwrap_or_default();
+        let here = here_of(file);
         let mut stray: Vec<MemberId> = changed.iter().filter(|m| !explained(&a.name, m, here)).cloned().collect();
-        // `$deserializeLambda$` names every lambda body: it may differ by the explained ones alone.
+        let explained_members: Vec<&MemberId> =
+            changed.iter().filter(|m| m.kind != Kind::Class && explained(&a.name, m, here)).collect();
         stray.retain(|m| {
-            let (Some(x), Some(y)) = (a.methods.get(&m.key), b.methods.get(&m.key)) else { return true };
+            if m.kind == Kind::Class && m.key == "InnerClasses" {
+                // Each row added or removed must name a class an explained change brings or
+                // takes away: a class added or removed with an edit, or one an edited member uses.
+                let (x, y) = (inner_rows(a.attrs.get(&m.key)), inner_rows(b.attrs.get(&m.key)));
+                let keys: BTreeSet<&String> = x.keys().chain(y.keys()).filter(|k| x.get(*k) != y.get(*k)).collect();
+                let header_types = |c: &bytecode::Class| -> BTreeSet<String> {
+                    c.interfaces.iter().cloned().chain(c.super_name.clone()).collect()
+                };
+                let (ha, hb) = (header_types(a), header_types(b));
+                let declared_here = declared(&a.name, here);
+                return !keys.iter().all(|k| {
+                    synthetic_changes.contains(*k)
+                        || (declared_here && ha.symmetric_difference(&hb).any(|t| t == *k))
+                        || explained_members.iter().any(|e| {
+                            let used = |c: &bytecode::Class| {
+                                let member =
+                                    if e.kind == Kind::Method { c.methods.get(&e.key) } else { c.fields.get(&e.key) };
+                                member.is_some_and(|mm| synthetic::mentions(mm, k))
+                            };
+                            used(a) || used(b)
+                        })
+                });
+            }
+            // `$deserializeLambda$` lists every lambda body: it may differ by the explained ones alone
+            // (and exists on one side only when every lambda it lists is explained).
             if m.name() != "$deserializeLambda$" {
                 return true;
             }
             let drop = |n: &str| explained(&a.name, &MemberId::method(&format!("{n}:")), here);
-            bytecode::without_handles(x, &a.name, &drop) != bytecode::without_handles(y, &b.name, &drop)
+            let handles = |c: &bytecode::Class| match c.methods.get(&m.key) {
+                Some(x) => synthetic::lambda_handles(x, &c.name, &drop),
+                None => Some(BTreeSet::new()),
+            };
+            let (hx, hy) = (handles(a), handles(b));
+            hx.is_none() || hx != hy
         });
         if !stray.is_empty() && std::env::var_os("OKP_PROOF_DEBUG").is_some() {
             for m in &stray {
                 let (x, y) = (a.methods.get(&m.key), b.methods.get(&m.key));
                 eprintln!("--- {m}\nunpatched: {x:#?}\npatched: {y:#?}");
+                if m.kind != Kind::Method {
+                    eprintln!("unpatched: {:?}\npatched: {:?}", a.attrs.get(&m.key), b.attrs.get(&m.key));
+                }
             }
         }
         if !stray.is_empty() {
             problems.push(format!(
                 "{}: {}: {} changed, but no edit sits in {}",
                 base(file),
-                simple(name),
+                simple(real),
                 list(&stray),
                 if stray.len() == 1 { "it" } else { "them" }
             ));
         }
-        proof.changed_members.insert(a.name.clone(), changed.iter().map(|m| m.to_string()).collect());
+        proof.changed_members.insert(real.clone(), changed.iter().map(|m| m.to_string()).collect());
     }
     proof.new_classes.extend(new.keys().map(|n| n.trim_end_matches(".class").to_string()));
-    let theirs: BTreeSet<&String> = after.keys().chain(new.keys()).collect();
+    let theirs: BTreeSet<&String> = after_raw.keys().chain(new.keys()).collect();
     for name in patched.keys().filter(|n| !theirs.contains(n)) {
         problems.push(format!("class {} comes from no compiled source", simple(name)));
     }

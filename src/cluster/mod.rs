@@ -137,7 +137,7 @@ impl Cluster {
             "cluster up in {:.1} s (ports {}..{})",
             t0.elapsed().as_secs_f64(),
             base_port,
-            base_port + 13
+            base_port + PORT_BLOCK - 1
         ));
         Ok(c)
     }
@@ -173,10 +173,30 @@ impl Cluster {
         }
     }
 
-    /// The broker's JMX port (registry and RMI server both), bound to 127.0.0.1;
-    /// base+5..base+8, inside the block `free_port_block` reserved.
+    /// A node's JMX port (registry and RMI server both), bound to 127.0.0.1,
+    /// inside the block `free_port_block` reserved: brokers base+5..base+8,
+    /// KRaft controllers base+14..base+16.
     pub fn jmx_port(&self, id: i32) -> u16 {
-        self.base_port + 4 + id as u16
+        if CONTROLLERS.contains(&id) {
+            self.base_port + 14 + (id - CONTROLLERS[0]) as u16
+        } else {
+            self.base_port + 4 + id as u16
+        }
+    }
+
+    /// JVM flags that open JMX on 127.0.0.1 only, without authentication: what
+    /// JmxTool reads (MET from the brokers, PREF from the controllers).
+    fn jmx_flags(&self, id: i32) -> Vec<String> {
+        let port = self.jmx_port(id);
+        vec![
+            "-Dcom.sun.management.jmxremote=true".to_string(),
+            format!("-Dcom.sun.management.jmxremote.port={port}"),
+            format!("-Dcom.sun.management.jmxremote.rmi.port={port}"),
+            "-Dcom.sun.management.jmxremote.host=127.0.0.1".to_string(),
+            "-Djava.rmi.server.hostname=127.0.0.1".to_string(),
+            "-Dcom.sun.management.jmxremote.authenticate=false".to_string(),
+            "-Dcom.sun.management.jmxremote.ssl=false".to_string(),
+        ]
     }
 
     fn controller_port(&self, id: i32) -> u16 {
@@ -210,7 +230,8 @@ impl Cluster {
                     self.timers.session_ms
                 );
                 write(&dir.join("server.properties"), &props)?;
-                let argv = self.server_argv(&server_class, &dir.join("server.properties"));
+                let mut argv = self.server_argv(&server_class, &dir.join("server.properties"));
+                argv.splice(0..0, self.jmx_flags(id));
                 let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), dir.join("observer.ids").display().to_string())];
                 nodes.push(Node::new(&format!("controller-{id}"), Role::Controller, id, port, dir, argv, env));
             }
@@ -257,23 +278,10 @@ impl Cluster {
         ));
         write(&dir.join("server.properties"), &props)?;
         let mut argv = self.server_argv(server_class, &dir.join("server.properties"));
-        let jmx = self.jmx_port(id);
-        // JMX on loopback only, no authentication: what the MET scenario reads with JmxTool.
-        // (The extra broker of MULTI has no port of its own for it.)
-        let jmx_flags = if !BROKERS.contains(&id) {
-            vec![]
-        } else {
-            vec![
-                "-Dcom.sun.management.jmxremote=true".to_string(),
-                format!("-Dcom.sun.management.jmxremote.port={jmx}"),
-                format!("-Dcom.sun.management.jmxremote.rmi.port={jmx}"),
-                "-Dcom.sun.management.jmxremote.host=127.0.0.1".to_string(),
-                "-Djava.rmi.server.hostname=127.0.0.1".to_string(),
-                "-Dcom.sun.management.jmxremote.authenticate=false".to_string(),
-                "-Dcom.sun.management.jmxremote.ssl=false".to_string(),
-            ]
-        };
-        argv.splice(0..0, jmx_flags);
+        // JMX on loopback only (MET); the extra broker of MULTI has no port of its own for it.
+        if BROKERS.contains(&id) {
+            argv.splice(0..0, self.jmx_flags(id));
+        }
         let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), dir.join("observer.ids").display().to_string())];
         Ok(Node::new(&format!("broker-{id}"), Role::Broker, id, port, dir, argv, env))
     }
@@ -528,6 +536,30 @@ impl Cluster {
         Ok(s)
     }
 
+    /// Graceful stop (SIGTERM; SIGKILL after 60 s): a broker shuts down in a
+    /// controlled way, so the controller sees it leave at once.
+    pub fn stop(&mut self, id: i32) {
+        let t0 = Instant::now();
+        self.node_mut(id).stop(Duration::from_secs(60));
+        self.journal.note(&format!("stopped {} (SIGTERM) in {:.1} s", self.node(id).name, t0.elapsed().as_secs_f64()));
+    }
+
+    /// Sets the extra lines appended to node `id`'s server.properties (empty:
+    /// none, the node's own configuration), to take effect at its next start.
+    /// The block is marked, so a later call replaces it rather than adding to it.
+    pub fn set_server_overrides(&mut self, id: i32, lines: &[&str]) -> Result<()> {
+        const MARK: &str = "# okp scenario overrides (until the scenario restores this node)\n";
+        let path = self.node(id).dir.join("server.properties");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        let own = text.split_once(MARK).map_or(text.as_str(), |(own, _)| own).to_string();
+        let new = if lines.is_empty() { own } else { format!("{own}{MARK}{}\n", lines.join("\n")) };
+        write(&path, &new)?;
+        let name = self.node(id).name.clone();
+        self.journal.note(&format!("{name} server.properties overrides := {lines:?}"));
+        Ok(())
+    }
+
     pub fn kill9(&mut self, id: i32) {
         self.node_mut(id).kill9();
         self.journal.note(&format!("kill -9 {}", self.node(id).name));
@@ -583,7 +615,7 @@ impl Cluster {
         Ok(out)
     }
 
-    /// One read of broker `id`'s JMX gauges (attribute `Value`) whose object
+    /// One read of node `id`'s JMX gauges (attribute `Value`) whose object
     /// names match `patterns`, with the release's own JmxTool: name -> value.
     pub fn jmx(&mut self, id: i32, patterns: &[&str]) -> Result<BTreeMap<String, f64>> {
         self.jmx_attribute(id, patterns, "Value")
@@ -608,7 +640,7 @@ impl Cluster {
         let read = tools::parse_jmx(&out.stdout);
         if !out.ok() || read.is_empty() {
             return Err(Error::External(format!(
-                "JmxTool on broker {id} read nothing (rc {}): {}",
+                "JmxTool on node {id} read nothing (rc {}): {}",
                 out.rc,
                 out.stderr.lines().chain(out.stdout.lines()).rfind(|l| !l.trim().is_empty()).unwrap_or("")
             )));
@@ -628,15 +660,8 @@ impl Cluster {
     }
 
     /// Deletes `topic` and waits (up to `timeout`) until no broker lists it.
-    pub fn delete_topic(&mut self, topic: &str, timeout: Duration) -> Result<bool> {
-        let boot = self.bootstrap(&[]);
-        let out = self.tool(
-            Tool::Topics,
-            &args(&["--bootstrap-server", &boot, "--delete", "--topic", topic]),
-            None,
-            Duration::from_secs(60),
-        )?;
-        if !out.ok() {
+    pub fn delete_topic_and_wait(&mut self, topic: &str, timeout: Duration) -> Result<bool> {
+        if !self.delete_topic(topic)?.ok() {
             return Ok(false);
         }
         let t0 = Instant::now();
@@ -696,14 +721,24 @@ impl Cluster {
     /// Partition 0 of `topic` as the first live broker's metadata cache has it
     /// (okp's own Metadata request: milliseconds, no JVM). None when no broker answers.
     pub fn probe_state(&mut self, topic: &str) -> Option<PartitionState> {
+        self.probe_first(|p| p.partition(topic, 0))
+    }
+
+    /// The leader epoch of partition 0 of `topic`, as the first live broker's metadata cache has it.
+    pub fn probe_leader_epoch(&mut self, topic: &str) -> Option<i32> {
+        self.probe_first(|p| p.metadata(Some(&[topic]))?.partitions.into_iter().find(|x| x.index == 0)?.leader_epoch)
+    }
+
+    /// The first answer of `ask` from a running, unfrozen broker, in id order.
+    fn probe_first<T>(&mut self, ask: impl Fn(&mut crate::wire::Probe) -> Option<T>) -> Option<T> {
         for id in BROKERS {
             let n = self.node_mut(id);
             if !n.is_running() || n.is_frozen() {
                 continue;
             }
             let port = n.port;
-            if let Some(s) = crate::wire::Probe::connect(port).and_then(|mut p| p.partition(topic, 0)) {
-                return Some(s);
+            if let Some(answer) = crate::wire::Probe::connect(port).and_then(|mut p| ask(&mut p)) {
+                return Some(answer);
             }
         }
         None
@@ -795,6 +830,16 @@ impl Cluster {
             }
         }
         Ok((polls, violations))
+    }
+
+    pub fn delete_topic(&mut self, topic: &str) -> Result<Output> {
+        let boot = self.bootstrap(&[]);
+        self.tool(
+            Tool::Topics,
+            &args(&["--bootstrap-server", &boot, "--delete", "--topic", topic]),
+            None,
+            Duration::from_secs(60),
+        )
     }
 
     pub fn create_topic(&mut self, topic: &str, assignment: &str, configs: &[&str]) -> Result<Output> {
@@ -957,6 +1002,41 @@ impl Cluster {
         )
     }
 
+    /// Runs kafka-reassign-partitions on partition 0 of `topic` with target `replicas` and
+    /// `action` (`--execute`, `--verify`); the JSON file stays in the run's tools directory.
+    pub fn reassign(&mut self, topic: &str, replicas: &[i32], action: &str) -> Result<Output> {
+        let list = replicas.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+        let json = format!(
+            "{{\"version\":1,\"partitions\":[{{\"topic\":\"{topic}\",\"partition\":0,\"replicas\":[{}]}}]}}\n",
+            list.join(",")
+        );
+        let file = self.run_dir.join("tools").join(format!("reassign-{topic}-{}.json", list.join("-")));
+        write(&file, &json)?;
+        let boot = self.bootstrap(&[]);
+        let path = file.display().to_string();
+        self.tool(
+            Tool::Reassign,
+            &args(&["--bootstrap-server", &boot, "--reassignment-json-file", &path, action]),
+            None,
+            Duration::from_secs(60),
+        )
+    }
+
+    /// Broker `broker`'s own log end offset of partition 0 of `topic`, leader or follower
+    /// (ListOffsets as DEBUGGING_REPLICA_ID, okp's probe).
+    pub fn probe_leo(&mut self, broker: i32, topic: &str) -> Option<i64> {
+        let n = self.node_mut(broker);
+        if !n.is_running() || n.is_frozen() {
+            return None;
+        }
+        let port = n.port;
+        let key = (topic.to_string(), 0);
+        crate::wire::Probe::connect(port)?
+            .latest_offsets(crate::wire::DEBUGGING, std::slice::from_ref(&key))?
+            .remove(&key)?
+            .ok()
+    }
+
     pub fn segment(&self, broker: i32, topic: &str) -> PathBuf {
         self.node(broker).dir.join("data").join(format!("{topic}-0")).join("00000000000000000000.log")
     }
@@ -1006,17 +1086,18 @@ impl Cluster {
                 .lines()
                 .find_map(|l| l.trim().strip_prefix("LeaderId:").and_then(|v| v.trim().parse().ok())));
         }
-        let zk = format!("127.0.0.1:{}", self.base_port);
-        let out = self.tool(
-            Tool::ZooKeeperShell,
-            &args(&["-server", &zk, "get", "/controller"]),
-            None,
-            Duration::from_secs(30),
-        )?;
+        let out = self.zk(&["get", "/controller"])?;
         Ok(out.stdout.lines().find_map(|l| {
             let at = l.find("\"brokerid\":")? + "\"brokerid\":".len();
             l[at..].trim().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
         }))
+    }
+
+    /// One command of the release's ZooKeeper shell against the cluster's ZooKeeper (zk mode).
+    pub fn zk(&mut self, command: &[&str]) -> Result<Output> {
+        let mut a = args(&["-server", &format!("127.0.0.1:{}", self.base_port)]);
+        a.extend(args(command));
+        self.tool(Tool::ZooKeeperShell, &a, None, Duration::from_secs(30))
     }
 
     /// Lines of every Kafka node's log (all starts) containing one of `needles`, prefixed with the node's name.
@@ -1103,7 +1184,11 @@ fn getrandom(buf: &mut [u8]) -> Result<()> {
         .map_err(|e| Error::io("cannot read /dev/urandom", e))
 }
 
-/// A block of 14 consecutive loopback ports, claimed: an exclusive lock on
+/// Ports a cluster takes: base (ZooKeeper), +1..+4 brokers, +5..+8 broker JMX, +9 MULTI's fifth
+/// broker, +11..+13 KRaft controllers, +14..+16 controller JMX.
+const PORT_BLOCK: u16 = 17;
+
+/// A block of `PORT_BLOCK` consecutive loopback ports, claimed: an exclusive lock on
 /// `$TMPDIR/okp-port-blocks/<base>.lock`, held until the cluster is dropped. Probing
 /// that the ports bind is not enough on its own when two clusters start at once
 /// (`okp verify --all --jobs 2`, or two okp processes): both would find the same
@@ -1130,22 +1215,22 @@ impl PortBlock {
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             return None;
         }
-        let free = (0..14u16).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok());
+        let free = (0..PORT_BLOCK).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok());
         free.then_some(PortBlock { base, _lock: file })
     }
 }
 
-/// A block of 14 consecutive loopback ports that all bind and no other okp
+/// A block of `PORT_BLOCK` consecutive loopback ports that all bind and no other okp
 /// cluster holds. A requested base must be wholly free (another cluster there
 /// would answer our tools); without one, the search starts at an offset derived
 /// from the process id, so two okp runs started together rarely probe the same
 /// block first (and the lock settles it when they do).
 fn free_port_block(requested: Option<u16>) -> Result<PortBlock> {
     if let Some(base) = requested {
-        return base.checked_add(14).and_then(|_| PortBlock::claim(base)).ok_or_else(|| {
+        return base.checked_add(PORT_BLOCK).and_then(|_| PortBlock::claim(base)).ok_or_else(|| {
             Error::External(format!(
                 "--base-port {base}: ports {base}..{} on 127.0.0.1 are not all free (another cluster?)",
-                base.saturating_add(13)
+                base.saturating_add(PORT_BLOCK - 1)
             ))
         });
     }
@@ -1167,7 +1252,7 @@ fn free_port_block(requested: Option<u16>) -> Result<PortBlock> {
         }
     }
     Err(Error::External(format!(
-        "no block of 14 free ports on 127.0.0.1 between {FIRST} and {ephemeral_low} (below the ephemeral range)"
+        "no block of {PORT_BLOCK} free ports on 127.0.0.1 between {FIRST} and {ephemeral_low} (below the ephemeral range)"
     )))
 }
 

@@ -32,10 +32,11 @@ pub enum Tool {
     Quorum,
     Perf,
     Jmx,
+    Reassign,
 }
 
 impl Tool {
-    pub const ALL: [Tool; 13] = [
+    pub const ALL: [Tool; 14] = [
         Tool::Server,
         Tool::ZooKeeper,
         Tool::ZooKeeperShell,
@@ -49,6 +50,7 @@ impl Tool {
         Tool::Quorum,
         Tool::Perf,
         Tool::Jmx,
+        Tool::Reassign,
     ];
 
     /// Candidate classes, newest home first.
@@ -69,6 +71,9 @@ impl Tool {
             Tool::Quorum => &["org.apache.kafka.tools.MetadataQuorumCommand", "kafka.admin.MetadataQuorumCommand"],
             Tool::Perf => &["org.apache.kafka.tools.ProducerPerformance"],
             Tool::Jmx => &["org.apache.kafka.tools.JmxTool", "kafka.tools.JmxTool"],
+            Tool::Reassign => {
+                &["org.apache.kafka.tools.reassign.ReassignPartitionsCommand", "kafka.admin.ReassignPartitionsCommand"]
+            }
         }
     }
 
@@ -87,6 +92,7 @@ impl Tool {
             Tool::Quorum => "metadata-quorum",
             Tool::Perf => "producer-perf",
             Tool::Jmx => "jmx-tool",
+            Tool::Reassign => "reassign-partitions",
         }
     }
 }
@@ -262,6 +268,32 @@ pub fn parse_offset(stdout: &str, topic: &str, p: u32) -> Option<i64> {
     stdout.lines().find_map(|l| l.trim().strip_prefix(&prefix).and_then(|o| o.trim().parse().ok()))
 }
 
+/// What kafka-reassign-partitions `--verify` says of one partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReassignStatus {
+    Complete,
+    InProgress,
+    /// Any other line about the partition (no reassignment, but not the target replicas).
+    Other(String),
+}
+
+/// The `--verify` status of partition `p` of `topic`: "Reassignment of partition T-P is
+/// complete." (2.7 on), "… is still in progress.", or "There is no active reassignment of
+/// partition T-P, but replica set is … rather than …". None when no line names the partition.
+pub fn parse_reassign_status(stdout: &str, topic: &str, p: u32) -> Option<ReassignStatus> {
+    let name = format!("partition {topic}-{p}");
+    let line = stdout
+        .lines()
+        .find(|l| l.find(&name).is_some_and(|at| !l[at + name.len()..].starts_with(|c: char| c.is_ascii_digit())))?;
+    Some(if line.contains("still in progress") {
+        ReassignStatus::InProgress
+    } else if line.contains(&format!("{name} is complete")) {
+        ReassignStatus::Complete
+    } else {
+        ReassignStatus::Other(line.trim().to_string())
+    })
+}
+
 /// Batch headers of a DumpLogSegments --deep-iteration output (offsets,
 /// producer ids, sequences, CRCs, and `position`, which equal files share).
 pub fn batch_lines(stdout: &str) -> Vec<String> {
@@ -276,6 +308,7 @@ pub struct PerfSummary {
     pub max_ms: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    pub p999_ms: f64,
 }
 
 /// JmxTool's `--one-time true` output: a header of quoted `object-name:attribute`
@@ -340,6 +373,7 @@ pub fn parse_perf(stdout: &str) -> Option<PerfSummary> {
         max_ms: num_before("ms max latency")?,
         p50_ms: num_before("ms 50th")?,
         p99_ms: num_before("ms 99th")?,
+        p999_ms: num_before("ms 99.9th")?,
     })
 }
 
@@ -378,7 +412,7 @@ mod tests {
         let out = "150 records sent, 29.9 records/sec\n300 records sent, 99.6 records/sec (0.01 MB/sec), 11.23 ms avg latency, 77.00 ms max latency, 5 ms 50th, 40 ms 95th, 77 ms 99th, 77 ms 99.9th.\n";
         let p = parse_perf(out).unwrap();
         assert_eq!(p.records, 300);
-        assert_eq!((p.avg_ms, p.max_ms, p.p50_ms, p.p99_ms), (11.23, 77.0, 5.0, 77.0));
+        assert_eq!((p.avg_ms, p.max_ms, p.p50_ms, p.p99_ms, p.p999_ms), (11.23, 77.0, 5.0, 77.0, 77.0));
     }
 
     #[test]
@@ -392,6 +426,18 @@ mod tests {
         assert_eq!(gauge(&r, "Partition", "ObserverLag", &[("topic", "obs")]), None);
         assert_eq!(gauge(&r, "ReplicaManager", "ObserverSetSize", &[]), Some(1.0));
         assert!(parse_jmx("Connected\n").is_empty());
+    }
+
+    #[test]
+    fn reassign_verify_lines() {
+        let out = "Status of partition reassignment:\nReassignment of partition ra-0 is complete.\nReassignment of partition ra-10 is still in progress.\n\nClearing broker-level throttles on brokers 1,2,3,4\n";
+        assert_eq!(parse_reassign_status(out, "ra", 0), Some(ReassignStatus::Complete));
+        assert_eq!(parse_reassign_status(out, "ra", 10), Some(ReassignStatus::InProgress));
+        assert_eq!(parse_reassign_status(out, "ra", 1), None);
+        let other = "There is no active reassignment of partition ra-0, but replica set is 1,2,3 rather than 4.\n";
+        assert!(
+            matches!(parse_reassign_status(other, "ra", 0), Some(ReassignStatus::Other(l)) if l.contains("rather than 4"))
+        );
     }
 
     #[test]

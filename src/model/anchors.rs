@@ -102,7 +102,7 @@ impl Layers {
 }
 
 /// The contract's hook ids (shared/DESIGN.md); anchors.yaml must define each.
-pub const CONTRACT_HOOKS: [&str; 9] = [
+pub const CONTRACT_HOOKS: &[&str] = &[
     "promotion-gate",
     "demotion",
     "hw-gate",
@@ -112,6 +112,11 @@ pub const CONTRACT_HOOKS: [&str; 9] = [
     "kraft-election-gate",
     "kraft-alterpartition-defense",
     "read-replica",
+    // edge: reassignment (docs/contract.md#reassignment)
+    "zk-reassignment-complete",
+    "zk-reassignment-refusal",
+    "kraft-reassignment-complete",
+    "kraft-reassignment-refusal",
 ];
 
 #[derive(Clone, Debug, Deserialize, serde::Serialize)]
@@ -234,7 +239,7 @@ impl AnchorSet {
                 return Err(origin.error_at(&format!("id: {}", h.id), format!("hook `{}` is defined twice", h.id)));
             }
         }
-        for c in CONTRACT_HOOKS {
+        for &c in CONTRACT_HOOKS {
             if !hook_ids.contains(c) {
                 return Err(origin.error_at("hooks:", format!("hook `{c}` of the observer contract is not defined")));
             }

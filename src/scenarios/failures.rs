@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{round, Ctx, Flavor, Outcome};
+use super::{last_line, round, Ctx, Flavor, Outcome};
 use crate::cluster::{Cluster, OBSERVER};
 use crate::error::Result;
 
@@ -297,14 +297,4 @@ pub fn s8_controller_failover(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
         format!("election rc {}: {}; {}", pref.rc, last_line(&pref.stdout, &pref.stderr), s.show()),
     );
     Ok(())
-}
-
-fn last_line(stdout: &str, stderr: &str) -> String {
-    let text = format!("{stdout}\n{stderr}");
-    text.lines()
-        .rfind(|l| !l.trim().is_empty() && !l.starts_with('\t') && !l.trim_start().starts_with("at "))
-        .unwrap_or("")
-        .chars()
-        .take(200)
-        .collect()
 }

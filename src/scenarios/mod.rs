@@ -1,15 +1,17 @@
 //! The scenario suite okp verify runs on a live cluster: the reference
-//! implementation's S1–S8 plus the initial-ISR, latency, transaction and
-//! demotion checks. Each scenario asserts with numbers (`Check`s) and records
+//! implementation's S1–S8 plus the initial-ISR, latency, transaction,
+//! demotion and reassignment checks. Each scenario asserts with numbers (`Check`s) and records
 //! facts and timings; each leaves the cluster as it found it: every node up,
 //! observer.ids = `4` everywhere, broker 4 outside every ISR.
 //!
 //! Not here: processes and tools (cluster/), the report (verify.rs).
 
 mod auto;
+mod elections;
 mod failures;
 mod metrics;
 mod promotion;
+mod reassign;
 mod roll;
 mod topology;
 mod write_path;
@@ -64,6 +66,10 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "FFO", title: "fetch from the observer (KIP-392): a consumer of its rack reads from it, only up to the HW, read_committed exact; frozen observer: never uncommitted data", gate: false, run: topology::ffo },
     Scenario { id: "S4", title: "all primaries down: no observer leader even with unclean election; promote, elect, serve", gate: true, run: failures::s4_all_primaries_down },
     Scenario { id: "MET", title: "metrics layer: JMX gauges in steady state, with a lagging observer, during a demotion, with an observer stuck in the ISR", gate: false, run: metrics::met },
+    // ---- edge: reassignment (docs/contract.md#reassignment) ----
+    Scenario { id: "REASSIGN", title: "reassignment under acks=all load: observer-only targets refused; the observer added (never in the ISR, whole log), primary 3 moved out and back, the observer removed", gate: true, run: reassign::reassign },
+    // Edges: elections and leader balance (docs/contract.md). Last: it restarts the nodes that can be controller, twice.
+    Scenario { id: "PREF", title: "preferred election of an observer leader keeps a leader; auto rebalance with an observer first: no leader change, imbalance 0", gate: true, run: elections::pref },
     Scenario { id: "ROLL", title: "rolling adoption with the shipped bundle: back to the release's jars, okp install one node at a time under acks=all writes, observer named, okp rollback rolling; runs last", gate: false, run: roll::roll },
 ];
 
@@ -246,6 +252,17 @@ pub fn polls_summary(bad: &[String]) -> String {
         [one] => format!("1 poll: {one}"),
         [first, .., last] => format!("{} polls; first {first}; last {last}", bad.len()),
     }
+}
+
+/// The last line of a tool's output that says something (no blank line, no stack frame), cut to 200 chars.
+pub fn last_line(stdout: &str, stderr: &str) -> String {
+    let text = format!("{stdout}\n{stderr}");
+    text.lines()
+        .rfind(|l| !l.trim().is_empty() && !l.starts_with('\t') && !l.trim_start().starts_with("at "))
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect()
 }
 
 pub fn round(x: f64) -> f64 {

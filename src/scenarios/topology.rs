@@ -27,7 +27,7 @@ pub fn multi(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     o.fact("fifth_broker_ready_seconds", round(secs));
     let r = multi_steps(x, o, &both);
     // Leave the cluster as found: topic gone, broker 5 stopped, observer.ids `4` everywhere.
-    let deleted = x.c.delete_topic("multi", Duration::from_secs(60)).unwrap_or(false);
+    let deleted = x.c.delete_topic_and_wait("multi", Duration::from_secs(60)).unwrap_or(false);
     o.check("clean-up: topic multi deleted", deleted, "");
     x.c.remove_broker(SECOND);
     let nodes = x.c.kafka_nodes();

@@ -53,6 +53,13 @@ object ObserverIds {
 
   /** The observer ids now in force (an immutable snapshot). */
   def current: Set[Int] = shared.current
+
+  /**
+   * The preferred replica of a partition with these replicas in assignment order: the first one
+   * that is not an observer. None when every replica is an observer: such a partition has no
+   * preferred replica, so leader balance never counts it and never moves its leadership.
+   */
+  def preferredReplica(replicas: scala.collection.Seq[Int]): Option[Int] = replicas.find(id => !isObserver(id))
 }
 
 /**

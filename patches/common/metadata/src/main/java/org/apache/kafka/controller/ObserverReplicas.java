@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Paths;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.Objects;
@@ -13,6 +14,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
+import java.util.function.IntPredicate;
 import java.util.function.LongSupplier;
 
 import org.slf4j.Logger;
@@ -46,8 +48,13 @@ import org.slf4j.LoggerFactory;
  * {@code OBSERVER AUDIT registry=controller node=- event=.. source=.. before=[..] after=[..] added=[..] removed=[..] epochMs=..}
  *
  * <p>The file must be present on every controller node, which may be machines without a broker.
+ *
+ * <p>Public, with {@link #isObserver} and {@link #current}, because hooks outside this package call
+ * it: {@code org.apache.kafka.metadata.PartitionRegistration} (which replica is preferred) and
+ * {@code org.apache.kafka.controller.metrics.ControllerMetadataMetricsPublisher} (the imbalance
+ * count). All of them are in the kafka-metadata jar with this class.
  */
-final class ObserverReplicas {
+public final class ObserverReplicas {
     static final String FILE_ENV = "KAFKA_OBSERVER_IDS_FILE";
     static final String IDS_ENV = "KAFKA_OBSERVER_BROKER_IDS";
     static final String DEFAULT_FILE = "/opt/kafka/observer.ids";
@@ -63,13 +70,41 @@ final class ObserverReplicas {
     }
 
     /** True if {@code brokerId} is an observer. Cheap: at most one file read per 5 s. */
-    static boolean isObserver(int brokerId) {
+    public static boolean isObserver(int brokerId) {
         return SHARED.isObserver(brokerId);
     }
 
     /** The observer ids now in force (an unmodifiable snapshot). */
-    static Set<Integer> current() {
+    public static Set<Integer> current() {
         return SHARED.current();
+    }
+
+    /**
+     * A leader predicate whose observer gate can be set aside: {@code ReplicationControlManager}'s
+     * {@code LeaderAcceptor} tests {@code !isObserver(id) && isLiveLeader(id)}, where
+     * {@code isLiveLeader} is upstream's test (the broker is active, or the one being unfenced, and
+     * its log directory for the partition is online).
+     */
+    interface LeaderLiveness {
+        boolean isLiveLeader(int brokerId);
+    }
+
+    /**
+     * Whether {@code isAcceptableLeader} would accept {@code brokerId} if it were not an observer.
+     * False for a predicate that cannot say (a plain lambda, as in unit tests): in doubt an
+     * observer is not kept as leader.
+     */
+    static boolean isLiveLeader(IntPredicate isAcceptableLeader, int brokerId) {
+        return isAcceptableLeader instanceof LeaderLiveness
+            && ((LeaderLiveness) isAcceptableLeader).isLiveLeader(brokerId);
+    }
+
+    /**
+     * {@code isr.containsAll(replicas)} with the observers of {@code replicas} left out: what a
+     * reassignment waits for, since an observer never joins the ISR.
+     */
+    static boolean containsAllButObservers(Collection<Integer> isr, Collection<Integer> replicas) {
+        return SHARED.containsAllButObservers(isr, replicas);
     }
 
     /** One cache of the observer ids; the controller uses {@link #SHARED}, tests build their own. */
@@ -92,6 +127,17 @@ final class ObserverReplicas {
 
         boolean isObserver(int brokerId) {
             return current().contains(brokerId);
+        }
+
+        // One snapshot of the set answers for every replica.
+        boolean containsAllButObservers(Collection<Integer> isr, Collection<Integer> replicas) {
+            Set<Integer> observers = current();
+            for (Integer replica : replicas) {
+                if (!observers.contains(replica) && !isr.contains(replica)) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         Set<Integer> current() {
