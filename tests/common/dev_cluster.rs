@@ -74,21 +74,33 @@ impl DevCluster {
 
     /// The replicas of `topic` as `status --format json` reports them (observers per the nodes' files).
     pub fn status(&self, topic: &str) -> serde_json::Value {
-        let o =
-            self.okp(&["status", "--format", "json", "--topic", topic, "--nodes", self.nodes_file().to_str().unwrap()]);
-        assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", crate::common::stderr(&o));
-        serde_json::from_str(&crate::common::stdout(&o)).unwrap()
+        self.try_status(topic).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// Waits (≤ 60 s) until the replicas of `topic` satisfy `pred`.
+    /// `status`, or what okp said when it could not answer (exit 2 or 3).
+    fn try_status(&self, topic: &str) -> Result<serde_json::Value, String> {
+        let o =
+            self.okp(&["status", "--format", "json", "--topic", topic, "--nodes", self.nodes_file().to_str().unwrap()]);
+        if o.status.code() == Some(0) || o.status.code() == Some(1) {
+            Ok(serde_json::from_str(&crate::common::stdout(&o)).unwrap())
+        } else {
+            Err(format!("exit {:?}: {}", o.status.code(), crate::common::stderr(&o)))
+        }
+    }
+
+    /// Waits (≤ 60 s) until the replicas of `topic` satisfy `pred`. While brokers restart, a
+    /// broker that has not yet had the cluster's metadata may answer that the topic does not
+    /// exist: such an answer is waited out like any other state, and shown if it is the last.
     pub fn wait(&self, topic: &str, what: &str, pred: impl Fn(&[serde_json::Value]) -> bool) {
         let t0 = Instant::now();
         loop {
-            let s = self.status(topic);
-            if pred(s["replicas"].as_array().unwrap()) {
-                return;
+            let s = self.try_status(topic);
+            if let Ok(s) = &s {
+                if pred(s["replicas"].as_array().unwrap()) {
+                    return;
+                }
             }
-            assert!(t0.elapsed() < Duration::from_secs(60), "{topic}: not {what} within 60 s: {s:#}");
+            assert!(t0.elapsed() < Duration::from_secs(60), "{topic}: not {what} within 60 s: {s:#?}");
             std::thread::sleep(Duration::from_millis(500));
         }
     }
