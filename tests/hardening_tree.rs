@@ -443,11 +443,22 @@ impl Drop for Holder {
 #[test]
 fn a_held_lock_refuses_every_command_and_recovery_waits_for_it() {
     let pristine = snapshot(&hooked_tree(V));
-    let s = site();
-    // An apply killed after a few steps: its journal waits for recovery.
-    let o = okp().args(["apply", "--mode", M, "--source"]).arg(&s.tree).env("OKP_TEST_ABORT_AFTER", "6").output();
-    assert!(o.unwrap().status.code().is_none());
-    assert!(s.tree.join(".okp/journal.json").exists());
+    // An apply killed just after its journal is written (the first step after the pristine copies,
+    // whose number grows with the files the patch set edits): its journal waits for recovery.
+    let s = (6..60)
+        .map(|n| {
+            let s = site();
+            let o = okp()
+                .args(["apply", "--mode", M, "--source"])
+                .arg(&s.tree)
+                .env("OKP_TEST_ABORT_AFTER", n.to_string())
+                .output()
+                .unwrap();
+            assert!(o.status.code().is_none(), "apply finished before step {n}");
+            s
+        })
+        .find(|s| s.tree.join(".okp/journal.json").exists())
+        .expect("no step of the apply wrote its journal");
     let before = snapshot(&s.tree);
     {
         let _h = Holder::start(&s.tree, "4242\n");
