@@ -125,7 +125,9 @@ fn refuse_through_znode(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let mut gone = false;
     while !gone && t0.elapsed() < Duration::from_secs(30) {
         let got = x.c.zk(&["get", ZNODE])?;
-        gone = format!("{}{}", got.stdout, got.stderr).contains("does not exist");
+        // "Node does not exist: …" (ZooKeeper 3.6 on); 3.5's shell (Kafka 2.7, 2.8) prints the NoNodeException.
+        let said = format!("{}{}", got.stdout, got.stderr);
+        gone = said.contains("does not exist") || said.contains("KeeperErrorCode = NoNode");
     }
     o.fact("znode_refusal_seconds", round(t0.elapsed().as_secs_f64()));
     let logged: Vec<String> = x.c.grep_logs(&["Failed reassignment through zk"]).into_iter().skip(before).collect();
