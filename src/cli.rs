@@ -145,8 +145,13 @@ pub struct VersionsArgs {
 
 #[derive(Args, Debug)]
 pub struct ShowArgs {
-    #[arg(long, value_name = "V")]
-    pub version: KafkaVersion,
+    /// The release whose patch set to show (every edit with its anchor).
+    #[arg(long, value_name = "V", required_unless_present = "build", conflicts_with = "build")]
+    pub version: Option<KafkaVersion>,
+    /// Instead: what a build directory's okp-build.json records: the sources compiled (sha256),
+    /// the compilers, and the provenance proofs with the members our edits changed per class.
+    #[arg(long, value_name = "DIR")]
+    pub build: Option<std::path::PathBuf>,
     #[arg(long, value_name = "M")]
     pub mode: Option<Mode>,
     /// An optional layer of the patch set to take as well (repeatable): metrics (JMX gauges, docs/observer-metrics.md).
@@ -163,6 +168,9 @@ pub struct ApplyArgs {
     /// Apply even though the tree declares another release.
     #[arg(long)]
     pub force: bool,
+    /// Apply even to upstream files that are not the release's own bytes (a fork); recorded.
+    #[arg(long)]
+    pub allow_modified: bool,
     /// Print the change as a unified diff and write nothing.
     #[arg(long)]
     pub dry_run: bool,

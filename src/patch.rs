@@ -9,17 +9,20 @@ use crate::apply::{self, Plan};
 use crate::check;
 use crate::error::{Error, Outcome, Result};
 use crate::gitwt;
+use crate::hash::sha256;
 use crate::model::{Layers, Mode, ModeDefault, Model, Release};
 use crate::out::print;
 use crate::patchset::{marked_block, Effective, Op};
 use crate::report::{self, Format};
-use crate::source::{DirTree, SourceTree};
+use crate::source::{DirTree, SourceTree, Spec};
 use crate::tx::{State, Tx};
 use crate::version::KafkaVersion;
 use crate::workspace::Workspace;
 
 pub struct ApplyOpts {
     pub force: bool,
+    /// Apply even to edited upstream files that are not the release's own bytes (a fork).
+    pub allow_modified: bool,
     pub dry_run: bool,
     pub commit: bool,
     pub layers: Layers,
@@ -80,6 +83,65 @@ pub fn show(ws: &Workspace, version: KafkaVersion, mode: Option<Mode>, layers: &
     }
     print(&s)?;
     Ok(Outcome::Done)
+}
+
+/// Whether each upstream file apply edits holds the release's own bytes (its Maven Central sources
+/// jar): a fork or a locally changed checkout is refused unless `allow_modified`. Returns the
+/// modified files (allowed) and, when there was nothing to compare with (no sources jar of the
+/// release, Maven unreachable), why not: both are recorded in the tree's state.
+fn release_check(
+    ws: &Workspace,
+    version: KafkaVersion,
+    plan: &Plan,
+    allow_modified: bool,
+) -> Result<(Vec<String>, Option<String>)> {
+    let edited: Vec<(&str, &[u8])> =
+        plan.changes.iter().filter_map(|c| c.before.as_deref().map(|b| (c.path.as_str(), b))).collect();
+    let hint = "nothing to compare the checkout's files with";
+    let release = match ws.open(Spec::Release { version, hint }) {
+        Ok(t) => t,
+        Err(e) => {
+            let why = format!("{e}");
+            eprintln!(
+                "okp: warning: cannot tell whether the {} upstream files okp edits are Kafka {version}'s own: {why}",
+                edited.len()
+            );
+            return Ok((Vec::new(), Some(why)));
+        }
+    };
+    let mut modified = Vec::new();
+    for (path, here) in &edited {
+        match release.read(path)? {
+            Some(theirs) if theirs.as_slice() == *here => {}
+            Some(theirs) => modified.push(format!(
+                "{path} (sha256 {} here, {} in {version}'s sources jar)",
+                sha256(here),
+                sha256(&theirs)
+            )),
+            None => modified.push(format!("{path} (not in {version}'s sources jar)")),
+        }
+    }
+    if modified.is_empty() {
+        eprintln!(
+            "okp: the {} upstream files okp edits are byte-identical to Kafka {version}'s ({})",
+            edited.len(),
+            release.describe()
+        );
+    } else if allow_modified {
+        eprintln!(
+            "okp: warning: applying to files that are not Kafka {version}'s own (--allow-modified; recorded in \
+             .okp/state.json):\n  {}",
+            modified.join("\n  ")
+        );
+    } else {
+        return Err(Error::Check(format!(
+            "files okp would edit are not Kafka {version}'s own (a fork, or changed since the release):\n  {}\n\
+             nothing was changed; the patch set was ported and proven on the release's sources. To patch a fork \
+             anyway pass --allow-modified (recorded in .okp/state.json and shown by `okp status`)",
+            modified.join("\n  ")
+        )));
+    }
+    Ok((modified, None))
 }
 
 /// The release a checkout is: refuses a mismatch with --version unless forced.
@@ -158,6 +220,7 @@ pub fn apply(
             )));
         }
     }
+    let (modified, unchecked) = release_check(ws, version, &plan, opts.allow_modified)?;
     if opts.dry_run {
         print(&apply::unified_diff(&plan))?;
         return Ok(Outcome::Done);
@@ -174,6 +237,8 @@ pub fn apply(
         layers: eff.layers.label(),
         files: Vec::new(),
         created_dirs: Vec::new(),
+        modified,
+        unchecked,
     };
     tx.apply(&plan, state)?;
     eprintln!("okp: applied {}", summary(&eff, &plan));
@@ -238,17 +303,26 @@ pub fn status(root: &Path) -> Result<Outcome> {
     }
     match tx.state()? {
         None => print(&format!("{}: pristine (no okp patch set)\n", root.display()))?,
-        Some(st) => print(&format!(
-            "{}: patch set {} applied (Kafka {} {}, family {}, layers {}, okp {}), {} files\n",
-            root.display(),
-            st.short_hash(),
-            st.release,
-            st.mode,
-            st.family,
-            if st.layers.is_empty() { "core" } else { &st.layers },
-            st.okp_version,
-            st.files.len()
-        ))?,
+        Some(st) => {
+            let mut s = format!(
+                "{}: patch set {} applied (Kafka {} {}, family {}, layers {}, okp {}), {} files\n",
+                root.display(),
+                st.short_hash(),
+                st.release,
+                st.mode,
+                st.family,
+                if st.layers.is_empty() { "core" } else { &st.layers },
+                st.okp_version,
+                st.files.len()
+            );
+            for m in &st.modified {
+                let _ = writeln!(s, "  applied with --allow-modified: {m}");
+            }
+            if let Some(why) = &st.unchecked {
+                let _ = writeln!(s, "  not compared with the release's own files: {why}");
+            }
+            print(&s)?
+        }
     }
     Ok(Outcome::Done)
 }

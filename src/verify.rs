@@ -250,13 +250,6 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
 
 /// Patched jars: `--jars DIR` (a build's output), else a splice build cached
 /// per release, mode and patch-set hash (a changed patch set builds anew).
-/// A build with a passing provenance proof, or one of a layer the proofs do not cover yet (the
-/// metrics layer: see `build::splice`), which says so by carrying no proof.
-fn proven_or_exempt(rec: &BuildRecord) -> bool {
-    rec.provenance.as_ref().is_some_and(|p| p.passed())
-        || (rec.provenance.is_none() && rec.layers.iter().any(|l| *l != crate::model::Layer::Core))
-}
-
 pub fn patched_jars(
     ws: &Workspace,
     release: &Release,
@@ -276,7 +269,7 @@ pub fn patched_jars(
                 mode
             )));
         }
-        if !proven_or_exempt(&rec) {
+        if !rec.proven() {
             return Err(Error::Check(format!(
                 "{}: okp-build.json holds no passing provenance proof, so nothing shows these jars are the \
                  release plus exactly our edits; build them again with this okp",
@@ -290,9 +283,7 @@ pub fn patched_jars(
     // A record this okp cannot read (another schema, damaged) is a miss: the jars are built anew;
     // so is one without a passing provenance proof.
     match BuildRecord::read(&dir) {
-        Ok(rec)
-            if rec.patch_set_hash == hash && proven_or_exempt(&rec) && rec.jars.iter().all(|j| j.path.is_file()) =>
-        {
+        Ok(rec) if rec.patch_set_hash == hash && rec.proven() && rec.jars.iter().all(|j| j.path.is_file()) => {
             eprintln!("okp: verify: patched jars from the cache {}", dir.display());
             return Ok(rec);
         }

@@ -154,9 +154,45 @@ fn wrong_release_is_refused_unless_forced() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("declares version 3.9.2, not 3.9.1"), "{}", stderr(&o));
     assert_eq!(snapshot(t.path()), before);
-    // Forced, 3.9.1's patch set (same family) lands on the 3.9.2 tree.
+    // Forced, 3.9.1's patch set (same family) lands on the 3.9.2 tree: the files it edits are
+    // byte for byte 3.9.1's own (compared with 3.9.1's sources jar), so nothing else is needed.
     let o = apply(t.path(), &["--version", "3.9.1", "--force"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("byte-identical to Kafka 3.9.1's"), "{}", stderr(&o));
+}
+
+/// A hooked file that is not the release's own bytes (a fork, a local change outside every
+/// anchor) is refused before anything is written, naming the file and both sha256; with
+/// --allow-modified it is patched and the state records it, which `okp status` shows.
+#[test]
+fn a_hooked_file_changed_since_the_release_is_refused_unless_allowed() {
+    let t = copy_all(&hooked_tree(V));
+    let o = apply(t.path(), &["--dry-run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("byte-identical to Kafka 3.9.2's"), "{}", stderr(&o));
+    let path = "core/src/main/scala/kafka/cluster/Partition.scala";
+    let f = t.path().join(path);
+    let mut text = std::fs::read(&f).unwrap();
+    text.extend_from_slice(b"// a fork's change, outside every anchor\n");
+    std::fs::write(&f, &text).unwrap();
+    let before = snapshot(t.path());
+    let o = apply(t.path(), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains(&format!("{path} (sha256 {} here", okp::hash::sha256(&text))), "{err}");
+    assert!(err.contains("nothing was changed") && err.contains("--allow-modified"), "{err}");
+    assert_eq!(snapshot(t.path()), before);
+    assert!(!t.path().join(".okp").exists());
+
+    let o = apply(t.path(), &["--allow-modified"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(t.path().join(".okp/state.json")).unwrap()).unwrap();
+    let modified = state["modified"].as_array().unwrap();
+    assert_eq!(modified.len(), 1, "{state}");
+    assert!(modified[0].as_str().unwrap().starts_with(path), "{state}");
+    let o = okp().args(["status", "--source"]).arg(t.path()).output().unwrap();
+    assert!(stdout(&o).contains(&format!("applied with --allow-modified: {path}")), "{}", stdout(&o));
 }
 
 #[test]

@@ -114,6 +114,10 @@ fn the_manifest_describes_the_bundle() {
     for (module, a) in m["upstream"]["sources"].as_object().unwrap() {
         assert!(a["coordinate"].as_str().unwrap().ends_with(":3.9.2:sources"), "{module}");
     }
+    // The build's provenance proofs travel with the bundle: the changed members per class.
+    assert_eq!(m["provenance"], rec["provenance"]);
+    assert_eq!(m["provenance"]["delta"]["passed"], true);
+    assert!(!m["provenance"]["delta"]["changed_members"].as_object().unwrap().is_empty(), "{m}");
     // Every file's sha256, recomputed with sha256sum from an extraction by GNU tar.
     let x = tempfile::tempdir().unwrap();
     assert!(run(Command::new("tar").arg("-xzf").arg(&b).current_dir(x.path())).status.success());
@@ -135,6 +139,35 @@ fn the_manifest_describes_the_bundle() {
     let observers = std::fs::read_to_string(root.join("OBSERVERS.md")).unwrap();
     assert!(observers.contains("okp observers demote") && observers.contains("--broker 4"), "{observers}");
     assert_eq!(std::fs::metadata(root.join("install.sh")).unwrap().permissions().mode() & 0o777, 0o755);
+}
+
+/// Only jars with a passing provenance proof are shipped: a record without one (an older okp's,
+/// or `OKP_NO_PROOF=1`) is refused, naming the record and the command that shows it.
+#[test]
+fn a_build_without_a_passing_proof_is_not_bundled() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("build");
+    std::fs::create_dir(&dir).unwrap();
+    for e in std::fs::read_dir(built("3.9.2", "kraft")).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let mut rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("okp-build.json")).unwrap()).unwrap();
+    rec.as_object_mut().unwrap().remove("provenance");
+    std::fs::write(dir.join("okp-build.json"), serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    let (_k, key, _public) = keys();
+    let out = tempfile::tempdir().unwrap();
+    let o = bundle(&dir, "x86_64", &key, out.path());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no passing provenance proof") && stderr(&o).contains("okp show --build"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "nothing written");
 }
 
 /// A build with the metrics layer: the record, the manifest and the files say so,

@@ -467,6 +467,11 @@ fn write_marks_a_release_maven_central_has_no_sources_jar_of() {
     let o = okp().arg("--versions").arg(&versions).args(["check-anchors", "--version", "4.2.2"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("check-anchors reads a checkout instead with --source DIR or --git REPO --rev REV"));
+    // The weekly sentinel (`check-anchors --all`) stays green with it: skipped, with a line saying so.
+    let o = okp().arg("--versions").arg(&versions).args(["check-anchors", "--all"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(all.contains("4.2.2") && all.contains("skip"), "{all}");
 }
 
 fn guard<'a>(v: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {

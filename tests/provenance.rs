@@ -35,14 +35,10 @@ fn the_proofs_pass_for_3_9_2_zk_and_4_3_1_kraft_from_the_sources_jars() {
         let p = &record(out.path())["provenance"];
         // Since the read-replica hook (3.3.2+), core builds recompile ReplicaManager.scala, the one
         // file whose source = release proof is not established (a recompile of 3.9.2's unmodified
-        // source differs in fetchMessages): its difference is recorded, never another file's.
-        let release_ok = p["release"]["passed"] == true
-            || p["release"]["differences"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|d| d.as_str().unwrap().starts_with("ReplicaManager.scala: "));
-        assert!(release_ok, "{p:#}");
+        // source differs in fetchMessages): its difference is recorded apart, never another file's.
+        assert_eq!(p["release"]["passed"], true, "{p:#}");
+        let unestablished = p["release"]["not_established"].as_array().cloned().unwrap_or_default();
+        assert!(unestablished.iter().all(|d| d.as_str().unwrap().starts_with("ReplicaManager.scala: ")), "{p:#}");
         assert_eq!(p["delta"]["passed"], true, "{p:#}");
         assert!(p["release"]["classes_compared"].as_u64().unwrap() >= 7, "{p:#}");
         let changed: Vec<&str> = p["delta"]["changed_members"][edited_class]
@@ -70,6 +66,17 @@ fn the_proofs_pass_for_3_9_2_zk_and_4_3_1_kraft_from_the_sources_jars() {
             .iter()
             .any(|s| s["upstream_sha256"].is_string() && s["upstream_sha256"] != s["patched_sha256"]));
         assert!(out.path().join("provenance.json").is_file());
+        // `okp show --build` prints the same record for a reviewer: sources with their sha256,
+        // both verdicts, and the members our edits changed.
+        let o = okp().args(["show", "--build"]).arg(out.path()).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let shown = String::from_utf8_lossy(&o.stdout);
+        assert!(shown.contains("provenance (schema 1): passed"), "{shown}");
+        assert!(shown.contains("patch delta: passed"), "{shown}");
+        assert!(shown.contains(&format!("      {edited_class}:\n")) && shown.contains(edited_member), "{shown}");
+        let first = &sources[0];
+        assert!(shown.contains(&format!("{}  release ", first["path"].as_str().unwrap())), "{shown}");
+        assert!(shown.contains(first["patched_sha256"].as_str().unwrap()), "{shown}");
         let members = |class: &str| -> Vec<String> {
             p["delta"]["changed_members"][class]
                 .as_array()

@@ -44,6 +44,8 @@ fn state() -> okp::tx::State {
             },
         ],
         created_dirs: vec!["core/src/main/scala/kafka/observer".into()],
+        modified: vec![],
+        unchecked: None,
     }
 }
 

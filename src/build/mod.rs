@@ -14,5 +14,6 @@ pub mod jar;
 pub mod matrix;
 pub mod proof;
 pub mod record;
+pub mod show;
 pub mod splice;
 pub mod synthetic;

@@ -72,12 +72,12 @@ pub const EXCEPTIONS: &[Exception] = &[
     },
     Exception {
         from: "4.0.0",
-        to: "4.3.1",
+        to: "4.4.0",
         file: "metadata/src/main/java/",
         relaxations: &[Relaxation::JavacMandatedParameters],
         cause: "kafka-metadata 4.x was compiled by javac 21 or later, which writes MethodParameters for an inner \
                 class constructor's outer instance and for an enum's constructor and valueOf; okp compiles with \
-                javac 17 --release 17",
+                javac 17 --release 17 (4.4.0: seen on PartitionChangeBuilder$Election, 2026-11-30)",
     },
 ];
 
@@ -94,7 +94,7 @@ fn exceptions_for(version: KafkaVersion, file: &str) -> Vec<Relaxation> {
 }
 
 /// What okp-build.json records about where a build came from and what was proved.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Provenance {
     pub schema: u32,
     /// The tree the upstream sources were read from.
@@ -121,21 +121,21 @@ impl Provenance {
     }
 }
 
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SourceHash {
     pub path: String,
     pub upstream_sha256: Option<String>,
     pub patched_sha256: String,
 }
 
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Artifact {
     pub coordinate: String,
     pub sha256: String,
 }
 
 /// Source ≡ release: the unpatched recompile against the release's classes.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ReleaseProof {
     pub classes_compared: usize,
     /// Classes whose bytes equal the release's.
@@ -151,6 +151,11 @@ pub struct ReleaseProof {
     pub enforced: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub differences: Vec<String>,
+    /// Differences in a unit whose recompile is not yet shown to reproduce any release
+    /// (`NOT_ESTABLISHED`): recorded and printed, on every release, never counted as passing
+    /// or failing; `passed` speaks for the other units.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_established: Vec<String>,
 }
 
 /// The releases on which okp has shown (evidence/build/proof/) that its recompile of the
@@ -158,8 +163,13 @@ pub struct ReleaseProof {
 /// difference refuses the build. On the other releases the differences a recompile shows are
 /// recorded in the build record and printed, not refused, until each is explained (found on
 /// 3.1.2: `Partition.maybeExpandIsr` keeps a boolean in a local the release's optimizer
-/// removed). A release is added here once its proof passes with its exceptions documented.
-pub const ENFORCED: &[&str] = &["2.7.2", "3.9.2", "4.3.1"];
+/// removed). A release is added here once its proof passes with its exceptions documented: every
+/// reference release but 3.1.2, 3.2.3 and 3.3.2 (that `maybeExpandIsr`), core and metrics layers,
+/// evidence/build/proof/summary.md.
+pub const ENFORCED: &[&str] = &[
+    "2.7.2", "2.8.1", "2.8.2", "3.0.2", "3.4.1", "3.5.2", "3.6.2", "3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2",
+    "4.2.1", "4.3.1",
+];
 
 /// Upstream units whose recompile is not yet shown to reproduce the release on any release: a
 /// difference there is recorded, not refused, when the sources are the release's own sources jars.
@@ -177,7 +187,7 @@ pub fn enforced(version: KafkaVersion) -> bool {
     ENFORCED.iter().any(|v| v.parse::<KafkaVersion>().is_ok_and(|e| e == version))
 }
 
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ExceptionUse {
     pub class: String,
     pub member: String,
@@ -186,7 +196,7 @@ pub struct ExceptionUse {
 }
 
 /// Patch delta: the patched recompile against the unpatched one.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct DeltaProof {
     pub classes_compared: usize,
     pub unchanged: usize,
@@ -356,6 +366,17 @@ pub fn prove_release(
             refused.join("\n  ")
         )));
     }
+    let (unestablished, problems): (Vec<_>, Vec<_>) = problems.into_iter().partition(|(f, _)| not_established(f));
+    if !unestablished.is_empty() {
+        let u: Vec<String> = unestablished.into_iter().map(|(_, m)| m).collect();
+        crate::out::note(format!(
+            "note: a recompile of {version}'s own sources differs from its jar in a unit whose recompile is not \
+             yet established on any release (docs/building.md):\n  {}\n  (recorded in okp-build.json as \
+             not_established; the patch delta proof still holds every change to the edits)",
+            u.join("\n  ")
+        ));
+        proof.not_established.extend(u);
+    }
     let problems: Vec<String> = problems.into_iter().map(|(_, m)| m).collect();
     if !problems.is_empty() {
         crate::out::note(format!(
@@ -365,9 +386,9 @@ pub fn prove_release(
             problems.join("\n  ")
         ));
         proof.differences.extend(problems);
-        return Ok(());
     }
-    proof.passed = true;
+    // One call per module: the proof passes when no module's established units differ.
+    proof.passed = proof.differences.is_empty();
     Ok(())
 }
 
@@ -482,9 +503,19 @@ fn belongs_to(n: &str, m: &str) -> bool {
     n == m || local || n.starts_with(&format!("$anonfun${m}$")) || java_lambda
 }
 
+/// A member name without scalac's expanded-name prefix: a private member another class reaches
+/// (a lambda body a nested class calls, 2.13.3 on 2.7.2) is made public and renamed
+/// `<owner's full name, '$' for '/'>$$<name>`: `kafka$cluster$Partition$$$anonfun$new$10` is
+/// `$anonfun$new$10` of `kafka/cluster/Partition`. Only the owner's own prefix is stripped.
+fn unexpanded<'n>(class: &str, n: &'n str) -> &'n str {
+    let c = class.strip_suffix(".class").unwrap_or(class);
+    let owner = c.strip_suffix('$').unwrap_or(c).replace('/', "$");
+    n.strip_prefix(owner.as_str()).and_then(|r| r.strip_prefix("$$")).filter(|r| !r.is_empty()).unwrap_or(n)
+}
+
 /// Whether a changed member of `class` is explained by one of `sites`.
 pub fn explained(class: &str, m: &MemberId, sites: &[EditSite]) -> bool {
-    let n = m.name();
+    let n = unexpanded(class, m.name());
     sites.iter().filter(|s| s.class.as_deref().is_some_and(|t| class_is(class, t))).any(|s| match m.kind {
         Kind::Method | Kind::Field if !s.methods.is_empty() => s.methods.iter().any(|x| belongs_to(n, x)),
         Kind::Method | Kind::Field => {
@@ -596,6 +627,12 @@ pub fn prove_delta(
         }
         let here = here_of(file);
         let mut stray: Vec<MemberId> = changed.iter().filter(|m| !explained(&a.name, m, here)).cloned().collect();
+        // A local or anonymous class's code is written inside the member that defines it: where an
+        // edit sits in that member, so do the class's methods (a gauge's `value()` calling a lambda
+        // body the edit renumbered, 2.7.2's ReplicaManager).
+        if class_explained(after_definers.get(canonical), here) {
+            stray.retain(|m| m.kind == Kind::Class);
+        }
         let explained_members: Vec<&MemberId> =
             changed.iter().filter(|m| m.kind != Kind::Class && explained(&a.name, m, here)).collect();
         stray.retain(|m| {
@@ -733,7 +770,9 @@ pub fn inputs(
     let file_sha = |p: &Path| -> Result<String> {
         Ok(sha256(&std::fs::read(p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?))
     };
-    for c in release.sources.values() {
+    // The sources jars are recorded only when they are what was read (a build from a checkout
+    // or a git revision names its tree above, and may have no sources jar at all: 4.4.0).
+    for c in release.sources.values().filter(|_| tree.is_release_sources_jar()) {
         prov.sources_jars
             .push(Artifact { coordinate: format!("{c}:sources"), sha256: file_sha(&maven.path(c, Some("sources")))? });
     }
@@ -816,6 +855,17 @@ mod tests {
         assert!(!class_is("kafka/cluster/PartitionListener", "Partition"));
         assert!(belongs_to("shouldWaitForReplicaToJoinIsr$1", "shouldWaitForReplicaToJoinIsr"));
         assert!(belongs_to("$anonfun$getOutOfSyncReplicas$1$adapted", "getOutOfSyncReplicas"));
+        assert_eq!(
+            unexpanded("kafka/cluster/Partition", "kafka$cluster$Partition$$$anonfun$new$10"),
+            "$anonfun$new$10"
+        );
+        assert_eq!(unexpanded("kafka/cluster/Partition$", "kafka$cluster$Partition$$f$1"), "f$1");
+        // Another owner's prefix, or nothing after it, is left as it is.
+        assert_eq!(
+            unexpanded("kafka/cluster/Replica", "kafka$cluster$Partition$$$anonfun$new$10"),
+            "kafka$cluster$Partition$$$anonfun$new$10"
+        );
+        assert_eq!(unexpanded("kafka/cluster/Partition", "kafka$cluster$Partition$$"), "kafka$cluster$Partition$$");
         assert!(!belongs_to("getOutOfSyncReplicasX", "getOutOfSyncReplicas"));
     }
 }

@@ -108,6 +108,12 @@ impl BuildRecord {
         Ok(swapped)
     }
 
+    /// Whether the jars carry a passing provenance proof (`proof::Provenance::passed`): what
+    /// `okp verify --jars`, verify's cache and `okp bundle` require.
+    pub fn proven(&self) -> bool {
+        self.provenance.as_ref().is_some_and(|p| p.passed())
+    }
+
     /// The record of the build output directory `dir`.
     pub fn read(dir: &Path) -> Result<BuildRecord> {
         SCHEMA.read(

@@ -275,9 +275,8 @@ pub fn splice(
         return Err(Error::Drift(format!("anchor drift in {} {mode}: nothing was built", release.version)));
     }
     let plan = apply::plan(&eff, tree)?;
-    // The proofs cover the core layer's units; the metrics layer's (ReplicaManager, the gauges'
-    // lambdas) are not yet explained by the delta proof, so a build with it carries no proof.
-    let prove = proof::enabled() && eff.layers.iter().all(|l| l == crate::model::Layer::Core);
+    // Every layer's units are proved (the metrics layer's gauges and their lambdas too).
+    let prove = proof::enabled();
     let mut provenance = proof::Provenance::default();
     let work = out.join("work");
     let _ = std::fs::remove_dir_all(&work);

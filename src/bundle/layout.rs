@@ -67,6 +67,8 @@ pub struct Inputs {
     pub layers: Vec<crate::model::Layer>,
     pub build: Build,
     pub sources: BTreeMap<String, Artifact>,
+    /// The build record's provenance proofs (the manifest carries them).
+    pub provenance: Option<Box<crate::build::proof::Provenance>>,
     pub jars: Vec<JarInput>,
     /// Apache Kafka's LICENSE and NOTICE, from the upstream core jar.
     pub license: Vec<u8>,
@@ -160,6 +162,7 @@ pub fn manifest(i: &Inputs, files: &[File], native: Vec<NativeLib>) -> Manifest 
         native_libraries: native,
         upstream: Upstream { project: "Apache Kafka".into(), sources: i.sources.clone() },
         build: i.build.clone(),
+        provenance: i.provenance.clone(),
         jars: i
             .jars
             .iter()
@@ -207,6 +210,7 @@ mod tests {
                 recompiled_sources: vec!["core/src/main/scala/kafka/cluster/Partition.scala".into()],
             },
             sources: BTreeMap::new(),
+            provenance: None,
             jars: vec![JarInput {
                 file_name: "kafka_2.13-3.9.2.jar".into(),
                 bytes: b"jar".to_vec(),

@@ -20,7 +20,6 @@ use super::verify;
 use crate::build::record::{self, BuildRecord};
 use crate::error::{Error, Result};
 use crate::hash::sha256;
-use crate::maven::Maven;
 use crate::model::{Coordinate, Model};
 use crate::workspace::Workspace;
 
@@ -65,7 +64,7 @@ fn jar_entry(jar: &[u8], name: &str) -> Option<Vec<u8>> {
 }
 
 /// Reads the build record and checks it against the jars beside it and the matrix.
-fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<layout::Inputs> {
+fn inputs(model: &Model, dir: &Path, target: Target) -> Result<layout::Inputs> {
     let rec = BuildRecord::read(dir)?;
     let (release_v, mode) = (rec.release, rec.mode);
     let release = model.matrix.require(release_v)?;
@@ -120,15 +119,27 @@ fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<la
     }
     jars.sort_by(|a, b| a.file_name.cmp(&b.file_name));
 
-    // The upstream sources the build read: the release's sources jars, by sha256.
+    // Only jars shown to be the release plus exactly our edits are shipped.
+    let Some(provenance) = rec.provenance.clone().filter(|p| p.passed()) else {
+        return Err(Error::Check(format!(
+            "{}: {} holds no passing provenance proof, so nothing shows these jars are the release plus \
+             exactly our edits; build them again with this okp (`okp show --build {}` prints what it holds)",
+            dir.display(),
+            record::FILE_NAME,
+            dir.display()
+        )));
+    };
+    // The upstream sources the build read: the release's sources jars, by sha256 (as the proof
+    // recorded them). A build from a checkout or a git revision read no sources jar: the
+    // manifest's provenance names its tree instead.
     let modules: Vec<(&String, &Coordinate)> =
         release.sources.iter().filter(|(m, _)| jars.iter().any(|j| &j.module == *m)).collect();
-    let wanted_sources: Vec<(Coordinate, Option<&str>)> =
-        modules.iter().map(|(_, c)| ((*c).clone(), Some("sources"))).collect();
-    let paths = maven.ensure(&wanted_sources)?;
     let mut sources = BTreeMap::new();
-    for ((module, c), p) in modules.into_iter().zip(paths) {
-        sources.insert(module.clone(), Artifact { coordinate: format!("{c}:sources"), sha256: sha256(&read(&p)?) });
+    for (module, c) in modules {
+        let coordinate = format!("{c}:sources");
+        if let Some(a) = provenance.sources_jars.iter().find(|a| a.coordinate == coordinate) {
+            sources.insert(module.clone(), Artifact { coordinate, sha256: a.sha256.clone() });
+        }
     }
 
     let core = jars.iter().find(|j| j.module == "core").ok_or_else(|| bad(dir, "no core jar".into()))?;
@@ -143,6 +154,7 @@ fn inputs(model: &Model, maven: &Maven, dir: &Path, target: Target) -> Result<la
         layers: rec.layers,
         build: Build { backend: rec.backend, compilers: rec.compilers, recompiled_sources: rec.sources },
         sources,
+        provenance: Some(provenance),
         jars,
         license,
         upstream_notice: String::from_utf8_lossy(&notice).into_owned(),
@@ -166,7 +178,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 pub fn make(ws: &Workspace, o: &Options) -> Result<Made> {
-    let inputs = inputs(&ws.model, &ws.maven, o.build_dir, o.target)?;
+    let inputs = inputs(&ws.model, o.build_dir, o.target)?;
     let files = layout::files(&inputs);
 
     let mut native = Vec::new();

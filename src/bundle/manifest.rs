@@ -60,6 +60,12 @@ pub struct Manifest {
     pub native_libraries: Vec<NativeLib>,
     pub upstream: Upstream,
     pub build: Build,
+    /// The build's provenance proofs as okp-build.json records them (`build::proof::Provenance`,
+    /// with its own schema): where the sources came from, the sha256 of every file compiled,
+    /// the compilers, source ≡ release, and the patch delta with `changed_members` per class.
+    /// Absent in bundles made before okp recorded it (they still verify).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Box<crate::build::proof::Provenance>>,
     pub jars: Vec<Jar>,
     /// Every file of the bundle except this manifest, by path below the top directory.
     pub files: BTreeMap<String, FileInfo>,
@@ -198,6 +204,9 @@ impl Manifest {
         if self.jars.is_empty() {
             p.push("jars: none".into());
         }
+        if self.provenance.as_ref().is_some_and(|p| !p.passed()) {
+            p.push("provenance: the build's proofs did not pass (a bundle okp would not have made)".into());
+        }
         for (module, a) in &self.upstream.sources {
             if !is_sha256(&a.sha256) {
                 p.push(format!("upstream.sources.{module}: sha256 is not a sha256"));
@@ -254,6 +263,7 @@ mod tests {
             native_libraries: vec![],
             upstream: Upstream { project: "Apache Kafka".into(), sources: BTreeMap::new() },
             build: Build { backend: "splice".into(), compilers: BTreeMap::new(), recompiled_sources: vec![] },
+            provenance: None,
             jars: vec![Jar {
                 path: "libs/kafka_2.13-3.9.2.jar".into(),
                 module: "core".into(),

@@ -9,11 +9,28 @@ use crate::source::Spec;
 use crate::workspace::Workspace;
 
 pub fn show(ws: &Workspace, a: ShowArgs) -> Result<Outcome> {
-    lib::show(ws, a.version, a.mode, &super::layers(&a.layers), super::json(a.format))
+    if let Some(dir) = &a.build {
+        let rec = crate::build::record::BuildRecord::read(dir)?;
+        let text = match super::json(a.format) {
+            true => serde_json::to_string_pretty(&rec).unwrap_or_default() + "\n",
+            false => crate::build::show::render(&rec, dir),
+        };
+        crate::out::print(&text)?;
+        return Ok(Outcome::Done);
+    }
+    let version =
+        a.version.ok_or_else(|| crate::error::Error::Usage("show needs --version V or --build DIR".into()))?;
+    lib::show(ws, version, a.mode, &super::layers(&a.layers), super::json(a.format))
 }
 
 pub fn apply(ws: &Workspace, a: ApplyArgs) -> Result<Outcome> {
-    let opts = ApplyOpts { force: a.force, dry_run: a.dry_run, commit: a.commit, layers: super::layers(&a.layers) };
+    let opts = ApplyOpts {
+        force: a.force,
+        allow_modified: a.allow_modified,
+        dry_run: a.dry_run,
+        commit: a.commit,
+        layers: super::layers(&a.layers),
+    };
     lib::apply(ws, &a.target.source, a.target.version, a.target.mode, opts)
 }
 

@@ -52,6 +52,13 @@ pub struct State {
     pub files: Vec<FileState>,
     /// Directories apply created (deepest last), removed on revert when empty.
     pub created_dirs: Vec<String>,
+    /// Edited upstream files that were not the release's own bytes (`--allow-modified`), each with
+    /// both sha256; empty when every one was the release's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modified: Vec<String>,
+    /// Why the files could not be compared with the release's (no sources jar, Maven unreachable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchecked: Option<String>,
 }
 
 impl State {
@@ -249,6 +256,8 @@ mod tests {
                 after_sha256: H.into(),
             }],
             created_dirs: vec![],
+            modified: vec![],
+            unchecked: None,
         }
     }
 

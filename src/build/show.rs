@@ -1,0 +1,119 @@
+//! `okp show --build DIR`: what a build directory's okp-build.json says about its jars, for a
+//! reviewer: where the upstream sources came from, every file compiled with its sha256, the
+//! compilers, and both provenance proofs (source ≡ release, patch delta) with the members our
+//! edits changed in each class.
+//!
+//! Not here: making the proofs (`proof`), the record's format (`record`).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::proof::Provenance;
+use super::record::BuildRecord;
+
+/// The report on the build record `rec` read from `dir`.
+pub fn render(rec: &BuildRecord, dir: &Path) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Build {}: Kafka {} {}, family {}, layers {}, patch set {}, backend {}, okp {}",
+        dir.display(),
+        rec.release,
+        rec.mode,
+        rec.family,
+        rec.layers.iter().map(|l| l.to_string()).collect::<Vec<_>>().join("+"),
+        rec.patch_set_hash.get(..16).unwrap_or(&rec.patch_set_hash),
+        rec.backend,
+        rec.okp_version
+    );
+    if !rec.source.is_empty() {
+        let _ = writeln!(s, "  upstream sources: {}", rec.source);
+    }
+    let _ = writeln!(s, "  jars:");
+    for j in &rec.jars {
+        let _ = writeln!(
+            s,
+            "    {}  sha256 {}  (a copy of {} sha256 {}: {} classes replaced, {} added, {} removed)",
+            j.splice.jar,
+            j.sha256,
+            j.upstream,
+            j.upstream_sha256,
+            j.splice.replaced.len(),
+            j.splice.added.len(),
+            j.splice.removed.len()
+        );
+    }
+    match rec.provenance.as_deref() {
+        None => {
+            let _ = writeln!(
+                s,
+                "  provenance: none recorded: nothing shows these jars are the release plus exactly our edits \
+                 (`okp verify --jars` and `okp bundle` refuse them; build again with this okp)"
+            );
+        }
+        Some(p) => provenance(&mut s, p),
+    }
+    s
+}
+
+fn provenance(s: &mut String, p: &Provenance) {
+    let verdict = if p.passed() { "passed" } else { "NOT passed" };
+    let _ = writeln!(s, "  provenance (schema {}): {verdict}", p.schema);
+    for a in &p.sources_jars {
+        let _ = writeln!(s, "    read from {} sha256 {}", a.coordinate, a.sha256);
+    }
+    for (k, v) in &p.compilers {
+        let _ = writeln!(s, "    compiler {k}: {v}");
+    }
+    let _ = writeln!(s, "    files compiled ({}):", p.sources.len());
+    for f in &p.sources {
+        let upstream = f.upstream_sha256.as_deref().unwrap_or("(our own file)");
+        let _ = writeln!(s, "      {}  release {}  compiled {}", f.path, upstream, f.patched_sha256);
+    }
+    let r = &p.release;
+    let _ = writeln!(
+        s,
+        "    source ≡ release: {} ({} classes compared: {} byte-identical, {} equal after normalisation; {})",
+        if r.passed {
+            "passed"
+        } else if r.enforced {
+            "REFUSED"
+        } else {
+            "differences recorded, not enforced for this release"
+        },
+        r.classes_compared,
+        r.byte_identical,
+        r.normalised_equal,
+        if r.enforced { "enforced" } else { "not enforced" }
+    );
+    for e in &r.exceptions_used {
+        let _ = writeln!(s, "      forgiven: {} {} ({:?}, {}×)", e.class, e.member, e.relaxation, e.count);
+    }
+    for d in &r.differences {
+        let _ = writeln!(s, "      difference: {d}");
+    }
+    for d in &r.not_established {
+        let _ = writeln!(s, "      difference in a unit not yet established (recorded, not judged): {d}");
+    }
+    let d = &p.delta;
+    let members: usize = d.changed_members.values().map(Vec::len).sum();
+    let _ = writeln!(
+        s,
+        "    patch delta: {} ({} classes compared, {} unchanged; {} classes with {} changed members; {} new classes)",
+        if d.passed { "passed" } else { "REFUSED" },
+        d.classes_compared,
+        d.unchanged,
+        d.changed_members.len(),
+        members,
+        d.new_classes.len()
+    );
+    for (class, changed) in &d.changed_members {
+        let _ = writeln!(s, "      {class}:");
+        for m in changed {
+            let _ = writeln!(s, "        {m}");
+        }
+    }
+    if !d.new_classes.is_empty() {
+        let _ = writeln!(s, "      new classes (our files): {}", d.new_classes.join(", "));
+    }
+}
