@@ -146,6 +146,37 @@ fn a_source_changed_outside_our_edits_is_refused_naming_the_method() {
     assert!(!out.path().join("kafka_2.13-3.9.2.jar").exists(), "refused before any jar is written");
 }
 
+/// A constant changed in the second module (kafka-metadata) of a KRaft build from a tree: refused
+/// naming it, and no jar of either module is left behind (the first module's jar used to be
+/// written before the second one was proved: seen on 4.4.0 from a branch snapshot).
+#[test]
+fn a_constant_changed_in_the_metadata_module_is_refused_and_no_jar_is_left() {
+    let tree = copy_all(&hooked_tree("3.9.2"));
+    let f = tree.path().join("metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java");
+    let text = std::fs::read_to_string(&f).unwrap();
+    let line = "    static final int MAX_PARTITIONS_PER_BATCH = 10_000;";
+    assert!(text.contains(line));
+    std::fs::write(&f, text.replace(line, "    static final int MAX_PARTITIONS_PER_BATCH = 10_001;")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = okp()
+        .args(["build", "--version", "3.9.2", "--mode", "kraft", "--tree"])
+        .arg(tree.path())
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("ReplicationControlManager.java: ReplicationControlManager:"), "{err}");
+    assert!(err.contains("MAX_PARTITIONS_PER_BATCH"), "{err}");
+    let left: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "work")
+        .collect();
+    assert!(left.is_empty(), "a refused build left {left:?}");
+}
+
 #[test]
 fn a_patch_set_that_changes_a_method_no_edit_sits_in_is_refused() {
     let p = tempfile::tempdir().unwrap();

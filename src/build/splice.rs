@@ -378,7 +378,11 @@ pub fn splice(
         // Splice into a copy of the upstream jar and check the result.
         let t = Instant::now();
         let name = format!("{}-{}.jar", coord.artifact, coord.version);
-        let dest = out.join(&name);
+        // Staged in the work directory: the jars land in `out` only once every module is built and
+        // proved, so a refused or failed build leaves `out` as it was.
+        let staged = work.join("jars");
+        std::fs::create_dir_all(&staged).map_err(|e| Error::io("cannot create the staging directory", e))?;
+        let dest = staged.join(&name);
         let keys: Vec<SourceKey> = files.iter().filter_map(|f| SourceKey::from_repo_path(f)).collect();
         let report = jar::splice(&upstream, &dest, &keys, &compiled)?;
         check_splice(&upstream, &dest, &report, module, files, &plan, &compiled)?;
@@ -389,7 +393,7 @@ pub fn splice(
             module: module.clone(),
             upstream: coord.to_string(),
             upstream_sha256: sha256(&up_bytes),
-            path: dest,
+            path: out.join(&name),
             sha256: sha256(&new_bytes),
             splice: report,
         });
@@ -398,6 +402,10 @@ pub fn splice(
         true => Some(Box::new(proof::inputs(maven, release, tree, &plan, &compilers, &javac_version, provenance)?)),
         false => None,
     };
+    for j in &jars {
+        let staged = work.join("jars").join(&j.splice.jar);
+        std::fs::rename(&staged, &j.path).map_err(|e| Error::io(format!("cannot move {} into place", staged.display()), e))?;
+    }
     // Keep the patched sources beside the jars: they are what was compiled.
     let record = BuildRecord {
         schema: super::record::SCHEMA.current,
