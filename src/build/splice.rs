@@ -404,7 +404,8 @@ pub fn splice(
     };
     for j in &jars {
         let staged = work.join("jars").join(&j.splice.jar);
-        std::fs::rename(&staged, &j.path).map_err(|e| Error::io(format!("cannot move {} into place", staged.display()), e))?;
+        std::fs::rename(&staged, &j.path)
+            .map_err(|e| Error::io(format!("cannot move {} into place", staged.display()), e))?;
     }
     // Keep the patched sources beside the jars: they are what was compiled.
     let record = BuildRecord {

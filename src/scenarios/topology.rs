@@ -314,7 +314,9 @@ fn own_end(p: &mut Probe) -> Option<i64> {
 }
 
 fn frozen_read(x: &mut Ctx, o: &mut Outcome, client_rack: &str, committed_before: &[String]) -> Result<()> {
-    let p = x.c.produce("ffo", "FFO-frozen", 100, &[OBSERVER])?;
+    // Not idempotent: an idempotent producer may ask the frozen observer (still in the metadata) for
+    // its producer id and time out every record (seen once in CI's zk suite on a loaded machine).
+    let p = x.c.produce_not_idempotent("ffo", "FFO-frozen", 100, &[OBSERVER])?;
     o.check(
         "observer frozen: 100 more records acked with acks=all",
         p.all_acked() || x.flavor == Flavor::Upstream,
