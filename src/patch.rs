@@ -101,7 +101,8 @@ fn release_check(
     let release = match ws.open(Spec::Release { version, hint }) {
         Ok(t) => t,
         Err(e) => {
-            let why = format!("{e}");
+            // One line of plain text: the state records it and `okp status` prints it.
+            let why: String = format!("{e}").chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
             eprintln!(
                 "okp: warning: cannot tell whether the {} upstream files okp edits are Kafka {version}'s own: {why}",
                 edited.len()

@@ -17,27 +17,27 @@ pub fn render(rec: &BuildRecord, dir: &Path) -> String {
     let _ = writeln!(
         s,
         "Build {}: Kafka {} {}, family {}, layers {}, patch set {}, backend {}, okp {}",
-        dir.display(),
+        clean(&dir.display().to_string()),
         rec.release,
         rec.mode,
-        rec.family,
+        clean(&rec.family),
         rec.layers.iter().map(|l| l.to_string()).collect::<Vec<_>>().join("+"),
-        rec.patch_set_hash.get(..16).unwrap_or(&rec.patch_set_hash),
-        rec.backend,
-        rec.okp_version
+        clean(rec.patch_set_hash.get(..16).unwrap_or(&rec.patch_set_hash)),
+        clean(&rec.backend),
+        clean(&rec.okp_version)
     );
     if !rec.source.is_empty() {
-        let _ = writeln!(s, "  upstream sources: {}", rec.source);
+        let _ = writeln!(s, "  upstream sources: {}", clean(&rec.source));
     }
     let _ = writeln!(s, "  jars:");
     for j in &rec.jars {
         let _ = writeln!(
             s,
             "    {}  sha256 {}  (a copy of {} sha256 {}: {} classes replaced, {} added, {} removed)",
-            j.splice.jar,
-            j.sha256,
-            j.upstream,
-            j.upstream_sha256,
+            clean(&j.splice.jar),
+            clean(&j.sha256),
+            clean(&j.upstream),
+            clean(&j.upstream_sha256),
             j.splice.replaced.len(),
             j.splice.added.len(),
             j.splice.removed.len()
@@ -56,19 +56,26 @@ pub fn render(rec: &BuildRecord, dir: &Path) -> String {
     s
 }
 
+/// A value read from the record, as one line of plain text: control characters (a planted escape
+/// sequence or line break in a record from elsewhere) are shown escaped, never sent to the terminal.
+fn clean(v: &str) -> String {
+    v.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect()
+}
+
 fn provenance(s: &mut String, p: &Provenance) {
     let verdict = if p.passed() { "passed" } else { "NOT passed" };
     let _ = writeln!(s, "  provenance (schema {}): {verdict}", p.schema);
     for a in &p.sources_jars {
-        let _ = writeln!(s, "    read from {} sha256 {}", a.coordinate, a.sha256);
+        let _ = writeln!(s, "    read from {} sha256 {}", clean(&a.coordinate), clean(&a.sha256));
     }
     for (k, v) in &p.compilers {
-        let _ = writeln!(s, "    compiler {k}: {v}");
+        let _ = writeln!(s, "    compiler {}: {}", clean(k), clean(v));
     }
     let _ = writeln!(s, "    files compiled ({}):", p.sources.len());
     for f in &p.sources {
         let upstream = f.upstream_sha256.as_deref().unwrap_or("(our own file)");
-        let _ = writeln!(s, "      {}  release {}  compiled {}", f.path, upstream, f.patched_sha256);
+        let _ =
+            writeln!(s, "      {}  release {}  compiled {}", clean(&f.path), clean(upstream), clean(&f.patched_sha256));
     }
     let r = &p.release;
     let _ = writeln!(
@@ -87,13 +94,14 @@ fn provenance(s: &mut String, p: &Provenance) {
         if r.enforced { "enforced" } else { "not enforced" }
     );
     for e in &r.exceptions_used {
-        let _ = writeln!(s, "      forgiven: {} {} ({:?}, {}×)", e.class, e.member, e.relaxation, e.count);
+        let _ =
+            writeln!(s, "      forgiven: {} {} ({:?}, {}×)", clean(&e.class), clean(&e.member), e.relaxation, e.count);
     }
     for d in &r.differences {
-        let _ = writeln!(s, "      difference: {d}");
+        let _ = writeln!(s, "      difference: {}", clean(d));
     }
     for d in &r.not_established {
-        let _ = writeln!(s, "      difference in a unit not yet established (recorded, not judged): {d}");
+        let _ = writeln!(s, "      difference in a unit not yet established (recorded, not judged): {}", clean(d));
     }
     let d = &p.delta;
     let members: usize = d.changed_members.values().map(Vec::len).sum();
@@ -108,12 +116,23 @@ fn provenance(s: &mut String, p: &Provenance) {
         d.new_classes.len()
     );
     for (class, changed) in &d.changed_members {
-        let _ = writeln!(s, "      {class}:");
+        let _ = writeln!(s, "      {}:", clean(class));
         for m in changed {
-            let _ = writeln!(s, "        {m}");
+            let _ = writeln!(s, "        {}", clean(m));
         }
     }
     if !d.new_classes.is_empty() {
-        let _ = writeln!(s, "      new classes (our files): {}", d.new_classes.join(", "));
+        let _ = writeln!(s, "      new classes (our files): {}", clean(&d.new_classes.join(", ")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_from_the_record_cannot_reach_the_terminal_as_control_characters() {
+        assert_eq!(clean("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\\nc");
+        assert_eq!(clean("method fetch(int)"), "method fetch(int)");
     }
 }

@@ -132,6 +132,12 @@ impl Record for State {
         if !is_sha256(&self.patch_set_hash) {
             return Err(format!("patch_set_hash {:?} is not 64 lowercase hex digits", self.patch_set_hash));
         }
+        for (i, m) in self.modified.iter().enumerate() {
+            printable(&format!("modified[{i}]"), m)?;
+        }
+        if let Some(why) = &self.unchecked {
+            printable("unchecked", why)?;
+        }
         for (field, v) in
             [("txn", &self.txn), ("okp_version", &self.okp_version), ("family", &self.family), ("layers", &self.layers)]
         {
