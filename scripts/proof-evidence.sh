@@ -49,5 +49,5 @@ for f in sorted(ev.glob("*.json")):
         files = sorted({x.split(":")[0] for x in ne})
         verdict += f"; {len(ne)} difference(s) in {', '.join(files)} recorded apart (not yet established on any release)"
     rows.append(f"| [{f.stem}]({f.name}) | {r['classes_compared']} ({r['byte_identical']} / {r['normalised_equal']}) | {verdict} | {', '.join(used) or '-'} ({len(r['exceptions_used'])} members) | {len(d['changed_members'])} / {d['classes_compared']} | {n} |")
-(ev / "summary.md").write_text("# Provenance proofs per reference (release, mode)\n\nWritten by scripts/proof-evidence.sh from okp's provenance.json of each splice build.\n\n" + "\n".join(rows) + "\n")
+(ev / "summary.md").write_text("# Provenance proofs per (release, mode)\n\nWritten by scripts/proof-evidence.sh from okp's provenance.json of each splice build.\n\n" + "\n".join(rows) + "\n")
 PY
