@@ -99,10 +99,53 @@ impl Schema {
 
     /// Reads and parses the record at `path`; `missing` is said when it cannot be read.
     pub fn read<T: DeserializeOwned>(&self, path: &Path, what: &str, missing: &str) -> Result<T> {
-        let bytes =
-            std::fs::read(path).map_err(|e| Error::io(format!("cannot read {} ({missing})", path.display()), e))?;
+        let bytes = read_record_file(path).map_err(|e| match e {
+            ReadRecord::NotRegular => {
+                Error::Tree { path: path.to_path_buf(), msg: format!("is not a regular file, so not {what}") }
+            }
+            ReadRecord::TooLarge => Error::Tree {
+                path: path.to_path_buf(),
+                msg: format!("is over {} MiB, larger than any {what}", MAX_RECORD >> 20),
+            },
+            ReadRecord::Io(e) => Error::io(format!("cannot read {} ({missing})", path.display()), e),
+        })?;
         self.parse(path, &bytes, what)
     }
+}
+
+/// The largest record okp reads (real ones are a few hundred KiB at most).
+const MAX_RECORD: u64 = 64 << 20;
+
+enum ReadRecord {
+    NotRegular,
+    TooLarge,
+    Io(std::io::Error),
+}
+
+/// A record file's bytes: only a regular file, never more than `MAX_RECORD`, and nothing can block
+/// (a FIFO put where a record should be is refused before it is opened, and opened non-blocking
+/// in case one is swapped in after that).
+fn read_record_file(path: &Path) -> std::result::Result<Vec<u8>, ReadRecord> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let meta = std::fs::metadata(path).map_err(ReadRecord::Io)?;
+    if !meta.is_file() {
+        return Err(ReadRecord::NotRegular);
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(ReadRecord::Io)?;
+    if !f.metadata().map_err(ReadRecord::Io)?.is_file() {
+        return Err(ReadRecord::NotRegular);
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_RECORD + 1).read_to_end(&mut bytes).map_err(ReadRecord::Io)?;
+    if bytes.len() as u64 > MAX_RECORD {
+        return Err(ReadRecord::TooLarge);
+    }
+    Ok(bytes)
 }
 
 /// A record as okp writes it: pretty JSON ending in a newline.
@@ -145,6 +188,21 @@ mod tests {
     use super::*;
 
     const S: Schema = Schema { current: 1, absent: Absent::ReadAsCurrent, remedy: "rebuild it" };
+
+    #[test]
+    fn a_fifo_or_a_directory_where_a_record_should_be_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("okp-build.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path and touches no Rust memory.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = S.read::<R>(&fifo, "an okp build record", "m").unwrap_err().to_string();
+        assert!(e.contains("is not a regular file, so not an okp build record"), "{e}");
+        let e = S.read::<R>(dir.path(), "an okp build record", "m").unwrap_err().to_string();
+        assert!(e.contains("is not a regular file"), "{e}");
+        let e = S.read::<R>(&dir.path().join("missing.json"), "an okp build record", "is it a build?").unwrap_err();
+        assert!(e.to_string().contains("(is it a build?)"), "{e}");
+    }
 
     #[derive(serde::Deserialize, Debug)]
     struct R {
