@@ -113,6 +113,18 @@ impl Schema {
     }
 }
 
+/// The bytes of a record file okp did not write itself just now (a regular file within
+/// `MAX_RECORD`, never blocking), for a reader that parses it another way.
+pub fn read_file(path: &Path) -> Result<Vec<u8>> {
+    read_record_file(path).map_err(|e| match e {
+        ReadRecord::NotRegular => Error::Tree { path: path.to_path_buf(), msg: "is not a regular file".into() },
+        ReadRecord::TooLarge => {
+            Error::Tree { path: path.to_path_buf(), msg: format!("is over {} MiB", MAX_RECORD >> 20) }
+        }
+        ReadRecord::Io(e) => Error::io(format!("cannot read {}", path.display()), e),
+    })
+}
+
 /// The largest record okp reads (real ones are a few hundred KiB at most).
 const MAX_RECORD: u64 = 64 << 20;
 

@@ -498,26 +498,66 @@ pub fn write_matrix(evidence: &Path, pairs: Option<&[Pair]>) -> Result<()> {
     std::fs::create_dir_all(evidence).map_err(|e| Error::io(format!("cannot create {}", evidence.display()), e))?;
     let unit: BTreeMap<String, String> =
         runs.iter().filter_map(|(name, _)| Some((name.clone(), unit::matrix_cell(evidence, name)?))).collect();
+    // The proof column covers every pair of the matrix, run here or not.
+    let mut names: Vec<String> = runs.iter().map(|(n, _)| n.clone()).collect();
+    names.extend(pairs.unwrap_or_default().iter().map(|p| run_name(&p.release.to_string(), p.mode, Flavor::Patched)));
+    let proof: BTreeMap<String, String> =
+        names.iter().filter_map(|name| Some((name.clone(), proof_cell(evidence, name)?))).collect();
     let partial = evidence.join(PARTIAL_DIR).join("VERIFY.md").is_file();
-    crate::fsx::write_atomic(&p, matrix_page(&runs, &left_out, pairs, partial, &unit).as_bytes())
+    let columns = [Column { header: "proof", cells: proof }, Column { header: "unit", cells: unit }];
+    crate::fsx::write_atomic(&p, matrix_page(&runs, &left_out, pairs, partial, &columns).as_bytes())
+}
+
+/// A column of VERIFY.md between `seconds` and the scenarios, left out when no row has a cell.
+struct Column {
+    header: &'static str,
+    cells: BTreeMap<String, String>,
+}
+
+/// Where `scripts/proof-evidence.sh` keeps each pair's provenance proofs, below the evidence directory.
+const PROOF_DIR: &str = "build/proof";
+
+/// The proof column's cell of `run` (`3.9.2-zk`): its build's provenance proofs, where
+/// `build/proof/<run>.json` holds them (okp's own provenance.json of a splice build).
+fn proof_cell(evidence: &Path, run: &str) -> Option<String> {
+    let rel = format!("{PROOF_DIR}/{run}.json");
+    let path = evidence.join(&rel);
+    if !path.is_file() {
+        return None;
+    }
+    let read = crate::schema::read_file(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<crate::build::proof::Provenance>(&b).ok());
+    Some(match read {
+        Some(p) if p.passed() && p.release.differences.is_empty() => format!("[proved]({rel})"),
+        Some(p) if p.passed() => format!("[proved, {} recorded]({rel})", p.release.differences.len()),
+        Some(_) => format!("[NOT proved]({rel})"),
+        None => format!("[unreadable]({rel})"),
+    })
 }
 
 /// The VERIFY.md page of `runs` (name, record), of the runs `left_out` (name, why), and,
 /// with `pairs`, of the matrix's pairs that have no patched run here.
-/// `unit`: the unit-tests column's cell of a run (`okp unit-tests`), where there is one.
+/// `columns`: the proof and unit-tests columns (a cell per row name, where there is one).
 fn matrix_page(
     runs: &[(String, RunRecord)],
     left_out: &[(String, String)],
     pairs: Option<&[Pair]>,
     partial: bool,
-    unit: &BTreeMap<String, String>,
+    columns: &[Column],
 ) -> String {
+    let columns: Vec<&Column> = columns.iter().filter(|c| !c.cells.is_empty()).collect();
+    let extra = |name: &str| -> String {
+        columns.iter().map(|c| format!("{} | ", c.cells.get(name).map_or("–", String::as_str))).collect()
+    };
     let ids: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).collect();
     let mut s = String::from("# okp verify: release × scenario\n\nWritten by `okp verify` after every run, from the `run.json` files in this directory. ");
     let gates: Vec<&str> = scenarios::SCENARIOS.iter().filter(|s| s.gate).map(|s| s.id).collect();
     s.push_str(&format!("Each cell links to the scenario's journal (every command and its output). `-upstream` rows are negative controls on unpatched jars: their gate scenarios ({}) are expected to FAIL.\n\n", gates.join(", ")));
-    let with_unit = !unit.is_empty();
-    if with_unit {
+    if columns.iter().any(|c| c.header == "proof") {
+        s.push_str(&format!("The `proof` column is the provenance proof of an `okp build` of the same release and mode (`{PROOF_DIR}/<pair>.json`, okp's provenance.json, written by `scripts/proof-evidence.sh`): the patch delta passed, and the source = release proof either equal or with its differences recorded ([summary]({PROOF_DIR}/summary.md)).\n\n"));
+    }
+    if columns.iter().any(|c| c.header == "unit") {
         s.push_str("The `unit` column is `okp unit-tests` on the same release and mode: Kafka's own unit tests of the hooked classes on upstream jars, patched jars, and patched jars with observers ([evidence/unit](unit/)).\n\n");
     }
     // Rows: every run, then (with `pairs`) each pair with no patched run, sorted together by release.
@@ -533,14 +573,10 @@ fn matrix_page(
                 None => "–".into(),
             })
             .collect();
-        let unit_cell = match (with_unit, unit.get(name)) {
-            (false, _) => String::new(),
-            (true, Some(c)) => format!("{c} | "),
-            (true, None) => "– | ".into(),
-        };
         let row = format!(
-            "| [{name}]({name}/summary.md) | {} | {total:.0} | {unit_cell}{} |\n",
+            "| [{name}]({name}/summary.md) | {} | {total:.0} | {}{} |\n",
             r.verdict.word(),
+            extra(name),
             cells.join(" | ")
         );
         rows.push((r.release, name.clone(), row));
@@ -560,17 +596,16 @@ fn matrix_page(
         for p in pairs.iter().filter(|p| !run(p)) {
             let name = run_name(&p.release.to_string(), p.mode, Flavor::Patched);
             let why = if p.sources { "not run" } else { "not run (no sources jar on Maven Central)" };
-            let unit_cell = if with_unit { "– | " } else { "" };
-            let row = format!("| {name} | {why} | | {unit_cell}{} |\n", vec!["–"; ids.len()].join(" | "));
+            let row = format!("| {name} | {why} | | {}{} |\n", extra(&name), vec!["–"; ids.len()].join(" | "));
             rows.push((p.release, name, row));
         }
     }
     rows.sort_by(|(a, x, _), (b, y, _)| (a, x).cmp(&(b, y)));
     s.push_str(&format!(
         "| run | verdict | seconds | {}{} |\n|---|---|---|{}{}\n",
-        if with_unit { "unit | " } else { "" },
+        columns.iter().map(|c| format!("{} | ", c.header)).collect::<String>(),
         ids.join(" | "),
-        if with_unit { "---|" } else { "" },
+        "---|".repeat(columns.len()),
         "---|".repeat(ids.len())
     ));
     for (_, _, row) in &rows {
@@ -614,13 +649,39 @@ mod tests {
         copy(from, t.path(), record::FILE_NAME);
         copy(&from.join(PARTIAL_DIR), &t.path().join(PARTIAL_DIR), record::FILE_NAME);
         copy(&from.join("unit"), &t.path().join("unit"), unit::record::FILE_NAME);
+        for e in std::fs::read_dir(from.join(PROOF_DIR)).into_iter().flatten().flatten() {
+            if e.path().extension().is_some_and(|x| x == "json") {
+                std::fs::create_dir_all(t.path().join(PROOF_DIR)).unwrap();
+                std::fs::copy(e.path(), t.path().join(PROOF_DIR).join(e.file_name())).unwrap();
+            }
+        }
         t
+    }
+
+    #[test]
+    fn the_proof_column_links_each_pairs_provenance_proof_run_or_not() {
+        let t = runs_of(&evidence());
+        write_matrix(t.path(), Some(&matrix_pairs())).unwrap();
+        let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
+        assert!(page.contains("| run | verdict | seconds | proof | unit | INIT"), "{page}");
+        let row =
+            |start: &str| page.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {page}"));
+        assert!(row("| [3.9.2-zk]").contains("| [proved](build/proof/3.9.2-zk.json) |"), "{page}");
+        assert!(row("| 2.7.0-zk | not run").contains("| [proved](build/proof/2.7.0-zk.json) |"), "{page}");
+        assert!(row("| [3.1.2-zk]").contains("| [proved, 1 recorded](build/proof/3.1.2-zk.json) |"), "{page}");
+        assert!(row("| 4.4.0-kraft |").contains("| – | – |"), "no proof, no unit run: {page}");
+        // Damaged or not a proof: said so, never a pass.
+        std::fs::write(t.path().join(PROOF_DIR).join("3.9.2-zk.json"), "{").unwrap();
+        write_matrix(t.path(), Some(&matrix_pairs())).unwrap();
+        let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
+        assert!(page.contains("| [unreadable](build/proof/3.9.2-zk.json) |"), "{page}");
     }
 
     #[test]
     fn the_unit_column_shows_a_unit_run_and_only_then() {
         let t = runs_of(&evidence());
         let _ = std::fs::remove_dir_all(t.path().join("unit"));
+        let _ = std::fs::remove_dir_all(t.path().join(PROOF_DIR));
         write_matrix(t.path(), None).unwrap();
         let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
         assert!(!page.contains("| unit |"), "{page}");
@@ -744,7 +805,7 @@ mod tests {
         std::fs::remove_dir_all(t.path().join("3.9.2-zk")).unwrap();
         write_matrix(t.path(), Some(&matrix_pairs())).unwrap();
         let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
-        assert!(page.contains("| 3.9.2-zk | not run | | – |"), "{page}");
+        assert!(page.contains("| 3.9.2-zk | not run | | [proved](build/proof/3.9.2-zk.json) | – |"), "{page}");
         assert!(page.contains("| 3.4.0-zk | not run | |"), "{page}");
         assert!(page.contains("| 4.2.2-kraft | not run (no sources jar on Maven Central) | |"), "{page}");
         assert!(page.contains("| [3.9.2-kraft](3.9.2-kraft/summary.md) | pass |"), "{page}");
