@@ -100,6 +100,10 @@ impl Cluster {
             "-XX:+UseSerialGC".into(),
             "-XX:TieredStopAtLevel=1".into(),
             "-Xshare:auto".into(),
+            // The JVM's own warnings (an archive it cannot map, …) go to stderr: a tool's stdout is
+            // its result (records a consumer read), and one warning line there miscounted them.
+            "-Xlog:disable".into(),
+            "-Xlog:all=warning:stderr".into(),
             tool_log,
         ];
         let mut tool_jvm = tool_jvm;

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
 
 use crate::build::record::BuildRecord;
 use crate::error::{Error, Result};
@@ -77,8 +78,21 @@ impl Runtime {
                 Error::External(format!("cannot run {} ({e}); okp verify needs a JDK (set JAVA_HOME)", java.display()))
             })?;
         let tool_cds = {
-            let joined = std::env::join_paths(&classpath).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let digest = crate::hash::sha256(joined.as_bytes());
+            // Keyed by each jar's path, size and modification time: a JVM refuses a dynamic archive
+            // whose jars changed since the dump (verify's cached patched jars are rebuilt in place
+            // when their record lacks a proof), and that refusal once cost three scenarios.
+            let mut ident = String::new();
+            for p in &classpath {
+                let m = std::fs::metadata(p).ok();
+                let mtime = m.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(UNIX_EPOCH).ok());
+                ident.push_str(&format!(
+                    "{}\0{}\0{}\n",
+                    p.display(),
+                    m.as_ref().map_or(0, |m| m.len()),
+                    mtime.map_or(0, |d| d.as_nanos())
+                ));
+            }
+            let digest = crate::hash::sha256(ident.as_bytes());
             crate::build::splice::cds_archive(maven, &format!("kafka-tools-{v}-{}", &digest[..16]))
         };
         Ok(Runtime {
