@@ -177,6 +177,24 @@ fn a_constant_changed_in_the_metadata_module_is_refused_and_no_jar_is_left() {
     assert!(left.is_empty(), "a refused build left {left:?}");
 }
 
+/// A 3.9.2 zk build with the patch set at `patches`, which the patch delta proof must refuse
+/// (exit 1) leaving no jar; its stderr.
+fn refused_by_the_delta_proof(patches: &std::path::Path) -> String {
+    let out = tempfile::tempdir().unwrap();
+    let o = okp()
+        .arg("--patches")
+        .arg(patches)
+        .args(["build", "--version", "3.9.2", "--mode", "zk", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("more than our edits"), "{err}");
+    assert!(!out.path().join("kafka_2.13-3.9.2.jar").exists());
+    err
+}
+
 #[test]
 fn a_patch_set_that_changes_a_method_no_edit_sits_in_is_refused() {
     let p = tempfile::tempdir().unwrap();
@@ -198,23 +216,12 @@ fn a_patch_set_that_changes_a_method_no_edit_sits_in_is_refused() {
     ]
     .join("\n");
     std::fs::write(&e, text.replacen(gate, &sneaky, 1)).unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let o = okp()
-        .arg("--patches")
-        .arg(p.path())
-        .args(["build", "--version", "3.9.2", "--mode", "zk", "--out"])
-        .arg(out.path())
-        .output()
-        .unwrap();
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("more than our edits"), "{err}");
+    let err = refused_by_the_delta_proof(p.path());
     // The new method, and the pickled Scala signature that lists it.
     assert!(
         err.contains("Partition: method sneaky(int), class attribute ScalaSignature changed, but no edit sits in them"),
         "{err}"
     );
-    assert!(!out.path().join("kafka_2.13-3.9.2.jar").exists());
 }
 
 #[test]
@@ -257,20 +264,9 @@ fn a_method_no_edit_sits_in_is_refused_in_a_file_whose_closures_are_renumbered()
     ]
     .join("\n");
     std::fs::write(&e, text.replacen(recount, &sneaky, 1)).unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let o = okp()
-        .arg("--patches")
-        .arg(p.path())
-        .args(["build", "--version", "3.9.2", "--mode", "zk", "--out"])
-        .arg(out.path())
-        .output()
-        .unwrap();
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("more than our edits"), "{err}");
+    let err = refused_by_the_delta_proof(p.path());
     let line = err.lines().find(|l| l.contains("KafkaController.scala: KafkaController:")).unwrap_or_default();
     assert!(line.contains("method sneaky()") && line.contains("but no edit sits in them"), "{err}");
     // Nothing else: the renumbered closures of the other edits are attributed.
     assert_eq!(err.lines().filter(|l| l.contains("no edit sits in")).count(), 1, "{err}");
-    assert!(!out.path().join("kafka_2.13-3.9.2.jar").exists());
 }
