@@ -111,6 +111,12 @@ pub enum Command {
     /// bad input; 3 when the cluster or a transport command failed; 130 when
     /// the watchdog is stopped.
     Observers(ObserversArgs),
+    /// Measure what the patch costs: `broker` runs identical upstream and patched clusters alternately.
+    ///
+    /// Writes DIR/bench.json and DIR/summary.md (default
+    /// evidence/bench/broker/<release>-<mode>/). Judges no time. Exit 0 when
+    /// measured, 2 on bad input, 3 when Java, Maven or a port is unavailable.
+    Bench(BenchArgs),
     /// Development aid for the integration tests: a patched cluster kept up until stdin closes.
     #[command(hide = true)]
     DevCluster(DevClusterArgs),
@@ -319,6 +325,47 @@ pub struct RollbackArgs {
 pub struct ObserversArgs {
     #[command(subcommand)]
     pub command: ObserversCommand,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// ProducerPerformance at acks=all on upstream and patched clusters, alternately: throughput and
+    /// p50/p99/p99.9 as patched/upstream ratios; rf3, rf4 with broker 4 an observer, and that observer frozen.
+    Broker(BenchBrokerArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchBrokerArgs {
+    /// The release (default: 3.9.2).
+    #[arg(long, value_name = "V")]
+    pub version: Option<KafkaVersion>,
+    /// zk or kraft (default: zk where the release has it, else kraft).
+    #[arg(long, value_name = "M")]
+    pub mode: Option<Mode>,
+    /// Clusters of each flavor, started alternately.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub rounds: u32,
+    /// The fixed rate, records per second.
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    pub rate: u64,
+    /// Records per fixed-rate measurement.
+    #[arg(long, value_name = "N", default_value_t = 20000)]
+    pub rate_records: u64,
+    /// Records per max-throughput measurement.
+    #[arg(long, value_name = "N", default_value_t = 200000)]
+    pub max_records: u64,
+    /// Bytes per record.
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub record_size: u64,
+    /// Where bench.json, summary.md and the journals go (default: evidence/bench/broker/<V>-<mode>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -13,7 +13,7 @@
 //! - products: `build` (splice, Gradle), `port` (diff to a new release),
 //!   `bundle` (signed bundles, install, rollback)
 //! - live clusters: `wire` (Kafka protocol client), `cluster`, `scenarios`,
-//!   `verify`, `dev_cluster`, `observers`
+//!   `verify`, `dev_cluster`, `bench`, `observers`
 //! - the command line: `cli` (flags only), `cmd` (one module per command)
 //!
 //! A module imports only modules listed before its own line, or its own
@@ -45,6 +45,7 @@ pub mod build;
 pub mod bundle;
 pub mod port;
 
+pub mod bench;
 pub mod cluster;
 pub mod dev_cluster;
 pub mod observers;

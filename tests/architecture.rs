@@ -13,7 +13,7 @@ const STAGES: &[(&str, &[&str])] = &[
     ("upstream sources", &["maven", "source", "workspace"]),
     ("anchors and edits", &["anchor", "check", "report", "apply", "tx", "gitwt", "patch"]),
     ("products", &["build", "port", "bundle"]),
-    ("live clusters", &["wire", "cluster", "scenarios", "soak", "verify", "dev_cluster", "observers"]),
+    ("live clusters", &["wire", "cluster", "scenarios", "soak", "verify", "dev_cluster", "bench", "observers"]),
     ("flags", &["cli"]),
     ("commands", &["cmd"]),
 ];

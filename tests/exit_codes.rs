@@ -80,6 +80,7 @@ fn refused_inputs_exit_as_documented() {
         (vec!["sources".into(), "--version".into(), "3.9.2".into(), "--out".into(), s(&full)], 2, "not empty"),
         (vec!["verify".into(), "--scenarios".into(), "NOPE".into()], 2, "unknown scenario"),
         (vec!["unit-tests".into(), "--classes".into(), "NoSuchTest".into()], 2, "is not a test class"),
+        (vec!["bench".into(), "broker".into(), "--rounds".into(), "0".into()], 2, "must be > 0"),
         (vec!["verify".into(), "--jobs".into(), "2".into()], 2, "--all"),
         (vec!["verify".into(), "--soak".into(), "10x".into(), "--seed".into(), "1".into()], 2, "not a duration"),
         (vec!["verify".into(), "--soak".into(), "10m".into()], 2, "--seed"),

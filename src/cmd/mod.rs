@@ -5,6 +5,7 @@
 //! Not here: flag definitions (`cli`), the work itself (the library modules),
 //! exit codes (`error`).
 
+mod bench;
 mod build;
 mod bundle;
 mod check;
@@ -47,6 +48,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Install(a) => bundle::install(a),
         Command::Rollback(a) => bundle::rollback(a),
         Command::Observers(a) => observers::run(a),
+        Command::Bench(a) => bench::run(&ws()?, a),
     }
 }
 

@@ -1,0 +1,407 @@
+//! `okp bench broker`: what the patch costs a broker on its hot path. Identical
+//! clusters started from the release's own jars (`upstream`) and from the
+//! patched jars (`patched`), alternately in one run (upstream, patched,
+//! upstream, patched, …: a drift in the machine's load falls on both alike),
+//! each measured with the release's ProducerPerformance at acks=all:
+//!
+//! - `rf3-rate` / `rf3-max`: a topic on brokers 1, 2, 3 (no observer), at a
+//!   fixed rate and at the most the producer gets through;
+//! - `rf4-rate` / `rf4-max`: a topic on brokers 1, 2, 3, 4. Broker 4 is an
+//!   observer in the patched cluster and a fourth ISR member upstream: the
+//!   ratio is what an observer costs next to a plain fourth replica;
+//! - `rf4-frozen`: the rf4 topic at the fixed rate with broker 4 stopped
+//!   (SIGSTOP). Patched, acks=all never waits for it (the HW gate): its p99
+//!   is compared with the same cluster's `rf3-rate` p99. Upstream, the leader
+//!   waits until replica.lag.time.max.ms drops the frozen replica.
+//!
+//! Writes DIR/bench.json (every sample, the medians and ratios), DIR/summary.md
+//! and one journal per cluster (every command and its output). Not a test:
+//! nothing here judges a time; the numbers go to docs/benchmarks.md.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::cluster::journal::Journal;
+use crate::cluster::runtime::Runtime;
+use crate::cluster::tools::{parse_perf, Tool};
+use crate::cluster::{Cluster, Timers};
+use crate::error::{Error, Outcome, Result};
+use crate::model::{Layers, Mode, Release};
+use crate::workspace::Workspace;
+
+/// The broker that is the observer in the patched cluster.
+const FOURTH: i32 = 4;
+
+pub struct Options {
+    pub release: Release,
+    pub mode: Mode,
+    /// Clusters of each flavor (the run starts 2 × rounds clusters).
+    pub rounds: u32,
+    /// Records per fixed-rate measurement, and the rate (records/s).
+    pub rate_records: u64,
+    pub rate: u64,
+    /// Records per max-throughput measurement.
+    pub max_records: u64,
+    pub record_size: u64,
+    pub out: PathBuf,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Flavor {
+    Upstream,
+    Patched,
+}
+
+impl Flavor {
+    fn word(self) -> &'static str {
+        match self {
+            Flavor::Upstream => "upstream",
+            Flavor::Patched => "patched",
+        }
+    }
+}
+
+/// (case, topic, fixed rate?, broker 4 frozen?)
+const CASES: &[(&str, &str, bool, bool)] = &[
+    ("rf3-rate", "bench3", true, false),
+    ("rf3-max", "bench3", false, false),
+    ("rf4-rate", "bench4", true, false),
+    ("rf4-max", "bench4", false, false),
+    ("rf4-frozen", "bench4", true, true),
+];
+
+#[derive(Clone, Debug, serde::Serialize)]
+struct Sample {
+    round: u32,
+    flavor: Flavor,
+    case: &'static str,
+    /// The producer's exit code; a sample with a non-zero one is kept but not summarised.
+    rc: i32,
+    records: u64,
+    records_per_sec: f64,
+    avg_ms: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    p999_ms: f64,
+    max_ms: f64,
+}
+
+/// One metric of one case: the median per flavor over the rounds, patched/upstream, and the
+/// spread of the per-round ratios (round i patched over round i upstream).
+#[derive(Clone, Debug, serde::Serialize)]
+struct Ratio {
+    case: &'static str,
+    metric: &'static str,
+    upstream: f64,
+    patched: f64,
+    ratio: f64,
+    ratio_min: f64,
+    ratio_max: f64,
+}
+
+pub fn broker(ws: &Workspace, opts: Options) -> Result<Outcome> {
+    if opts.rounds == 0 || opts.rate == 0 || opts.rate_records == 0 || opts.max_records == 0 || opts.record_size == 0 {
+        return Err(Error::Usage(
+            "--rounds, --rate, --rate-records, --max-records and --record-size must be > 0".into(),
+        ));
+    }
+    let version = opts.release.version;
+    let build = crate::verify::patched_jars(ws, &opts.release, opts.mode, &Layers::core(), None)?;
+    if !build.proven() {
+        return Err(Error::Usage(format!(
+            "the patched {version} {} jars carry no passing provenance proof: not benchmarked",
+            opts.mode
+        )));
+    }
+    let java_version = Runtime::assemble(&ws.maven, version, Some(&build))?.java_version;
+    std::fs::create_dir_all(&opts.out).map_err(|e| Error::io(format!("cannot create {}", opts.out.display()), e))?;
+    let t0 = Instant::now();
+    let mut samples: Vec<Sample> = Vec::new();
+    for round in 1..=opts.rounds {
+        for flavor in [Flavor::Upstream, Flavor::Patched] {
+            let rt = match flavor {
+                Flavor::Upstream => Runtime::assemble(&ws.maven, version, None)?,
+                Flavor::Patched => Runtime::assemble(&ws.maven, version, Some(&build))?,
+            };
+            crate::out::note(&format!("bench broker {version} {}: round {round}, {}", opts.mode, flavor.word()));
+            samples.extend(one_cluster(&opts, rt, round, flavor)?);
+        }
+    }
+    let ratios = summarise(&samples);
+    let record = serde_json::json!({
+        "schema": 1,
+        "okp_version": env!("CARGO_PKG_VERSION"),
+        "release": version.to_string(),
+        "mode": opts.mode,
+        "java": java_version,
+        "patch_set_hash": build.patch_set_hash,
+        "rounds": opts.rounds,
+        "rate": opts.rate,
+        "rate_records": opts.rate_records,
+        "max_records": opts.max_records,
+        "record_size": opts.record_size,
+        "producer": "acks=all linger.ms=0 enable.idempotence=false, bootstrap brokers 1-3",
+        "seconds": crate::scenarios::round(t0.elapsed().as_secs_f64()),
+        "samples": samples,
+        "ratios": ratios,
+    });
+    let json = serde_json::to_string_pretty(&record).unwrap_or_default() + "\n";
+    crate::fsx::write_atomic(&opts.out.join("bench.json"), json.as_bytes())?;
+    let md = summary_md(&opts, &samples, &ratios, t0.elapsed().as_secs_f64());
+    crate::fsx::write_atomic(&opts.out.join("summary.md"), md.as_bytes())?;
+    crate::out::print(&md)?;
+    crate::out::note(&format!("bench broker: written to {}", opts.out.display()));
+    Ok(Outcome::Done)
+}
+
+/// Starts one cluster, runs every case once (after a warm-up per topic), and takes it down.
+fn one_cluster(opts: &Options, rt: Runtime, round: u32, flavor: Flavor) -> Result<Vec<Sample>> {
+    let run_dir = tempfile::Builder::new()
+        .prefix("okp-bench-")
+        .tempdir()
+        .map_err(|e| Error::io("cannot create the run directory", e))?;
+    let journal_dir = opts.out.join("journal").join(format!("{round}-{}", flavor.word()));
+    let _ = std::fs::remove_dir_all(&journal_dir);
+    let journal = Journal::new(&journal_dir, run_dir.path());
+    let timers = Timers { lag_ms: 10_000, session_ms: 6_000 };
+    let mut c = Cluster::up(opts.mode, rt, timers, run_dir.path(), None, journal, crate::cluster::Homes::Shared)?;
+    let result = measure(&mut c, opts, round, flavor);
+    c.down();
+    drop(c);
+    result
+}
+
+fn measure(c: &mut Cluster, opts: &Options, round: u32, flavor: Flavor) -> Result<Vec<Sample>> {
+    let topics: &[(&str, &str, &[&str])] =
+        &[("bench3", "1:2:3", &["min.insync.replicas=2"]), ("bench4", "1:2:3:4", &["min.insync.replicas=2"])];
+    for ((t, _, _), out) in topics.iter().zip(c.create_topics(topics)?) {
+        if !out.ok() {
+            return Err(Error::External(format!("creating topic {t} failed (rc {}): {}", out.rc, out.stderr.trim())));
+        }
+    }
+    for (t, _, _) in topics {
+        let (s, _) = c.wait_state(t, Duration::from_secs(60), |s| s.leader.is_some(), |_| {})?;
+        if s.is_none() {
+            return Err(Error::External(format!("topic {t} has no leader 60 s after creation")));
+        }
+    }
+    let boot = c.bootstrap(&[FOURTH]);
+    let perf = |c: &mut Cluster, topic: &str, n: u64, rate: Option<u64>| {
+        let rate = rate.map(|r| r.to_string()).unwrap_or_else(|| "-1".into());
+        let args: Vec<String> = [
+            "--topic",
+            topic,
+            "--num-records",
+            &n.to_string(),
+            "--throughput",
+            &rate,
+            "--record-size",
+            &opts.record_size.to_string(),
+            "--producer-props",
+            &format!("bootstrap.servers={boot}"),
+            "acks=all",
+            "linger.ms=0",
+            "enable.idempotence=false",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        c.tool(Tool::Perf, &args, None, Duration::from_secs(300))
+    };
+    // Warm-up: the brokers' and the producer's JIT, every topic's first segment.
+    for (t, _, _) in topics {
+        perf(c, t, opts.rate_records.min(5000), Some(opts.rate))?;
+    }
+    let mut samples = Vec::new();
+    for &(case, topic, fixed, frozen) in CASES {
+        if frozen {
+            c.freeze(FOURTH);
+        }
+        let out = perf(c, topic, if fixed { opts.rate_records } else { opts.max_records }, fixed.then_some(opts.rate));
+        if frozen {
+            c.thaw(FOURTH);
+        }
+        let out = out?;
+        let p = parse_perf(&out.stdout);
+        let per_sec = per_sec(&out.stdout);
+        let p = p.unwrap_or_default();
+        samples.push(Sample {
+            round,
+            flavor,
+            case,
+            rc: if p.records == 0 { out.rc.max(1) } else { out.rc },
+            records: p.records,
+            records_per_sec: per_sec.unwrap_or(0.0),
+            avg_ms: p.avg_ms,
+            p50_ms: p.p50_ms,
+            p99_ms: p.p99_ms,
+            p999_ms: p.p999_ms,
+            max_ms: p.max_ms,
+        });
+        if frozen {
+            // Let the thawed broker catch up before the cluster goes down (its log is not judged).
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    }
+    Ok(samples)
+}
+
+/// "N records sent, X records/sec (…" → X, from ProducerPerformance's summary line.
+fn per_sec(stdout: &str) -> Option<f64> {
+    let line = stdout.lines().rev().find(|l| l.contains("records sent") && l.contains("50th"))?;
+    let at = line.find(" records/sec")?;
+    line[..at].rsplit([' ', ',']).find(|s| !s.is_empty())?.parse().ok()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+const METRICS: &[(&str, fn(&Sample) -> f64)] = &[
+    ("records_per_sec", |s| s.records_per_sec),
+    ("p50_ms", |s| s.p50_ms),
+    ("p99_ms", |s| s.p99_ms),
+    ("p999_ms", |s| s.p999_ms),
+];
+
+fn summarise(samples: &[Sample]) -> Vec<Ratio> {
+    let mut out = Vec::new();
+    for &(case, _, _, _) in CASES {
+        for &(metric, get) in METRICS {
+            let of = |f: Flavor| -> BTreeMap<u32, f64> {
+                samples
+                    .iter()
+                    .filter(|s| s.case == case && s.flavor == f && s.rc == 0)
+                    .map(|s| (s.round, get(s)))
+                    .collect()
+            };
+            let (a, b) = (of(Flavor::Upstream), of(Flavor::Patched));
+            let per_round: Vec<f64> =
+                a.iter().filter_map(|(r, x)| b.get(r).filter(|_| *x > 0.0).map(|y| y / x)).collect();
+            let (ua, pb) = (median(a.values().copied().collect()), median(b.values().copied().collect()));
+            out.push(Ratio {
+                case,
+                metric,
+                upstream: ua,
+                patched: pb,
+                ratio: if ua > 0.0 { pb / ua } else { f64::NAN },
+                ratio_min: per_round.iter().copied().fold(f64::NAN, f64::min),
+                ratio_max: per_round.iter().copied().fold(f64::NAN, f64::max),
+            });
+        }
+    }
+    out
+}
+
+fn summary_md(opts: &Options, samples: &[Sample], ratios: &[Ratio], secs: f64) -> String {
+    let mut s = format!(
+        "# okp bench broker {} {}\n\n{} rounds (upstream, patched, alternately; a fresh cluster each), ProducerPerformance \
+         acks=all, {}-byte records: fixed rate {} records/s × {} records, max throughput {} records. Wall time {:.0} s. \
+         Ratios are patched/upstream of the medians over the rounds; the spread is the per-round ratios' min..max.\n\n",
+        opts.release.version,
+        opts.mode,
+        opts.rounds,
+        opts.record_size,
+        opts.rate,
+        opts.rate_records,
+        opts.max_records,
+        secs
+    );
+    s.push_str("| case | metric | upstream | patched | patched/upstream | spread |\n|---|---|---|---|---|---|\n");
+    for r in ratios {
+        s.push_str(&format!(
+            "| {} | {} | {:.2} | {:.2} | {:.3} | {:.3}..{:.3} |\n",
+            r.case, r.metric, r.upstream, r.patched, r.ratio, r.ratio_min, r.ratio_max
+        ));
+    }
+    // The HW gate in numbers: the patched cluster's frozen-observer p99 against its own no-observer p99.
+    let p99 = |case: &str| {
+        median(
+            samples
+                .iter()
+                .filter(|x| x.case == case && x.flavor == Flavor::Patched && x.rc == 0)
+                .map(|x| x.p99_ms)
+                .collect(),
+        )
+    };
+    let (frozen, plain) = (p99("rf4-frozen"), p99("rf3-rate"));
+    s.push_str(&format!(
+        "\nPatched, observer frozen: acks=all p99 {frozen:.1} ms on the rf4 topic against {plain:.1} ms on the rf3 topic \
+         (no observer): ratio {:.3}.\n",
+        frozen / plain
+    ));
+    let failed: Vec<String> = samples
+        .iter()
+        .filter(|x| x.rc != 0)
+        .map(|x| format!("round {} {} {} (rc {})", x.round, x.flavor.word(), x.case, x.rc))
+        .collect();
+    if !failed.is_empty() {
+        s.push_str(&format!("\nSamples left out (the producer failed): {}.\n", failed.join(", ")));
+    }
+    s.push_str("\nEvery sample: bench.json; each cluster's commands and output: journal/<round>-<flavor>/.\n");
+    s
+}
+
+/// The default evidence directory of a run.
+pub fn default_out(release: &Release, mode: Mode) -> PathBuf {
+    Path::new("evidence").join("bench").join("broker").join(format!("{}-{mode}", release.version))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_line_gives_records_per_second() {
+        let line = "300 records sent, 99.6 records/sec (0.01 MB/sec), 11.23 ms avg latency, 77.00 ms max latency, 5 ms 50th, 40 ms 95th, 77 ms 99th, 77 ms 99.9th.";
+        assert_eq!(per_sec(&format!("warm-up\n{line}\n")), Some(99.6));
+        assert_eq!(per_sec("nothing"), None);
+    }
+
+    #[test]
+    fn ratios_are_of_medians_and_the_spread_of_rounds() {
+        let s = |round, flavor, rps: f64| Sample {
+            round,
+            flavor,
+            case: "rf3-rate",
+            rc: 0,
+            records: 1,
+            records_per_sec: rps,
+            avg_ms: 1.0,
+            p50_ms: 1.0,
+            p99_ms: 2.0,
+            p999_ms: 3.0,
+            max_ms: 4.0,
+        };
+        let samples = vec![
+            s(1, Flavor::Upstream, 100.0),
+            s(1, Flavor::Patched, 98.0),
+            s(2, Flavor::Upstream, 110.0),
+            s(2, Flavor::Patched, 110.0),
+            s(3, Flavor::Upstream, 90.0),
+            s(3, Flavor::Patched, 99.0),
+        ];
+        let r = summarise(&samples);
+        let t = r.iter().find(|r| r.case == "rf3-rate" && r.metric == "records_per_sec").unwrap();
+        assert_eq!((t.upstream, t.patched), (100.0, 99.0));
+        assert!((t.ratio - 0.99).abs() < 1e-9);
+        assert!((t.ratio_min - 0.98).abs() < 1e-9 && (t.ratio_max - 1.1).abs() < 1e-9);
+        // A failed sample is left out of the medians.
+        let mut bad = samples.clone();
+        bad[1].rc = 1;
+        let r = summarise(&bad);
+        let t = r.iter().find(|r| r.case == "rf3-rate" && r.metric == "records_per_sec").unwrap();
+        assert_eq!(t.patched, 104.5);
+    }
+}

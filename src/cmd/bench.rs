@@ -1,0 +1,32 @@
+//! `okp bench broker`: resolves the release, mode and output directory, then
+//! hands the run to `bench`.
+//!
+//! Not here: the clusters and the measurements (`bench`).
+
+use crate::cli::{BenchArgs, BenchCommand};
+use crate::error::{Outcome, Result};
+use crate::model::ModeDefault;
+use crate::workspace::Workspace;
+
+pub fn run(ws: &Workspace, args: BenchArgs) -> Result<Outcome> {
+    match args.command {
+        BenchCommand::Broker(a) => {
+            let release = ws.release(a.version.unwrap_or(super::verify::DEFAULT_RELEASE))?.clone();
+            let mode = release.mode_for(a.mode, ModeDefault::ZkFirst)?;
+            let out = a.out.unwrap_or_else(|| crate::bench::default_out(&release, mode));
+            crate::bench::broker(
+                ws,
+                crate::bench::Options {
+                    release,
+                    mode,
+                    rounds: a.rounds,
+                    rate_records: a.rate_records,
+                    rate: a.rate,
+                    max_records: a.max_records,
+                    record_size: a.record_size,
+                    out,
+                },
+            )
+        }
+    }
+}
