@@ -125,7 +125,7 @@ pub fn broker(ws: &Workspace, opts: Options) -> Result<Outcome> {
                 Flavor::Upstream => Runtime::assemble(&ws.maven, version, None)?,
                 Flavor::Patched => Runtime::assemble(&ws.maven, version, Some(&build))?,
             };
-            crate::out::note(&format!("bench broker {version} {}: round {round}, {}", opts.mode, flavor.word()));
+            crate::out::note(format!("bench broker {version} {}: round {round}, {}", opts.mode, flavor.word()));
             samples.extend(one_cluster(&opts, rt, round, flavor)?);
         }
     }
@@ -152,7 +152,7 @@ pub fn broker(ws: &Workspace, opts: Options) -> Result<Outcome> {
     let md = summary_md(&opts, &samples, &ratios, t0.elapsed().as_secs_f64());
     crate::fsx::write_atomic(&opts.out.join("summary.md"), md.as_bytes())?;
     crate::out::print(&md)?;
-    crate::out::note(&format!("bench broker: written to {}", opts.out.display()));
+    crate::out::note(format!("bench broker: written to {}", opts.out.display()));
     Ok(Outcome::Done)
 }
 
@@ -268,7 +268,10 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-const METRICS: &[(&str, fn(&Sample) -> f64)] = &[
+/// A metric's name and how to read it from a sample.
+type Metric = (&'static str, fn(&Sample) -> f64);
+
+const METRICS: &[Metric] = &[
     ("records_per_sec", |s| s.records_per_sec),
     ("p50_ms", |s| s.p50_ms),
     ("p99_ms", |s| s.p99_ms),

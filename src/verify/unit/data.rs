@@ -55,6 +55,10 @@ struct RawFamily {
     classes: Vec<RawClass>,
     #[serde(default)]
     expected: Vec<Expected>,
+    /// An earlier family whose expected changes this one shares (for the classes both run), after
+    /// its own: a test's change is explained alike across the releases of neighbouring families.
+    #[serde(default)]
+    expected_from: Option<String>,
 }
 
 #[derive(serde::Deserialize)]
@@ -197,6 +201,24 @@ impl UnitData {
                     return Err(origin.error_at(&e.test, format!("{}: `why` is empty", e.test)));
                 }
             }
+            let mut expected = f.expected;
+            if let Some(name) = &f.expected_from {
+                let Some(base) = families.iter().find(|o| &o.name == name) else {
+                    return Err(at(format!(
+                        "family {}: expected_from `{name}` is not a family defined above it",
+                        f.name
+                    )));
+                };
+                let runs = |test: &str| {
+                    let class = test.split('.').next().unwrap_or_default();
+                    f.classes.iter().any(|c| c.class.rsplit('.').next() == Some(class))
+                };
+                for e in &base.expected {
+                    if runs(&e.test) && !expected.iter().any(|o: &Expected| o.test == e.test) {
+                        expected.push(e.clone());
+                    }
+                }
+            }
             let libraries = f.libraries.iter().map(|s| coord(s)).collect::<Result<Vec<_>>>()?;
             families.push(Family {
                 name: f.name,
@@ -208,7 +230,7 @@ impl UnitData {
                 jvm_args: f.jvm_args,
                 observers: f.observers,
                 classes: f.classes.into_iter().map(|c| TestClass { class: c.class, modes: c.modes }).collect(),
-                expected: f.expected,
+                expected,
             });
         }
         Ok(UnitData { origin_name: origin.name.clone(), launcher, families })
