@@ -29,10 +29,14 @@ use crate::workspace::Workspace;
 use data::{Family, TestClass, UnitData};
 use judge::Outcomes;
 use junit::Outcome;
-use record::{ClassRow, Config, Counts, UnitRecord, UnitVerdict};
+use record::{ClassRow, Config, Counts, Flaky, UnitRecord, UnitVerdict};
 
 /// The launcher's main class (junit-platform-console-standalone).
 const LAUNCHER_MAIN: &str = "org.junit.platform.console.ConsoleLauncher";
+
+/// How often a test that fails where it must not (a regression, or an unexplained change) is run
+/// again alone, in the configuration where it failed, before its failure stands.
+const RETRIES: u32 = 2;
 
 pub struct Options {
     pub release: Release,
@@ -186,6 +190,33 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         seconds.insert(config.word().to_string(), crate::scenarios::round(t.elapsed().as_secs_f64()));
         outcomes.insert(config, all);
     }
+    // 5. A failure where none may be is run again alone (a flaky upstream test must not read as
+    // a regression); a pass on a re-run replaces it, and the test is listed as flaky.
+    let t = Instant::now();
+    for (config, test) in judge::to_retry(&family, &outcomes) {
+        let Some(class) = classes.iter().find(|c| test.starts_with(&format!("{}.", c.simple_name()))) else {
+            continue;
+        };
+        let method = test[class.simple_name().len() + 1..].split('(').next().unwrap_or_default().to_string();
+        let cp = if config == Config::Upstream { &upstream_cp } else { &patched_cp };
+        let env_ids = (config == Config::Observers).then_some(observers.as_str());
+        let jvm = Jvm { java: &java, launcher: &launcher, classpath: cp, family: &family, observer_file: &absent_file };
+        for n in 1..=RETRIES {
+            let reports =
+                staging.join("junit").join(config.word()).join(class.simple_name()).join(retry_dir(n, &method));
+            eprintln!("okp: unit-tests {v} {}: {} {test} again ({n} of {RETRIES})", opts.mode, config.word());
+            let selector = format!("--select-method={}#{method}", class.class);
+            jvm.run(&selector, &reports, env_ids, opts.class_timeout, &work.path().join("logs"))?;
+            strip_properties(&reports)?;
+            let passed =
+                junit::read_dir(&reports).unwrap_or_default().iter().any(|c| c.test == test && c.outcome.passed());
+            if passed {
+                break;
+            }
+        }
+    }
+    let flaky = apply_retries(&staging.join("junit"), &mut outcomes)?;
+    seconds.insert("retries".into(), crate::scenarios::round(t.elapsed().as_secs_f64()));
     let empty = BTreeMap::new();
     let get = |c: Config| outcomes.get(&c).unwrap_or(&empty);
     let j = judge::judge(&family, get(Config::Upstream), get(Config::Patched), get(Config::Observers));
@@ -211,6 +242,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         changes: j.changes,
         not_comparable: j.not_comparable,
         unused_expectations: j.unused_expectations,
+        flaky,
         seconds,
     };
     write(
@@ -271,6 +303,7 @@ fn rejudge(family: &Family, dest: &Path, json: bool, pairs: &[crate::verify::Pai
         }
         outcomes.insert(config, all);
     }
+    record.flaky = apply_retries(&dest.join("junit"), &mut outcomes)?;
     let empty = BTreeMap::new();
     let get = |c: Config| outcomes.get(&c).unwrap_or(&empty);
     let j = judge::judge(family, get(Config::Upstream), get(Config::Patched), get(Config::Observers));
@@ -281,6 +314,49 @@ fn rejudge(family: &Family, dest: &Path, json: bool, pairs: &[crate::verify::Pai
     record.unused_expectations = j.unused_expectations;
     finish(&record, dest, dest, json, pairs)?;
     Ok(Exit::check(record.verdict == UnitVerdict::Pass))
+}
+
+/// Where the `n`th re-run of `method` writes its reports, beside the class's own.
+fn retry_dir(n: u32, method: &str) -> String {
+    format!("retry-{n}-{method}")
+}
+
+/// Reads every re-run's reports (`junit/<config>/<Class>/retry-<n>-<method>/`) and replaces a
+/// failed outcome by the pass a re-run reported, listing each such test as flaky. The run and
+/// `--rejudge` both go through here, so a rejudged record says what the run said.
+fn apply_retries(junit_root: &Path, outcomes: &mut BTreeMap<Config, Outcomes>) -> Result<Vec<Flaky>> {
+    let mut flaky = Vec::new();
+    for config in Config::ALL {
+        let Ok(classes) = std::fs::read_dir(junit_root.join(config.word())) else { continue };
+        let mut retries: Vec<(u32, PathBuf)> = Vec::new();
+        for class in classes.flatten() {
+            let Ok(sub) = std::fs::read_dir(class.path()) else { continue };
+            for e in sub.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let n = name.strip_prefix("retry-").and_then(|r| r.split('-').next()).and_then(|n| n.parse().ok());
+                if let (Some(n), true) = (n, e.path().is_dir()) {
+                    retries.push((n, e.path()));
+                }
+            }
+        }
+        retries.sort();
+        let all = outcomes.entry(config).or_default();
+        for (n, dir) in retries {
+            for case in junit::read_dir(&dir)? {
+                let first = all.get(&case.test).cloned();
+                if case.outcome.passed() && first.as_ref().is_some_and(|o| !o.passed()) {
+                    flaky.push(Flaky {
+                        test: case.test.clone(),
+                        config,
+                        first: first.unwrap_or(Outcome::Skip),
+                        retry: n,
+                    });
+                    all.insert(case.test, Outcome::Pass);
+                }
+            }
+        }
+    }
+    Ok(flaky)
 }
 
 /// Which of `classes` the classpath holds (a release may not have them all).
@@ -324,6 +400,18 @@ impl Jvm<'_> {
         limit: Duration,
         logs: &Path,
     ) -> Result<Ran> {
+        self.run(&format!("--select-class={class}"), reports, observers, limit, logs)
+    }
+
+    /// The launcher with one selector (`--select-class=…`, `--select-method=…#…`), as `run_class`.
+    fn run(
+        &self,
+        selector: &str,
+        reports: &Path,
+        observers: Option<&str>,
+        limit: Duration,
+        logs: &Path,
+    ) -> Result<Ran> {
         std::fs::create_dir_all(reports).map_err(|e| Error::io(format!("cannot create {}", reports.display()), e))?;
         std::fs::create_dir_all(logs).map_err(|e| Error::io(format!("cannot create {}", logs.display()), e))?;
         let mut cp = vec![self.launcher.to_path_buf()];
@@ -332,7 +420,7 @@ impl Jvm<'_> {
         let log = logs.join(format!(
             "{}-{}.log",
             reports.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-            class
+            selector.split_once('=').map(|(_, s)| s).unwrap_or(selector).replace(['#', '/'], "-")
         ));
         let out = std::fs::File::create(&log).map_err(|e| Error::io(format!("cannot create {}", log.display()), e))?;
         let err = out.try_clone().map_err(|e| Error::io(format!("cannot open {}", log.display()), e))?;
@@ -340,7 +428,7 @@ impl Jvm<'_> {
         cmd.arg(self.java).arg("-XX:+UseSerialGC").arg("-Xmx1g");
         cmd.args(&self.family.jvm_args);
         cmd.arg("-cp").arg(&cp).arg(LAUNCHER_MAIN).arg("execute").arg("--disable-banner").arg("--details=none");
-        cmd.arg(format!("--reports-dir={}", reports.display())).arg(format!("--select-class={class}"));
+        cmd.arg(format!("--reports-dir={}", reports.display())).arg(selector);
         cmd.env_remove("KAFKA_OBSERVER_BROKER_IDS").env_remove("JAVA_TOOL_OPTIONS");
         cmd.env("KAFKA_OBSERVER_IDS_FILE", self.observer_file);
         if let Some(ids) = observers {
@@ -500,6 +588,22 @@ fn summary_page(r: &UnitRecord) -> String {
                 .join(", ")
         ));
     }
+    if !r.flaky.is_empty() {
+        s.push_str(&format!(
+            "\n## Flaky: failed, then passed when run again alone in the same configuration: {}\n\n| test | configuration | first outcome | passed on re-run |\n|---|---|---|---|\n",
+            r.flaky.len()
+        ));
+        for f in &r.flaky {
+            s.push_str(&format!(
+                "| `{}` | {} | {}{} | {} |\n",
+                f.test,
+                f.config.word(),
+                f.first.word(),
+                message(&f.first).replace('|', "\\|"),
+                f.retry
+            ));
+        }
+    }
     if !r.unused_expectations.is_empty() {
         s.push_str(&format!(
             "\nExpected changes that did not happen (stale after a patch-set change?): {}\n",
@@ -581,6 +685,16 @@ fn terminal_table(r: &UnitRecord, dest: &Path) -> String {
     for g in &r.regressions {
         s.push_str(&format!("  REGRESSION {}: {}{}\n", g.test, g.patched.word(), message(&g.patched)));
     }
+    for f in &r.flaky {
+        s.push_str(&format!(
+            "  FLAKY {} ({}): {}{}; passed on re-run {}\n",
+            f.test,
+            f.config.word(),
+            f.first.word(),
+            message(&f.first),
+            f.retry
+        ));
+    }
     for c in r.changes.iter().filter(|c| c.rule.is_none()) {
         s.push_str(&format!(
             "  UNEXPLAINED {}: {} -> {}{}\n",
@@ -618,4 +732,51 @@ pub fn matrix_cell(evidence: &Path, run: &str) -> Option<String> {
         }
         Err(_) => format!("[unreadable](unit/{run}/unit.json)"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(cases: &[(&str, bool)]) -> String {
+        let mut s = String::from("<?xml version=\"1.0\"?>\n<testsuite name=\"JUnit Jupiter\">\n");
+        for (name, pass) in cases {
+            if *pass {
+                s.push_str(&format!("<testcase name=\"{name}\" classname=\"k.QuorumControllerTest\"/>\n"));
+            } else {
+                s.push_str(&format!("<testcase name=\"{name}\" classname=\"k.QuorumControllerTest\"><error message=\"resign\" type=\"x.FaultHandlerException\"/></testcase>\n"));
+            }
+        }
+        s + "</testsuite>\n"
+    }
+
+    #[test]
+    fn a_pass_on_a_re_run_replaces_the_failure_and_is_listed_as_flaky() {
+        let t = tempfile::tempdir().unwrap();
+        let class = t.path().join("patched").join("QuorumControllerTest");
+        std::fs::create_dir_all(class.join(retry_dir(1, "testA"))).unwrap();
+        std::fs::create_dir_all(class.join(retry_dir(2, "testA"))).unwrap();
+        std::fs::create_dir_all(class.join(retry_dir(1, "testB"))).unwrap();
+        std::fs::write(class.join(retry_dir(1, "testA")).join("TEST-r.xml"), report(&[("testA()", false)])).unwrap();
+        std::fs::write(class.join(retry_dir(2, "testA")).join("TEST-r.xml"), report(&[("testA()", true)])).unwrap();
+        std::fs::write(class.join(retry_dir(1, "testB")).join("TEST-r.xml"), report(&[("testB()", false)])).unwrap();
+        let fail = Outcome::Fail { kind: junit::Kind::Exception, exception: "x".into(), message: "resign".into() };
+        let mut outcomes: BTreeMap<Config, Outcomes> = BTreeMap::new();
+        outcomes.insert(
+            Config::Patched,
+            [
+                ("QuorumControllerTest.testA()".to_string(), fail.clone()),
+                ("QuorumControllerTest.testB()".to_string(), fail),
+            ]
+            .into(),
+        );
+        let flaky = apply_retries(t.path(), &mut outcomes).unwrap();
+        assert_eq!(flaky.len(), 1, "{flaky:?}");
+        assert_eq!(
+            (flaky[0].test.as_str(), flaky[0].config, flaky[0].retry),
+            ("QuorumControllerTest.testA()", Config::Patched, 2)
+        );
+        assert!(outcomes[&Config::Patched]["QuorumControllerTest.testA()"].passed());
+        assert!(!outcomes[&Config::Patched]["QuorumControllerTest.testB()"].passed(), "failed twice: it stands");
+    }
 }

@@ -270,6 +270,25 @@ mod tests {
     }
 
     #[test]
+    fn a_family_shares_the_expected_changes_of_an_earlier_one() {
+        let d = UnitData::load(None).unwrap();
+        let f = d.family("3.0.2".parse().unwrap()).unwrap();
+        // u3.0 takes u2.8's (which took u2.7's) for the classes it runs.
+        assert!(f.explains("PartitionTest.testIsrExpansion()").is_some());
+        assert!(f.explains("PartitionTest.testMonotonicOffsetsAfterLeaderChange()").is_some());
+        let names: Vec<&str> = f.expected.iter().map(|e| e.test.as_str()).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "no test twice: {names:?}");
+        // Naming a family that is not above it is refused, with the file and line.
+        let bad = EMBEDDED.replacen("expected_from: u2.7", "expected_from: u9.9", 1);
+        assert_ne!(bad, EMBEDDED);
+        let e = UnitData::parse(&Origin::new("u.yaml", bad)).unwrap_err().to_string();
+        assert!(e.starts_with("u.yaml:") && e.contains("expected_from `u9.9` is not a family defined above it"), "{e}");
+    }
+
+    #[test]
     fn an_expectation_matches_every_invocation_of_its_method() {
         let e = Expected { test: "PartitionTest.testX".into(), rule: "rule 1".into(), why: "w".into() };
         assert!(e.matches("PartitionTest.testX()"));

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use super::data::Family;
 use super::junit::{Kind, Outcome};
-use super::record::{Change, Regression};
+use super::record::{Change, Config, Regression};
 
 /// Test name → outcome, for one configuration.
 pub type Outcomes = BTreeMap<String, Outcome>;
@@ -49,6 +49,31 @@ fn missing() -> Outcome {
         exception: "(absent)".into(),
         message: "no result in this configuration".into(),
     }
+}
+
+/// The failures worth running again alone, with the configuration they happened in: a test that
+/// passes upstream and not on patched jars (a regression if it stands), and the failing side of a
+/// change with observers no expected entry explains. Explained changes are not re-run: they are
+/// the contract at work, and they fail every time.
+pub fn to_retry(family: &Family, outcomes: &BTreeMap<Config, Outcomes>) -> Vec<(Config, String)> {
+    let empty = Outcomes::new();
+    let get = |c: Config| outcomes.get(&c).unwrap_or(&empty);
+    let (up, p, o) = (get(Config::Upstream), get(Config::Patched), get(Config::Observers));
+    let mut out = Vec::new();
+    for (test, u) in up {
+        if !u.passed() {
+            continue;
+        }
+        let (pt, ot) = (p.get(test), o.get(test));
+        if pt.is_some_and(|x| !x.passed()) {
+            out.push((Config::Patched, test.clone()));
+        }
+        let differ = matches!((pt, ot), (Some(a), Some(b)) if a.word() != b.word());
+        if differ && family.explains(test).is_none() && ot.is_some_and(|x| !x.passed()) {
+            out.push((Config::Observers, test.clone()));
+        }
+    }
+    out
 }
 
 /// Compares the three configurations. Tests that only some configurations report count as
@@ -118,6 +143,39 @@ mod tests {
 
     fn of(items: &[(&str, Outcome)]) -> Outcomes {
         items.iter().map(|(t, o)| (t.to_string(), o.clone())).collect()
+    }
+
+    #[test]
+    fn only_failures_that_would_fail_the_run_are_run_again() {
+        let e = Expected { test: "PartitionTest.explained".into(), rule: "rule 1".into(), why: "w".into() };
+        let up = of(&[
+            ("PartitionTest.flake()", Outcome::Pass),
+            ("PartitionTest.explained()", Outcome::Pass),
+            ("PartitionTest.odd()", Outcome::Pass),
+            ("PartitionTest.brokenUpstream()", fail(Kind::Exception)),
+        ]);
+        let p = of(&[
+            ("PartitionTest.flake()", fail(Kind::Exception)),
+            ("PartitionTest.explained()", Outcome::Pass),
+            ("PartitionTest.odd()", Outcome::Pass),
+            ("PartitionTest.brokenUpstream()", fail(Kind::Exception)),
+        ]);
+        let o = of(&[
+            ("PartitionTest.flake()", Outcome::Pass),
+            ("PartitionTest.explained()", fail(Kind::Assertion)),
+            ("PartitionTest.odd()", fail(Kind::Timeout)),
+            ("PartitionTest.brokenUpstream()", Outcome::Pass),
+        ]);
+        let all: BTreeMap<Config, Outcomes> =
+            [(Config::Upstream, up), (Config::Patched, p), (Config::Observers, o)].into();
+        let r = to_retry(&family(vec![e]), &all);
+        assert_eq!(
+            r,
+            [
+                (Config::Patched, "PartitionTest.flake()".to_string()),
+                (Config::Observers, "PartitionTest.odd()".to_string())
+            ]
+        );
     }
 
     #[test]

@@ -80,6 +80,10 @@ pub struct UnitRecord {
     pub not_comparable: Vec<Change>,
     /// Expected entries no change matched.
     pub unused_expectations: Vec<String>,
+    /// Tests that failed in a configuration and passed when run again alone there (their first
+    /// outcome is replaced by the pass before judging; each is listed, never hidden).
+    #[serde(default)]
+    pub flaky: Vec<Flaky>,
     /// Wall time per configuration and `total`.
     pub seconds: BTreeMap<String, f64>,
 }
@@ -115,6 +119,15 @@ pub struct Counts {
     pub seconds: f64,
     /// The JVM was killed at the class's time limit (its tests count as failed by timeout).
     pub timed_out: bool,
+}
+
+/// A test that failed in `config` and passed on a re-run of its method there (`retry`: which one).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Flaky {
+    pub test: String,
+    pub config: Config,
+    pub first: Outcome,
+    pub retry: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -172,6 +185,7 @@ pub(crate) mod tests {
             changes: vec![],
             not_comparable: vec![],
             unused_expectations: vec![],
+            flaky: vec![],
             seconds: BTreeMap::new(),
         }
     }
