@@ -22,3 +22,115 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     tmp.persist(path).map_err(|e| Error::io(format!("cannot write {}", path.display()), e.error))?;
     Ok(())
 }
+
+/// An exclusive `flock` on a file in a directory okp writes as a whole (a build's `--out`, verify's
+/// cached jars), held until dropped. A second okp waits for the first instead of both writing the
+/// same `work/` and jars. The holder removes the file when done (if it is still its file), so a
+/// finished build leaves no lock behind; the kernel drops the lock of a killed holder, whose file
+/// the next holder reuses.
+pub struct DirLock {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+}
+
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// Takes `dir/name`'s lock, waiting (with one note naming the holder's pid) while another holds it.
+/// Refuses a lock path that is a symbolic link or not a regular file.
+pub fn lock_dir(dir: &Path, name: &str) -> Result<DirLock> {
+    use std::io::{Read, Seek};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    let path = dir.join(name);
+    let mut noted = false;
+    loop {
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(&path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => {
+                    Error::Tree { path: path.clone(), msg: "a symbolic link, not okp's lock file".into() }
+                }
+                _ => Error::io(format!("cannot open the lock file {}", path.display()), e),
+            })?;
+        let meta = file.metadata().map_err(|e| Error::io(format!("cannot stat {}", path.display()), e))?;
+        if !meta.is_file() {
+            return Err(Error::Tree { path, msg: "not a regular file, so not okp's lock file".into() });
+        }
+        // SAFETY: flock on a descriptor this function owns; no memory is shared.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            if !noted {
+                let mut pid = String::new();
+                let _ = (&file).take(32).read_to_string(&mut pid);
+                crate::out::note(format!(
+                    "waiting for another okp (pid {}) writing {} to finish",
+                    pid.trim().parse::<u32>().map(|p| p.to_string()).unwrap_or_else(|_| "unknown".into()),
+                    dir.display()
+                ));
+                noted = true;
+            }
+            // SAFETY: as above; this call blocks until the holder releases or dies.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+                return Err(Error::io(format!("cannot lock {}", path.display()), std::io::Error::last_os_error()));
+            }
+        }
+        // The holder before us removes the file on its way out: a lock on a file no one else will
+        // open is no lock. Start again on the file the path names now.
+        match std::fs::symlink_metadata(&path) {
+            Ok(now) if same_file(&now, &meta) => {}
+            _ => continue,
+        }
+        file.set_len(0)
+            .and_then(|_| file.rewind())
+            .and_then(|_| writeln!(file, "{}", std::process::id()))
+            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+        return Ok(DirLock { file, path });
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        // Removed while still held, and only if the path is still this file.
+        if let (Ok(now), Ok(ours)) = (std::fs::symlink_metadata(&self.path), self.file.metadata()) {
+            if same_file(&now, &ours) {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_holder_waits_for_the_first() {
+        let d = tempfile::tempdir().unwrap();
+        let first = lock_dir(d.path(), ".lock").unwrap();
+        let dir = d.path().to_path_buf();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let _second = lock_dir(&dir, ".lock").unwrap();
+            tx.send(()).unwrap();
+        });
+        assert!(rx.recv_timeout(std::time::Duration::from_millis(300)).is_err(), "the second waits");
+        drop(first);
+        rx.recv_timeout(std::time::Duration::from_secs(10)).expect("then takes it");
+        t.join().unwrap();
+        assert!(!d.path().join(".lock").exists(), "the last holder removes the file");
+        // Not a regular file, or a link: refused.
+        std::fs::create_dir(d.path().join("dirlock")).unwrap();
+        assert!(lock_dir(d.path(), "dirlock").is_err());
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("link")).unwrap();
+        assert!(lock_dir(d.path(), "link").err().unwrap().to_string().contains("symbolic link"));
+    }
+}

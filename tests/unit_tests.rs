@@ -1,19 +1,21 @@
 //! `okp unit-tests` on the reference pairs CI runs on every change (2.7.2 zk,
 //! 3.9.2 zk, 3.9.2 kraft, 4.3.1 kraft), each on a bounded subset of its
-//! classes (`SUBSET`: the full classes take 10-25 minutes a pair on 2 cores and
+//! classes (`SUBSET`: the full classes take 3-8 minutes a pair on 2 cores and
 //! run in ci/okp-unit-tests.yml and evidence/unit/), through all three
 //! configurations; and its refusals, which need no JVM.
 
 mod common;
 use common::*;
 
-/// Per reference pair, the classes CI runs: small, and between them the ZooKeeper
-/// controller's elections and the KRaft controller's partition changes.
-const SUBSET: &[(&str, &str, &str)] = &[
-    ("2.7.2", "zk", "PartitionLeaderElectionAlgorithmsTest"),
-    ("3.9.2", "zk", "PartitionLeaderElectionAlgorithmsTest"),
-    ("3.9.2", "kraft", "PartitionChangeBuilderTest"),
-    ("4.3.1", "kraft", "PartitionChangeBuilderTest"),
+/// Per reference pair, the classes CI runs: `PartitionTest` (the ISR and high-watermark hooks,
+/// rules 1-3, about half a minute a pair for the three configurations on an idle 2-core machine)
+/// and a small controller class (the ZooKeeper controller's elections, the KRaft controller's
+/// partition changes: the leader-balance and election edges).
+const SUBSET: &[(&str, &str, &[&str])] = &[
+    ("2.7.2", "zk", &["PartitionTest", "PartitionLeaderElectionAlgorithmsTest"]),
+    ("3.9.2", "zk", &["PartitionTest", "PartitionLeaderElectionAlgorithmsTest"]),
+    ("3.9.2", "kraft", &["PartitionTest", "PartitionChangeBuilderTest"]),
+    ("4.3.1", "kraft", &["PartitionTest", "PartitionChangeBuilderTest"]),
 ];
 
 fn unit_json(dir: &std::path::Path) -> serde_json::Value {
@@ -22,10 +24,20 @@ fn unit_json(dir: &std::path::Path) -> serde_json::Value {
 
 #[test]
 fn the_reference_pairs_show_no_regression_on_their_ci_subset() {
-    for (v, m, class) in SUBSET {
+    for (v, m, classes) in SUBSET {
         let t = tempfile::tempdir().unwrap();
         let o = okp()
-            .args(["unit-tests", "--version", v, "--mode", m, "--classes", class, "--class-timeout", "600"])
+            .args([
+                "unit-tests",
+                "--version",
+                v,
+                "--mode",
+                m,
+                "--classes",
+                &classes.join(","),
+                "--class-timeout",
+                "600",
+            ])
             .arg("--evidence")
             .arg(t.path())
             .output()
@@ -36,10 +48,14 @@ fn the_reference_pairs_show_no_regression_on_their_ci_subset() {
         assert_eq!(r["schema"], 1);
         assert_eq!(r["verdict"], "pass", "{v} {m}: {r}");
         assert_eq!(r["regressions"].as_array().unwrap().len(), 0);
-        let runs = &r["classes"][0]["runs"];
-        let passed = |c: &str| runs[c]["passed"].as_u64().unwrap();
-        assert!(passed("upstream") > 0, "{v} {m}: {r}");
-        assert_eq!(passed("upstream"), passed("patched"), "{v} {m}: without observers as upstream");
+        for (i, class) in classes.iter().enumerate() {
+            let runs = &r["classes"][i]["runs"];
+            let passed = |c: &str| runs[c]["passed"].as_u64().unwrap();
+            assert!(passed("upstream") > 0, "{v} {m} {class}: {r}");
+            // Without observers as upstream: every upstream pass passes, or was a flake that passed again.
+            let flaky = r["flaky"].as_array().map_or(0, |f| f.len()) as u64;
+            assert!(passed("patched") + flaky >= passed("upstream"), "{v} {m} {class}: {r}");
+        }
         // Every change with observers is one unit-tests.yaml explains.
         for c in r["changes"].as_array().unwrap() {
             assert!(c["rule"].is_string(), "{v} {m}: unexplained {c}");
@@ -49,8 +65,10 @@ fn the_reference_pairs_show_no_regression_on_their_ci_subset() {
         assert!(jars.iter().all(|l| l.len() > 66 && l[..64].chars().all(|c| c.is_ascii_hexdigit())), "{cp}");
         assert!(jars.iter().any(|l| l.contains(" patched ")), "the patched twin is listed: {cp}");
         assert!(jars.iter().any(|l| l.contains("-test.jar")), "{cp}");
-        let xml = dir.join("junit").join("observers").join(class);
-        assert!(std::fs::read_dir(&xml).unwrap().count() > 0, "{}", xml.display());
+        for class in *classes {
+            let xml = dir.join("junit").join("observers").join(class);
+            assert!(std::fs::read_dir(&xml).unwrap().count() > 0, "{}", xml.display());
+        }
         assert!(dir.join("summary.md").is_file() && t.path().join("VERIFY.md").is_file());
         // --rejudge reads the same reports back to the same verdict.
         let again = okp()

@@ -278,6 +278,8 @@ pub fn splice(
     // Every layer's units are proved (the metrics layer's gauges and their lambdas too).
     let prove = proof::enabled();
     let mut provenance = proof::Provenance::default();
+    // One okp at a time writes `out` (its work/ and jars): a second waits here.
+    let _lock = crate::fsx::lock_dir(out, ".okp-build.lock")?;
     let work = out.join("work");
     let _ = std::fs::remove_dir_all(&work);
     for c in &plan.changes {
