@@ -38,6 +38,9 @@ const LAUNCHER_MAIN: &str = "org.junit.platform.console.ConsoleLauncher";
 /// again alone, in the configuration where it failed, before its failure stands.
 const RETRIES: u32 = 2;
 
+/// At most this many failures are run again in one run.
+const MAX_RETRIED: usize = 20;
+
 pub struct Options {
     pub release: Release,
     pub mode: Mode,
@@ -193,7 +196,19 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     // 5. A failure where none may be is run again alone (a flaky upstream test must not read as
     // a regression); a pass on a re-run replaces it, and the test is listed as flaky.
     let t = Instant::now();
-    for (config, test) in judge::to_retry(&family, &outcomes) {
+    let mut wanted = judge::to_retry(&family, &outcomes);
+    // Regression candidates first; past MAX_RETRIED a failure stands as it is (a family with many
+    // unexplained changes, such as a new release's first run, would otherwise re-run each twice).
+    wanted.sort_by_key(|(c, _)| *c != Config::Patched);
+    if wanted.len() > MAX_RETRIED {
+        eprintln!(
+            "okp: unit-tests {v} {}: {} failures to run again, the first {MAX_RETRIED} are",
+            opts.mode,
+            wanted.len()
+        );
+        wanted.truncate(MAX_RETRIED);
+    }
+    for (config, test) in wanted {
         let Some(class) = classes.iter().find(|c| test.starts_with(&format!("{}.", c.simple_name()))) else {
             continue;
         };
