@@ -23,12 +23,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// An exclusive `flock` on a file in a directory okp writes as a whole (a build's `--out`, verify's
-/// cached jars), held until dropped. A second okp waits for the first instead of both writing the
-/// same `work/` and jars. The holder removes the file when done (if it is still its file), so a
-/// finished build leaves no lock behind; the kernel drops the lock of a killed holder, whose file
-/// the next holder reuses.
-pub struct DirLock {
+/// An exclusive `flock` on a lock file, held until dropped. The holder writes its pid into the
+/// file and removes the file when done (if the path is still its file), so a finished holder
+/// leaves nothing behind; the kernel drops the lock of a killed holder, whose file the next holder
+/// reuses. Used for a directory okp writes as a whole (`lock_dir`) and a Kafka installation okp
+/// installs into (`bundle::lock`).
+pub struct FileLock {
     file: std::fs::File,
     path: std::path::PathBuf,
 }
@@ -38,44 +38,55 @@ fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
     a.dev() == b.dev() && a.ino() == b.ino()
 }
 
-/// Takes `dir/name`'s lock, waiting (with one note naming the holder's pid) while another holds it.
-/// Refuses a lock path that is a symbolic link or not a regular file.
-pub fn lock_dir(dir: &Path, name: &str) -> Result<DirLock> {
+/// Why a lock file could not be used, before any locking: the caller words the error.
+pub enum NotALockFile {
+    Symlink,
+    NotRegular,
+}
+
+/// Takes the lock on `path` (created if missing). With `wait`, blocks while another holds it and
+/// calls `waiting` once with the holder's pid text first; without, returns `Ok(Err(pid text))` at
+/// once. A symbolic link or a non-regular file at `path` is refused before any locking.
+pub fn lock_file(
+    path: &Path,
+    wait: bool,
+    waiting: &mut dyn FnMut(&str),
+) -> Result<std::result::Result<FileLock, LockRefusal>> {
     use std::io::{Read, Seek};
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-    let path = dir.join(name);
     let mut noted = false;
     loop {
-        let mut file = std::fs::OpenOptions::new()
+        let mut file = match std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .mode(0o644)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(&path)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::ELOOP) => {
-                    Error::Tree { path: path.clone(), msg: "a symbolic link, not okp's lock file".into() }
-                }
-                _ => Error::io(format!("cannot open the lock file {}", path.display()), e),
-            })?;
+            .open(path)
+        {
+            Ok(f) => f,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Err(LockRefusal::Not(NotALockFile::Symlink))),
+            Err(e) => return Err(Error::io(format!("cannot open the lock file {}", path.display()), e)),
+        };
         let meta = file.metadata().map_err(|e| Error::io(format!("cannot stat {}", path.display()), e))?;
         if !meta.is_file() {
-            return Err(Error::Tree { path, msg: "not a regular file, so not okp's lock file".into() });
+            return Ok(Err(LockRefusal::Not(NotALockFile::NotRegular)));
         }
         // SAFETY: flock on a descriptor this function owns; no memory is shared.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(Error::io(format!("cannot lock {}", path.display()), e));
+            }
+            let mut pid = String::new();
+            let _ = (&file).take(32).read_to_string(&mut pid);
+            if !wait {
+                return Ok(Err(LockRefusal::Held(pid.trim().to_string())));
+            }
             if !noted {
-                let mut pid = String::new();
-                let _ = (&file).take(32).read_to_string(&mut pid);
-                crate::out::note(format!(
-                    "waiting for another okp (pid {}) writing {} to finish",
-                    pid.trim().parse::<u32>().map(|p| p.to_string()).unwrap_or_else(|_| "unknown".into()),
-                    dir.display()
-                ));
+                waiting(pid.trim());
                 noted = true;
             }
             // SAFETY: as above; this call blocks until the holder releases or dies.
@@ -85,7 +96,7 @@ pub fn lock_dir(dir: &Path, name: &str) -> Result<DirLock> {
         }
         // The holder before us removes the file on its way out: a lock on a file no one else will
         // open is no lock. Start again on the file the path names now.
-        match std::fs::symlink_metadata(&path) {
+        match std::fs::symlink_metadata(path) {
             Ok(now) if same_file(&now, &meta) => {}
             _ => continue,
         }
@@ -93,11 +104,26 @@ pub fn lock_dir(dir: &Path, name: &str) -> Result<DirLock> {
             .and_then(|_| file.rewind())
             .and_then(|_| writeln!(file, "{}", std::process::id()))
             .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
-        return Ok(DirLock { file, path });
+        return Ok(Ok(FileLock { file, path: path.to_path_buf() }));
     }
 }
 
-impl Drop for DirLock {
+/// Why `lock_file` did not take the lock.
+pub enum LockRefusal {
+    /// Another process holds it (the pid it wrote, as text, possibly empty).
+    Held(String),
+    Not(NotALockFile),
+}
+
+impl FileLock {
+    /// The lock file's descriptor (to pass the lock to a child process).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
+    }
+}
+
+impl Drop for FileLock {
     fn drop(&mut self) {
         // Removed while still held, and only if the path is still this file.
         if let (Ok(now), Ok(ours)) = (std::fs::symlink_metadata(&self.path), self.file.metadata()) {
@@ -105,6 +131,28 @@ impl Drop for DirLock {
                 let _ = std::fs::remove_file(&self.path);
             }
         }
+    }
+}
+
+/// Takes `dir/name`'s lock for a directory okp writes as a whole (a build's `--out`, verify's
+/// cached jars): a second okp waits for the first (one note naming the holder's pid) instead of
+/// both writing the same `work/` and jars.
+pub fn lock_dir(dir: &Path, name: &str) -> Result<FileLock> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    let path = dir.join(name);
+    let mut note = |pid: &str| {
+        crate::out::note(format!(
+            "waiting for another okp (pid {}) writing {} to finish",
+            if pid.is_empty() { "unknown" } else { pid },
+            dir.display()
+        ))
+    };
+    match lock_file(&path, true, &mut note)? {
+        Ok(l) => Ok(l),
+        Err(LockRefusal::Not(NotALockFile::Symlink)) => {
+            Err(Error::Tree { path, msg: "a symbolic link, not okp's lock file".into() })
+        }
+        Err(_) => Err(Error::Tree { path, msg: "not a regular file, so not okp's lock file".into() }),
     }
 }
 
