@@ -211,6 +211,27 @@ pub fn ffo(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let leader = x.state("ffo")?.leader.unwrap_or(1);
     let (same, secs) = x.c.wait_replica_identical(OBSERVER, leader, "ffo", Duration::from_secs(40));
     o.check("after thaw the observer catches up (segments identical)", same, format!("{secs:.1} s"));
+    // Caught up is not yet serving: a broker thawed after its session expired re-registers first,
+    // and a consumer sent to it meanwhile waits out its own timeout (seen once on 3.0.2 zk under
+    // load). The rack's consumer reads once the observer answers a fetch up to the leader's HW.
+    let t0 = Instant::now();
+    let serving = loop {
+        let hw = x.c.probe_hw("ffo");
+        let a = Probe::connect(oport).and_then(|mut p| p.fetch("ffo", 0, 0, false, &rack));
+        if a.as_ref().is_some_and(|a| a.error == 0 && hw.is_some() && a.served_end() == hw) {
+            break true;
+        }
+        if t0.elapsed() > Duration::from_secs(40) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    o.fact("observer_serving_after_thaw_seconds", round(t0.elapsed().as_secs_f64()));
+    o.check(
+        "after thaw the observer serves fetches again, up to the leader's high watermark",
+        serving,
+        format!("{:.1} s", t0.elapsed().as_secs_f64()),
+    );
     let again = x.c.consume_with("ffo", 100_000, true, &[], &[&client_rack], 15000)?;
     let reference = x.c.consume("ffo", 100_000, true, &[])?;
     o.check(
