@@ -332,8 +332,12 @@ fn rejudge(family: &Family, dest: &Path, json: bool, pairs: &[crate::verify::Pai
 }
 
 /// Where the `n`th re-run of `method` writes its reports, beside the class's own.
+/// The name is a report's (a display name may hold any character): only `[A-Za-z0-9_$]` reach
+/// the path, the rest become `_`.
 fn retry_dir(n: u32, method: &str) -> String {
-    format!("retry-{n}-{method}")
+    let safe: String =
+        method.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' }).collect();
+    format!("retry-{n}-{safe}")
 }
 
 /// Reads every re-run's reports (`junit/<config>/<Class>/retry-<n>-<method>/`) and replaces a
@@ -793,5 +797,7 @@ mod tests {
         );
         assert!(outcomes[&Config::Patched]["QuorumControllerTest.testA()"].passed());
         assert!(!outcomes[&Config::Patched]["QuorumControllerTest.testB()"].passed(), "failed twice: it stands");
+        // A display name cannot lead the reports out of the class's directory.
+        assert_eq!(retry_dir(1, "../../etc/x y"), "retry-1-______etc_x_y");
     }
 }
