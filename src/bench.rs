@@ -108,6 +108,8 @@ pub fn broker(ws: &Workspace, opts: Options) -> Result<Outcome> {
         ));
     }
     let version = opts.release.version;
+    // The output directory first: a path that cannot be one fails before any build or cluster.
+    std::fs::create_dir_all(&opts.out).map_err(|e| Error::io(format!("cannot create {}", opts.out.display()), e))?;
     let build = crate::verify::patched_jars(ws, &opts.release, opts.mode, &Layers::core(), None)?;
     if !build.proven() {
         return Err(Error::Usage(format!(
@@ -116,7 +118,6 @@ pub fn broker(ws: &Workspace, opts: Options) -> Result<Outcome> {
         )));
     }
     let java_version = Runtime::assemble(&ws.maven, version, Some(&build))?.java_version;
-    std::fs::create_dir_all(&opts.out).map_err(|e| Error::io(format!("cannot create {}", opts.out.display()), e))?;
     let t0 = Instant::now();
     let mut samples: Vec<Sample> = Vec::new();
     for round in 1..=opts.rounds {
