@@ -225,16 +225,14 @@ fn measure(c: &mut Cluster, opts: &Options, round: u32, flavor: Flavor) -> Resul
             c.thaw(FOURTH);
         }
         let out = out?;
-        let p = parse_perf(&out.stdout);
-        let per_sec = per_sec(&out.stdout);
-        let p = p.unwrap_or_default();
+        let p = parse_perf(&out.stdout).unwrap_or_default();
         samples.push(Sample {
             round,
             flavor,
             case,
             rc: if p.records == 0 { out.rc.max(1) } else { out.rc },
             records: p.records,
-            records_per_sec: per_sec.unwrap_or(0.0),
+            records_per_sec: p.records_per_sec,
             avg_ms: p.avg_ms,
             p50_ms: p.p50_ms,
             p99_ms: p.p99_ms,
@@ -247,13 +245,6 @@ fn measure(c: &mut Cluster, opts: &Options, round: u32, flavor: Flavor) -> Resul
         }
     }
     Ok(samples)
-}
-
-/// "N records sent, X records/sec (…" → X, from ProducerPerformance's summary line.
-fn per_sec(stdout: &str) -> Option<f64> {
-    let line = stdout.lines().rev().find(|l| l.contains("records sent") && l.contains("50th"))?;
-    let at = line.find(" records/sec")?;
-    line[..at].rsplit([' ', ',']).find(|s| !s.is_empty())?.parse().ok()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -365,13 +356,6 @@ pub fn default_out(release: &Release, mode: Mode) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_summary_line_gives_records_per_second() {
-        let line = "300 records sent, 99.6 records/sec (0.01 MB/sec), 11.23 ms avg latency, 77.00 ms max latency, 5 ms 50th, 40 ms 95th, 77 ms 99th, 77 ms 99.9th.";
-        assert_eq!(per_sec(&format!("warm-up\n{line}\n")), Some(99.6));
-        assert_eq!(per_sec("nothing"), None);
-    }
 
     #[test]
     fn ratios_are_of_medians_and_the_spread_of_rounds() {

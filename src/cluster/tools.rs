@@ -304,6 +304,7 @@ pub fn batch_lines(stdout: &str) -> Vec<String> {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct PerfSummary {
     pub records: u64,
+    pub records_per_sec: f64,
     pub avg_ms: f64,
     pub max_ms: f64,
     pub p50_ms: f64,
@@ -369,6 +370,7 @@ pub fn parse_perf(stdout: &str) -> Option<PerfSummary> {
     let records = line.split_whitespace().next()?.parse().ok()?;
     Some(PerfSummary {
         records,
+        records_per_sec: num_before(" records/sec")?,
         avg_ms: num_before("ms avg latency")?,
         max_ms: num_before("ms max latency")?,
         p50_ms: num_before("ms 50th")?,
@@ -412,6 +414,7 @@ mod tests {
         let out = "150 records sent, 29.9 records/sec\n300 records sent, 99.6 records/sec (0.01 MB/sec), 11.23 ms avg latency, 77.00 ms max latency, 5 ms 50th, 40 ms 95th, 77 ms 99th, 77 ms 99.9th.\n";
         let p = parse_perf(out).unwrap();
         assert_eq!(p.records, 300);
+        assert_eq!(p.records_per_sec, 99.6, "the summary line's rate, not a progress line's");
         assert_eq!((p.avg_ms, p.max_ms, p.p50_ms, p.p99_ms, p.p999_ms), (11.23, 77.0, 5.0, 77.0, 77.0));
     }
 
