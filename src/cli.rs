@@ -624,6 +624,10 @@ pub struct VerifyArgs {
     /// fault schedule, a history checked at the end (docs/soak.md); evidence in DIR/soak/.
     #[arg(long, value_name = "DURATION", requires = "seed", conflicts_with_all = ["all", "merge", "upstream", "jars", "scenarios"])]
     pub soak: Option<String>,
+    /// Run nothing: check a soak's stored history again (DIR/soak/…/history.json.gz) and print the
+    /// report; exit 0 when every rule holds, 1 when one does not.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["soak", "all", "merge", "version", "mode", "upstream", "jars", "scenarios", "keep", "base_port"])]
+    pub soak_recheck: Option<PathBuf>,
     /// The soak's seed: the same seed and duration give the same fault schedule.
     #[arg(long, value_name = "N", requires = "soak")]
     pub seed: Option<u64>,

@@ -7,8 +7,9 @@
 //! - no acknowledged record lost (unless an unclean election, the operator's
 //!   explicit choice of data loss, came before the loss: then it is reported
 //!   as accepted, not as a violation);
-//! - no two different records at one (partition, offset), and no record of an
-//!   idempotent producer at two offsets;
+//! - no two different records at one (partition, offset), no record of an
+//!   idempotent producer at two offsets, and an acknowledged record at the
+//!   offset its acknowledgement gave;
 //! - each consumer's offsets strictly increase per partition (within one
 //!   consumer session);
 //! - the observer never leads and is never in the ISR unless promoted at that
@@ -22,6 +23,7 @@
 //! Not here: driving the cluster and recording the history (`run`), the
 //! scenario suite (`scenarios`).
 
+pub mod client;
 pub mod run;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -184,17 +186,103 @@ pub struct History {
     pub events: Vec<Event>,
 }
 
+/// The history's file in a soak's evidence: gzip-compressed JSON, one event per line inside
+/// (`zcat history.json.gz | grep '"fault"'`). A 30-minute soak has some 25 000 events.
+pub const HISTORY_FILE: &str = "history.json.gz";
+
+/// The largest uncompressed history okp reads back (a 30-minute soak's is a few MB).
+const MAX_HISTORY: u64 = 256 << 20;
+
+impl History {
+    /// The JSON text: the same object `serde_json` reads, each event on a line of its own.
+    pub fn to_text(&self) -> String {
+        let head = format!(
+            "{{\"schema\":{},\"seed\":{},\"duration_ms\":{},\"observer\":{},\"events\":[",
+            self.schema, self.seed, self.duration_ms, self.observer
+        );
+        let events: Vec<String> =
+            self.events.iter().map(|e| serde_json::to_string(e).unwrap_or_default()).collect();
+        format!("{head}\n{}\n]}}\n", events.join(",\n"))
+    }
+
+    /// Writes `HISTORY_FILE` into `dir` atomically.
+    pub fn write(&self, dir: &std::path::Path) -> crate::error::Result<std::path::PathBuf> {
+        use std::io::Write;
+        let path = dir.join(HISTORY_FILE);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let bytes = gz.write_all(self.to_text().as_bytes()).and_then(|()| gz.finish());
+        let bytes = bytes.map_err(|e| crate::error::Error::io("cannot compress the soak history", e))?;
+        crate::fsx::write_atomic(&path, &bytes)?;
+        Ok(path)
+    }
+
+    /// Reads a history written by `write` (or its uncompressed JSON), refusing another schema.
+    pub fn read(path: &std::path::Path) -> crate::error::Result<History> {
+        use std::io::Read;
+        let raw = crate::schema::read_file(path)?;
+        let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
+            let mut out = Vec::new();
+            flate2::read::GzDecoder::new(raw.as_slice())
+                .take(MAX_HISTORY + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| crate::error::Error::Tree { path: path.to_path_buf(), msg: format!("is not gzip data: {e}") })?;
+            if out.len() as u64 > MAX_HISTORY {
+                return Err(crate::error::Error::Tree {
+                    path: path.to_path_buf(),
+                    msg: format!("holds over {} MiB of history, more than any soak writes", MAX_HISTORY >> 20),
+                });
+            }
+            out
+        } else {
+            raw
+        };
+        SCHEMA.parse(path, &bytes, "an okp soak history")
+    }
+}
+
 /// What the checker found wrong, with the time it became visible.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Violation {
-    Lost { value: String },
-    TwoRecordsAtOneOffset { partition: i32, offset: i64, values: (String, String) },
-    Duplicated { value: String, offsets: (i64, i64) },
-    OffsetsWentBack { consumer: String, partition: i32, from: i64, to: i64 },
-    ObserverLeader { partition: i32 },
-    ObserverInIsr { partition: i32, isr: Vec<i32> },
-    HighWatermarkBack { partition: i32, from: i64, to: i64 },
-    ProcessDown { node: String },
+    Lost {
+        value: String,
+    },
+    TwoRecordsAtOneOffset {
+        partition: i32,
+        offset: i64,
+        values: (String, String),
+    },
+    Duplicated {
+        value: String,
+        offsets: (i64, i64),
+    },
+    /// The broker acknowledged `value` at `offset`, and a read found another record there.
+    NotAtAckedOffset {
+        value: String,
+        partition: i32,
+        offset: i64,
+        found: String,
+    },
+    OffsetsWentBack {
+        consumer: String,
+        partition: i32,
+        from: i64,
+        to: i64,
+    },
+    ObserverLeader {
+        partition: i32,
+    },
+    ObserverInIsr {
+        partition: i32,
+        isr: Vec<i32>,
+    },
+    HighWatermarkBack {
+        partition: i32,
+        from: i64,
+        to: i64,
+    },
+    ProcessDown {
+        node: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -274,12 +362,30 @@ pub fn check(h: &History) -> Verdict {
     let mut accepted_losses = Vec::new();
     let mut acked = 0;
     for e in &h.events {
-        let Event::Send { t_ms, idempotent, value, acked: true, .. } = e else { continue };
+        let Event::Send { t_ms, idempotent, value, acked: true, partition, offset: acked_at, .. } = e else { continue };
+        let acked_at = *acked_at;
         acked += 1;
         match offsets_of.get(value.as_str()) {
             // An unclean election after the send may have given leadership to a replica without it.
             None if unclean.iter().any(|u| u >= t_ms) => accepted_losses.push(value.clone()),
             None => found(end, Violation::Lost { value: value.clone() }),
+            Some(_) if matches!(acked_at, Some(o) if at.get(&(*partition, o)).is_some_and(|v| *v != value.as_str())) => {
+                let offset = acked_at.unwrap_or_default();
+                let there = at.get(&(*partition, offset)).map(|v| v.to_string()).unwrap_or_default();
+                if unclean.iter().any(|u| u >= t_ms) {
+                    accepted_losses.push(value.clone());
+                } else {
+                    found(
+                        end,
+                        Violation::NotAtAckedOffset {
+                            value: value.clone(),
+                            partition: *partition,
+                            offset,
+                            found: there,
+                        },
+                    );
+                }
+            }
             Some(o) if *idempotent && o.len() > 1 => {
                 let mut it = o.iter();
                 let (a, b) = (it.next().map_or(0, |x| x.1), it.next().map_or(0, |x| x.1));
@@ -462,6 +568,17 @@ mod tests {
     }
 
     #[test]
+    fn a_record_away_from_its_acknowledged_offset_is_caught() {
+        let mut h = clean();
+        h.events[8] = read(5_001, 1, "z");
+        h.events.push(read(5_003, 3, "b"));
+        assert_eq!(
+            violations(&h),
+            vec![Violation::NotAtAckedOffset { value: "b".into(), partition: 0, offset: 1, found: "z".into() }]
+        );
+    }
+
+    #[test]
     fn a_regressing_high_watermark_is_caught() {
         let mut h = clean();
         h.events.insert(6, state(3_000, 2, &[2, 3], 1));
@@ -524,5 +641,35 @@ mod tests {
         let text = serde_json::to_string(&h).unwrap();
         assert_eq!(serde_json::from_str::<History>(&text).unwrap(), h);
         assert!(text.contains("\"event\":\"send\""), "{text}");
+    }
+
+    #[test]
+    fn the_history_file_reads_back_and_refuses_what_it_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let h = clean();
+        let p = h.write(d.path()).unwrap();
+        assert_eq!(p, d.path().join(HISTORY_FILE));
+        assert_eq!(History::read(&p).unwrap(), h);
+        // One event per line inside, so the uncompressed text greps.
+        assert_eq!(h.to_text().lines().count(), h.events.len() + 2);
+        // The uncompressed JSON reads too.
+        let plain = d.path().join("history.json");
+        std::fs::write(&plain, h.to_text()).unwrap();
+        assert_eq!(History::read(&plain).unwrap(), h);
+        // Another schema, no schema, broken gzip, a FIFO: refused with the file named.
+        let mut other = h.clone();
+        other.schema = 2;
+        std::fs::write(&plain, other.to_text()).unwrap();
+        let e = History::read(&plain).unwrap_err().to_string();
+        assert!(e.contains("history.json") && e.contains('2'), "{e}");
+        std::fs::write(&plain, "{\"seed\":1,\"duration_ms\":1,\"observer\":4,\"events\":[]}").unwrap();
+        assert!(History::read(&plain).is_err());
+        std::fs::write(&plain, [0x1f, 0x8b, 0, 1, 2, 3]).unwrap();
+        let e = History::read(&plain).unwrap_err().to_string();
+        assert!(e.contains("history.json") && e.contains("gzip"), "{e}");
+        let fifo = d.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let e = History::read(&fifo).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
     }
 }

@@ -31,6 +31,14 @@ pub const OBSERVER: i32 = 4;
 pub const RACK_SELECTOR: &str = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
 
 /// The rack of broker `id` in okp verify's clusters: each broker has its own.
+/// A KRaft cluster id from 16 random bytes (URL-safe base64, as Kafka's `Uuid`), or None for
+/// one that starts with '-' and would be read as an option on the storage tool's command line.
+fn cluster_id(raw: [u8; 16]) -> Result<Option<String>> {
+    let id = <ct_codecs::Base64UrlSafeNoPadding as ct_codecs::Encoder>::encode_to_string(raw)
+        .map_err(|e| Error::Source(format!("cluster id: {e}")))?;
+    Ok((!id.starts_with('-')).then_some(id))
+}
+
 pub fn rack_of(id: i32) -> String {
     format!("r{id}")
 }
@@ -406,10 +414,16 @@ impl Cluster {
     }
 
     fn format_storage(&mut self) -> Result<()> {
-        let mut raw = [0u8; 16];
-        getrandom(&mut raw)?;
-        let id = <ct_codecs::Base64UrlSafeNoPadding as ct_codecs::Encoder>::encode_to_string(raw)
-            .map_err(|e| Error::Source(format!("cluster id: {e}")))?;
+        // One in 64 random ids starts with '-', which kafka-storage's argument parser takes for
+        // an option ("--cluster-id/-t: expected one argument"); Kafka's own Uuid.randomUuid()
+        // draws again in that case, and so does okp.
+        let id = loop {
+            let mut raw = [0u8; 16];
+            getrandom(&mut raw)?;
+            if let Some(id) = cluster_id(raw)? {
+                break id;
+            }
+        };
         self.cluster_id = Some(id.clone());
         let mut running = Vec::new();
         for n in &self.nodes {
@@ -1009,6 +1023,11 @@ impl Cluster {
     /// Runs kafka-reassign-partitions on partition 0 of `topic` with target `replicas` and
     /// `action` (`--execute`, `--verify`); the JSON file stays in the run's tools directory.
     pub fn reassign(&mut self, topic: &str, replicas: &[i32], action: &str) -> Result<Output> {
+        self.reassign_with(topic, replicas, &[action])
+    }
+
+    /// `reassign` with several tool flags (`--execute --additional`: replace a reassignment in progress).
+    pub fn reassign_with(&mut self, topic: &str, replicas: &[i32], actions: &[&str]) -> Result<Output> {
         let list = replicas.iter().map(|r| r.to_string()).collect::<Vec<_>>();
         let json = format!(
             "{{\"version\":1,\"partitions\":[{{\"topic\":\"{topic}\",\"partition\":0,\"replicas\":[{}]}}]}}\n",
@@ -1018,12 +1037,9 @@ impl Cluster {
         write(&file, &json)?;
         let boot = self.bootstrap(&[]);
         let path = file.display().to_string();
-        self.tool(
-            Tool::Reassign,
-            &args(&["--bootstrap-server", &boot, "--reassignment-json-file", &path, action]),
-            None,
-            Duration::from_secs(60),
-        )
+        let mut a = args(&["--bootstrap-server", &boot, "--reassignment-json-file", &path]);
+        a.extend(args(actions));
+        self.tool(Tool::Reassign, &a, None, Duration::from_secs(60))
     }
 
     /// Broker `broker`'s own log end offset of partition 0 of `topic`, leader or follower
@@ -1271,6 +1287,19 @@ fn ephemeral_low() -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An id whose first byte's top six bits are 62 encodes to a leading '-' (URL-safe base64):
+    /// kafka-storage would read it as an option, so it is drawn again.
+    #[test]
+    fn a_cluster_id_never_starts_with_a_dash() {
+        let mut raw = [7u8; 16];
+        raw[0] = 62 << 2;
+        assert_eq!(cluster_id(raw).unwrap(), None);
+        raw[0] = 0;
+        let id = cluster_id(raw).unwrap().unwrap();
+        assert_eq!(id.len(), 22);
+        assert!(id.starts_with('A'), "{id}");
+    }
 
     /// Two clusters started at once never get the same ports: a claimed block is not handed out
     /// again, by this process or another, until its holder lets go.

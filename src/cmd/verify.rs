@@ -24,6 +24,12 @@ pub fn run(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     if args.merge {
         return merge(ws, &args);
     }
+    if let Some(file) = &args.soak_recheck {
+        let history = crate::soak::History::read(file)?;
+        let verdict = crate::soak::check(&history);
+        crate::out::print(&crate::soak::report(&history, &verdict))?;
+        return Ok(Outcome::check(verdict.ok()));
+    }
     if let (Some(d), Some(seed)) = (&args.soak, args.seed) {
         return soak(ws, &args, d, seed);
     }

@@ -1,21 +1,16 @@
-//! The soak's live half: one patched cluster, the seeded schedule applied
-//! while acks=all producers (idempotent and not) write in batches, the
-//! partition's state sampled between them, then every fault healed, every
-//! record read back read_committed, the history written and checked.
+//! The soak's live half: one patched cluster, the seeded schedule applied while two
+//! continuous acks=all producers (idempotent and not) and one continuous read_committed
+//! consumer run (okp's own client, `client`), the partition's state sampled every half
+//! second; then the producers stopped, every fault healed, the consumer caught up to the high
+//! watermark, one more read of the whole partition with the release's console consumer, and the
+//! history written and checked.
 //!
-//! Producers here are the release's console producer, one JVM per batch, so
-//! writes come in bursts a few seconds apart rather than as one stream; the
-//! final read is one read_committed console consumer over the whole
-//! partition (offsets are positions in it: the producers are not
-//! transactional, so the log has no control records). Reassignments are not
-//! driven yet: the schedule's reassign faults are journaled as skipped.
-//!
-//! Not here: the schedule and the checker (`soak`), jars (`verify`).
+//! Not here: the schedule and the checker (`soak`), the client JVMs (`client`), jars (`verify`).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{check, report, Event, Fault, History, ScheduledFault};
+use super::{check, client, report, Event, Fault, History, ScheduledFault};
 use crate::cluster::journal::Journal;
 use crate::cluster::runtime::Runtime;
 use crate::cluster::{Cluster, Timers, OBSERVER};
@@ -35,7 +30,6 @@ pub struct Options {
 }
 
 const TOPIC: &str = "soak";
-const BATCH: usize = 50;
 
 pub fn run(ws: &Workspace, o: Options) -> Result<Exit> {
     let name = format!("{}-{}-seed{}", o.release.version, o.mode, o.seed);
@@ -58,7 +52,7 @@ pub fn run(ws: &Workspace, o: Options) -> Result<Exit> {
     let verdict = check(&history);
     let text = report(&history, &verdict);
     let dir = c.journal.dir().to_path_buf();
-    crate::schema::write(&dir.join("history.json"), &history)?;
+    history.write(&dir)?;
     std::fs::write(dir.join("verdict.txt"), &text).map_err(|e| Error::io("cannot write verdict.txt", e))?;
     let dest = o.evidence.join("soak").join(&name);
     publish(&dir, &dest)?;
@@ -94,8 +88,94 @@ fn node_id(name: &str) -> Option<i32> {
     name.rsplit('-').next().and_then(|n| n.parse().ok())
 }
 
+/// Each producer sends one record every this many milliseconds (5 a second each): enough to
+/// have writes in flight at every fault, few enough that a 30-minute history stays a few MB.
+const SEND_INTERVAL_MS: u64 = 200;
+/// The soak topic's assignment outside a reassignment fault: three primaries and the observer.
+const ASSIGNMENT: [i32; 4] = [1, 2, 3, 4];
+
+/// The continuous clients: two producers (idempotent and not) and one read_committed consumer.
+struct Clients {
+    java: PathBuf,
+    jvm: Vec<String>,
+    classpath: String,
+    boot: String,
+    logs: PathBuf,
+    t0: Instant,
+    running: Vec<(Role, client::Client)>,
+    /// Clients that ended early (a JVM that died), with their lines.
+    ended: Vec<(Role, String, Vec<client::Line>, bool)>,
+    restarts: u32,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Role {
+    Producer { idempotent: bool },
+    Consumer,
+}
+
+impl Clients {
+    fn start(&mut self, role: Role) -> Result<()> {
+        let n = self.restarts;
+        let name = match role {
+            Role::Producer { idempotent: true } => format!("pi{n}"),
+            Role::Producer { idempotent: false } => format!("pp{n}"),
+            Role::Consumer => format!("rc{n}"),
+        };
+        let args: Vec<String> = match role {
+            Role::Producer { idempotent } => vec![
+                "produce".into(),
+                self.boot.clone(),
+                TOPIC.into(),
+                name.clone(),
+                idempotent.to_string(),
+                SEND_INTERVAL_MS.to_string(),
+            ],
+            Role::Consumer => vec!["consume".into(), self.boot.clone(), TOPIC.into(), name.clone()],
+        };
+        let err = self.logs.join(format!("client-{name}.err"));
+        let c = client::Client::spawn(&name, &self.java, &self.jvm, &self.classpath, &args, &err, self.t0)?;
+        self.running.push((role, c));
+        Ok(())
+    }
+
+    /// A client whose JVM died is kept with its lines and started again under a new name.
+    fn keep_alive(&mut self, journal: &mut Journal) -> Result<()> {
+        let mut i = 0;
+        while i < self.running.len() {
+            if self.running[i].1.alive() {
+                i += 1;
+                continue;
+            }
+            let (role, c) = self.running.remove(i);
+            let name = c.name.clone();
+            let (lines, _) = c.stop(Duration::from_secs(1));
+            journal.note(&format!("client {name} exited during the soak; started again"));
+            self.ended.push((role, name, lines, false));
+            self.restarts += 1;
+            self.start(role)?;
+        }
+        Ok(())
+    }
+
+    fn stop(&mut self, which: impl Fn(Role) -> bool) {
+        let (stop, keep): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.running).into_iter().partition(|(r, _)| which(*r));
+        self.running = keep;
+        for (role, c) in stop {
+            let name = c.name.clone();
+            let (lines, done) = c.stop(Duration::from_secs(60));
+            self.ended.push((role, name, lines, done));
+        }
+    }
+
+    fn consumer_offset(&self) -> Option<i64> {
+        self.running.iter().find(|(r, _)| *r == Role::Consumer).and_then(|(_, c)| c.last_read_offset())
+    }
+}
+
 fn drive(c: &mut Cluster, o: &Options) -> Result<History> {
-    c.journal.begin("soak", "soak: producers, faults, states");
+    c.journal.begin("soak", "soak: producers, consumer, faults, states");
     let out = c.create_topic(TOPIC, "1:2:3:4", &["min.insync.replicas=2"])?;
     if !out.ok() {
         return Err(Error::External(format!("creating topic {TOPIC} failed: {}", out.stderr)));
@@ -106,12 +186,33 @@ fn drive(c: &mut Cluster, o: &Options) -> Result<History> {
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let plan: Vec<ScheduledFault> = super::schedule(o.seed, o.duration.as_millis() as u64, &refs, false);
     c.journal.note(&format!("seed {}: {} faults scheduled: {plan:?}", o.seed, plan.len()));
+
+    let client_dir = c.run_dir.join("soak-client");
+    let classes = client::compile(&c.rt.java, &c.tools.classpath, &client_dir)?;
+    c.journal.note(&format!(
+        "clients: okp's OkpSoakClient compiled against the release's classpath; producers pi (idempotent) and pp \
+         (not), acks=all, one record every {SEND_INTERVAL_MS} ms each; consumer rc, read_committed, partition 0 \
+         from offset 0"
+    ));
     let t0 = Instant::now();
     let ms = |t0: Instant| t0.elapsed().as_millis() as u64;
+    let mut clients = Clients {
+        java: c.rt.java.clone(),
+        jvm: c.tools.jvm.clone(),
+        classpath: format!("{}:{}", c.tools.classpath, classes.display()),
+        boot: c.bootstrap(&[]),
+        logs: client_dir,
+        t0,
+        running: Vec::new(),
+        ended: Vec::new(),
+        restarts: 0,
+    };
+    for role in [Role::Consumer, Role::Producer { idempotent: true }, Role::Producer { idempotent: false }] {
+        clients.start(role)?;
+    }
     let mut events = Vec::new();
     let mut held: Vec<Held> = Vec::new();
     let mut next = 0;
-    let mut batch = 0;
     while t0.elapsed() < o.duration {
         // Heal what is due, then start what is due.
         let now = t0.elapsed();
@@ -132,37 +233,38 @@ fn drive(c: &mut Cluster, o: &Options) -> Result<History> {
                 });
             }
         }
-        // One batch from each producer kind, alternately.
-        let idempotent = batch % 2 == 0;
-        let tag = format!("s{batch}");
-        let t = ms(t0);
-        let p = if idempotent {
-            c.produce(TOPIC, &tag, BATCH, &[])?
-        } else {
-            c.produce_not_idempotent(TOPIC, &tag, BATCH, &[])?
-        };
-        for v in &p.values {
-            events.push(Event::Send {
-                t_ms: t,
-                producer: if idempotent { "idempotent" } else { "plain" }.into(),
-                idempotent,
-                value: v.clone(),
-                acked: true,
-                partition: 0,
-                offset: None,
-            });
-        }
-        batch += 1;
+        clients.keep_alive(&mut c.journal)?;
         sample(c, t0, &mut events);
+        std::thread::sleep(Duration::from_millis(500));
     }
+    // Producers stop first (each answers everything in flight), then every fault is healed.
+    clients.stop(|r| r != Role::Consumer);
     for h in std::mem::take(&mut held) {
         heal(c, &h.fault, h.started_ms, t0, &mut events)?;
     }
-    // Every primary back in the ISR before the read.
-    c.wait_state(TOPIC, Duration::from_secs(120), |s| [1, 2, 3].iter().all(|b| s.in_isr(*b)), |_| {})?;
+    // The assignment back as it was and every primary back in the ISR before the reads end.
+    c.wait_state(
+        TOPIC,
+        Duration::from_secs(120),
+        |s| s.replicas == ASSIGNMENT && [1, 2, 3].iter().all(|b| s.in_isr(*b)),
+        |_| {},
+    )?;
     sample(c, t0, &mut events);
-    let acked = events.iter().filter(|e| matches!(e, Event::Send { .. })).count();
-    let values = c.consume(TOPIC, acked + BATCH * batch, true, &[])?;
+    // The continuous consumer reads up to the high watermark, then stops.
+    let hw = c.probe_hw(TOPIC).unwrap_or(0);
+    let caught_up = Instant::now();
+    while clients.consumer_offset().map_or(-1, |o| o + 1) < hw && caught_up.elapsed() < Duration::from_secs(90) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    c.journal.note(&format!(
+        "high watermark {hw}; consumer at {:?} after {:.1} s",
+        clients.consumer_offset(),
+        caught_up.elapsed().as_secs_f64()
+    ));
+    clients.stop(|_| true);
+    let sends = history_of_clients(&clients.ended, &mut events, &mut c.journal);
+    // And one read of the whole partition with the release's own console consumer.
+    let values = c.consume(TOPIC, sends + 1000, true, &[])?;
     let t = ms(t0);
     for (i, v) in values.into_iter().enumerate() {
         events.push(Event::Read {
@@ -179,6 +281,11 @@ fn drive(c: &mut Cluster, o: &Options) -> Result<History> {
         let alive = n.is_running() && !n.is_frozen();
         events.push(Event::Process { t_ms: t, node: n.name.clone(), alive });
     }
+    for (_, name, _, done) in &clients.ended {
+        events.push(Event::Process { t_ms: t, node: format!("client-{name}"), alive: *done });
+    }
+    // Client lines arrived out of order with the main loop's events: one timeline for the checker.
+    events.sort_by_key(Event::t_ms);
     Ok(History {
         schema: super::SCHEMA.current,
         seed: o.seed,
@@ -186,6 +293,66 @@ fn drive(c: &mut Cluster, o: &Options) -> Result<History> {
         observer: OBSERVER,
         events,
     })
+}
+
+/// The clients' lines as history events; returns how many records were sent.
+fn history_of_clients(
+    ended: &[(Role, String, Vec<client::Line>, bool)],
+    events: &mut Vec<Event>,
+    journal: &mut Journal,
+) -> usize {
+    let mut sends = 0;
+    for (role, name, lines, done) in ended {
+        let (mut acked, mut failed, mut read, mut unread) = (0, 0, 0, 0);
+        for l in lines {
+            match (client::parse(&l.text), role) {
+                (Some(client::Said::Ack { value, partition, offset }), Role::Producer { idempotent }) => {
+                    acked += 1;
+                    events.push(Event::Send {
+                        t_ms: l.t_ms,
+                        producer: name.clone(),
+                        idempotent: *idempotent,
+                        value,
+                        acked: true,
+                        partition,
+                        offset: Some(offset),
+                    });
+                }
+                (Some(client::Said::Err { value, .. }), Role::Producer { idempotent }) => {
+                    failed += 1;
+                    events.push(Event::Send {
+                        t_ms: l.t_ms,
+                        producer: name.clone(),
+                        idempotent: *idempotent,
+                        value,
+                        acked: false,
+                        partition: 0,
+                        offset: None,
+                    });
+                }
+                (Some(client::Said::Read { session, partition, offset, value }), Role::Consumer) => {
+                    read += 1;
+                    events.push(Event::Read {
+                        t_ms: l.t_ms,
+                        consumer: name.clone(),
+                        session,
+                        partition,
+                        offset,
+                        value,
+                    });
+                }
+                (Some(client::Said::Note(text)), _) => journal.note(&format!("client {name}: {text}")),
+                (Some(client::Said::Done), _) => {}
+                _ => unread += 1,
+            }
+        }
+        sends += acked + failed;
+        journal.note(&format!(
+            "client {name}: {acked} acknowledged, {failed} failed sends, {read} records read, {unread} lines not \
+             understood, finished by itself: {done}"
+        ));
+    }
+    sends
 }
 
 fn sample(c: &mut Cluster, t0: Instant, events: &mut Vec<Event>) {
@@ -223,9 +390,17 @@ fn start(c: &mut Cluster, f: &Fault, t_ms: u64, events: &mut Vec<Event>) -> Resu
             false
         }
         Fault::UncleanElection => false,
-        Fault::Reassign { .. } => {
-            c.journal.note(&format!("{f:?}: not driven yet, skipped"));
-            return Ok(false);
+        // Away from the steady assignment: the observer removed, or primary 3 moved out (the
+        // partition then runs on two primaries and the observer). `--additional` replaces a
+        // reassignment still in progress.
+        Fault::Reassign { add } => {
+            let target: &[i32] = if *add { &[1, 2, 4] } else { &[1, 2, 3] };
+            let out = c.reassign_with(TOPIC, target, &["--execute", "--additional"])?;
+            if !out.ok() {
+                c.journal.note(&format!("{f:?}: the reassignment tool failed (rc {}); nothing to undo", out.rc));
+                return Ok(false);
+            }
+            true
         }
     };
     events.push(Event::Fault { t_ms, end_ms: None, fault: f.clone() });
@@ -259,6 +434,17 @@ fn heal(c: &mut Cluster, f: &Fault, started_ms: u64, t0: Instant, events: &mut V
             events.push(Event::Promoted { t_ms, broker: OBSERVER, promoted: false });
         }
         Fault::ObserverIdsGarbage { node } => c.set_observers(&[node_id(node).unwrap_or(1)], "4\n")?,
+        Fault::Reassign { .. } => {
+            // Back to the steady assignment; a node down may make the tool fail once: try again.
+            for attempt in 0..5 {
+                if c.reassign_with(TOPIC, &ASSIGNMENT, &["--execute", "--additional"])?.ok() {
+                    break;
+                }
+                c.journal
+                    .note(&format!("reassignment back to {ASSIGNMENT:?} failed (attempt {attempt}); again in 3 s"));
+                std::thread::sleep(Duration::from_secs(3));
+            }
+        }
         _ => {}
     }
     let end = t0.elapsed().as_millis() as u64;

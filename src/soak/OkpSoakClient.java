@@ -1,0 +1,180 @@
+// okp soak client: one continuous producer or one continuous read_committed consumer for
+// `okp verify --soak`, reporting every acknowledgement and every record read as one line on
+// stdout, so okp can keep a history of what was sent, acknowledged and read.
+//
+// Compiled by okp at the start of a soak with the release's own javac-compatible JDK against the
+// release's kafka-clients jar; only client APIs present in every release from 2.7 to 4.x are used.
+//
+//   produce BOOTSTRAP TOPIC NAME IDEMPOTENT INTERVAL_MS   sends NAME-000000, NAME-000001, … acks=all
+//   consume BOOTSTRAP TOPIC NAME                          reads partition 0 from the beginning
+//
+// Lines written (tab-separated; values never contain tabs):
+//   ack  SEQ VALUE PARTITION OFFSET   the broker acknowledged VALUE at OFFSET
+//   err  SEQ VALUE ERROR              the send failed (VALUE may or may not be in the log)
+//   read SESSION PARTITION OFFSET VALUE
+//   note TEXT                         a producer or consumer was made anew after an error
+//   done                              stdin was closed and everything in flight was answered
+// Either side stops when its stdin is closed (okp closes it at the end of the soak).
+package okp.soak;
+
+import java.io.InputStream;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+public final class OkpSoakClient {
+    private static final AtomicBoolean STOP = new AtomicBoolean(false);
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 4) {
+            System.err.println("usage: produce BOOTSTRAP TOPIC NAME IDEMPOTENT INTERVAL_MS | consume BOOTSTRAP TOPIC NAME");
+            System.exit(2);
+        }
+        watchStdin();
+        if (args[0].equals("produce") && args.length == 6) {
+            produce(args[1], args[2], args[3], Boolean.parseBoolean(args[4]), Long.parseLong(args[5]));
+        } else if (args[0].equals("consume")) {
+            consume(args[1], args[2]);
+        } else {
+            System.err.println("unknown command " + args[0]);
+            System.exit(2);
+        }
+        line("done");
+        System.out.flush();
+        System.exit(0);
+    }
+
+    /** Ends the loops when okp closes stdin. */
+    private static void watchStdin() {
+        Thread t = new Thread(() -> {
+            try {
+                InputStream in = System.in;
+                while (in.read() >= 0) {
+                    // okp writes nothing; anything read is ignored.
+                }
+            } catch (Exception e) {
+                // A broken pipe means the same as end of input.
+            }
+            STOP.set(true);
+        }, "okp-stdin");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private static synchronized void line(String s) {
+        System.out.println(s);
+    }
+
+    private static KafkaProducer<String, String> producer(String bootstrap, boolean idempotent) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("acks", "all");
+        p.put("enable.idempotence", Boolean.toString(idempotent));
+        p.put("linger.ms", "5");
+        p.put("request.timeout.ms", "10000");
+        p.put("delivery.timeout.ms", "30000");
+        p.put("max.block.ms", "20000");
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        return new KafkaProducer<>(p);
+    }
+
+    private static void produce(String bootstrap, String topic, String name, boolean idempotent, long intervalMs)
+            throws InterruptedException {
+        KafkaProducer<String, String> producer = producer(bootstrap, idempotent);
+        long seq = 0;
+        while (!STOP.get()) {
+            final long s = seq++;
+            final String value = String.format("%s-%06d", name, s);
+            try {
+                producer.send(new ProducerRecord<>(topic, 0, null, value), (md, e) -> {
+                    if (e == null) {
+                        line("ack\t" + s + "\t" + value + "\t" + md.partition() + "\t" + md.offset());
+                    } else {
+                        line("err\t" + s + "\t" + value + "\t" + oneLine(e));
+                    }
+                });
+            } catch (Exception e) {
+                // send() itself threw (metadata not ready within max.block.ms, or a producer in a
+                // fatal state): the record was never handed over; start a new producer.
+                line("err\t" + s + "\t" + value + "\t" + oneLine(e));
+                line("note\tnew producer after " + oneLine(e));
+                closeQuietly(producer);
+                producer = producer(bootstrap, idempotent);
+            }
+            Thread.sleep(intervalMs);
+        }
+        // Every send in flight gets its answer (ack or err) before "done".
+        producer.flush();
+        producer.close(Duration.ofSeconds(40));
+    }
+
+    private static void closeQuietly(KafkaProducer<String, String> p) {
+        try {
+            p.close(Duration.ofSeconds(5));
+        } catch (Exception e) {
+            // Closing a broken producer may throw; the next one is independent of it.
+        }
+    }
+
+    private static KafkaConsumer<String, String> consumer(String bootstrap) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("isolation.level", "read_committed");
+        p.put("enable.auto.commit", "false");
+        p.put("auto.offset.reset", "earliest");
+        p.put("request.timeout.ms", "10000");
+        p.put("key.deserializer", StringDeserializer.class.getName());
+        p.put("value.deserializer", StringDeserializer.class.getName());
+        return new KafkaConsumer<>(p);
+    }
+
+    /**
+     * Assign mode (no group, no coordinator): a session reads from where the previous one
+     * stopped; a consumer made anew after an error starts a new session at the next offset.
+     */
+    private static void consume(String bootstrap, String topic) {
+        TopicPartition tp = new TopicPartition(topic, 0);
+        int session = 0;
+        long next = 0;
+        KafkaConsumer<String, String> consumer = consumer(bootstrap);
+        consumer.assign(Collections.singletonList(tp));
+        consumer.seek(tp, next);
+        while (!STOP.get()) {
+            try {
+                ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(500));
+                for (ConsumerRecord<String, String> r : records) {
+                    line("read\t" + session + "\t" + r.partition() + "\t" + r.offset() + "\t" + r.value());
+                    next = r.offset() + 1;
+                }
+            } catch (Exception e) {
+                line("note\tnew consumer at offset " + next + " after " + oneLine(e));
+                try {
+                    consumer.close(Duration.ofSeconds(5));
+                } catch (Exception ignored) {
+                    // As for the producer: the next consumer does not depend on this one.
+                }
+                session++;
+                consumer = consumer(bootstrap);
+                consumer.assign(Collections.singletonList(tp));
+                consumer.seek(tp, next);
+            }
+        }
+        consumer.close(Duration.ofSeconds(5));
+    }
+
+    private static String oneLine(Throwable e) {
+        String m = e.getClass().getName() + ": " + e.getMessage();
+        return m.replace('\t', ' ').replace('\n', ' ').replace('\r', ' ');
+    }
+}

@@ -1,0 +1,234 @@
+//! The soak's continuous clients: `OkpSoakClient.java` (okp's own, embedded) compiled with the
+//! run's JDK against the release's runtime classpath, then run as long-lived producer and
+//! consumer JVMs whose stdout lines (every ack, every error, every record read) are collected
+//! with the time they arrived. Closing a client's stdin stops it; it answers everything in
+//! flight and prints `done`.
+//!
+//! Not here: what the lines mean for the history (`run`), the checker (`soak`).
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::cluster::node;
+use crate::error::{Error, Result};
+
+const SOURCE: &str = include_str!("OkpSoakClient.java");
+const CLASS: &str = "okp.soak.OkpSoakClient";
+
+/// One line a client printed, with the milliseconds since the soak began when okp read it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    pub t_ms: u64,
+    pub text: String,
+}
+
+/// Compiles the client into `dir/classes` with the `javac` beside `java`; returns the class
+/// directory. Kafka's client API used there exists unchanged in every release okp supports.
+pub fn compile(java: &Path, classpath: &str, dir: &Path) -> Result<PathBuf> {
+    let javac = java.with_file_name("javac");
+    let src = dir.join("src");
+    let classes = dir.join("classes");
+    for d in [&src, &classes] {
+        std::fs::create_dir_all(d).map_err(|e| Error::io(format!("cannot create {}", d.display()), e))?;
+    }
+    let file = src.join("OkpSoakClient.java");
+    std::fs::write(&file, SOURCE).map_err(|e| Error::io(format!("cannot write {}", file.display()), e))?;
+    let out = Command::new(&javac)
+        .arg("-proc:none")
+        .arg("-nowarn")
+        .arg("-cp")
+        .arg(classpath)
+        .arg("-d")
+        .arg(&classes)
+        .arg(&file)
+        .env_remove("JAVA_TOOL_OPTIONS")
+        .output()
+        .map_err(|e| Error::External(format!("cannot run {} ({e})", javac.display())))?;
+    if !out.status.success() {
+        return Err(Error::External(format!(
+            "compiling the soak client against the release's classpath failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(classes)
+}
+
+/// A running client JVM and the lines it has printed so far.
+pub struct Client {
+    pub name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Arc<Mutex<Vec<Line>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Client {
+    /// Starts `java [jvm] -cp CLASSPATH:classes OkpSoakClient args…`, stderr to `stderr_file`.
+    pub fn spawn(
+        name: &str,
+        java: &Path,
+        jvm: &[String],
+        classpath: &str,
+        args: &[String],
+        stderr_file: &Path,
+        t0: Instant,
+    ) -> Result<Client> {
+        let err = std::fs::File::create(stderr_file)
+            .map_err(|e| Error::io(format!("cannot create {}", stderr_file.display()), e))?;
+        let mut child = Command::new(java)
+            .env("CLASSPATH", classpath)
+            .env_remove("JAVA_TOOL_OPTIONS")
+            .args(jvm)
+            .arg(CLASS)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(err))
+            .process_group(0)
+            .spawn()
+            .map_err(|e| Error::External(format!("cannot run {} ({e})", java.display())))?;
+        node::register(child.id() as i32);
+        let lines: Arc<Mutex<Vec<Line>>> = Arc::default();
+        let stdout = child.stdout.take();
+        let sink = Arc::clone(&lines);
+        let reader = std::thread::spawn(move || {
+            let Some(out) = stdout else { return };
+            for l in BufReader::new(out).lines() {
+                let Ok(text) = l else { break };
+                let t_ms = t0.elapsed().as_millis() as u64;
+                if let Ok(mut v) = sink.lock() {
+                    v.push(Line { t_ms, text });
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Ok(Client { name: name.to_string(), child, stdin, lines, reader: Some(reader) })
+    }
+
+    /// Whether the JVM is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The last `read` offset seen so far (consumers), if any.
+    pub fn last_read_offset(&self) -> Option<i64> {
+        let v = self.lines.lock().ok()?;
+        v.iter().rev().find_map(|l| {
+            let mut f = l.text.split('\t');
+            (f.next() == Some("read")).then(|| f.nth(2)?.parse().ok()).flatten()
+        })
+    }
+
+    /// Closes stdin and waits up to `timeout` for `done` and the exit; kills the JVM after that.
+    /// Returns every line, and whether the client finished by itself.
+    pub fn stop(mut self, timeout: Duration) -> (Vec<Line>, bool) {
+        drop(self.stdin.take());
+        let t = Instant::now();
+        let pid = self.child.id() as i32;
+        let finished = loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => break s.success(),
+                Ok(None) if t.elapsed() > timeout => {
+                    // SAFETY: signals the client's own process group.
+                    unsafe {
+                        libc::kill(-pid, libc::SIGKILL);
+                    }
+                    let _ = self.child.wait();
+                    break false;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+                Err(_) => break false,
+            }
+        };
+        node::unregister(pid);
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        let lines = self.lines.lock().map(|v| v.clone()).unwrap_or_default();
+        let done = finished && lines.last().is_some_and(|l| l.text == "done");
+        (lines, done)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let pid = self.child.id() as i32;
+            // SAFETY: as in `stop`.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+            let _ = self.child.wait();
+            node::unregister(pid);
+        }
+    }
+}
+
+/// What one client line says, for the history.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Said {
+    Ack { value: String, partition: i32, offset: i64 },
+    Err { value: String, error: String },
+    Read { session: u32, partition: i32, offset: i64, value: String },
+    Note(String),
+    Done,
+}
+
+/// Parses one line; None for anything else (a line okp cannot read is left out of the history
+/// and counted by the caller).
+pub fn parse(text: &str) -> Option<Said> {
+    let f: Vec<&str> = text.split('\t').collect();
+    match f.as_slice() {
+        ["ack", _seq, value, p, o] => {
+            Some(Said::Ack { value: value.to_string(), partition: p.parse().ok()?, offset: o.parse().ok()? })
+        }
+        ["err", _seq, value, error] => Some(Said::Err { value: value.to_string(), error: error.to_string() }),
+        ["read", s, p, o, value] => Some(Said::Read {
+            session: s.parse().ok()?,
+            partition: p.parse().ok()?,
+            offset: o.parse().ok()?,
+            value: value.to_string(),
+        }),
+        ["note", text] => Some(Said::Note(text.to_string())),
+        ["done"] => Some(Said::Done),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_line_kind_parses_and_nothing_else_does() {
+        assert_eq!(
+            parse("ack\t3\tpi-000003\t0\t41"),
+            Some(Said::Ack { value: "pi-000003".into(), partition: 0, offset: 41 })
+        );
+        assert_eq!(
+            parse("err\t4\tpi-000004\torg.apache.kafka.common.errors.TimeoutException: x"),
+            Some(Said::Err {
+                value: "pi-000004".into(),
+                error: "org.apache.kafka.common.errors.TimeoutException: x".into()
+            })
+        );
+        assert_eq!(
+            parse("read\t1\t0\t41\tpi-000003"),
+            Some(Said::Read { session: 1, partition: 0, offset: 41, value: "pi-000003".into() })
+        );
+        assert_eq!(parse("done"), Some(Said::Done));
+        assert_eq!(parse("note\tnew producer"), Some(Said::Note("new producer".into())));
+        for bad in ["", "ack\t3\tv\t0", "ack\t3\tv\tzero\t1", "read\tx\t0\t1\tv", "SLF4J: oops", "done\textra"] {
+            assert_eq!(parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_embedded_source_declares_the_class_okp_runs() {
+        assert!(SOURCE.contains("package okp.soak;") && SOURCE.contains("public final class OkpSoakClient"));
+    }
+}
