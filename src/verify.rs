@@ -492,20 +492,62 @@ pub fn write_matrix(evidence: &Path, pairs: Option<&[Pair]>) -> Result<()> {
             }
         }
     }
+    // The main page: a pair (and flavor) with no run of the whole suite shows its widest partial
+    // run instead, marked as such, rather than `not run`.
+    if pairs.is_some() {
+        for (name, r) in partial_runs(&evidence.join(PARTIAL_DIR)) {
+            let full = |x: &RunRecord| x.release == r.release && x.mode == r.mode && x.flavor == r.flavor;
+            if runs.iter().any(|(n, x)| !n.starts_with(PARTIAL_DIR) && full(x)) {
+                continue;
+            }
+            match runs.iter().position(|(_, x)| full(x)) {
+                Some(i) if (runs[i].1.scenarios.len(), &runs[i].1.written_utc) >= (r.scenarios.len(), &r.written_utc) => {}
+                Some(i) => runs[i] = (name, r),
+                None => runs.push((name, r)),
+            }
+        }
+    }
     runs.sort_by(|(a, x), (b, y)| (x.release, a).cmp(&(y.release, b)));
     left_out.sort();
     let p = evidence.join("VERIFY.md");
     std::fs::create_dir_all(evidence).map_err(|e| Error::io(format!("cannot create {}", evidence.display()), e))?;
+    let labels: Vec<String> = runs.iter().map(|(n, r)| row_label(n, r)).collect();
     let unit: BTreeMap<String, String> =
-        runs.iter().filter_map(|(name, _)| Some((name.clone(), unit::matrix_cell(evidence, name)?))).collect();
+        labels.iter().filter_map(|l| Some((l.clone(), unit::matrix_cell(evidence, l)?))).collect();
     // The proof column covers every pair of the matrix, run here or not.
-    let mut names: Vec<String> = runs.iter().map(|(n, _)| n.clone()).collect();
+    let mut names: Vec<String> = labels.clone();
     names.extend(pairs.unwrap_or_default().iter().map(|p| run_name(&p.release.to_string(), p.mode, Flavor::Patched)));
     let proof: BTreeMap<String, String> =
         names.iter().filter_map(|name| Some((name.clone(), proof_cell(evidence, name)?))).collect();
     let partial = evidence.join(PARTIAL_DIR).join("VERIFY.md").is_file();
     let columns = [Column { header: "proof", cells: proof }, Column { header: "unit", cells: unit }];
     crate::fsx::write_atomic(&p, matrix_page(&runs, &left_out, pairs, partial, &columns).as_bytes())
+}
+
+/// A row's name on the main page: the run's directory, or for a partial run standing in for its
+/// pair, the pair's run name.
+fn row_label(name: &str, r: &RunRecord) -> String {
+    if name.starts_with(PARTIAL_DIR) {
+        run_name(&r.release.to_string(), r.mode, r.flavor)
+    } else {
+        name.to_string()
+    }
+}
+
+/// The runs under `dir` (the partial runs' directory), as `partial/<dir name>`; unreadable ones
+/// are left to that directory's own page, which names them.
+fn partial_runs(dir: &Path) -> Vec<(String, RunRecord)> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out: Vec<(String, RunRecord)> = rd
+        .flatten()
+        .filter(|e| e.path().join(record::FILE_NAME).is_file())
+        .filter_map(|e| {
+            let r = RunRecord::read(&e.path()).ok()?;
+            Some((format!("{PARTIAL_DIR}/{}", e.file_name().to_string_lossy()), r))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
 }
 
 /// A column of VERIFY.md between `seconds` and the scenarios, left out when no row has a cell.
@@ -563,6 +605,14 @@ fn matrix_page(
     // Rows: every run, then (with `pairs`) each pair with no patched run, sorted together by release.
     let mut rows: Vec<(KafkaVersion, String, String)> = Vec::new();
     for (name, r) in runs {
+        // A partial run standing in for a pair's missing full run: labelled by its pair, marked.
+        let label = row_label(name, r);
+        let verdict = if name.starts_with(PARTIAL_DIR) {
+            let suite = scenarios::SCENARIOS.iter().filter(|s| s.gate || r.flavor == Flavor::Patched).count();
+            format!("{} (partial: {} of {suite} scenarios)", r.verdict.word(), r.scenarios.len())
+        } else {
+            r.verdict.word().to_string()
+        };
         let total = r.seconds.get("total").copied().unwrap_or(0.0);
         let cells: Vec<String> = ids
             .iter()
@@ -574,12 +624,11 @@ fn matrix_page(
             })
             .collect();
         let row = format!(
-            "| [{name}]({name}/summary.md) | {} | {total:.0} | {}{} |\n",
-            r.verdict.word(),
-            extra(name),
+            "| [{label}]({name}/summary.md) | {verdict} | {total:.0} | {}{} |\n",
+            extra(&label),
             cells.join(" | ")
         );
-        rows.push((r.release, name.clone(), row));
+        rows.push((r.release, label, row));
     }
     if let Some(pairs) = pairs {
         let run = |p: &Pair| {
@@ -588,8 +637,12 @@ fn matrix_page(
         let with_sources = pairs.iter().filter(|p| p.sources).count();
         let proven: Vec<&RunRecord> = runs.iter().map(|(_, r)| r).filter(|r| r.flavor == Flavor::Patched).collect();
         let passed = proven.iter().filter(|r| r.verdict == RunVerdict::Pass).count();
+        let partial_only = runs
+            .iter()
+            .filter(|(n, r)| n.starts_with(PARTIAL_DIR) && r.flavor == Flavor::Patched)
+            .count();
         s.push_str(&format!(
-            "The matrix: {} (release, mode) pairs in versions.yaml, {with_sources} with sources jars. {} have a patched run here ({passed} pass); a pair marked `not run` has no evidence here and claims nothing.\n\n",
+            "The matrix: {} (release, mode) pairs in versions.yaml, {with_sources} with sources jars. {} have a patched run here ({passed} pass; {partial_only} of them only a partial run, marked `partial` with how many of the suite's scenarios it ran); a pair marked `not run` has no evidence here and claims nothing.\n\n",
             pairs.len(),
             proven.len()
         ));
@@ -755,6 +808,35 @@ mod tests {
     /// The reported bug: `okp verify --version 4.3.1 --mode kraft --scenarios S4` in the
     /// repository replaced evidence/4.3.1-kraft/ with a one-journal run. Now the full run's
     /// files and its VERIFY.md row stay as they were, and the partial run has its own page.
+    #[test]
+    fn a_pair_with_only_partial_runs_shows_its_widest_marked_partial() {
+        let t = tempfile::tempdir().unwrap();
+        let pairs = matrix_pairs();
+        let full = RunRecord::read(&evidence().join("4.3.1-kraft")).unwrap();
+        let v430: KafkaVersion = "4.3.0".parse().unwrap();
+        for ids in [&["S4"][..], &["S4", "S7"][..]] {
+            let staging = tempfile::tempdir().unwrap();
+            let mut rec = full.clone();
+            rec.release = v430;
+            rec.scenarios.retain(|o| ids.contains(&o.id.as_str()));
+            rec.write(staging.path()).unwrap();
+            let at = placement("4.3.0-kraft", Flavor::Patched, ids);
+            write_evidence(staging.path(), t.path(), &at, &pairs).unwrap();
+        }
+        let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
+        let row = page.lines().find(|l| l.starts_with("| [4.3.0-kraft]")).unwrap_or_else(|| panic!("{page}"));
+        let suite = scenarios::SCENARIOS.len();
+        assert!(
+            row.starts_with(&format!(
+                "| [4.3.0-kraft](partial/4.3.0-kraft-S7-S4/summary.md) | pass (partial: 2 of {suite} scenarios) |"
+            )),
+            "{row}"
+        );
+        assert!(row.contains("](partial/4.3.0-kraft-S7-S4/S4.txt)"), "{row}");
+        assert!(!page.contains("| 4.3.0-kraft | not run"), "{page}");
+        assert!(page.contains("1 of them only a partial run"), "{page}");
+    }
+
     #[test]
     fn a_partial_run_leaves_the_full_run_and_its_row_alone() {
         let t = runs_of(&evidence());
