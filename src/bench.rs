@@ -88,6 +88,17 @@ struct Sample {
     max_ms: f64,
 }
 
+/// The flavors of round `round` in the order they run: upstream first in odd rounds, patched
+/// first in even ones (A B, B A, A B, …), so a drift of the machine over the run (a warming
+/// page cache, a neighbour's load fading) favours neither flavor across a pair of rounds.
+pub fn order(round: u32) -> [Flavor; 2] {
+    if round % 2 == 1 {
+        [Flavor::Upstream, Flavor::Patched]
+    } else {
+        [Flavor::Patched, Flavor::Upstream]
+    }
+}
+
 /// One metric of one case: the median per flavor over the rounds, patched/upstream, and the
 /// spread of the per-round ratios (round i patched over round i upstream).
 #[derive(Clone, Debug, serde::Serialize)]
@@ -121,7 +132,7 @@ pub fn broker(ws: &Workspace, opts: Options) -> Result<Outcome> {
     let t0 = Instant::now();
     let mut samples: Vec<Sample> = Vec::new();
     for round in 1..=opts.rounds {
-        for flavor in [Flavor::Upstream, Flavor::Patched] {
+        for flavor in order(round) {
             let rt = match flavor {
                 Flavor::Upstream => Runtime::assemble(&ws.maven, version, None)?,
                 Flavor::Patched => Runtime::assemble(&ws.maven, version, Some(&build))?,
@@ -301,7 +312,7 @@ fn summarise(samples: &[Sample]) -> Vec<Ratio> {
 
 fn summary_md(opts: &Options, samples: &[Sample], ratios: &[Ratio], secs: f64) -> String {
     let mut s = format!(
-        "# okp bench broker {} {}\n\n{} rounds (upstream, patched, alternately; a fresh cluster each), ProducerPerformance \
+        "# okp bench broker {} {}\n\n{} rounds (upstream then patched in odd rounds, patched then upstream in even ones; a fresh cluster each), ProducerPerformance \
          acks=all, {}-byte records: fixed rate {} records/s × {} records, max throughput {} records. Wall time {:.0} s. \
          Ratios are patched/upstream of the medians over the rounds; the spread is the per-round ratios' min..max.\n\n",
         opts.release.version,
@@ -356,6 +367,13 @@ pub fn default_out(release: &Release, mode: Mode) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounds_alternate_which_flavor_runs_first() {
+        assert_eq!(order(1), [Flavor::Upstream, Flavor::Patched]);
+        assert_eq!(order(2), [Flavor::Patched, Flavor::Upstream]);
+        assert_eq!(order(3), order(1));
+    }
 
     #[test]
     fn ratios_are_of_medians_and_the_spread_of_rounds() {
