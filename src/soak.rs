@@ -74,6 +74,10 @@ pub enum Fault {
     ObserverIdsGarbage {
         node: String,
     },
+    /// observer.ids deleted on one node (the node keeps its last good set).
+    ObserverIdsDeleted {
+        node: String,
+    },
     PreferredElection,
     /// The operator's explicit choice of data loss.
     UncleanElection,
@@ -121,6 +125,8 @@ pub fn schedule(seed: u64, duration_ms: u64, nodes: &[&str], unclean: bool) -> V
             0 => Fault::Kill { node: node() },
             1 => Fault::Pause { node: node() },
             2 => Fault::ObserverIds { promoted: rng.below(2) == 0 },
+            // Garbage or no file at all, by a bit of the pick that does not choose the node.
+            3 if (rng_pick(seed, t) >> 40) & 1 == 1 => Fault::ObserverIdsDeleted { node: node() },
             3 => Fault::ObserverIdsGarbage { node: node() },
             4 => Fault::PreferredElection,
             5 => Fault::Reassign { add: rng.below(2) == 0 },
@@ -200,8 +206,7 @@ impl History {
             "{{\"schema\":{},\"seed\":{},\"duration_ms\":{},\"observer\":{},\"events\":[",
             self.schema, self.seed, self.duration_ms, self.observer
         );
-        let events: Vec<String> =
-            self.events.iter().map(|e| serde_json::to_string(e).unwrap_or_default()).collect();
+        let events: Vec<String> = self.events.iter().map(|e| serde_json::to_string(e).unwrap_or_default()).collect();
         format!("{head}\n{}\n]}}\n", events.join(",\n"))
     }
 
@@ -222,10 +227,9 @@ impl History {
         let raw = crate::schema::read_file(path)?;
         let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
             let mut out = Vec::new();
-            flate2::read::GzDecoder::new(raw.as_slice())
-                .take(MAX_HISTORY + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| crate::error::Error::Tree { path: path.to_path_buf(), msg: format!("is not gzip data: {e}") })?;
+            flate2::read::GzDecoder::new(raw.as_slice()).take(MAX_HISTORY + 1).read_to_end(&mut out).map_err(|e| {
+                crate::error::Error::Tree { path: path.to_path_buf(), msg: format!("is not gzip data: {e}") }
+            })?;
             if out.len() as u64 > MAX_HISTORY {
                 return Err(crate::error::Error::Tree {
                     path: path.to_path_buf(),
@@ -623,6 +627,22 @@ mod tests {
         assert!(a.iter().all(|f| f.fault != Fault::UncleanElection), "unclean elections only when asked for");
         assert!(a.windows(2).all(|w| w[0].at_ms < w[1].at_ms));
         assert!(schedule(42, 6_000_000, NODES, true).iter().any(|f| f.fault == Fault::UncleanElection));
+        // Every kind of fault shows up in a long enough schedule.
+        let long = schedule(42, 6_000_000, NODES, false);
+        for kind in [
+            "kill",
+            "pause",
+            "observer-ids",
+            "observer-ids-garbage",
+            "observer-ids-deleted",
+            "preferred-election",
+            "reassign",
+        ] {
+            assert!(
+                long.iter().any(|f| serde_json::to_value(&f.fault).unwrap()["kind"] == kind),
+                "no {kind} in 100 minutes"
+            );
+        }
     }
 
     #[test]

@@ -501,7 +501,8 @@ pub fn write_matrix(evidence: &Path, pairs: Option<&[Pair]>) -> Result<()> {
                 continue;
             }
             match runs.iter().position(|(_, x)| full(x)) {
-                Some(i) if (runs[i].1.scenarios.len(), &runs[i].1.written_utc) >= (r.scenarios.len(), &r.written_utc) => {}
+                Some(i)
+                    if (runs[i].1.scenarios.len(), &runs[i].1.written_utc) >= (r.scenarios.len(), &r.written_utc) => {}
                 Some(i) => runs[i] = (name, r),
                 None => runs.push((name, r)),
             }
@@ -637,10 +638,8 @@ fn matrix_page(
         let with_sources = pairs.iter().filter(|p| p.sources).count();
         let proven: Vec<&RunRecord> = runs.iter().map(|(_, r)| r).filter(|r| r.flavor == Flavor::Patched).collect();
         let passed = proven.iter().filter(|r| r.verdict == RunVerdict::Pass).count();
-        let partial_only = runs
-            .iter()
-            .filter(|(n, r)| n.starts_with(PARTIAL_DIR) && r.flavor == Flavor::Patched)
-            .count();
+        let partial_only =
+            runs.iter().filter(|(n, r)| n.starts_with(PARTIAL_DIR) && r.flavor == Flavor::Patched).count();
         s.push_str(&format!(
             "The matrix: {} (release, mode) pairs in versions.yaml, {with_sources} with sources jars. {} have a patched run here ({passed} pass; {partial_only} of them only a partial run, marked `partial` with how many of the suite's scenarios it ran); a pair marked `not run` has no evidence here and claims nothing.\n\n",
             pairs.len(),

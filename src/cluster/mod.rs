@@ -626,6 +626,19 @@ impl Cluster {
         Ok(())
     }
 
+    /// Deletes node `id`'s observer.ids file (the node keeps the last set it read).
+    pub fn delete_observers(&mut self, id: i32) -> Result<()> {
+        let path = self.node(id).observer_file();
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("cannot delete {}", path.display()), e)),
+        }
+        let name = self.node(id).name.clone();
+        self.journal.note(&format!("observer.ids deleted on {name}"));
+        Ok(())
+    }
+
     /// Runs a tool and journals it.
     pub fn tool(&mut self, t: Tool, args: &[String], stdin: Option<&Path>, timeout: Duration) -> Result<Output> {
         let out = self.tools.run(t, args, stdin, timeout)?;

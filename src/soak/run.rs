@@ -385,6 +385,10 @@ fn start(c: &mut Cluster, f: &Fault, t_ms: u64, events: &mut Vec<Event>) -> Resu
             c.set_observers(&[id], "not-an-id, 4x\n")?;
             true
         }
+        Fault::ObserverIdsDeleted { node } => {
+            c.delete_observers(node_id(node).unwrap_or(1))?;
+            true
+        }
         Fault::PreferredElection => {
             let _ = c.elect(TOPIC, "preferred", &[]);
             false
@@ -433,7 +437,9 @@ fn heal(c: &mut Cluster, f: &Fault, started_ms: u64, t0: Instant, events: &mut V
             let t_ms = t0.elapsed().as_millis() as u64;
             events.push(Event::Promoted { t_ms, broker: OBSERVER, promoted: false });
         }
-        Fault::ObserverIdsGarbage { node } => c.set_observers(&[node_id(node).unwrap_or(1)], "4\n")?,
+        Fault::ObserverIdsGarbage { node } | Fault::ObserverIdsDeleted { node } => {
+            c.set_observers(&[node_id(node).unwrap_or(1)], "4\n")?
+        }
         Fault::Reassign { .. } => {
             // Back to the steady assignment; a node down may make the tool fail once: try again.
             for attempt in 0..5 {
