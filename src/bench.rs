@@ -91,7 +91,7 @@ struct Sample {
 /// The flavors of round `round` in the order they run: upstream first in odd rounds, patched
 /// first in even ones (A B, B A, A B, …), so a drift of the machine over the run (a warming
 /// page cache, a neighbour's load fading) favours neither flavor across a pair of rounds.
-pub fn order(round: u32) -> [Flavor; 2] {
+fn order(round: u32) -> [Flavor; 2] {
     if round % 2 == 1 {
         [Flavor::Upstream, Flavor::Patched]
     } else {
