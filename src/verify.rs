@@ -494,8 +494,9 @@ pub fn write_matrix(evidence: &Path, pairs: Option<&[Pair]>) -> Result<()> {
     }
     // The main page: a pair (and flavor) with no run of the whole suite shows its widest partial
     // run instead, marked as such, rather than `not run`.
+    let partials = if pairs.is_some() { partial_runs(&evidence.join(PARTIAL_DIR)) } else { Vec::new() };
     if pairs.is_some() {
-        for (name, r) in partial_runs(&evidence.join(PARTIAL_DIR)) {
+        for (name, r) in partials.clone() {
             let full = |x: &RunRecord| x.release == r.release && x.mode == r.mode && x.flavor == r.flavor;
             if runs.iter().any(|(n, x)| !n.starts_with(PARTIAL_DIR) && full(x)) {
                 continue;
@@ -522,7 +523,7 @@ pub fn write_matrix(evidence: &Path, pairs: Option<&[Pair]>) -> Result<()> {
         names.iter().filter_map(|name| Some((name.clone(), proof_cell(evidence, name)?))).collect();
     let partial = evidence.join(PARTIAL_DIR).join("VERIFY.md").is_file();
     let columns = [Column { header: "proof", cells: proof }, Column { header: "unit", cells: unit }];
-    crate::fsx::write_atomic(&p, matrix_page(&runs, &left_out, pairs, partial, &columns).as_bytes())
+    crate::fsx::write_atomic(&p, matrix_page(&runs, &partials, &left_out, pairs, partial, &columns).as_bytes())
 }
 
 /// A row's name on the main page: the run's directory, or for a partial run standing in for its
@@ -582,8 +583,22 @@ fn proof_cell(evidence: &Path, run: &str) -> Option<String> {
 /// The VERIFY.md page of `runs` (name, record), of the runs `left_out` (name, why), and,
 /// with `pairs`, of the matrix's pairs that have no patched run here.
 /// `columns`: the proof and unit-tests columns (a cell per row name, where there is one).
+/// The cell of scenario `id` for a row whose own run did not run it: from the newest other
+/// partial run of the same pair and flavor that did, marked `†`; None when no run did.
+fn filled_cell(row: &str, r: &RunRecord, id: &str, partials: &[(String, RunRecord)]) -> Option<(bool, String)> {
+    let (name, o) = partials
+        .iter()
+        .filter(|(n, x)| n != row && x.release == r.release && x.mode == r.mode && x.flavor == r.flavor)
+        .filter_map(|(n, x)| Some((n, x, x.scenarios.iter().find(|o| o.id == id)?)))
+        .max_by(|a, b| a.1.written_utc.cmp(&b.1.written_utc).then(a.0.cmp(b.0)))
+        .map(|(n, _, o)| (n, o))?;
+    let word = if o.pass { "pass" } else { "FAIL" };
+    Some((o.pass, format!("[{word} {:.0}s †]({name}/{})", o.seconds, o.evidence)))
+}
+
 fn matrix_page(
     runs: &[(String, RunRecord)],
+    partials: &[(String, RunRecord)],
     left_out: &[(String, String)],
     pairs: Option<&[Pair]>,
     partial: bool,
@@ -608,26 +623,49 @@ fn matrix_page(
     for (name, r) in runs {
         // A partial run standing in for a pair's missing full run: labelled by its pair, marked.
         let label = row_label(name, r);
-        // A run of fewer scenarios than today's suite says so: a partial run, or a run of the
-        // whole suite as it was before scenarios were added to it.
-        let suite = scenarios::SCENARIOS.iter().filter(|s| s.gate || r.flavor == Flavor::Patched).count();
-        let verdict = if name.starts_with(PARTIAL_DIR) {
-            format!("{} (partial: {} of {suite} scenarios)", r.verdict.word(), r.scenarios.len())
-        } else if pairs.is_some() && r.scenarios.len() < suite {
-            format!("{} ({} of today's {suite} scenarios: the suite grew after this run)", r.verdict.word(), r.scenarios.len())
-        } else {
-            r.verdict.word().to_string()
-        };
         let total = r.seconds.get("total").copied().unwrap_or(0.0);
+        // Cells the row's run did not run come from the pair's other partial runs (main page only).
+        let (mut filled, mut filled_failed) = (0, 0);
         let cells: Vec<String> = ids
             .iter()
             .map(|id| match r.scenarios.iter().find(|o| o.id == *id) {
                 Some(o) => {
                     format!("[{} {:.0}s]({name}/{})", if o.pass { "pass" } else { "FAIL" }, o.seconds, o.evidence)
                 }
-                None => "–".into(),
+                None => match filled_cell(name, r, id, partials) {
+                    Some((pass, cell)) => {
+                        filled += 1;
+                        filled_failed += usize::from(!pass);
+                        cell
+                    }
+                    None => "–".into(),
+                },
             })
             .collect();
+        // A row of fewer scenarios than today's suite says so: a partial run, or a run of the
+        // whole suite as it was before scenarios were added to it; cells from other runs say so.
+        let suite = scenarios::SCENARIOS.iter().filter(|s| s.gate || r.flavor == Flavor::Patched).count();
+        let shown = r.scenarios.len() + filled;
+        let mut notes = Vec::new();
+        if name.starts_with(PARTIAL_DIR) {
+            notes.push("partial".to_string());
+        } else if pairs.is_some() && r.scenarios.len() < suite {
+            notes.push(format!("an older suite of {}", r.scenarios.len()));
+        }
+        if filled > 0 {
+            notes.push(format!("+{filled} from partial runs †"));
+        }
+        if filled_failed > 0 {
+            notes.push(format!("{filled_failed} of those FAILED"));
+        }
+        if pairs.is_some() && (name.starts_with(PARTIAL_DIR) || filled > 0 || r.scenarios.len() < suite) {
+            notes.push(format!("{shown} of {suite} shown"));
+        }
+        let verdict = if notes.is_empty() {
+            r.verdict.word().to_string()
+        } else {
+            format!("{} ({})", r.verdict.word(), notes.join("; "))
+        };
         let row = format!(
             "| [{label}]({name}/summary.md) | {verdict} | {total:.0} | {}{} |\n",
             extra(&label),
@@ -666,6 +704,9 @@ fn matrix_page(
     ));
     for (_, _, row) in &rows {
         s.push_str(row);
+    }
+    if rows.iter().any(|(_, _, row)| row.contains(" †](")) {
+        s.push_str("\nA cell marked † is from a partial run of the same pair and flavor (the newest that ran that scenario; the link is its journal), filling a scenario the row's own run did not run.\n");
     }
     if partial {
         s.push_str(&format!(
@@ -831,13 +872,45 @@ mod tests {
         let suite = scenarios::SCENARIOS.len();
         assert!(
             row.starts_with(&format!(
-                "| [4.3.0-kraft](partial/4.3.0-kraft-S7-S4/summary.md) | pass (partial: 2 of {suite} scenarios) |"
+                "| [4.3.0-kraft](partial/4.3.0-kraft-S7-S4/summary.md) | pass (partial; 2 of {suite} shown) |"
             )),
             "{row}"
         );
         assert!(row.contains("](partial/4.3.0-kraft-S7-S4/S4.txt)"), "{row}");
         assert!(!page.contains("| 4.3.0-kraft | not run"), "{page}");
         assert!(page.contains("1 of them only a partial run"), "{page}");
+    }
+
+    #[test]
+    fn cells_a_run_did_not_run_come_from_the_pairs_partial_runs_marked() {
+        let t = tempfile::tempdir().unwrap();
+        let pairs = matrix_pairs();
+        let full = RunRecord::read(&evidence().join("4.3.1-kraft")).unwrap();
+        let mut base = full.clone();
+        base.scenarios.retain(|o| o.id != "S7");
+        base.write(&t.path().join("4.3.1-kraft")).unwrap();
+        // Two partial runs of S7: the newer one fills the cell; a failing one is counted.
+        for (dir, when, pass) in
+            [("4.3.1-kraft-S7-old", "2026-01-01T00:00:00Z", true), ("4.3.1-kraft-S7", "2026-02-01T00:00:00Z", false)]
+        {
+            let mut rec = full.clone();
+            rec.written_utc = when.into();
+            rec.scenarios.retain(|o| o.id == "S7");
+            rec.scenarios[0].pass = pass;
+            rec.write(&t.path().join(PARTIAL_DIR).join(dir)).unwrap();
+        }
+        write_matrix(t.path(), Some(&pairs)).unwrap();
+        let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
+        let row = page.lines().find(|l| l.starts_with("| [4.3.1-kraft]")).unwrap_or_else(|| panic!("{page}"));
+        assert!(row.contains("[FAIL 34s †](partial/4.3.1-kraft-S7/S7.txt)"), "{row}");
+        assert!(
+            row.contains("| pass (an older suite of 12; +1 from partial runs †; 1 of those FAILED; 13 of 19 shown) |"),
+            "{row}"
+        );
+        assert!(page.contains("A cell marked † is from a partial run"), "{page}");
+        // The partial page itself fills nothing.
+        let partial = std::fs::read_to_string(t.path().join(PARTIAL_DIR).join("VERIFY.md")).unwrap_or_default();
+        assert!(!partial.contains('†'), "{partial}");
     }
 
     #[test]

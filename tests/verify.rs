@@ -118,7 +118,7 @@ fn assert_no_java_of(o: &std::process::Output) {
 }
 
 /// Less MULTI and FFO, to keep CI's wall time bounded (a CI run on a loaded machine reached 89
-/// minutes): FFO runs in the KRaft suite below, and evidence/operate and evidence/edges hold both on
+/// minutes): FFO runs in the KRaft suite below, and evidence/partial holds both on
 /// every reference pair they were run on.
 #[test]
 fn zookeeper_release_3_9_2_full_suite() {
@@ -127,7 +127,7 @@ fn zookeeper_release_3_9_2_full_suite() {
 
 #[test]
 /// Less AUTO, MULTI and ROLL, to keep CI's wall time bounded: the zk suite runs AUTO and ROLL, and
-/// evidence/operate/4.3.1-kraft holds their KRaft run (ROLL's controller roll included).
+/// evidence/partial/4.3.1-kraft-AUTO-MULTI-FFO-ROLL holds their KRaft run (ROLL's controller roll included).
 fn kraft_release_4_3_1_full_suite() {
     full_suite("4.3.1", "kraft", &["AUTO", "MULTI", "ROLL"]);
 }
