@@ -50,10 +50,22 @@ pub fn okp(okp: &Path, args: &[&str]) -> Result<Ran> {
     })
 }
 
+/// The okp binary to run again as a child (`okp bundle`, `okp install`, `okp observers watch`):
+/// on Linux `/proc/self/exe`, which names this process's own image even when the file it was
+/// started from has since been replaced or deleted (an upgrade of okp during a long run); else
+/// the path it was started from.
+pub fn okp_binary() -> Result<PathBuf> {
+    let proc_self = Path::new("/proc/self/exe");
+    if proc_self.exists() {
+        return Ok(proc_self.to_path_buf());
+    }
+    std::env::current_exe().map_err(|e| Error::io("cannot find the okp binary", e))
+}
+
 /// Makes a throw-away signing key and the bundle of the build whose patched
 /// jars `rt` runs, under `dir`: `okp keygen --unencrypted`, then `okp bundle`.
 pub fn make_bundle(rt: &Runtime, dir: &Path) -> Result<(Bundle, Vec<Ran>)> {
-    let okp_bin = std::env::current_exe().map_err(|e| Error::io("cannot find the okp binary", e))?;
+    let okp_bin = okp_binary()?;
     let Some((_, patched, _)) = rt.swapped.first() else {
         return Err(Error::Usage("a bundle needs a patched build".into()));
     };

@@ -31,7 +31,7 @@ fn audit_lines(audit: &Path) -> Vec<serde_json::Value> {
 
 /// `okp observers watch --enable --once …`: the exit code and the audit lines it added (journaled).
 fn watch(x: &mut Ctx, f: &Files, extra: &[&str]) -> Result<(Option<i32>, Vec<serde_json::Value>)> {
-    let okp = std::env::current_exe().map_err(|e| Error::io("cannot find the okp binary", e))?;
+    let okp = crate::cluster::homes::okp_binary()?;
     let before = audit_lines(&f.audit).len();
     let boot = x.c.bootstrap(&[]);
     let mut args: Vec<String> =
