@@ -628,6 +628,10 @@ pub struct VerifyArgs {
     /// report; exit 0 when every rule holds, 1 when one does not.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["soak", "all", "merge", "version", "mode", "upstream", "jars", "scenarios", "keep", "base_port"])]
     pub soak_recheck: Option<PathBuf>,
+    /// With --soak: schedule unclean elections too (primary 3 left behind, 1 and 2 killed, an unclean
+    /// election): the operator's explicit choice of data loss, which the checker lists as accepted.
+    #[arg(long, requires = "soak")]
+    pub soak_unclean: bool,
     /// The soak's seed: the same seed and duration give the same fault schedule.
     #[arg(long, value_name = "N", requires = "soak")]
     pub seed: Option<u64>,

@@ -300,6 +300,9 @@ pub struct Verdict {
     pub violations: Vec<Finding>,
     /// Acknowledged records lost after an unclean election: the operator's explicit choice.
     pub accepted_losses: Vec<String>,
+    /// Other consequences of an unclean election (offsets reused, a consumer sent back, the HW
+    /// going back): accepted for the same reason, listed.
+    pub accepted: Vec<Finding>,
     pub acked: usize,
     pub read: usize,
     pub faults: usize,
@@ -313,48 +316,10 @@ impl Verdict {
 
 /// Checks a history against every rule of the module header.
 pub fn check(h: &History) -> Verdict {
-    let mut v: Vec<Finding> = Vec::new();
-    let mut found = |t_ms: u64, violation: Violation| v.push(Finding { t_ms, violation });
     let end = h.events.iter().map(Event::t_ms).max().unwrap_or(0);
-
-    // Reads: what sits at each offset, where each value was read, each consumer's last offset.
-    let mut at: BTreeMap<(i32, i64), &str> = BTreeMap::new();
-    let mut offsets_of: BTreeMap<&str, BTreeSet<(i32, i64)>> = BTreeMap::new();
-    let mut last: BTreeMap<(&str, u32, i32), i64> = BTreeMap::new();
-    let mut read = 0;
-    for e in &h.events {
-        let Event::Read { t_ms, consumer, session, partition, offset, value } = e else { continue };
-        read += 1;
-        match at.get(&(*partition, *offset)) {
-            Some(other) if *other != value.as_str() => found(
-                *t_ms,
-                Violation::TwoRecordsAtOneOffset {
-                    partition: *partition,
-                    offset: *offset,
-                    values: (other.to_string(), value.clone()),
-                },
-            ),
-            _ => {
-                at.insert((*partition, *offset), value);
-            }
-        }
-        offsets_of.entry(value).or_default().insert((*partition, *offset));
-        if let Some(prev) = last.insert((consumer, *session, *partition), *offset) {
-            if *offset <= prev {
-                found(
-                    *t_ms,
-                    Violation::OffsetsWentBack {
-                        consumer: consumer.clone(),
-                        partition: *partition,
-                        from: prev,
-                        to: *offset,
-                    },
-                );
-            }
-        }
-    }
-
-    // Sends: every acked value read back; an idempotent producer's value at one offset only.
+    // Unclean elections: the operator's explicit choice of data loss. What they cause (acked
+    // records gone, offsets reused by other records, a consumer sent back, the HW going back) is
+    // listed as accepted, never as a violation; everything else is checked as always.
     let unclean: Vec<u64> = h
         .events
         .iter()
@@ -363,43 +328,65 @@ pub fn check(h: &History) -> Verdict {
             _ => None,
         })
         .collect();
+    let mut j = Judge { unclean: &unclean, violations: Vec::new(), accepted: Vec::new() };
+
+    // Reads: what sits at each offset (the latest read wins: after an unclean election the
+    // final read is the log as it now is), where each value was read, each consumer's last offset.
+    let mut at: BTreeMap<(i32, i64), &str> = BTreeMap::new();
+    let mut offsets_of: BTreeMap<&str, BTreeSet<(i32, i64)>> = BTreeMap::new();
+    let mut last: BTreeMap<(&str, u32, i32), i64> = BTreeMap::new();
+    let mut read = 0;
+    for e in &h.events {
+        let Event::Read { t_ms, consumer, session, partition, offset, value } = e else { continue };
+        read += 1;
+        if let Some(other) = at.insert((*partition, *offset), value) {
+            if other != value.as_str() {
+                let values = (other.to_string(), value.clone());
+                j.unless_unclean_before(
+                    *t_ms,
+                    Violation::TwoRecordsAtOneOffset { partition: *partition, offset: *offset, values },
+                );
+            }
+        }
+        offsets_of.entry(value).or_default().insert((*partition, *offset));
+        if let Some(prev) = last.insert((consumer, *session, *partition), *offset) {
+            if *offset <= prev {
+                let (consumer, partition) = (consumer.clone(), *partition);
+                j.unless_unclean_before(
+                    *t_ms,
+                    Violation::OffsetsWentBack { consumer, partition, from: prev, to: *offset },
+                );
+            }
+        }
+    }
+
+    // Sends: every acked value read back, at the offset its ack gave; an idempotent producer's
+    // value at one offset only. A loss is accepted when an unclean election came after the send.
     let mut accepted_losses = Vec::new();
     let mut acked = 0;
     for e in &h.events {
         let Event::Send { t_ms, idempotent, value, acked: true, partition, offset: acked_at, .. } = e else { continue };
-        let acked_at = *acked_at;
         acked += 1;
-        match offsets_of.get(value.as_str()) {
-            // An unclean election after the send may have given leadership to a replica without it.
-            None if unclean.iter().any(|u| u >= t_ms) => accepted_losses.push(value.clone()),
-            None => found(end, Violation::Lost { value: value.clone() }),
-            Some(_) if matches!(acked_at, Some(o) if at.get(&(*partition, o)).is_some_and(|v| *v != value.as_str())) => {
-                let offset = acked_at.unwrap_or_default();
-                let there = at.get(&(*partition, offset)).map(|v| v.to_string()).unwrap_or_default();
-                if unclean.iter().any(|u| u >= t_ms) {
-                    accepted_losses.push(value.clone());
-                } else {
-                    found(
-                        end,
-                        Violation::NotAtAckedOffset {
-                            value: value.clone(),
-                            partition: *partition,
-                            offset,
-                            found: there,
-                        },
-                    );
-                }
+        let unclean_after = unclean.iter().any(|u| u >= t_ms);
+        let elsewhere = acked_at.filter(|o| at.get(&(*partition, *o)).is_some_and(|v| *v != value.as_str()));
+        match (offsets_of.get(value.as_str()), elsewhere) {
+            (None, _) | (Some(_), Some(_)) if unclean_after => accepted_losses.push(value.clone()),
+            (None, _) => j.violation(end, Violation::Lost { value: value.clone() }),
+            (Some(_), Some(offset)) => {
+                let found = at.get(&(*partition, offset)).map(|v| v.to_string()).unwrap_or_default();
+                let value = value.clone();
+                j.violation(end, Violation::NotAtAckedOffset { value, partition: *partition, offset, found });
             }
-            Some(o) if *idempotent && o.len() > 1 => {
+            (Some(o), None) if *idempotent && o.len() > 1 => {
                 let mut it = o.iter();
                 let (a, b) = (it.next().map_or(0, |x| x.1), it.next().map_or(0, |x| x.1));
-                found(*t_ms, Violation::Duplicated { value: value.clone(), offsets: (a, b) });
+                j.violation(*t_ms, Violation::Duplicated { value: value.clone(), offsets: (a, b) });
             }
             _ => {}
         }
     }
 
-    // States: the observer's role at each sample, the HW per partition.
+    // States: the observer's role at each sample (never excused, unclean or not), the HW per partition.
     let mut promoted = false;
     let mut hw: BTreeMap<i32, i64> = BTreeMap::new();
     for e in &h.events {
@@ -407,27 +394,49 @@ pub fn check(h: &History) -> Verdict {
             Event::Promoted { broker, promoted: p, .. } if *broker == h.observer => promoted = *p,
             Event::State { t_ms, partition, leader, isr, high_watermark } => {
                 if !promoted && *leader == Some(h.observer) {
-                    found(*t_ms, Violation::ObserverLeader { partition: *partition });
+                    j.violation(*t_ms, Violation::ObserverLeader { partition: *partition });
                 }
                 if !promoted && isr.contains(&h.observer) {
-                    found(*t_ms, Violation::ObserverInIsr { partition: *partition, isr: isr.clone() });
+                    j.violation(*t_ms, Violation::ObserverInIsr { partition: *partition, isr: isr.clone() });
                 }
                 if let Some(prev) = hw.insert(*partition, *high_watermark) {
                     if *high_watermark < prev {
-                        found(
-                            *t_ms,
-                            Violation::HighWatermarkBack { partition: *partition, from: prev, to: *high_watermark },
-                        );
+                        let (partition, to) = (*partition, *high_watermark);
+                        j.unless_unclean_before(*t_ms, Violation::HighWatermarkBack { partition, from: prev, to });
                     }
                 }
             }
-            Event::Process { t_ms, node, alive: false } => found(*t_ms, Violation::ProcessDown { node: node.clone() }),
+            Event::Process { t_ms, node, alive: false } => {
+                j.violation(*t_ms, Violation::ProcessDown { node: node.clone() })
+            }
             _ => {}
         }
     }
     let faults = h.events.iter().filter(|e| matches!(e, Event::Fault { .. })).count();
-    v.sort_by(|a, b| (a.t_ms, &a.violation).cmp(&(b.t_ms, &b.violation)));
-    Verdict { violations: v, accepted_losses, acked, read, faults }
+    let Judge { mut violations, accepted, .. } = j;
+    violations.sort_by(|a, b| (a.t_ms, &a.violation).cmp(&(b.t_ms, &b.violation)));
+    Verdict { violations, accepted_losses, accepted, acked, read, faults }
+}
+
+/// Where a finding goes: a violation, or accepted when an unclean election came before it.
+struct Judge<'a> {
+    unclean: &'a [u64],
+    violations: Vec<Finding>,
+    accepted: Vec<Finding>,
+}
+
+impl Judge<'_> {
+    fn violation(&mut self, t_ms: u64, violation: Violation) {
+        self.violations.push(Finding { t_ms, violation });
+    }
+
+    fn unless_unclean_before(&mut self, t_ms: u64, violation: Violation) {
+        if self.unclean.iter().any(|u| *u <= t_ms) {
+            self.accepted.push(Finding { t_ms, violation });
+        } else {
+            self.violation(t_ms, violation);
+        }
+    }
 }
 
 /// The shortest fault window before the first violation: from the start of the last fault
@@ -457,6 +466,13 @@ pub fn report(h: &History, verdict: &Verdict) -> String {
         s.push_str(&format!(
             "  {} acked records lost after an unclean election (the operator's explicit choice)\n",
             verdict.accepted_losses.len()
+        ));
+    }
+    if !verdict.accepted.is_empty() {
+        s.push_str(&format!(
+            "  {} more consequences of an unclean election accepted (the operator's explicit choice), e.g. {:?}\n",
+            verdict.accepted.len(),
+            verdict.accepted[0].violation
         ));
     }
     for f in &verdict.violations {
@@ -545,6 +561,44 @@ mod tests {
         let v = check(&h);
         assert!(v.ok(), "{:?}", v.violations);
         assert_eq!(v.accepted_losses, vec!["b".to_string()]);
+    }
+
+    /// An unclean election's consequences are accepted, and only after it: the consumer read
+    /// "b" at 1 before it, the new leader's log has "x" at 1, the consumer was sent back to 0,
+    /// the HW went back; the observer leading is still a violation.
+    #[test]
+    fn an_unclean_elections_consequences_are_accepted_only_after_it_and_never_an_observer_leader() {
+        let base = || {
+            let mut h = clean();
+            h.events.truncate(7); // up to the states; reads below
+            h.events.extend([read(3_000, 0, "a"), read(3_001, 1, "b")]);
+            h.events.push(Event::Fault { t_ms: 3_500, end_ms: None, fault: Fault::UncleanElection });
+            h.events.extend([
+                state(3_600, 3, &[3], 1),
+                read(3_700, 0, "a"),
+                read(3_701, 1, "x"),
+                read(5_000, 2, "c"),
+                Event::Process { t_ms: 6_000, node: "broker-1".into(), alive: true },
+            ]);
+            h.events.sort_by_key(Event::t_ms);
+            h
+        };
+        let v = check(&base());
+        assert!(v.ok(), "{:?}", v.violations);
+        assert_eq!(v.accepted_losses, vec!["b".to_string()]);
+        let kinds: Vec<&Violation> = v.accepted.iter().map(|f| &f.violation).collect();
+        assert!(kinds.iter().any(|k| matches!(k, Violation::TwoRecordsAtOneOffset { offset: 1, .. })), "{kinds:?}");
+        assert!(kinds.iter().any(|k| matches!(k, Violation::OffsetsWentBack { to: 0, .. })), "{kinds:?}");
+        assert!(kinds.iter().any(|k| matches!(k, Violation::HighWatermarkBack { from: 2, to: 1, .. })), "{kinds:?}");
+        // Without the unclean election the same history is three violations.
+        let mut h = base();
+        h.events.retain(|e| !matches!(e, Event::Fault { fault: Fault::UncleanElection, .. }));
+        assert!(check(&h).violations.len() >= 3, "{:?}", check(&h).violations);
+        // The observer leading after an unclean election is never excused.
+        let mut h = base();
+        h.events.push(state(3_800, 4, &[4], 1));
+        h.events.sort_by_key(Event::t_ms);
+        assert!(violations(&h).contains(&Violation::ObserverLeader { partition: 0 }), "{:?}", violations(&h));
     }
 
     #[test]

@@ -114,6 +114,7 @@ fn soak(ws: &Workspace, args: &VerifyArgs, duration: &str, seed: u64) -> Result<
         timers: crate::cluster::Timers { lag_ms: args.lag_ms, session_ms: args.session_ms },
         evidence: args.evidence.clone(),
         base_port: args.base_port,
+        unclean: args.soak_unclean,
     };
     crate::soak::run::run(ws, opts)
 }

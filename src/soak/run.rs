@@ -27,6 +27,8 @@ pub struct Options {
     pub timers: Timers,
     pub evidence: PathBuf,
     pub base_port: Option<u16>,
+    /// Schedule unclean elections too (`--soak-unclean`): the operator accepts their data loss.
+    pub unclean: bool,
 }
 
 const TOPIC: &str = "soak";
@@ -184,7 +186,7 @@ fn drive(c: &mut Cluster, o: &Options) -> Result<History> {
     let mut names: Vec<String> = crate::cluster::BROKERS.iter().map(|b| format!("broker-{b}")).collect();
     names.extend(c.controllers().iter().map(|id| format!("controller-{id}")));
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let plan: Vec<ScheduledFault> = super::schedule(o.seed, o.duration.as_millis() as u64, &refs, false);
+    let plan: Vec<ScheduledFault> = super::schedule(o.seed, o.duration.as_millis() as u64, &refs, o.unclean);
     c.journal.note(&format!("seed {}: {} faults scheduled: {plan:?}", o.seed, plan.len()));
 
     let client_dir = c.run_dir.join("soak-client");
@@ -224,8 +226,7 @@ fn drive(c: &mut Cluster, o: &Options) -> Result<History> {
         while next < plan.len() && Duration::from_millis(plan[next].at_ms) <= t0.elapsed() {
             let f = plan[next].clone();
             next += 1;
-            let t = ms(t0);
-            if start(c, &f.fault, t, &mut events)? {
+            if let Some(t) = start(c, &f.fault, t0, &mut events)? {
                 held.push(Held {
                     until: t0.elapsed() + Duration::from_millis(f.hold_ms),
                     fault: f.fault,
@@ -367,8 +368,11 @@ fn sample(c: &mut Cluster, t0: Instant, events: &mut Vec<Event>) {
     }
 }
 
-/// Starts a fault; false when it needs no healing (or is not driven).
-fn start(c: &mut Cluster, f: &Fault, t_ms: u64, events: &mut Vec<Event>) -> Result<bool> {
+/// Starts a fault; Some(the time it is recorded at) when it is held until healed. A fault is
+/// recorded when it began, except an unclean election: when the election was asked for, since
+/// every record acknowledged until then may be lost by it.
+fn start(c: &mut Cluster, f: &Fault, t0: Instant, events: &mut Vec<Event>) -> Result<Option<u64>> {
+    let mut t_ms = t0.elapsed().as_millis() as u64;
     let all = c.kafka_nodes();
     let held = match f {
         Fault::Kill { node } => node_id(node).map(|id| c.kill9(id)).is_some(),
@@ -379,7 +383,7 @@ fn start(c: &mut Cluster, f: &Fault, t_ms: u64, events: &mut Vec<Event>) -> Resu
             true
         }
         // The observer is demoted whenever no promotion is held: nothing to do.
-        Fault::ObserverIds { promoted: false } => return Ok(false),
+        Fault::ObserverIds { promoted: false } => return Ok(None),
         Fault::ObserverIdsGarbage { node } => {
             let id = node_id(node).unwrap_or(1);
             c.set_observers(&[id], "not-an-id, 4x\n")?;
@@ -393,7 +397,24 @@ fn start(c: &mut Cluster, f: &Fault, t_ms: u64, events: &mut Vec<Event>) -> Resu
             let _ = c.elect(TOPIC, "preferred", &[]);
             false
         }
-        Fault::UncleanElection => false,
+        // Only with --soak-unclean, the operator's explicit choice of data loss: primary 3 paused
+        // until it has left the ISR, primaries 1 and 2 killed, 3 continued, and an unclean election
+        // asked for. Only 3, stale, may lead (never the observer); what 3 lacks is lost, and the
+        // checker lists it as accepted. Healed by restarting 1 and 2.
+        Fault::UncleanElection => {
+            c.freeze(3);
+            let (left, _) = c.wait_state(TOPIC, Duration::from_secs(30), |s| !s.in_isr(3), |_| {})?;
+            c.kill9(1);
+            c.kill9(2);
+            c.thaw(3);
+            if left.is_none() {
+                c.journal.note("broker 3 did not leave the ISR within 30 s; the unclean election goes ahead");
+            }
+            t_ms = t0.elapsed().as_millis() as u64;
+            let out = c.elect(TOPIC, "unclean", &[1, 2])?;
+            c.journal.note(&format!("unclean election: rc {}", out.rc));
+            true
+        }
         // Away from the steady assignment: the observer removed, or primary 3 moved out (the
         // partition then runs on two primaries and the observer). `--additional` replaces a
         // reassignment still in progress.
@@ -402,13 +423,13 @@ fn start(c: &mut Cluster, f: &Fault, t_ms: u64, events: &mut Vec<Event>) -> Resu
             let out = c.reassign_with(TOPIC, target, &["--execute", "--additional"])?;
             if !out.ok() {
                 c.journal.note(&format!("{f:?}: the reassignment tool failed (rc {}); nothing to undo", out.rc));
-                return Ok(false);
+                return Ok(None);
             }
             true
         }
     };
     events.push(Event::Fault { t_ms, end_ms: None, fault: f.clone() });
-    Ok(held)
+    Ok(held.then_some(t_ms))
 }
 
 /// Undoes a held fault and records when it ended.
@@ -439,6 +460,10 @@ fn heal(c: &mut Cluster, f: &Fault, started_ms: u64, t0: Instant, events: &mut V
         }
         Fault::ObserverIdsGarbage { node } | Fault::ObserverIdsDeleted { node } => {
             c.set_observers(&[node_id(node).unwrap_or(1)], "4\n")?
+        }
+        Fault::UncleanElection => {
+            c.restart(1)?;
+            c.restart(2)?;
         }
         Fault::Reassign { .. } => {
             // Back to the steady assignment; a node down may make the tool fail once: try again.
