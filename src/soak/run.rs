@@ -7,7 +7,7 @@
 //!
 //! Not here: the schedule and the checker (`soak`), the client JVMs (`client`), jars (`verify`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::{check, client, report, Event, Fault, History, ScheduledFault};
@@ -57,7 +57,8 @@ pub fn run(ws: &Workspace, o: Options) -> Result<Exit> {
     history.write(&dir)?;
     std::fs::write(dir.join("verdict.txt"), &text).map_err(|e| Error::io("cannot write verdict.txt", e))?;
     let dest = o.evidence.join("soak").join(&name);
-    publish(&dir, &dest)?;
+    // Beside the old evidence, then renamed over it: a kill leaves the old soak or the new one.
+    crate::verify::publish(&dir, &dest)?;
     crate::out::print(&format!("{text}evidence: {}\n", dest.display()))?;
     if verdict.ok() {
         let _ = std::fs::remove_dir_all(&run_dir);
@@ -67,17 +68,6 @@ pub fn run(ws: &Workspace, o: Options) -> Result<Exit> {
     Ok(Exit::check(verdict.ok()))
 }
 
-fn publish(from: &Path, to: &Path) -> Result<()> {
-    let _ = std::fs::remove_dir_all(to);
-    std::fs::create_dir_all(to).map_err(|e| Error::io(format!("cannot create {}", to.display()), e))?;
-    for e in std::fs::read_dir(from).map_err(|e| Error::io("cannot read the staging directory", e))?.flatten() {
-        if e.path().is_file() {
-            std::fs::copy(e.path(), to.join(e.file_name()))
-                .map_err(|er| Error::io(format!("cannot copy {}", e.path().display()), er))?;
-        }
-    }
-    Ok(())
-}
 
 /// A fault being held: what undoes it, and when.
 struct Held {
