@@ -68,7 +68,6 @@ pub fn run(ws: &Workspace, o: Options) -> Result<Exit> {
     Ok(Exit::check(verdict.ok()))
 }
 
-
 /// A fault being held: what undoes it, and when.
 struct Held {
     until: Duration,
@@ -297,28 +296,26 @@ fn history_of_clients(
         let (mut acked, mut failed, mut read, mut unread) = (0, 0, 0, 0);
         for l in lines {
             match (client::parse(&l.text), role) {
-                (Some(client::Said::Ack { value, partition, offset }), Role::Producer { idempotent }) => {
-                    acked += 1;
+                // An ack carries where the record landed; an error, nothing: it may or may not be in the log.
+                (Some(said @ (client::Said::Ack { .. } | client::Said::Err { .. })), Role::Producer { idempotent }) => {
+                    let (value, at) = match said {
+                        client::Said::Ack { value, partition, offset } => (value, Some((partition, offset))),
+                        client::Said::Err { value, .. } => (value, None),
+                        _ => continue,
+                    };
+                    if at.is_some() {
+                        acked += 1;
+                    } else {
+                        failed += 1;
+                    }
                     events.push(Event::Send {
                         t_ms: l.t_ms,
                         producer: name.clone(),
                         idempotent: *idempotent,
                         value,
-                        acked: true,
-                        partition,
-                        offset: Some(offset),
-                    });
-                }
-                (Some(client::Said::Err { value, .. }), Role::Producer { idempotent }) => {
-                    failed += 1;
-                    events.push(Event::Send {
-                        t_ms: l.t_ms,
-                        producer: name.clone(),
-                        idempotent: *idempotent,
-                        value,
-                        acked: false,
-                        partition: 0,
-                        offset: None,
+                        acked: at.is_some(),
+                        partition: at.map_or(0, |a| a.0),
+                        offset: at.map(|a| a.1),
                     });
                 }
                 (Some(client::Said::Read { session, partition, offset, value }), Role::Consumer) => {
