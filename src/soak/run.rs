@@ -373,7 +373,11 @@ fn start(c: &mut Cluster, f: &Fault, t0: Instant, events: &mut Vec<Event>) -> Re
         Fault::ObserverIds { promoted: false } => return Ok(None),
         Fault::ObserverIdsGarbage { node } => {
             let id = node_id(node).unwrap_or(1);
-            c.set_observers(&[id], "not-an-id, 4x\n")?;
+            // Tokens that are not ids, around the one that is: the contract ignores them, so the set
+            // stays {4} (docs/observer-ids.md). A file of only such tokens reads as "no observers",
+            // a promotion on that node: the first 30-minute soak, whose garbage was "not-an-id, 4x",
+            // let 4 into the ISR of the partition that node led (docs/soak.md, findings).
+            c.set_observers(&[id], "not-an-id, 4 %%@@!! 4x # junk\n")?;
             true
         }
         Fault::ObserverIdsDeleted { node } => {
