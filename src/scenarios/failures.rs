@@ -184,7 +184,7 @@ pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let refused = x.c.elect("obs", "unclean", &[])?;
     o.check(
         "an explicit unclean election is refused while 4 is an observer",
-        !refused.ok(),
+        !super::elected(&refused),
         format!("rc {}: {}", refused.rc, last_line(&refused.stdout, &refused.stderr)),
     );
     // Promote: empty observer.ids on every node (brokers and controllers), then elect.
@@ -196,7 +196,7 @@ pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     while t_promote.elapsed() < x.ttl() + Duration::from_secs(20) {
         attempts += 1;
         let out = x.c.elect("obs", "unclean", &[])?;
-        if out.ok() {
+        if super::elected(&out) {
             elected = Some(t_promote.elapsed().as_secs_f64());
             break;
         }
@@ -230,13 +230,17 @@ pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     )?;
     let mut pref = x.c.elect("obs", "preferred", &[])?;
     for _ in 0..10 {
-        if pref.ok() {
+        if super::elected(&pref) {
             break;
         }
         std::thread::sleep(Duration::from_millis(1000));
         pref = x.c.elect("obs", "preferred", &[])?;
     }
-    o.check("a preferred election hands leadership back to broker 1", pref.ok(), format!("rc {}", pref.rc));
+    o.check(
+        "a preferred election hands leadership back to broker 1",
+        super::elected(&pref),
+        format!("rc {}: {}", pref.rc, last_line(&pref.stdout, &pref.stderr)),
+    );
     x.c.set_observers(&all, "4\n")?;
     if x.flavor == Flavor::Patched {
         x.wait(

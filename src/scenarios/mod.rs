@@ -265,6 +265,13 @@ pub fn last_line(stdout: &str, stderr: &str) -> String {
         .collect()
 }
 
+/// Whether a leader election tool run elected: exit 0 and no "could not be elected". 3.7.0's
+/// kafka-leader-election exits 0 even when it prints `AdminCommandFailedException: 1 replica(s)
+/// could not be elected` (3.7.1 exits 1), so the exit code alone would read a refusal as success.
+pub fn elected(out: &crate::cluster::tools::Output) -> bool {
+    out.ok() && !format!("{}\n{}", out.stdout, out.stderr).contains("could not be elected")
+}
+
 pub fn round(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
@@ -323,5 +330,31 @@ fn recover(c: &mut Cluster) {
         if !c.node_mut(*id).is_running() {
             let _ = c.restart(*id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::tools::Output;
+
+    fn out(rc: i32, stdout: &str, stderr: &str) -> Output {
+        Output { argv: Vec::new(), rc, stdout: stdout.into(), stderr: stderr.into(), secs: 1.0, timed_out: false }
+    }
+
+    /// 3.7.0's election tool exits 0 on a refused election; the text says what happened.
+    #[test]
+    fn an_election_counts_only_when_the_tool_exits_0_and_names_no_failure() {
+        assert!(elected(&out(0, "Successfully completed leader election (UNCLEAN) for partitions obs-0\n", "")));
+        let refused = "Error completing leader election (UNCLEAN) for partition: obs-0: \
+                       org.apache.kafka.common.errors.EligibleLeadersNotAvailableException\n\
+                       Exception in thread \"main\" org.apache.kafka.server.common.AdminCommandFailedException: \
+                       1 replica(s) could not be elected\n";
+        assert!(!elected(&out(0, "", refused)), "3.7.0: exit 0, failure in the text");
+        assert!(!elected(&out(1, "", refused)), "3.7.1 and later: exit 1");
+        assert!(!elected(&out(1, "", "")));
+        let mut timed_out = out(0, "", "");
+        timed_out.timed_out = true;
+        assert!(!elected(&timed_out));
     }
 }
