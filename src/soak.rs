@@ -164,7 +164,17 @@ pub enum Event {
     /// The observer's role changed (observer.ids took effect everywhere).
     Promoted { t_ms: u64, broker: i32, promoted: bool },
     /// A sample of a partition's state from the controller / leader.
-    State { t_ms: u64, partition: i32, leader: Option<i32>, isr: Vec<i32>, high_watermark: i64 },
+    State {
+        t_ms: u64,
+        partition: i32,
+        leader: Option<i32>,
+        isr: Vec<i32>,
+        high_watermark: i64,
+        /// The assignment (a reassignment in progress shows both sides); empty in histories
+        /// written before it was recorded.
+        #[serde(default)]
+        replicas: Vec<i32>,
+    },
     /// A process at the end of the soak.
     Process { t_ms: u64, node: String, alive: bool },
 }
@@ -392,7 +402,7 @@ pub fn check(h: &History) -> Verdict {
     for e in &h.events {
         match e {
             Event::Promoted { broker, promoted: p, .. } if *broker == h.observer => promoted = *p,
-            Event::State { t_ms, partition, leader, isr, high_watermark } => {
+            Event::State { t_ms, partition, leader, isr, high_watermark, .. } => {
                 if !promoted && *leader == Some(h.observer) {
                     j.violation(*t_ms, Violation::ObserverLeader { partition: *partition });
                 }
@@ -512,7 +522,14 @@ mod tests {
         Event::Read { t_ms: t, consumer: "c1".into(), session: 0, partition: 0, offset, value: v.into() }
     }
     fn state(t: u64, leader: i32, isr: &[i32], hw: i64) -> Event {
-        Event::State { t_ms: t, partition: 0, leader: Some(leader), isr: isr.to_vec(), high_watermark: hw }
+        Event::State {
+            t_ms: t,
+            partition: 0,
+            leader: Some(leader),
+            isr: isr.to_vec(),
+            high_watermark: hw,
+            replicas: vec![1, 2, 3, 4],
+        }
     }
 
     /// A clean run: 3 records, a leader kill in between, reads in order, HW rising, all alive.

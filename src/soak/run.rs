@@ -351,6 +351,7 @@ fn sample(c: &mut Cluster, t0: Instant, events: &mut Vec<Event>) {
             leader: s.leader,
             isr: s.isr,
             high_watermark: hw,
+            replicas: s.replicas,
         });
     }
 }
