@@ -1010,6 +1010,34 @@ impl Cluster {
         Ok(out.stdout.lines().filter(|l| !notice(l)).map(str::to_string).collect())
     }
 
+    /// Reads partition 0 of `topic` from its start with okp's own reader (the soak client's
+    /// `read`), which has no group id and so never waits for a group coordinator; compiled
+    /// against the release's classpath on first use. A release's console consumer always
+    /// joins a group, and 3.2.0's polls nothing in assign mode while the group's coordinator
+    /// is offline (every replica of its `__consumer_offsets` partition down).
+    pub fn consume_without_group(&mut self, topic: &str, max: usize, exclude: &[i32]) -> Result<Vec<String>> {
+        let dir = self.run_dir.join("okp-client");
+        let classes = dir.join("classes");
+        if !classes.join("okp/soak/OkpSoakClient.class").is_file() {
+            crate::soak::client::compile(&self.rt.java, &self.tools.classpath, &dir)?;
+        }
+        let boot = self.bootstrap(exclude);
+        self.journal.note(&format!(
+            "okp-reader: okp's OkpSoakClient `read` (no group id), its classes ({}) appended to the classpath",
+            classes.display()
+        ));
+        let a = args(&["read", &boot, topic, &max.to_string(), "15000"]);
+        let out = self.tools.run_class("okp.soak.OkpSoakClient", &classes, &a, Duration::from_secs(75))?;
+        self.journal.tool("okp-reader", &out);
+        Ok(out
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("read\t"))
+            .filter_map(|l| l.splitn(4, '\t').nth(3))
+            .map(str::to_string)
+            .collect())
+    }
+
     /// The end offset (high watermark for a read_uncommitted reader) of partition 0.
     pub fn end_offset(&mut self, topic: &str, exclude: &[i32]) -> Result<Option<i64>> {
         let boot = self.bootstrap(exclude);

@@ -161,6 +161,27 @@ impl Runner {
 
     pub fn spawn(&mut self, t: Tool, args: &[String], stdin: Option<&Path>) -> Result<Running> {
         let class = self.class(t)?.to_string();
+        self.spawn_class(&class, None, args, stdin)
+    }
+
+    /// Runs `class` with the release's classpath, `extra` (a directory of okp's own classes)
+    /// appended, and the tools' JVM options.
+    pub fn run_class(&mut self, class: &str, extra: &Path, args: &[String], timeout: Duration) -> Result<Output> {
+        Ok(self.spawn_class(class, Some(extra), args, None)?.finish(timeout))
+    }
+
+    fn spawn_class(
+        &mut self,
+        class: &str,
+        extra: Option<&Path>,
+        args: &[String],
+        stdin: Option<&Path>,
+    ) -> Result<Running> {
+        let class = class.to_string();
+        let classpath = match extra {
+            Some(dir) => format!("{}:{}", self.classpath, dir.display()),
+            None => self.classpath.clone(),
+        };
         self.seq += 1;
         let out = self.scratch.join(format!("tool-{:04}.out", self.seq));
         let err = self.scratch.join(format!("tool-{:04}.err", self.seq));
@@ -175,7 +196,7 @@ impl Runner {
         argv.push(class);
         argv.extend(args.iter().cloned());
         let mut cmd = Command::new(&self.java);
-        cmd.env("CLASSPATH", &self.classpath).env_remove("JAVA_TOOL_OPTIONS");
+        cmd.env("CLASSPATH", &classpath).env_remove("JAVA_TOOL_OPTIONS");
         cmd.args(&argv[1..]).stdin(input).stdout(fo).stderr(fe).process_group(0);
         let child = cmd.spawn().map_err(|e| Error::External(format!("cannot run {} ({e})", self.java.display())))?;
         node::register(child.id() as i32);

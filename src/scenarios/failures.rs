@@ -209,7 +209,7 @@ pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
         s.leader == Some(OBSERVER)
     })?;
     o.fact("kill_to_serving_seconds", round(t_kill.elapsed().as_secs_f64()));
-    x.read_back(o, "S4", &[])?;
+    x.read_back_without_group(o, "S4", &[])?;
     // Back to the normal topology, in the runbook's order: bring 1–3 back while
     // 4 is still promoted (a leader that is an observer could not add them to
     // the ISR: in KRaft the controllers reject an ISR that holds an observer),

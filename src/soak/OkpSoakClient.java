@@ -7,6 +7,9 @@
 //
 //   produce BOOTSTRAP TOPIC NAME IDEMPOTENT INTERVAL_MS   sends NAME-000000, NAME-000001, … acks=all
 //   consume BOOTSTRAP TOPIC NAME                          reads partition 0 from the beginning
+//   read BOOTSTRAP TOPIC MAX IDLE_MS                      one read of partition 0 from its start
+//                                                         (read_uncommitted) up to MAX records or
+//                                                         IDLE_MS without one; ends by itself
 //
 // Lines written (tab-separated; values never contain tabs):
 //   ack  SEQ VALUE PARTITION OFFSET   the broker acknowledged VALUE at OFFSET
@@ -37,8 +40,15 @@ public final class OkpSoakClient {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 4) {
-            System.err.println("usage: produce BOOTSTRAP TOPIC NAME IDEMPOTENT INTERVAL_MS | consume BOOTSTRAP TOPIC NAME");
+            System.err.println("usage: produce BOOTSTRAP TOPIC NAME IDEMPOTENT INTERVAL_MS | consume BOOTSTRAP TOPIC NAME"
+                    + " | read BOOTSTRAP TOPIC MAX IDLE_MS");
             System.exit(2);
+        }
+        if (args[0].equals("read") && args.length == 5) {
+            read(args[1], args[2], Long.parseLong(args[3]), Long.parseLong(args[4]));
+            line("done");
+            System.out.flush();
+            System.exit(0);
         }
         watchStdin();
         if (args[0].equals("produce") && args.length == 6) {
@@ -128,9 +138,13 @@ public final class OkpSoakClient {
     }
 
     private static KafkaConsumer<String, String> consumer(String bootstrap) {
+        return consumer(bootstrap, "read_committed");
+    }
+
+    private static KafkaConsumer<String, String> consumer(String bootstrap, String isolation) {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
-        p.put("isolation.level", "read_committed");
+        p.put("isolation.level", isolation);
         p.put("enable.auto.commit", "false");
         p.put("auto.offset.reset", "earliest");
         p.put("request.timeout.ms", "10000");
@@ -176,5 +190,29 @@ public final class OkpSoakClient {
     private static String oneLine(Throwable e) {
         String m = e.getClass().getName() + ": " + e.getMessage();
         return m.replace('\t', ' ').replace('\n', ' ').replace('\r', ' ');
+    }
+
+    /**
+     * One read without a group id, so no group coordinator is ever needed: a console consumer
+     * always has a group, and 3.2.0's consumer (KAFKA-13563's first fix, replaced in 3.2.1) polls
+     * no records in assign mode while that group's coordinator is unknown.
+     */
+    private static void read(String bootstrap, String topic, long max, long idleMs) {
+        TopicPartition tp = new TopicPartition(topic, 0);
+        long count = 0;
+        try (KafkaConsumer<String, String> consumer = consumer(bootstrap, "read_uncommitted")) {
+            consumer.assign(Collections.singletonList(tp));
+            consumer.seekToBeginning(Collections.singletonList(tp));
+            long last = System.currentTimeMillis();
+            while (count < max && System.currentTimeMillis() - last < idleMs) {
+                ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
+                for (ConsumerRecord<String, String> r : records) {
+                    line("read\t0\t" + r.partition() + "\t" + r.offset() + "\t" + r.value());
+                    count++;
+                    last = System.currentTimeMillis();
+                }
+            }
+        }
+        System.err.println("Processed a total of " + count + " messages");
     }
 }
