@@ -78,6 +78,26 @@ impl Maven {
     /// `classpath_of` where a dependency may carry a classifier (`test`: a module's test jar,
     /// whose own dependencies the POM does not name, so it brings none).
     pub fn classpath_with(&self, deps: &[(Coordinate, Option<&str>)], key: &str) -> Result<Vec<PathBuf>> {
+        self.classpath_excluding(deps, &[], key)
+    }
+
+    /// `classpath_with` where every dependency leaves out the `group:artifact`s of `exclude`
+    /// (and what only they bring).
+    pub fn classpath_excluding(
+        &self,
+        deps: &[(Coordinate, Option<&str>)],
+        exclude: &[(&str, &str)],
+        key: &str,
+    ) -> Result<Vec<PathBuf>> {
+        let exclusions: String = if exclude.is_empty() {
+            String::new()
+        } else {
+            let each: String = exclude
+                .iter()
+                .map(|(g, a)| format!("<exclusion><groupId>{g}</groupId><artifactId>{a}</artifactId></exclusion>"))
+                .collect();
+            format!("<exclusions>{each}</exclusions>")
+        };
         let (first, first_classifier) = deps.first().ok_or_else(|| Error::Source("classpath of nothing".into()))?;
         let cache = self.repo_local.join("okp-classpath").join(format!("{key}.txt"));
         if let Ok(text) = std::fs::read_to_string(&cache) {
@@ -93,7 +113,7 @@ impl Maven {
             .iter()
             .map(|(c, cl)| {
                 format!(
-                    "<dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version>{}</dependency>",
+                    "<dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version>{}{exclusions}</dependency>",
                     c.group,
                     c.artifact,
                     c.version,

@@ -211,6 +211,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
             .collect(),
         classpath_jars: cluster.rt.classpath.len(),
         logging_added: cluster.rt.added.clone(),
+        classpath_left_out: cluster.rt.left_out.clone(),
         tool_classes: cluster
             .tools
             .classes

@@ -39,9 +39,23 @@ pub struct Runtime {
     pub added: Vec<String>,
     /// (upstream jar, patched jar, sha256 of the patched jar) for a patched run.
     pub swapped: Vec<(PathBuf, PathBuf, String)>,
+    /// Kafka Connect artifacts left out of the classpath because Maven Central lacks them here.
+    pub left_out: Vec<String>,
     /// Class-data-sharing archive for tool JVMs on this classpath: (path, still to be dumped).
     pub tool_cds: Option<(PathBuf, bool)>,
 }
+
+/// Kafka Connect's modules, which kafka-tools depends on and no process okp starts loads.
+const CONNECT: [&str; 8] = [
+    "connect-api",
+    "connect-json",
+    "connect-transforms",
+    "connect-runtime",
+    "connect-file",
+    "connect-mirror",
+    "connect-mirror-client",
+    "connect-basic-auth-extension",
+];
 
 impl Runtime {
     /// Resolves the release's runtime classpath; with `build`, swaps in its jars.
@@ -53,13 +67,33 @@ impl Runtime {
             version: v.clone(),
         };
         let mut deps = vec![kafka("kafka_2.13"), kafka("kafka-tools")];
-        let base = maven.classpath_of(&deps, &format!("okp-verify-runtime-{v}-pom"))?;
+        // kafka-tools brings Kafka Connect's jars, which neither a broker nor a tool okp runs
+        // loads; Maven Central as reached here lacks some of them (connect-api 4.0.1). Only
+        // then is the classpath resolved without them, and the run says so.
+        let mut left_out: Vec<String> = Vec::new();
+        let mut resolve = |deps: &[Coordinate], key: &str| -> Result<Vec<PathBuf>> {
+            let items: Vec<(Coordinate, Option<&str>)> = deps.iter().map(|c| (c.clone(), None)).collect();
+            if left_out.is_empty() {
+                match maven.classpath_with(&items, key) {
+                    Err(Error::NotPublished(why)) if why.contains("org.apache.kafka:connect-") => {
+                        crate::out::note(format!(
+                            "verify: {v}'s classpath without Kafka Connect's jars, which Maven Central lacks here: {why}"
+                        ));
+                        left_out = CONNECT.iter().map(|a| format!("org.apache.kafka:{a}:{v}")).collect();
+                    }
+                    other => return other,
+                }
+            }
+            let exclude: Vec<(&str, &str)> = CONNECT.iter().map(|a| ("org.apache.kafka", *a)).collect();
+            maven.classpath_excluding(&items, &exclude, &format!("{key}-without-connect"))
+        };
+        let base = resolve(&deps, &format!("okp-verify-runtime-{v}-pom"))?;
         let (logging, added) = logging_binding(maven, version, &base)?;
         let mut classpath = if added.is_empty() {
             base
         } else {
             deps.extend(added.iter().cloned());
-            maven.classpath_of(&deps, &format!("okp-verify-runtime-{v}"))?
+            resolve(&deps, &format!("okp-verify-runtime-{v}"))?
         };
         let mut swapped = Vec::new();
         if let Some(rec) = build {
@@ -103,6 +137,7 @@ impl Runtime {
             classpath,
             logging,
             added: added.iter().map(|c| c.to_string()).collect(),
+            left_out,
             swapped,
         })
     }

@@ -54,6 +54,10 @@ pub struct RunRecord {
     pub classpath_jars: usize,
     /// Artifacts added to the release's POM classpath (a logging binding).
     pub logging_added: Vec<String>,
+    /// Kafka Connect artifacts left out of the runtime classpath because Maven Central as
+    /// reached lacked them (none, as in every run before this field, when absent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classpath_left_out: Vec<String>,
     /// Tool -> `class (jar)` it ran as.
     pub tool_classes: BTreeMap<String, String>,
     pub timers: Timers,
@@ -169,6 +173,7 @@ mod tests {
             }],
             classpath_jars: 72,
             logging_added: vec![],
+            classpath_left_out: vec![],
             tool_classes: [("topics".to_string(), "kafka.admin.TopicCommand (kafka_2.13-3.9.2.jar)".to_string())]
                 .into(),
             timers: Timers { lag_ms: 3000, session_ms: 4000 },
