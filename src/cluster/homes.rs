@@ -191,6 +191,7 @@ mod tests {
             classpath,
             logging: super::super::runtime::Logging::Log4j1,
             added: Vec::new(),
+            left_out: Vec::new(),
             swapped,
             tool_cds: None,
         }
