@@ -23,7 +23,6 @@
 //! Not here: driving the cluster and recording the history (`run`), the
 //! scenario suite (`scenarios`).
 
-pub mod client;
 pub mod run;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -8,6 +8,7 @@
 //! produce, consume, …) run the release's own tools and write each command and
 //! its output to the run's journal, which becomes the evidence.
 
+pub mod client;
 pub mod homes;
 pub mod journal;
 pub mod node;
@@ -1019,7 +1020,7 @@ impl Cluster {
         let dir = self.run_dir.join("okp-client");
         let classes = dir.join("classes");
         if !classes.join("okp/soak/OkpSoakClient.class").is_file() {
-            crate::soak::client::compile(&self.rt.java, &self.tools.classpath, &dir)?;
+            client::compile(&self.rt.java, &self.tools.classpath, &dir)?;
         }
         let boot = self.bootstrap(exclude);
         self.journal.note(&format!(

@@ -10,7 +10,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::{check, client, report, Event, Fault, History, ScheduledFault};
+use super::{check, report, Event, Fault, History, ScheduledFault};
+use crate::cluster::client;
 use crate::cluster::journal::Journal;
 use crate::cluster::runtime::Runtime;
 use crate::cluster::{Cluster, Timers, OBSERVER};

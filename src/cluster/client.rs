@@ -1,10 +1,12 @@
-//! The soak's continuous clients: `OkpSoakClient.java` (okp's own, embedded) compiled with the
-//! run's JDK against the release's runtime classpath, then run as long-lived producer and
+//! okp's own Java client, `OkpSoakClient.java` (embedded), compiled with the run's JDK against
+//! the release's runtime classpath: the soak's continuous clients, run as long-lived producer and
 //! consumer JVMs whose stdout lines (every ack, every error, every record read) are collected
 //! with the time they arrived. Closing a client's stdin stops it; it answers everything in
 //! flight and prints `done`.
 //!
-//! Not here: what the lines mean for the history (`run`), the checker (`soak`).
+//! `okp verify` also runs its one-shot `read` (no group id) through `Cluster::consume_without_group`.
+//!
+//! Not here: what the lines mean for the history (`soak::run`), the checker (`soak`).
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
