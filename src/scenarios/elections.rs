@@ -125,7 +125,7 @@ fn elect_preferred(x: &mut Ctx, o: &mut Outcome, topic: &str) -> Result<()> {
     if before.in_isr(PRIMARY) {
         o.check(
             &format!("{topic}: with broker 1 in the ISR, the preferred election succeeds"),
-            out.ok() && out.stdout.contains("Successfully completed"),
+            super::elected(&out) && out.stdout.contains("Successfully completed"),
             said,
         );
         x.wait(
@@ -144,7 +144,7 @@ fn elect_preferred(x: &mut Ctx, o: &mut Outcome, topic: &str) -> Result<()> {
         let reported = text.lines().find(|l| l.contains("PreferredLeaderNotAvailable"));
         o.check(
             &format!("{topic}: with no other replica that may lead, the tool reports PREFERRED_LEADER_NOT_AVAILABLE, as upstream does for a preferred replica that cannot lead"),
-            !out.ok() && reported.is_some(),
+            !super::elected(&out) && reported.is_some(),
             reported.map(|l| format!("rc {}: {}", out.rc, l.trim())).unwrap_or(said),
         );
         x.hold(
