@@ -19,7 +19,7 @@ use crate::cluster::node;
 use crate::error::{Error, Result};
 
 const SOURCE: &str = include_str!("OkpSoakClient.java");
-const CLASS: &str = "okp.soak.OkpSoakClient";
+pub const CLASS: &str = "okp.soak.OkpSoakClient";
 
 /// One line a client printed, with the milliseconds since the soak began when okp read it.
 #[derive(Clone, Debug, PartialEq)]

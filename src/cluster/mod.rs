@@ -1019,7 +1019,7 @@ impl Cluster {
     pub fn consume_without_group(&mut self, topic: &str, max: usize, exclude: &[i32]) -> Result<Vec<String>> {
         let dir = self.run_dir.join("okp-client");
         let classes = dir.join("classes");
-        if !classes.join("okp/soak/OkpSoakClient.class").is_file() {
+        if !classes.join(format!("{}.class", client::CLASS.replace('.', "/"))).is_file() {
             client::compile(&self.rt.java, &self.tools.classpath, &dir)?;
         }
         let boot = self.bootstrap(exclude);
@@ -1028,7 +1028,7 @@ impl Cluster {
             classes.display()
         ));
         let a = args(&["read", &boot, topic, &max.to_string(), "15000"]);
-        let out = self.tools.run_class("okp.soak.OkpSoakClient", &classes, &a, Duration::from_secs(75))?;
+        let out = self.tools.run_class(client::CLASS, &classes, &a, Duration::from_secs(75))?;
         self.journal.tool("okp-reader", &out);
         Ok(out
             .stdout
