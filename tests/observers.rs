@@ -235,6 +235,9 @@ fn bad_input_without_a_cluster() {
     let o = okp().args(["observers", "status", "--bootstrap", "127.0.0.1:1", "--observers", "4"]).output().unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(stderr(&o).contains("no bootstrap server answered"), "{}", stderr(&o));
+    let o = okp().args(["observers", "status", "--bootstrap", "127.0.0.1:1", "--observers", "4,5x"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--observers 4,5x: `5x` is not a broker id"), "{}", stderr(&o));
     let o = okp()
         .args(["observers", "promote", "--broker", "4", "--bootstrap", "127.0.0.1:1", "--transport", "command"])
         .output()

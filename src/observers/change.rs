@@ -415,25 +415,24 @@ pub fn observer_set(
 ) -> Result<view::ObserverSet> {
     if let Some(l) = list {
         let set: BTreeSet<i32> = idfile::parse(l);
+        if let Some(bad) = idfile::ignored(l).first() {
+            return Err(Error::Usage(format!("--observers {l}: `{bad}` is not a broker id (expected e.g. 4,5)")));
+        }
         if set.is_empty() && !l.trim().is_empty() {
             return Err(Error::Usage(format!("--observers {l}: no broker id in it (expected e.g. 4,5)")));
         }
-        return Ok(view::ObserverSet { ids: Some(set), source: "--observers".into(), disagreeing: vec![] });
+        return Ok(view::ObserverSet::given(Some(set), "--observers".into()));
     }
     if let Some(f) = file {
         let text = std::fs::read_to_string(f).map_err(|e| Error::io(format!("cannot read {}", f.display()), e))?;
-        return Ok(view::ObserverSet {
-            ids: Some(idfile::parse(&text)),
-            source: format!("file {}", f.display()),
-            disagreeing: vec![],
-        });
+        return Ok(view::ObserverSet::from_file(format!("file {}", f.display()), &text));
     }
     if nodes.is_empty() {
-        return Ok(view::ObserverSet { ids: None, source: "nowhere: pass --observers, --observers-file or the nodes' files (--node, --nodes) to know which replicas are observers".into(), disagreeing: vec![] });
+        return Ok(view::ObserverSet::given(None, "nowhere: pass --observers, --observers-file or the nodes' files (--node, --nodes) to know which replicas are observers".into()));
     }
     let mut read = Vec::new();
     for n in nodes {
-        read.push((n.label(), idfile::parse(&transport.read(n)?)));
+        read.push((n.label(), transport.read(n)?));
     }
     Ok(view::ObserverSet::from_files(&read))
 }

@@ -34,6 +34,22 @@ pub fn parse(text: &str) -> BTreeSet<i32> {
     text.lines().flat_map(|l| split_comment(l).0.split(is_separator).filter_map(id_of).collect::<Vec<_>>()).collect()
 }
 
+/// The tokens of `text` the registries ignore: outside comments, neither an id
+/// nor a separator (`4x`, `4;5`, `+5`, `banana`), in file order, each once.
+/// The registries read a file of only such tokens as "no observers", so a typo
+/// for an id promotes that broker on that node; okp names them as a red state.
+pub fn ignored(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        for t in split_comment(line).0.split(is_separator) {
+            if !t.is_empty() && id_of(t).is_none() && !out.iter().any(|o| o == t) {
+                out.push(t.to_string());
+            }
+        }
+    }
+    out
+}
+
 /// `text` with `id` added (a line of its own at the end), or unchanged when it already names it.
 pub fn with_id(text: &str, id: i32) -> String {
     if parse(text).contains(&id) {
@@ -107,6 +123,17 @@ mod tests {
         assert_eq!(parse("banana,4 %%@@!!\n+5 -1 3.0 2147483648 2147483647 04"), set(&[4, 2147483647]));
         assert_eq!(parse("4\x0b5\x0c6\r\n"), set(&[4, 5, 6]), "Java's \\s includes VT and FF");
         assert!(parse("").is_empty() && parse("# only a comment\n").is_empty());
+    }
+
+    #[test]
+    fn names_the_tokens_the_registries_ignore() {
+        assert_eq!(
+            ignored("banana,4 %%@@!!\n+5 -1 3.0 2147483648 04 4x # 4y is a comment\n4x"),
+            ["banana", "%%@@!!", "+5", "-1", "3.0", "2147483648", "4x"]
+        );
+        assert_eq!(ignored("4;5"), ["4;5"], "a semicolon is not a separator: the registries read no id here");
+        assert!(ignored("# observers\n4, 5\t6\r\n\n").is_empty());
+        assert!(ignored("").is_empty());
     }
 
     #[test]

@@ -32,12 +32,13 @@ pub struct StatusArgs {
     pub color: bool,
 }
 
-/// Prints the status; exit 1 when a red state is found (an observer in an ISR or leading).
+/// Prints the status; exit 1 when a red state is found (an observer in an ISR or
+/// leading, or an observer.ids file holding a token that is not an id).
 pub fn status(a: &StatusArgs) -> Result<Outcome> {
     let snap = view::snapshot(&a.bootstrap, a.topic.as_deref(), view::Depth { offsets: true, min_insync: false })?;
     let rows = view::rows(&snap, &a.observers, a.max_lag);
     let out =
         if a.json { view::json(&rows, &a.observers, a.max_lag) } else { view::table(&rows, &a.observers, a.color) };
     crate::out::print(&out)?;
-    Ok(Outcome::check(rows.iter().all(|r| r.flags.is_empty())))
+    Ok(Outcome::check(rows.iter().all(|r| r.flags.is_empty()) && !a.observers.files_red()))
 }

@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::idfile;
 use crate::error::{Error, Result};
 use crate::wire::{self as probe, Probe};
 
@@ -158,6 +159,12 @@ pub fn snapshot(bootstrap: &[String], topic: Option<&str>, depth: Depth) -> Resu
     Ok(Snapshot { cluster_id: m.cluster_id, brokers, partitions: parts })
 }
 
+/// `node: `4x`, `banana`` when `text` has tokens the registries ignore.
+fn ignored_in(node: &str, text: &str) -> Option<String> {
+    let t = idfile::ignored(text);
+    (!t.is_empty()).then(|| format!("{node}: {}", t.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")))
+}
+
 /// The observer ids and where they came from.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ObserverSet {
@@ -166,19 +173,44 @@ pub struct ObserverSet {
     pub source: String,
     /// Nodes whose file names another set than the others (empty when all agree).
     pub disagreeing: Vec<String>,
+    /// Per file, the tokens its readers ignore (`broker 1: 4x`): a red state,
+    /// since a typo for an id reads as "not an observer" on that node.
+    pub ignored: Vec<String>,
 }
 
 impl ObserverSet {
     /// From each node's file: the union (any node that believes an id is an
     /// observer keeps it out of an ISR or a leadership), with every
     /// disagreement named.
-    pub fn from_files(read: &[(String, BTreeSet<i32>)]) -> ObserverSet {
+    pub fn from_files(files: &[(String, String)]) -> ObserverSet {
+        let read: Vec<(&str, BTreeSet<i32>)> = files.iter().map(|(n, t)| (n.as_str(), idfile::parse(t))).collect();
         let union: BTreeSet<i32> = read.iter().flat_map(|(_, s)| s.iter().copied()).collect();
         let disagreeing: Vec<String> =
-            read.iter().filter(|(_, s)| *s != union).map(|(n, s)| format!("{n}: {}", super::idfile::show(s))).collect();
+            read.iter().filter(|(_, s)| *s != union).map(|(n, s)| format!("{n}: {}", idfile::show(s))).collect();
         let agree =
             if disagreeing.is_empty() { "all agree".to_string() } else { format!("{} disagree", disagreeing.len()) };
-        ObserverSet { ids: Some(union), source: format!("observer.ids of {} nodes ({agree})", read.len()), disagreeing }
+        ObserverSet {
+            ids: Some(union),
+            source: format!("observer.ids of {} nodes ({agree})", read.len()),
+            disagreeing,
+            ignored: files.iter().filter_map(|(n, t)| ignored_in(n, t)).collect(),
+        }
+    }
+
+    /// One file (`--observers-file`), named by `source`.
+    pub fn from_file(source: String, text: &str) -> ObserverSet {
+        let ignored = ignored_in(&source, text).into_iter().collect();
+        ObserverSet { ids: Some(idfile::parse(text)), source, disagreeing: vec![], ignored }
+    }
+
+    /// Nobody said which replicas are observers, or the command line did.
+    pub fn given(ids: Option<BTreeSet<i32>>, source: String) -> ObserverSet {
+        ObserverSet { ids, source, disagreeing: vec![], ignored: vec![] }
+    }
+
+    /// Whether `status` must report red for the files themselves.
+    pub fn files_red(&self) -> bool {
+        !self.ignored.is_empty()
     }
 
     pub fn is_observer(&self, id: i32) -> Option<bool> {
@@ -268,11 +300,14 @@ fn yes(b: bool) -> &'static str {
 pub fn table(rows: &[ReplicaRow], observers: &ObserverSet, color: bool) -> String {
     let mut s = format!(
         "observers: {} from {}\n",
-        observers.ids.as_ref().map(super::idfile::show).unwrap_or_else(|| "unknown".into()),
+        observers.ids.as_ref().map(idfile::show).unwrap_or_else(|| "unknown".into()),
         observers.source
     );
     for d in &observers.disagreeing {
         s.push_str(&format!("  disagrees: {d}\n"));
+    }
+    for d in &observers.ignored {
+        s.push_str(&format!("  ignored tokens: {d}\n"));
     }
     s.push('\n');
     let head = [
@@ -324,6 +359,12 @@ pub fn table(rows: &[ReplicaRow], observers: &ObserverSet, color: bool) -> Strin
         .filter(|r| !r.flags.is_empty())
         .map(|r| format!("{}-{} replica {}: {}", r.topic, r.partition, r.replica, r.flags.join(", ")))
         .collect();
+    if observers.files_red() {
+        s.push_str(&format!(
+            "\nred state: observer.ids holds tokens that are neither ids nor comments ({}); every node ignores them, so a typo for an id (`4x`, `4;5`) leaves that broker a normal replica on that node. Fix the file: ids separated by commas or whitespace, `#` for comments.\n",
+            observers.ignored.join("; ")
+        ));
+    }
     if !red.is_empty() {
         s.push_str(&format!(
             "\n{} red state(s): an observer inside an ISR or leading (expected only for up to replica.lag.time.max.ms + 5 s after a demotion, or after a deliberate unclean promotion):\n  {}\n",
@@ -340,7 +381,7 @@ pub fn json(rows: &[ReplicaRow], observers: &ObserverSet, max_lag: i64) -> Strin
         "observers": observers,
         "caught_up_max_lag": max_lag,
         "replicas": rows,
-        "red_states": rows.iter().filter(|r| !r.flags.is_empty()).count(),
+        "red_states": rows.iter().filter(|r| !r.flags.is_empty()).count() + observers.ignored.len(),
     });
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
@@ -369,7 +410,7 @@ pub(crate) mod tests {
             brokers: [1, 2, 4].iter().map(|i| (*i, format!("h:{i}"))).collect(),
             partitions: vec![part("obs", Some(1), &[1, 2, 3, 4], &[1, 2, 4], &[(1, 100), (2, 100), (4, 97)])],
         };
-        let obs = ObserverSet::from_files(&[("b1".into(), [4].into()), ("b2".into(), [4].into())]);
+        let obs = ObserverSet::from_files(&[("b1".into(), "4\n".into()), ("b2".into(), "4".into())]);
         let r = rows(&snap, &obs, 0);
         let by = |id: i32| r.iter().find(|x| x.replica == id).unwrap();
         assert_eq!((by(1).role, by(1).lag, by(1).caught_up), ("leader", Some(0), Some(true)));
@@ -381,14 +422,39 @@ pub(crate) mod tests {
         assert_eq!(rows(&snap, &obs, 5).iter().find(|x| x.replica == 4).unwrap().caught_up, Some(true));
         let t = table(&r, &obs, false);
         assert!(t.contains("1 red state(s)") && t.contains("obs-0 replica 4: observer-in-isr"), "{t}");
-        let unknown = ObserverSet { ids: None, source: "nothing".into(), disagreeing: vec![] };
+        let unknown = ObserverSet::given(None, "nothing".into());
         assert!(rows(&snap, &unknown, 0).iter().all(|x| x.is_observer.is_none() && x.flags.is_empty()));
     }
 
     #[test]
     fn files_that_disagree_are_named() {
-        let s = ObserverSet::from_files(&[("broker 1".into(), [4].into()), ("controller 101".into(), BTreeSet::new())]);
+        let s = ObserverSet::from_files(&[("broker 1".into(), "4".into()), ("controller 101".into(), "".into())]);
         assert_eq!(s.ids, Some([4].into()));
         assert_eq!(s.disagreeing, vec!["controller 101: []".to_string()]);
+        assert!(!s.files_red());
+    }
+
+    #[test]
+    fn a_token_that_is_not_an_id_is_a_red_state() {
+        // The soak's finding: `4x` reads as "no observers" on that node, which on a
+        // ZooKeeper-mode leader lets broker 4 into the ISR.
+        let s =
+            ObserverSet::from_files(&[("broker 1".into(), "4x # typo\n".into()), ("broker 2".into(), "4\n".into())]);
+        assert_eq!(s.ignored, vec!["broker 1: `4x`".to_string()]);
+        assert!(s.files_red());
+        let snap = Snapshot { cluster_id: None, brokers: BTreeMap::new(), partitions: vec![] };
+        let t = table(&rows(&snap, &s, 0), &s, false);
+        assert!(
+            t.contains("ignored tokens: broker 1: `4x`") && t.contains("red state: observer.ids holds tokens"),
+            "{t}"
+        );
+        let j: serde_json::Value = serde_json::from_str(&json(&[], &s, 0)).unwrap();
+        assert_eq!(j["red_states"], 1);
+        assert_eq!(j["observers"]["ignored"][0], "broker 1: `4x`");
+        let one = ObserverSet::from_file("file /etc/kafka/observer.ids".into(), "banana 4");
+        assert_eq!(
+            (one.ids, one.ignored),
+            (Some([4].into()), vec!["file /etc/kafka/observer.ids: `banana`".to_string()])
+        );
     }
 }

@@ -55,6 +55,8 @@ pub struct View {
     pub observers: BTreeSet<i32>,
     /// Nodes whose file disagrees with the union (empty when all agree).
     pub disagreeing: Vec<String>,
+    /// Files holding tokens that are not ids (`broker 1: `4x``): maybe a typo for an id.
+    pub ignored: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -231,6 +233,21 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             reason: format!(
                 "observer.ids disagree across nodes ({}); the watchdog acts only when every node's file agrees (a human may be editing them)",
                 view.disagreeing.join("; ")
+            ),
+        });
+        return plan;
+    }
+    // Rule 9 again: a token that is not an id (`4x`) may be a typo for one, which the nodes read
+    // as "not an observer"; what the human meant is unknown, so nothing is done until it is fixed.
+    if !view.ignored.is_empty() {
+        plan.notes.push(Decision {
+            action: Action::Refuse,
+            policy: Some(policy),
+            broker: None,
+            parts: vec![],
+            reason: format!(
+                "observer.ids holds tokens that are neither ids nor comments ({}); the watchdog acts only on files whose every token is an id",
+                view.ignored.join("; ")
             ),
         });
         return plan;
@@ -430,6 +447,7 @@ pub(crate) mod tests {
             },
             observers: observers.iter().copied().collect(),
             disagreeing: vec![],
+            ignored: vec![],
         }
     }
 
@@ -657,5 +675,12 @@ pub(crate) mod tests {
         assert!(plan.act.is_none() && plan.forget.is_empty());
         assert_eq!(plan.notes[0].action, Action::Refuse);
         assert!(plan.notes[0].reason.contains("observer.ids disagree across nodes"), "{}", plan.notes[0].reason);
+        // A file with a token that is not an id: no action either (it may be a typo for one).
+        let mut v = two_primaries_down(0);
+        v.ignored = vec!["broker 2: `4x`".into()];
+        let plan = decide(&v, &st, &rules(Policy::UnderMinIsr), 0);
+        assert!(plan.act.is_none() && plan.forget.is_empty());
+        assert_eq!(plan.notes[0].action, Action::Refuse);
+        assert!(plan.notes[0].reason.contains("broker 2: `4x`"), "{}", plan.notes[0].reason);
     }
 }

@@ -101,7 +101,7 @@ impl Cluster for Live<'_> {
     fn view(&mut self) -> Result<View> {
         let set = change::observer_set(None, None, self.nodes, self.transport)?;
         let snap = view::snapshot(self.bootstrap, None, Depth { offsets: true, min_insync: true })?;
-        Ok(View { snap, observers: set.ids.unwrap_or_default(), disagreeing: set.disagreeing })
+        Ok(View { snap, observers: set.ids.unwrap_or_default(), disagreeing: set.disagreeing, ignored: set.ignored })
     }
 
     fn prepare(&mut self, broker: i32, dir: Direction) -> Result<Vec<Refusal>> {
@@ -225,7 +225,7 @@ fn scan_inner(
         }
         let second = cluster.view().map_err(soft)?;
         let secs = s.confirm_interval.as_secs();
-        if second.observers.contains(&broker) || !second.disagreeing.is_empty() {
+        if second.observers.contains(&broker) || !second.disagreeing.is_empty() || !second.ignored.is_empty() {
             return skip(
                 audit,
                 &act,
