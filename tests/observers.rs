@@ -257,4 +257,21 @@ fn bad_input_without_a_cluster() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("observer.ids does not exist"), "{}", stderr(&o));
     assert!(!Path::new(&missing).exists());
+    // A FIFO or a device where observer.ids should be is refused, never read (a read would block
+    // forever, or never end).
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for (flag, value, says) in [
+        ("--node", format!("4={}", fifo.display()), "cannot read observer.ids: a FIFO, not a regular file"),
+        ("--node", "4=/dev/zero".to_string(), "a character device, not a regular file"),
+        ("--observers-file", fifo.display().to_string(), "a FIFO, not a regular file"),
+    ] {
+        let o = okp()
+            .args(["observers", "status", "--bootstrap", "127.0.0.1:1", flag, &value])
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{flag} {value}: {}", stderr(&o));
+    }
 }

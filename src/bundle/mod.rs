@@ -25,7 +25,7 @@ mod make;
 mod manifest;
 mod ondisk;
 mod pins;
-mod readfile;
+pub(crate) mod readfile;
 mod sign;
 mod target;
 mod verify;

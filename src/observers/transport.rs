@@ -27,6 +27,7 @@ use std::process::{Command, Stdio};
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Location, Spanned};
 
+use crate::bundle::readfile::{read_regular, ReadError};
 use crate::error::{Error, Result};
 use crate::model::{yaml, Origin};
 use crate::out::sh_word as sh_quote;
@@ -360,6 +361,10 @@ fn fill(template: &str, n: &NodeSpec) -> String {
     out
 }
 
+/// The largest observer.ids okp reads (a real one is a few lines); a FIFO or a
+/// device at the path is refused, never read.
+pub const MAX_IDS_FILE: u64 = 1 << 20;
+
 impl Transport {
     /// The file's text. A missing local file is an error: it freezes the
     /// node's set (or leaves it to the env var), so okp cannot know what the
@@ -368,16 +373,15 @@ impl Transport {
         match self {
             Transport::Local => {
                 let p = Path::new(&n.path);
-                std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned()).map_err(|e| {
-                    if e.kind() == std::io::ErrorKind::NotFound {
-                        Error::Usage(format!(
-                            "{}: observer.ids does not exist; a missing file keeps the node's last good set (or env KAFKA_OBSERVER_BROKER_IDS), so okp cannot tell what it believes: create the file first (see config/observer.ids.template)",
-                            n.label()
-                        ))
-                    } else {
-                        Error::io(format!("cannot read observer.ids of {}", n.label()), e)
-                    }
-                })
+                match read_regular(p, MAX_IDS_FILE) {
+                    Ok(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
+                    Err(ReadError::Missing) => Err(Error::Usage(format!(
+                        "{}: observer.ids does not exist; a missing file keeps the node's last good set (or env KAFKA_OBSERVER_BROKER_IDS), so okp cannot tell what it believes: create the file first (see config/observer.ids.template)",
+                        n.label()
+                    ))),
+                    Err(ReadError::Io(e)) => Err(Error::io(format!("cannot read observer.ids of {}", n.label()), e)),
+                    Err(e) => Err(Error::Usage(format!("{}: cannot read observer.ids: {e}", n.label()))),
+                }
             }
             Transport::Command { read, .. } => {
                 let cmd = fill(read, n);

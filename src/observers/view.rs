@@ -159,10 +159,28 @@ pub fn snapshot(bootstrap: &[String], topic: Option<&str>, depth: Depth) -> Resu
     Ok(Snapshot { cluster_id: m.cluster_id, brokers, partitions: parts })
 }
 
-/// `node: `4x`, `banana`` when `text` has tokens the registries ignore.
+/// `node: `4x`, `banana`` when `text` has tokens the registries ignore. The
+/// file is anyone's text: each token is escaped (no terminal control reaches
+/// the output) and cut at 40 characters, and at most 8 are named.
 fn ignored_in(node: &str, text: &str) -> Option<String> {
+    const SHOWN: usize = 8;
     let t = idfile::ignored(text);
-    (!t.is_empty()).then(|| format!("{node}: {}", t.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")))
+    if t.is_empty() {
+        return None;
+    }
+    let mut named: Vec<String> = t
+        .iter()
+        .take(SHOWN)
+        .map(|x| {
+            let cut: String = x.chars().take(40).collect();
+            let more = if cut.len() < x.len() { "…" } else { "" };
+            format!("`{}{more}`", cut.escape_debug())
+        })
+        .collect();
+    if t.len() > SHOWN {
+        named.push(format!("and {} more", t.len() - SHOWN));
+    }
+    Some(format!("{node}: {}", named.join(", ")))
 }
 
 /// The observer ids and where they came from.
@@ -451,6 +469,14 @@ pub(crate) mod tests {
         let j: serde_json::Value = serde_json::from_str(&json(&[], &s, 0)).unwrap();
         assert_eq!(j["red_states"], 1);
         assert_eq!(j["observers"]["ignored"][0], "broker 1: `4x`");
+        let hostile = ObserverSet::from_files(&[("b1".into(), format!("\x1b[2J{} a b c d e f g h i", "9".repeat(60)))]);
+        assert_eq!(
+            hostile.ignored,
+            vec![format!(
+                "b1: `\\u{{1b}}[2J{}…`, `a`, `b`, `c`, `d`, `e`, `f`, `g`, and 2 more",
+                "9".repeat(36)
+            )]
+        );
         let one = ObserverSet::from_file("file /etc/kafka/observer.ids".into(), "banana 4");
         assert_eq!(
             (one.ids, one.ignored),
