@@ -361,6 +361,45 @@ fn fill(template: &str, n: &NodeSpec) -> String {
     out
 }
 
+/// At most `n` characters of `s`, with `…` when cut (a message quotes stderr, not all of it).
+fn first_chars(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
+/// `sh -c cmd` with stdout and stderr each kept to `cap` + 1 bytes: a read
+/// template that never stops printing (`cat /dev/zero` on the far side) is
+/// killed once stdout passes the cap, and stderr is closed past it, instead of
+/// filling okp's memory or keeping it waiting.
+fn output_capped(cmd: &str, cap: u64) -> std::io::Result<std::process::Output> {
+    use std::io::Read;
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut err_pipe = child.stderr.take().expect("piped");
+    let err = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        // Past the cap the pipe is closed: a writer that goes on gets EPIPE, okp never waits on it.
+        let _ = (&mut err_pipe).take(cap + 1).read_to_end(&mut kept);
+        kept
+    });
+    let mut stdout = Vec::new();
+    let read = child.stdout.take().expect("piped").take(cap + 1).read_to_end(&mut stdout);
+    if stdout.len() as u64 > cap {
+        let _ = child.kill();
+    }
+    let status = child.wait()?;
+    read?;
+    let stderr = err.join().unwrap_or_default();
+    Ok(std::process::Output { status, stdout, stderr })
+}
+
 /// The largest observer.ids okp reads (a real one is a few lines); a FIFO or a
 /// device at the path is refused, never read.
 pub const MAX_IDS_FILE: u64 = 1 << 20;
@@ -385,18 +424,20 @@ impl Transport {
             }
             Transport::Command { read, .. } => {
                 let cmd = fill(read, n);
-                let out = Command::new("sh")
-                    .arg("-c")
-                    .arg(&cmd)
-                    .stdin(Stdio::null())
-                    .output()
+                let out = output_capped(&cmd, MAX_IDS_FILE)
                     .map_err(|e| Error::External(format!("cannot run sh for `{cmd}` ({e})")))?;
+                if out.stdout.len() as u64 > MAX_IDS_FILE {
+                    return Err(Error::Usage(format!(
+                        "reading observer.ids of {}: `{cmd}` printed more than {MAX_IDS_FILE} bytes (stopped there); an observer.ids file is a few lines",
+                        n.label()
+                    )));
+                }
                 if !out.status.success() {
                     return Err(Error::External(format!(
                         "reading observer.ids of {}: `{cmd}` exited with {}: {}",
                         n.label(),
                         out.status.code().map(|c| c.to_string()).unwrap_or_else(|| "a signal".into()),
-                        String::from_utf8_lossy(&out.stderr).trim()
+                        first_chars(String::from_utf8_lossy(&out.stderr).trim(), 1000)
                     )));
                 }
                 Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -428,7 +469,7 @@ impl Transport {
                     return Err(Error::External(format!(
                         "writing observer.ids of {}: `{cmd}` failed: {}",
                         n.label(),
-                        String::from_utf8_lossy(&out.stderr).trim()
+                        first_chars(String::from_utf8_lossy(&out.stderr).trim(), 1000)
                     )));
                 }
                 Ok(())
@@ -546,6 +587,21 @@ mod tests {
                 assert!(!marker.exists(), "`{cmd}` ran part of a value");
             }
         }
+    }
+
+    #[test]
+    fn a_read_template_that_never_stops_printing_is_cut_at_the_cap() {
+        let t = |read: &str| Transport::Command { read: read.into(), write: "cat > /dev/null".into() };
+        let e = t("yes 4").read(&node("h", "/p")).unwrap_err().to_string();
+        assert!(e.contains("printed more than 1048576 bytes"), "{e}");
+        let e = t("head -c 2000000 /dev/zero; echo gone >&2; exit 1").read(&node("h", "/p")).unwrap_err().to_string();
+        assert!(e.contains("printed more than"), "{e}");
+        let r = t("printf '4\\n'; yes err | head -c 3000000 >&2 || true").read(&node("h", "/p"));
+        assert_eq!(r.map_err(|e| e.to_string().chars().take(300).collect::<String>()).unwrap(), "4\n");
+        let e = t("yes why >&2; exit 3").read(&node("h", "/p")).unwrap_err().to_string();
+        assert!(e.contains("exited with ") && e.len() < 2000, "{}", &e[..300.min(e.len())]);
+        let e = t("echo 4; echo why >&2; exit 3").read(&node("h", "/p")).unwrap_err().to_string();
+        assert!(e.contains("exited with 3: why"), "{e}");
     }
 
     #[test]

@@ -472,10 +472,7 @@ pub(crate) mod tests {
         let hostile = ObserverSet::from_files(&[("b1".into(), format!("\x1b[2J{} a b c d e f g h i", "9".repeat(60)))]);
         assert_eq!(
             hostile.ignored,
-            vec![format!(
-                "b1: `\\u{{1b}}[2J{}…`, `a`, `b`, `c`, `d`, `e`, `f`, `g`, and 2 more",
-                "9".repeat(36)
-            )]
+            vec![format!("b1: `\\u{{1b}}[2J{}…`, `a`, `b`, `c`, `d`, `e`, `f`, `g`, and 2 more", "9".repeat(36))]
         );
         let one = ObserverSet::from_file("file /etc/kafka/observer.ids".into(), "banana 4");
         assert_eq!(
