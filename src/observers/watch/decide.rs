@@ -223,33 +223,24 @@ fn leads(snap: &Snapshot, broker: i32) -> Vec<String> {
 pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
     let mut plan = Plan::default();
     let policy = rules.policy;
-    // Rule 9: the nodes' files are the human's; while they disagree someone may be editing them.
-    if !view.disagreeing.is_empty() {
-        plan.notes.push(Decision {
-            action: Action::Refuse,
-            policy: Some(policy),
-            broker: None,
-            parts: vec![],
-            reason: format!(
-                "observer.ids disagree across nodes ({}); the watchdog acts only when every node's file agrees (a human may be editing them)",
-                view.disagreeing.join("; ")
-            ),
-        });
-        return plan;
-    }
-    // Rule 9 again: a token that is not an id (`4x`) may be a typo for one, which the nodes read
-    // as "not an observer"; what the human meant is unknown, so nothing is done until it is fixed.
-    if !view.ignored.is_empty() {
-        plan.notes.push(Decision {
-            action: Action::Refuse,
-            policy: Some(policy),
-            broker: None,
-            parts: vec![],
-            reason: format!(
-                "observer.ids holds tokens that are neither ids nor comments ({}); the watchdog acts only on files whose every token is an id",
-                view.ignored.join("; ")
-            ),
-        });
+    // Rule 9: the nodes' files are the human's. While they disagree someone may be editing them;
+    // a token that is not an id (`4x`) may be a typo for one, which the nodes read as "not an
+    // observer". What the human meant is unknown either way, so nothing is done until it is fixed.
+    let unclear = if !view.disagreeing.is_empty() {
+        Some(format!(
+            "observer.ids disagree across nodes ({}); the watchdog acts only when every node's file agrees (a human may be editing them)",
+            view.disagreeing.join("; ")
+        ))
+    } else if !view.ignored.is_empty() {
+        Some(format!(
+            "observer.ids holds tokens that are neither ids nor comments ({}); the watchdog acts only on files whose every token is an id",
+            view.ignored.join("; ")
+        ))
+    } else {
+        None
+    };
+    if let Some(reason) = unclear {
+        plan.notes.push(Decision { action: Action::Refuse, policy: Some(policy), broker: None, parts: vec![], reason });
         return plan;
     }
     // Rule 9: a broker it promoted that is an observer again was demoted by hand: forget it, and
