@@ -132,6 +132,9 @@ mod tests {
             ["banana", "%%@@!!", "+5", "-1", "3.0", "2147483648", "4x"]
         );
         assert_eq!(ignored("4;5"), ["4;5"], "a semicolon is not a separator: the registries read no id here");
+        // A file saved with a byte-order mark: Java keeps U+FEFF in the text and `\s` does not
+        // match it, so the registries lose the file's first id.
+        assert_eq!((parse("\u{feff}4\n5\n"), ignored("\u{feff}4\n5\n")), (set(&[5]), vec!["\u{feff}4".to_string()]));
         assert!(ignored("# observers\n4, 5\t6\r\n\n").is_empty());
         assert!(ignored("").is_empty());
     }
