@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use super::idfile;
 use super::transport::{NodeRole, NodeSpec, Transport};
 use super::view::{self, Depth, Snapshot};
-use crate::bundle::readfile::{read_regular, ReadError};
+use crate::bundle::readfile::read_regular;
 use crate::error::{Error, Failure, Outcome, Result};
 
 /// How long the registries may take to see an edited file (their cache TTL).
@@ -425,11 +425,8 @@ pub fn observer_set(
         return Ok(view::ObserverSet::given(Some(set), "--observers".into()));
     }
     if let Some(f) = file {
-        let text = match read_regular(f, super::transport::MAX_IDS_FILE) {
-            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-            Err(ReadError::Io(e)) => return Err(Error::io(format!("cannot read {}", f.display()), e)),
-            Err(e) => return Err(Error::Usage(format!("--observers-file {}: {e}", f.display()))),
-        };
+        let bytes = read_regular(f, super::transport::MAX_IDS_FILE).map_err(|e| e.into_error(f, "--observers-file"))?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         return Ok(view::ObserverSet::from_file(format!("file {}", f.display()), &text));
     }
     if nodes.is_empty() {
