@@ -108,6 +108,7 @@ pub const CONTRACT_HOOKS: &[&str] = &[
     "hw-gate",
     "zk-initial-isr",
     "zk-unclean-election",
+    "zk-election-gate",
     "kraft-initial-isr",
     "kraft-election-gate",
     "kraft-alterpartition-defense",

@@ -302,3 +302,70 @@ pub fn s8_controller_failover(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     );
     Ok(())
 }
+
+/// The topic STALE creates (and deletes): observer 4 second in the assignment, ahead of primary 2.
+const STALE_TOPIC: &str = "stale";
+
+/// STALE: an observer the ISR still names when its leader dies is never elected.
+///
+/// 4 is promoted into the ISR of `stale` (assignment 1:4:2, leader 1), leader 1 is
+/// frozen, 4 is demoted on every node, and once every live node has read the file 1
+/// is killed. The frozen leader could not write the shrink, so the ISR the
+/// controller elects from still names 4, first among the live replicas; the
+/// election must pass over it to 2. Upstream's ZooKeeper controller trusts the
+/// ISR here (zk-election-gate); a KRaft controller's gate is on every path.
+pub fn stale_isr_election(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+    let all = x.c.kafka_nodes();
+    let created = x.c.create_topic(STALE_TOPIC, "1:4:2", &["min.insync.replicas=2"])?;
+    o.check("topic stale created (1:4:2, min.insync.replicas=2)", created.ok(), format!("rc {}", created.rc));
+    let t = x.lag() + x.ttl() + Duration::from_secs(20);
+    let Some(_) = x.wait(o, STALE_TOPIC, t, "stale: leader 1, 2 in the ISR, 4 out of it", "created_seconds", |s| {
+        s.leader == Some(1) && s.in_isr(2) && !s.in_isr(OBSERVER)
+    })?
+    else {
+        return Ok(());
+    };
+    x.c.set_observers(&all, "")?;
+    x.wait(o, STALE_TOPIC, t, "promoted: 4 joins the ISR of stale", "promotion_seconds", |s| s.in_isr(OBSERVER))?;
+    x.c.freeze(1);
+    x.c.set_observers(&all, "4\n")?;
+    // Every live node reads the file within its cache TTL; 1 is frozen and cannot act on it.
+    std::thread::sleep(x.ttl() + Duration::from_secs(1));
+    let before = x.c.probe_state(STALE_TOPIC);
+    let named = before.as_ref().is_some_and(|s| s.in_isr(OBSERVER));
+    o.fact("isr_before_kill", before.as_ref().map(|s| s.show()));
+    o.check(
+        "with leader 1 frozen through the demotion, the ISR still names 4",
+        named,
+        before.map(|s| s.show()).unwrap_or_else(|| "no broker answered".into()),
+    );
+    x.c.kill9(1);
+    let mut observer_led = Vec::new();
+    let (s, secs) = x.c.wait_state(
+        STALE_TOPIC,
+        bound(x, 10),
+        |s| s.leader.is_some_and(|l| l != 1),
+        |s| {
+            if s.leader == Some(OBSERVER) {
+                observer_led.push(s.show());
+            }
+        },
+    )?;
+    o.fact("new_leader_seconds", round(secs));
+    o.check(
+        "the election passes over 4 to primary 2",
+        s.as_ref().is_some_and(|s| s.leader == Some(2)),
+        match &s {
+            Some(s) => format!("after {secs:.1} s: {}", s.show()),
+            None => format!("no new leader within {secs:.0} s"),
+        },
+    );
+    o.check("the observer is never leader at any poll", observer_led.is_empty(), super::polls_summary(&observer_led));
+    x.wait(o, STALE_TOPIC, t, "the new leader takes 4 out of the ISR", "demotion_seconds", |s| !s.in_isr(OBSERVER))?;
+    let restart = x.c.restart(1)?;
+    o.fact("restart_seconds", round(restart));
+    x.wait(o, STALE_TOPIC, Duration::from_secs(60), "1 rejoins the ISR", "rejoin_seconds", |s| s.in_isr(1))?;
+    let deleted = x.c.delete_topic_and_wait(STALE_TOPIC, Duration::from_secs(60))?;
+    o.check("topic stale deleted", deleted, "");
+    Ok(())
+}
