@@ -58,7 +58,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "TXN", title: "transactional topic: read_committed view and batches identical on the observer", gate: false, run: write_path::transactions },
     Scenario { id: "S5", title: "promotion of a lagging observer (HW never moves backwards)", gate: false, run: promotion::s5_lagging_promotion },
     Scenario { id: "DEM", title: "live promotion and demotion of a follower", gate: false, run: promotion::demotion },
-    Scenario { id: "STALE", title: "an observer the ISR still names when its leader dies (leader frozen through the demotion, then killed) is never elected", gate: false, run: failures::stale_isr_election },
+    Scenario { id: "STALE", title: "an observer the ISR still names when its leader dies (demoted on every node but the leader, then the leader killed) is never elected", gate: false, run: failures::stale_isr_election },
     Scenario { id: "AUTO", title: "auto-promotion watchdog: two primaries down → the caught-up observer promoted, acks=all goes on; back → demoted after the cooldown and a double confirmation", gate: false, run: auto::auto },
     Scenario { id: "S6", title: "observer.ids inconsistent across nodes", gate: false, run: promotion::s6_inconsistent },
     Scenario { id: "S7", title: "observer.ids garbage, unreadable, deleted: set frozen, writes continue", gate: false, run: promotion::s7_bad_file },
