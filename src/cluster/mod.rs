@@ -116,6 +116,13 @@ impl Cluster {
             tool_log,
         ];
         let mut tool_jvm = tool_jvm;
+        if rt.logging == runtime::Logging::Log4j2 {
+            // log4j 2 stops logging in its own shutdown hook unless a servlet API is on the classpath
+            // (it then takes the JVM for a web container). A console producer closes in its shutdown
+            // hook and reports failed sends there, so without this a classpath without Connect's
+            // jars (jakarta.servlet-api among them: 4.0.1) printed none of them.
+            tool_jvm.push("-Dlog4j2.shutdownHookEnabled=false".into());
+        }
         if let Some((archive, false)) = &rt.tool_cds {
             tool_jvm.push(format!("-XX:SharedArchiveFile={}", archive.display()));
         }
