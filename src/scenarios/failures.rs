@@ -337,12 +337,8 @@ pub fn stale_isr_election(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     x.c.wait_state(STALE_TOPIC, x.ttl() + Duration::from_secs(1), |_| false, |s| seen.push(s.clone()))?;
     x.c.kill9(1);
     x.c.set_observers(&[1], "4\n")?;
-    let (s, secs) = x.c.wait_state(
-        STALE_TOPIC,
-        bound(x, 10),
-        |s| s.leader.is_some_and(|l| l != 1),
-        |s| seen.push(s.clone()),
-    )?;
+    let (s, secs) =
+        x.c.wait_state(STALE_TOPIC, bound(x, 10), |s| s.leader.is_some_and(|l| l != 1), |s| seen.push(s.clone()))?;
     // What makes the run mean something: the ISR still named 4 when 1 stopped leading.
     let last_by_1 = seen.iter().rev().find(|s| s.leader == Some(1));
     o.check(
