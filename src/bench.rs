@@ -45,6 +45,8 @@ pub struct Options {
     pub max_records: u64,
     pub record_size: u64,
     pub out: PathBuf,
+    /// A/A: the second flavor runs the upstream jars too (labelled `patched` in the samples).
+    pub control: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, serde::Serialize)]
@@ -135,6 +137,7 @@ pub fn broker(ws: &Workspace, opts: Options) -> Result<Outcome> {
         for flavor in order(round) {
             let rt = match flavor {
                 Flavor::Upstream => Runtime::assemble(&ws.maven, version, None)?,
+                Flavor::Patched if opts.control => Runtime::assemble(&ws.maven, version, None)?,
                 Flavor::Patched => Runtime::assemble(&ws.maven, version, Some(&build))?,
             };
             crate::out::note(format!("bench broker {version} {}: round {round}, {}", opts.mode, flavor.word()));
@@ -155,6 +158,7 @@ pub fn broker(ws: &Workspace, opts: Options) -> Result<Outcome> {
         "max_records": opts.max_records,
         "record_size": opts.record_size,
         "producer": "acks=all linger.ms=0 enable.idempotence=false, bootstrap brokers 1-3",
+        "control": opts.control,
         "seconds": crate::scenarios::round(t0.elapsed().as_secs_f64()),
         "samples": samples,
         "ratios": ratios,
@@ -324,6 +328,13 @@ fn summary_md(opts: &Options, samples: &[Sample], ratios: &[Ratio], secs: f64) -
         opts.max_records,
         secs
     );
+    if opts.control {
+        s.push_str(
+            "**A/A control** (`--control`): the clusters labelled `patched` ran the release's upstream jars too, so \
+             every ratio below is upstream/upstream: its spread is this machine's noise for these settings, the band \
+             a patched/upstream ratio must be read against.\n\n",
+        );
+    }
     s.push_str("| case | metric | upstream | patched | patched/upstream | spread |\n|---|---|---|---|---|---|\n");
     for r in ratios {
         s.push_str(&format!(
@@ -360,8 +371,9 @@ fn summary_md(opts: &Options, samples: &[Sample], ratios: &[Ratio], secs: f64) -
 }
 
 /// The default evidence directory of a run.
-pub fn default_out(release: &Release, mode: Mode) -> PathBuf {
-    Path::new("evidence").join("bench").join("broker").join(format!("{}-{mode}", release.version))
+pub fn default_out(release: &Release, mode: Mode, control: bool) -> PathBuf {
+    let suffix = if control { "-control" } else { "" };
+    Path::new("evidence").join("bench").join("broker").join(format!("{}-{mode}{suffix}", release.version))
 }
 
 #[cfg(test)]

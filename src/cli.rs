@@ -363,9 +363,14 @@ pub struct BenchBrokerArgs {
     /// Bytes per record.
     #[arg(long, value_name = "N", default_value_t = 512)]
     pub record_size: u64,
-    /// Where bench.json, summary.md and the journals go (default: evidence/bench/broker/<V>-<mode>).
+    /// Where bench.json, summary.md and the journals go (default: evidence/bench/broker/<V>-<mode>,
+    /// with --control <V>-<mode>-control).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// An A/A control: the "patched" clusters run the release's upstream jars too, so every
+    /// ratio is upstream/upstream and its spread is this machine's noise floor for the same settings.
+    #[arg(long)]
+    pub control: bool,
 }
 
 #[derive(Args, Debug)]
@@ -613,6 +618,10 @@ pub struct VerifyArgs {
     /// With --all: only the reference releases.
     #[arg(long, requires = "all")]
     pub reference: bool,
+    /// How many clusters share one run's scenarios, each running its lane at the same time
+    /// (`okp verify --help` lists how the suite splits; 1: every scenario on one cluster, in order).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=4))]
+    pub lanes: u16,
     /// With --all: how many clusters run at once (each on its own claimed port block).
     #[arg(long, value_name = "N", requires = "all", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=8))]
     pub jobs: u16,
@@ -663,7 +672,7 @@ pub struct VerifyArgs {
     /// Keep the run directory (configs, node logs) even when everything passed.
     #[arg(long)]
     pub keep: bool,
-    /// First of 17 consecutive loopback ports, which must all be free (default: a free block from 20000 up, below the kernel's ephemeral port range).
+    /// First of 17 consecutive loopback ports per lane (17 × --lanes in all), which must all be free (default: a free block per lane from 20000 up, below the kernel's ephemeral port range).
     #[arg(long, value_name = "PORT")]
     pub base_port: Option<u16>,
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]

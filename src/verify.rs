@@ -80,6 +80,8 @@ pub struct Options {
     pub keep: bool,
     pub base_port: Option<u16>,
     pub json: bool,
+    /// How many clusters share the suite (each runs its lane's scenarios at the same time).
+    pub lanes: usize,
 }
 
 /// The run's identity in the evidence directory: `<release>-<mode>[-upstream]`.
@@ -116,10 +118,9 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         .map_err(|e| Error::io("cannot create the run directory", e))?
         .keep();
     let staging = run_dir.join("evidence");
-    let journal = Journal::new(&staging, &run_dir);
     eprintln!("okp: verify {name}: run directory {}", run_dir.display());
 
-    // 3. The cluster and the shared topics.
+    // 3. The clusters, one per lane, each with the shared topics; started at once.
     let t = Instant::now();
     // A patched run installs the signed bundle okp ships into a Kafka home per node.
     let (bundle, bundling) = match opts.flavor {
@@ -129,64 +130,112 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         }
         Flavor::Upstream => (None, Vec::new()),
     };
-    let homes = crate::cluster::Homes::PerNode(bundle);
-    let mut cluster = match Cluster::up(opts.mode, rt, opts.timers.clone(), &run_dir, opts.base_port, journal, homes) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("okp: verify {name}: the cluster did not start; logs kept in {}", run_dir.display());
-            return Err(e);
-        }
-    };
-    if !bundling.is_empty() {
-        cluster.journal.note("the bundle installed above was made before the cluster, with:");
-        for ran in &bundling {
-            cluster.journal_okp(ran);
-        }
+    let mut plan = scenarios::lanes(&opts.scenarios, opts.lanes, opts.mode);
+    if plan.is_empty() {
+        plan.push(Vec::new());
     }
-    let setup = (|| -> Result<()> {
-        let outs = cluster.create_topics(scenarios::TOPICS)?;
-        for ((topic, _, _), out) in scenarios::TOPICS.iter().zip(&outs) {
-            if !out.ok() {
-                return Err(Error::External(format!(
-                    "creating topic {topic} failed (rc {}): {}",
-                    out.rc,
-                    out.stderr.lines().last().unwrap_or("")
-                )));
-            }
-        }
-        // Every partition has a leader before the first scenario.
-        for (topic, _, _) in scenarios::TOPICS {
-            let (s, _) = cluster.wait_state(topic, Duration::from_secs(30), |s| s.leader.is_some(), |_| {})?;
-            if s.is_none() {
-                return Err(Error::External(format!("topic {topic} has no leader 30 s after creation")));
-            }
-        }
-        Ok(())
-    })();
+    let lanes = plan.len();
+    let t_journal = Instant::now();
+    let mut started: Vec<Result<Cluster>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..lanes)
+            .map(|i| {
+                let lane = LaneStart {
+                    lane: i + 1,
+                    mode: opts.mode,
+                    rt: rt.clone(),
+                    timers: opts.timers.clone(),
+                    dir: if i == 0 { run_dir.clone() } else { run_dir.join(format!("lane-{}", i + 1)) },
+                    base_port: opts.base_port.map(|b| b.checked_add(crate::cluster::PORT_BLOCK * i as u16)),
+                    journal: Journal::for_lane(&staging, &run_dir, i + 1, t_journal),
+                    bundle: bundle.clone(),
+                };
+                let bundling = &bundling;
+                scope.spawn(move || start_lane(lane, bundling))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::External("a lane's start-up panicked".into()))))
+            .collect()
+    });
     seconds.insert("cluster_up".into(), scenarios::round(t.elapsed().as_secs_f64()));
-    if let Err(e) = setup {
-        cluster.down();
+    if let Some(i) = started.iter().position(|r| r.is_err()) {
+        // Every cluster that did start is stopped (Drop) before the error goes up.
+        let e = started.swap_remove(i).err().unwrap_or_else(|| Error::External("a lane did not start".into()));
+        drop(started);
         eprintln!("okp: verify {name}: set-up failed; logs kept in {}", run_dir.display());
         return Err(e);
     }
-    let rss_after_start = cluster.rss();
+    let mut clusters: Vec<Cluster> = started.into_iter().flatten().collect();
+    let rss_after_start = lane_keyed(clusters.iter_mut().map(|c| c.rss()).collect());
 
-    // 4. The suite.
+    // 4. The suite: each lane's scenarios on its own cluster, the lanes at once.
     let t = Instant::now();
-    let outcomes = scenarios::run_suite(&mut cluster, opts.flavor, &opts.scenarios);
+    let flavor = opts.flavor;
+    let per_lane: Vec<(Vec<Outcome>, f64)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = clusters
+            .iter_mut()
+            .zip(&plan)
+            .enumerate()
+            .map(|(i, (c, selected))| {
+                let lane = (lanes > 1).then_some(i as u8 + 1);
+                let h = scope.spawn(move || {
+                    let t = Instant::now();
+                    let o = scenarios::run_suite(c, flavor, selected, lane);
+                    (o, scenarios::round(t.elapsed().as_secs_f64()))
+                });
+                (h, selected, lane)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(h, selected, lane)| h.join().unwrap_or_else(|_| (lane_panicked(selected, lane), 0.0)))
+            .collect()
+    });
     seconds.insert("scenarios".into(), scenarios::round(t.elapsed().as_secs_f64()));
-    let audit = cluster.grep_logs(&[
-        "OBSERVER AUDIT",
-        "Observer broker ids changed",
-        "Cannot read observer ids",
-        "observer ids",
-    ]);
-    let rss_end = cluster.rss();
+    let lane_records: Vec<record::Lane> = if lanes > 1 {
+        per_lane
+            .iter()
+            .zip(&plan)
+            .zip(&clusters)
+            .enumerate()
+            .map(|(i, (((_, secs), selected), c))| record::Lane {
+                lane: i as u8 + 1,
+                scenarios: selected.iter().map(|s| s.id.to_string()).collect(),
+                base_port: c.base_port,
+                cluster_id: c.cluster_id.clone(),
+                seconds: *secs,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut outcomes: Vec<Outcome> = per_lane.into_iter().flat_map(|(o, _)| o).collect();
+    let order = |id: &str| scenarios::SCENARIOS.iter().position(|s| s.id == id).unwrap_or(usize::MAX);
+    outcomes.sort_by_key(|o| order(&o.id));
+    let needles = ["OBSERVER AUDIT", "Observer broker ids changed", "Cannot read observer ids", "observer ids"];
+    let mut audit = Vec::new();
+    for (i, c) in clusters.iter().enumerate() {
+        let lines = c.grep_logs(&needles);
+        audit.extend(lines.into_iter().map(|l| if i == 0 { l } else { format!("lane {}: {l}", i + 1) }));
+    }
+    let rss_end = lane_keyed(clusters.iter_mut().map(|c| c.rss()).collect());
     let t = Instant::now();
-    cluster.journal.begin("teardown", "teardown");
-    cluster.down();
+    std::thread::scope(|scope| {
+        for (i, c) in clusters.iter_mut().enumerate() {
+            scope.spawn(move || {
+                if i == 0 {
+                    c.journal.begin("teardown", "teardown");
+                } else {
+                    c.journal.begin(&format!("teardown-lane-{}", i + 1), &format!("teardown, lane {}", i + 1));
+                }
+                c.down();
+            });
+        }
+    });
     seconds.insert("teardown".into(), scenarios::round(t.elapsed().as_secs_f64()));
     seconds.insert("total".into(), scenarios::round(t_suite.elapsed().as_secs_f64()));
+    let cluster = &clusters[0];
 
     // 5. Verdict and evidence.
     let verdict = Verdict::of(opts.flavor, &outcomes).verdict();
@@ -223,10 +272,10 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         rss_mib_after_start: rss_after_start,
         rss_mib_at_end: rss_end,
         seconds,
+        lanes: lane_records,
         scenarios: outcomes,
     };
     let summary = summary_page(&record);
-    let staging = cluster.journal.dir().to_path_buf();
     record.write(&staging)?;
     write(&staging.join("summary.md"), &summary)?;
     let run_str = run_dir.display().to_string();
@@ -234,7 +283,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     let ids: Vec<&str> = opts.scenarios.iter().map(|s| s.id).collect();
     let dest =
         write_evidence(&staging, &opts.evidence, &placement(&name, opts.flavor, &ids), &pairs(&ws.model.matrix))?;
-    drop(cluster);
+    drop(clusters);
 
     if verdict.ok() && !opts.keep {
         let _ = std::fs::remove_dir_all(&run_dir);
@@ -247,6 +296,90 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         crate::out::print(&terminal_table(&name, &record, &dest))?;
     }
     Ok(Exit::check(verdict.ok()))
+}
+
+/// What one lane's cluster starts from.
+struct LaneStart {
+    lane: usize,
+    mode: Mode,
+    rt: Runtime,
+    timers: Timers,
+    /// The lane's run directory: the run's own for lane 1, `lane-N/` below it for the others.
+    dir: PathBuf,
+    /// `--base-port` plus the blocks of the lanes before it (None inside: past the last port).
+    base_port: Option<Option<u16>>,
+    journal: Journal,
+    bundle: Option<crate::cluster::homes::Bundle>,
+}
+
+/// Starts one lane's cluster and creates the shared topics, each with a leader.
+fn start_lane(l: LaneStart, bundling: &[crate::cluster::homes::Ran]) -> Result<Cluster> {
+    let base_port = match l.base_port {
+        Some(None) => {
+            return Err(Error::Usage(format!("--base-port: lane {}'s ports would pass port 65535", l.lane)));
+        }
+        Some(Some(b)) => Some(b),
+        None => None,
+    };
+    let homes = crate::cluster::Homes::PerNode(l.bundle);
+    std::fs::create_dir_all(&l.dir).map_err(|e| Error::io(format!("cannot create {}", l.dir.display()), e))?;
+    let mut cluster = Cluster::up(l.mode, l.rt, l.timers, &l.dir, base_port, l.journal, homes)?;
+    if !bundling.is_empty() {
+        cluster.journal.note("the bundle installed above was made before the cluster, with:");
+        for ran in bundling {
+            cluster.journal_okp(ran);
+        }
+    }
+    let outs = cluster.create_topics(scenarios::TOPICS)?;
+    for ((topic, _, _), out) in scenarios::TOPICS.iter().zip(&outs) {
+        if !out.ok() {
+            return Err(Error::External(format!(
+                "lane {}: creating topic {topic} failed (rc {}): {}",
+                l.lane,
+                out.rc,
+                out.stderr.lines().last().unwrap_or("")
+            )));
+        }
+    }
+    // Every partition has a leader before the first scenario.
+    for (topic, _, _) in scenarios::TOPICS {
+        let (s, _) = cluster.wait_state(topic, Duration::from_secs(30), |s| s.leader.is_some(), |_| {})?;
+        if s.is_none() {
+            return Err(Error::External(format!("lane {}: topic {topic} has no leader 30 s after creation", l.lane)));
+        }
+    }
+    Ok(cluster)
+}
+
+/// Outcomes for the scenarios of a lane whose thread panicked: each failed, so the verdict
+/// cannot pass on scenarios that never reported.
+fn lane_panicked(selected: &[&'static Scenario], lane: Option<u8>) -> Vec<Outcome> {
+    selected
+        .iter()
+        .map(|s| Outcome {
+            id: s.id.into(),
+            title: s.title.into(),
+            gate: s.gate,
+            pass: false,
+            seconds: 0.0,
+            checks: Vec::new(),
+            facts: BTreeMap::new(),
+            error: Some("okp's thread for this lane panicked; the node logs are in the run directory".into()),
+            evidence: format!("{}.txt", s.id),
+            lane,
+        })
+        .collect()
+}
+
+/// The lanes' per-process maps as one: lane 1's keys as they are, lane N's as `lane-N/<key>`.
+fn lane_keyed(maps: Vec<BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (i, m) in maps.into_iter().enumerate() {
+        for (k, v) in m {
+            out.insert(if i == 0 { k } else { format!("lane-{}/{k}", i + 1) }, v);
+        }
+    }
+    out
 }
 
 /// Patched jars: `--jars DIR` (a build's output), else a splice build cached
@@ -821,6 +954,39 @@ mod tests {
                 assert_eq!(summary_page(&rec), want, "{}", e.path().display());
             }
         }
+    }
+
+    /// Lane 1's processes keep their names; lane N's are `lane-N/<name>`, so no lane hides another's.
+    #[test]
+    fn the_lanes_rss_maps_are_kept_apart() {
+        let m = |k: &str, v: u64| BTreeMap::from([(k.to_string(), v)]);
+        let joined = lane_keyed(vec![m("broker-1", 100), m("broker-1", 200), m("c101", 7)]);
+        assert_eq!(joined.get("broker-1"), Some(&100));
+        assert_eq!(joined.get("lane-2/broker-1"), Some(&200));
+        assert_eq!(joined.get("lane-3/c101"), Some(&7));
+        assert_eq!(joined.len(), 3);
+    }
+
+    /// A run of several lanes says which lane ran each scenario; a one-lane run's file has neither
+    /// field, like every run written before lanes, and both read back the same.
+    #[test]
+    fn lanes_are_written_only_for_a_run_of_several_and_read_back() {
+        let text = std::fs::read_to_string(evidence().join("3.9.2-zk").join(record::FILE_NAME)).unwrap();
+        let mut r: RunRecord = serde_json::from_str(&text).unwrap();
+        assert!(r.lanes.is_empty());
+        let one = serde_json::to_string(&r).unwrap();
+        assert!(!one.contains("\"lanes\"") && !one.contains("\"lane\""), "a one-lane run names no lane");
+        r.lanes = vec![record::Lane {
+            lane: 2,
+            scenarios: vec!["S1".into()],
+            base_port: 20017,
+            cluster_id: None,
+            seconds: 1.5,
+        }];
+        r.scenarios[0].lane = Some(2);
+        let two = serde_json::to_string(&r).unwrap();
+        assert!(two.contains("\"lanes\"") && two.contains("\"lane\":2"), "{two}");
+        assert_eq!(serde_json::from_str::<RunRecord>(&two).unwrap(), r);
     }
 
     #[test]

@@ -26,15 +26,26 @@ pub struct Journal {
 
 impl Journal {
     pub fn new(dir: &Path, run_dir: &Path) -> Journal {
+        Journal::for_lane(dir, run_dir, 1, Instant::now())
+    }
+
+    /// The journal of lane `lane` of a run (`setup.txt` for lane 1, `setup-lane-N.txt` for the
+    /// others), stamped from `t0`, the run's start, so the lanes' stamps compare.
+    /// `run_dir` is the run's own directory (a lane's nodes live below it), written `$RUN`.
+    pub fn for_lane(dir: &Path, run_dir: &Path, lane: usize, t0: Instant) -> Journal {
         let _ = std::fs::create_dir_all(dir);
         let mut j = Journal {
             dir: dir.to_path_buf(),
             run_dir: run_dir.display().to_string(),
             file: None,
             name: String::new(),
-            t0: Instant::now(),
+            t0,
         };
-        j.begin("setup", "cluster set-up");
+        if lane == 1 {
+            j.begin("setup", "cluster set-up");
+        } else {
+            j.begin(&format!("setup-lane-{lane}"), &format!("cluster set-up, lane {lane}"));
+        }
         j
     }
 

@@ -705,7 +705,9 @@ impl Cluster {
         }
         let t0 = Instant::now();
         while t0.elapsed() < timeout {
-            if self.probe_state(topic).is_none() && self.describe(topic)?.is_none() {
+            let views = self.broker_views(topic);
+            if !views.is_empty() && views.iter().all(|(_, v)| v.is_none()) {
+                self.journal.note(&format!("{topic}: no broker lists it"));
                 return Ok(true);
             }
             std::thread::sleep(Duration::from_millis(500));
@@ -794,10 +796,44 @@ impl Cluster {
         crate::wire::Probe::connect(port)?.high_watermark(topic, 0)
     }
 
-    /// Waits until `pred` holds for partition 0 of `topic`: polls with the probe
-    /// every 200 ms, then confirms with the release's own describe (the state
-    /// returned is the tool's). Every state seen is given to `each`, for
-    /// invariants that must hold at every poll; distinct states are journaled.
+    /// Each running, unfrozen broker's own view of partition 0 of `topic` (None: it does not
+    /// list the topic), for every broker that answers a Metadata request, in id order.
+    pub fn broker_views(&mut self, topic: &str) -> Vec<(i32, Option<PartitionState>)> {
+        let mut ports = Vec::new();
+        for n in self.nodes.iter_mut().filter(|n| n.role == Role::Broker) {
+            if n.is_running() && !n.is_frozen() {
+                ports.push((n.id, n.port));
+            }
+        }
+        let mut views = Vec::new();
+        for (id, port) in ports {
+            let Some(m) = crate::wire::Probe::connect(port).and_then(|mut p| p.metadata(Some(&[topic]))) else {
+                continue;
+            };
+            views.push((id, m.partitions.into_iter().find(|x| x.topic == topic && x.index == 0).map(|x| x.state)));
+        }
+        views
+    }
+
+    /// Partition 0 of `topic` when every broker that answers has the same view of it, with the
+    /// ids of those brokers; None when none answers, one does not list the topic, or two views
+    /// differ (a change still on its way through the cluster).
+    pub fn probe_agreed(&mut self, topic: &str) -> Option<(PartitionState, Vec<i32>)> {
+        let views = self.broker_views(topic);
+        let first = views.first()?.1.clone()?;
+        views
+            .iter()
+            .all(|(_, v)| v.as_ref() == Some(&first))
+            .then(|| (first, views.iter().map(|(id, _)| *id).collect()))
+    }
+
+    /// Waits until `pred` holds for partition 0 of `topic`: polls the first live broker's
+    /// metadata every 200 ms, and when that says yes, asks every live broker: the state counts
+    /// only when each answering broker has it (the state returned). Every state seen is given to
+    /// `each`, for invariants that must hold at every poll; distinct states are journaled, and
+    /// so is the agreement. At the timeout the release's own describe records the last state.
+    /// (The release's describe reads one broker's metadata too; `run_suite` checks okp's reading
+    /// against it after every scenario.)
     pub fn wait_state(
         &mut self,
         topic: &str,
@@ -807,7 +843,6 @@ impl Cluster {
     ) -> Result<(Option<PartitionState>, f64)> {
         let t0 = Instant::now();
         let mut last_seen: Option<PartitionState> = None;
-        let mut last_tool: Option<PartitionState> = None;
         loop {
             let probed = self.probe_state(topic);
             if let Some(s) = &probed {
@@ -817,28 +852,32 @@ impl Cluster {
                     last_seen = Some(s.clone());
                 }
             }
-            // Confirm with the tool when the probe says yes (or cannot answer).
-            if probed.as_ref().is_none_or(&mut pred) {
-                if let Some(s) = self.describe(topic)? {
+            if probed.as_ref().is_some_and(&mut pred) {
+                if let Some((s, by)) = self.probe_agreed(topic) {
                     each(&s);
                     if pred(&s) {
+                        let by: Vec<String> = by.iter().map(|b| b.to_string()).collect();
+                        self.journal.note(&format!(
+                            "agreed {topic} (every broker that answers: {}): {}",
+                            by.join(", "),
+                            s.show()
+                        ));
                         return Ok((Some(s), t0.elapsed().as_secs_f64()));
                     }
-                    last_tool = Some(s);
                 }
             }
             if t0.elapsed() > timeout {
-                if last_tool.is_none() {
-                    self.describe(topic)?;
-                }
+                self.journal
+                    .note(&format!("{topic}: not within {:.0} s; the release's describe:", timeout.as_secs_f64()));
+                self.describe(topic)?;
                 return Ok((None, t0.elapsed().as_secs_f64()));
             }
             std::thread::sleep(Duration::from_millis(200));
         }
     }
 
-    /// Polls partition 0 of `topic` for `hold` (probe every 250 ms, the tool at
-    /// the end) and returns every state for which `bad` held, with its time.
+    /// Polls partition 0 of `topic` for `hold` (probe every 250 ms, every broker's view at the
+    /// end) and returns every state for which `bad` held, with its time.
     pub fn watch(
         &mut self,
         topic: &str,
@@ -862,10 +901,17 @@ impl Cluster {
             }
             std::thread::sleep(Duration::from_millis(250));
         }
-        if let Some(s) = self.describe(topic)? {
+        let views = self.broker_views(topic);
+        let shown: Vec<String> = views
+            .iter()
+            .map(|(id, v)| format!("{id}: {}", v.as_ref().map(|s| s.show()).unwrap_or_else(|| "no such topic".into())))
+            .collect();
+        self.journal.note(&format!("{topic}, every broker's view at the end: {}", shown.join("; ")));
+        for (id, v) in views {
+            let Some(s) = v else { continue };
             polls += 1;
             if bad(&s) {
-                violations.push(format!("+{:.1}s (describe) {}", t0.elapsed().as_secs_f64(), s.show()));
+                violations.push(format!("+{:.1}s (broker {id}) {}", t0.elapsed().as_secs_f64(), s.show()));
             }
         }
         Ok((polls, violations))
@@ -1255,7 +1301,8 @@ fn getrandom(buf: &mut [u8]) -> Result<()> {
 
 /// Ports a cluster takes: base (ZooKeeper), +1..+4 brokers, +5..+8 broker JMX, +9 MULTI's fifth
 /// broker, +11..+13 KRaft controllers, +14..+16 controller JMX.
-const PORT_BLOCK: u16 = 17;
+/// Ports one cluster claims (`--base-port` names the first; a run of N lanes takes N blocks).
+pub const PORT_BLOCK: u16 = 17;
 
 /// A block of `PORT_BLOCK` consecutive loopback ports, claimed: an exclusive lock on
 /// `$TMPDIR/okp-port-blocks/<base>.lock`, held until the cluster is dropped. Probing

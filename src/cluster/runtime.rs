@@ -29,6 +29,7 @@ pub enum Logging {
     Log4j2,
 }
 
+#[derive(Clone)]
 pub struct Runtime {
     pub version: KafkaVersion,
     pub java: PathBuf,

@@ -13,7 +13,7 @@ pub fn run(ws: &Workspace, args: BenchArgs) -> Result<Outcome> {
         BenchCommand::Broker(a) => {
             let release = ws.release(a.version.unwrap_or(super::verify::DEFAULT_RELEASE))?.clone();
             let mode = release.mode_for(a.mode, ModeDefault::ZkFirst)?;
-            let out = a.out.unwrap_or_else(|| crate::bench::default_out(&release, mode));
+            let out = a.out.unwrap_or_else(|| crate::bench::default_out(&release, mode, a.control));
             crate::bench::broker(
                 ws,
                 crate::bench::Options {
@@ -25,6 +25,7 @@ pub fn run(ws: &Workspace, args: BenchArgs) -> Result<Outcome> {
                     max_records: a.max_records,
                     record_size: a.record_size,
                     out,
+                    control: a.control,
                 },
             )
         }

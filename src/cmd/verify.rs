@@ -197,6 +197,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         keep: args.keep,
         base_port: args.base_port,
         json: args.format == ListFormat::Json,
+        lanes: args.lanes as usize,
     };
     crate::verify::run(ws, opts)
 }

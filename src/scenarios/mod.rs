@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use crate::cluster::tools::PartitionState;
 use crate::cluster::{Cluster, Produced, OBSERVER};
 use crate::error::{Error, Result};
+use crate::model::Mode;
 
 /// Whether the jars under test carry the patch set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -74,6 +75,52 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "ROLL", title: "rolling adoption with the shipped bundle: back to the release's jars, okp install one node at a time under acks=all writes, observer named, okp rollback rolling; runs last", gate: false, run: roll::roll },
 ];
 
+/// A scenario's typical wall time in seconds on this project's 2-core machine, alone, in `mode`
+/// (the 3.9.2 zk and 4.3.1 kraft runs): what `lanes` balances. Only the split depends on it.
+fn typical_seconds(id: &str, mode: Mode) -> u32 {
+    let kraft = mode == Mode::Kraft;
+    match id {
+        "PREF" if kraft => 140,
+        "PREF" => 150,
+        "ROLL" if kraft => 190,
+        "ROLL" => 125,
+        "FFO" => 100,
+        "REASSIGN" => 80,
+        "MULTI" => 75,
+        "MET" => 50,
+        "AUTO" | "S4" => 41,
+        "S7" => 35,
+        "STALE" => 30,
+        "S6" => 27,
+        "S1" | "S2" | "S8" => 15,
+        "S3" | "S5" | "DEM" => 12,
+        "INIT" | "LAT" => 9,
+        _ => 6,
+    }
+}
+
+/// Splits `selected` into at most `lanes` lanes, each run on a cluster of its own at the same
+/// time: the longest scenario first to the lane with the least work so far (ties: the lower
+/// lane), then each lane in suite order. The same selection always gives the same lanes. ROLL,
+/// which moves its cluster's nodes onto the release's jars and back, stays last in its lane.
+pub fn lanes(selected: &[&'static Scenario], lanes: usize, mode: Mode) -> Vec<Vec<&'static Scenario>> {
+    let lanes = lanes.max(1);
+    let order = |s: &Scenario| SCENARIOS.iter().position(|x| x.id == s.id).unwrap_or(usize::MAX);
+    let mut by_cost: Vec<&'static Scenario> = selected.to_vec();
+    by_cost.sort_by_key(|s| (std::cmp::Reverse(typical_seconds(s.id, mode)), order(s)));
+    let mut out: Vec<(u32, Vec<&'static Scenario>)> = vec![(0, Vec::new()); lanes];
+    for s in by_cost {
+        let i = (0..lanes).min_by_key(|&i| (out[i].0, i)).unwrap_or(0);
+        out[i].0 += typical_seconds(s.id, mode);
+        out[i].1.push(s);
+    }
+    let mut out: Vec<Vec<&'static Scenario>> = out.into_iter().map(|(_, l)| l).filter(|l| !l.is_empty()).collect();
+    for l in &mut out {
+        l.sort_by_key(|s| order(s));
+    }
+    out
+}
+
 /// Scenarios that need an optional layer of the patch set in the jars.
 pub fn needs_layer(id: &str) -> Option<crate::model::Layer> {
     (id == "MET").then_some(crate::model::Layer::Metrics)
@@ -112,6 +159,10 @@ pub struct Outcome {
     pub error: Option<String>,
     /// The journal file of this scenario, relative to the run's evidence directory.
     pub evidence: String,
+    /// The lane (cluster) it ran on, in a run of more than one lane; absent in a one-lane run
+    /// (every run written before lanes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<u8>,
 }
 
 impl Outcome {
@@ -149,7 +200,23 @@ impl Ctx<'_> {
         Duration::from_secs(5)
     }
 
+    /// Partition 0 of `topic` as every broker that answers has it (`Cluster::probe_agreed`), asked
+    /// for up to 5 s while their views differ; then the release's describe decides.
     pub fn state(&mut self, topic: &str) -> Result<PartitionState> {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(5) {
+            if let Some((s, by)) = self.c.probe_agreed(topic) {
+                let by: Vec<String> = by.iter().map(|b| b.to_string()).collect();
+                self.c.journal.note(&format!(
+                    "state {topic} (every broker that answers: {}): {}",
+                    by.join(", "),
+                    s.show()
+                ));
+                return Ok(s);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        self.c.journal.note(&format!("{topic}: the brokers' views differ after 5 s; the release's describe decides"));
         self.c.describe(topic)?.ok_or_else(|| Error::External(format!("describe of {topic} printed no partition 0")))
     }
 
@@ -289,8 +356,10 @@ pub fn round(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-/// Runs the selected scenarios in suite order on a cluster whose topics exist.
-pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]) -> Vec<Outcome> {
+/// Runs the selected scenarios in suite order on a cluster whose topics exist; `lane` names the
+/// lane in a run of several (its outcomes and its lines on stderr say which).
+pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario], lane: Option<u8>) -> Vec<Outcome> {
+    let tag = lane.map(|l| format!("[lane {l}] ")).unwrap_or_default();
     let mut ctx = Ctx { c, flavor, ledger: Vec::new(), sent: 0 };
     let mut outcomes = Vec::new();
     for s in SCENARIOS.iter().filter(|s| selected.iter().any(|x| x.id == s.id)) {
@@ -306,10 +375,14 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
             facts: BTreeMap::new(),
             error: None,
             evidence: ctx.c.journal.current().to_string(),
+            lane,
         };
-        eprintln!("okp: verify: {} {} …", s.id, s.title);
+        eprintln!("okp: verify: {tag}{} {} …", s.id, s.title);
         let t0 = Instant::now();
-        let r = (s.run)(&mut ctx, &mut o);
+        let mut r = (s.run)(&mut ctx, &mut o);
+        if r.is_ok() {
+            r = cross_check(ctx.c, &mut o);
+        }
         o.seconds = round(t0.elapsed().as_secs_f64());
         if let Err(e) = r {
             o.error = Some(e.to_string());
@@ -322,7 +395,7 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
             ctx.c.journal.note(&format!("ERROR {e}"));
         }
         ctx.c.journal.note(&format!("{} {} in {:.1} s", s.id, if o.pass { "PASSED" } else { "FAILED" }, o.seconds));
-        eprintln!("okp: verify: {} {} in {:.1} s", s.id, if o.pass { "passed" } else { "FAILED" }, o.seconds);
+        eprintln!("okp: verify: {tag}{} {} in {:.1} s", s.id, if o.pass { "passed" } else { "FAILED" }, o.seconds);
         // A scenario that errored may have left nodes down: bring them back for the next one.
         if o.error.is_some() {
             recover(ctx.c);
@@ -330,6 +403,50 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
         outcomes.push(o);
     }
     outcomes
+}
+
+/// After each scenario, okp's reading of the brokers' metadata (which every wait decides on:
+/// `Cluster::wait_state`) against the release's own describe of every topic: on the shared
+/// topics, leader, replicas and ISR must be the same. Asked up to three times, a second apart,
+/// while a change settles.
+fn cross_check(c: &mut Cluster, o: &mut Outcome) -> Result<()> {
+    const NAME: &str =
+        "okp's metadata probe and the release's describe agree on the shared topics (leader, replicas, ISR)";
+    let mut detail = String::new();
+    for attempt in 1..=3 {
+        if attempt > 1 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        let described = c.describe_all()?;
+        let mut differ = Vec::new();
+        for (topic, _, _) in TOPICS {
+            let theirs = described.iter().find(|(t, p, _)| t == topic && *p == 0).map(|(_, _, s)| s.clone());
+            let ours = c.probe_agreed(topic).map(|(s, _)| s);
+            let same = match (&theirs, &ours) {
+                (Some(a), Some(b)) => {
+                    a.leader == b.leader && a.replicas == b.replicas && sorted(&a.isr) == sorted(&b.isr)
+                }
+                _ => false,
+            };
+            if !same {
+                let show = |s: &Option<PartitionState>| s.as_ref().map(|s| s.show()).unwrap_or_else(|| "none".into());
+                differ.push(format!("{topic}: describe {}, probe {}", show(&theirs), show(&ours)));
+            }
+        }
+        if differ.is_empty() {
+            o.check(NAME, true, format!("{} topics, attempt {attempt}", TOPICS.len()));
+            return Ok(());
+        }
+        detail = differ.join("; ");
+    }
+    o.check(NAME, false, detail);
+    Ok(())
+}
+
+fn sorted(ids: &[i32]) -> Vec<i32> {
+    let mut v = ids.to_vec();
+    v.sort_unstable();
+    v
 }
 
 /// Best effort after an error: thaw and start every node, observer files back to `4`.
@@ -353,6 +470,52 @@ mod tests {
 
     fn out(rc: i32, stdout: &str, stderr: &str) -> Output {
         Output { argv: Vec::new(), rc, stdout: stdout.into(), stderr: stderr.into(), secs: 1.0, timed_out: false }
+    }
+
+    fn ids(lanes: &[Vec<&'static Scenario>]) -> Vec<Vec<&'static str>> {
+        lanes.iter().map(|l| l.iter().map(|s| s.id).collect()).collect()
+    }
+
+    /// Every selected scenario runs in exactly one lane, each lane in suite order, the same
+    /// selection always splits the same way, and no lane is empty.
+    #[test]
+    fn lanes_cover_the_selection_once_in_suite_order() {
+        let all: Vec<&'static Scenario> = SCENARIOS.iter().collect();
+        for mode in [Mode::Zk, Mode::Kraft] {
+            for n in 1..=4 {
+                let plan = lanes(&all, n, mode);
+                assert_eq!(plan.len(), n);
+                let mut seen: Vec<&str> = plan.iter().flatten().map(|s| s.id).collect();
+                seen.sort_unstable();
+                let mut want: Vec<&str> = SCENARIOS.iter().map(|s| s.id).collect();
+                want.sort_unstable();
+                assert_eq!(seen, want, "{n} lanes");
+                for l in &plan {
+                    let pos: Vec<usize> =
+                        l.iter().map(|s| SCENARIOS.iter().position(|x| x.id == s.id).unwrap()).collect();
+                    assert!(pos.windows(2).all(|w| w[0] < w[1]), "{:?} not in suite order", ids(&plan));
+                }
+                assert_eq!(ids(&plan), ids(&lanes(&all, n, mode)));
+            }
+        }
+        assert_eq!(ids(&lanes(&all, 1, Mode::Zk)), vec![SCENARIOS.iter().map(|s| s.id).collect::<Vec<_>>()]);
+        // Fewer scenarios than lanes: no empty lane.
+        let two: Vec<&'static Scenario> = ["S1", "S2"].iter().filter_map(|id| by_id(id)).collect();
+        assert_eq!(ids(&lanes(&two, 4, Mode::Zk)), vec![vec!["S1"], vec!["S2"]]);
+        assert!(lanes(&[], 2, Mode::Zk).is_empty());
+    }
+
+    /// Two lanes split the whole suite's typical time within the longest scenario of each other.
+    #[test]
+    fn two_lanes_balance_the_suite() {
+        let all: Vec<&'static Scenario> = SCENARIOS.iter().collect();
+        for mode in [Mode::Zk, Mode::Kraft] {
+            let plan = lanes(&all, 2, mode);
+            let sum = |l: &Vec<&'static Scenario>| l.iter().map(|s| typical_seconds(s.id, mode)).sum::<u32>();
+            let (a, b) = (sum(&plan[0]), sum(&plan[1]));
+            let longest = all.iter().map(|s| typical_seconds(s.id, mode)).max().unwrap();
+            assert!(a.abs_diff(b) <= longest, "{mode}: {a} s and {b} s: {:?}", ids(&plan));
+        }
     }
 
     /// 3.7.0's election tool exits 0 on a refused election; the text says what happened.

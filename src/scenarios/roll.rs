@@ -1,9 +1,10 @@
 //! ROLL: adoption without downtime, with the artifact an operator deploys.
 //! Every node of a patched run starts from its own Kafka home with the signed
 //! bundle installed (cluster/homes.rs); ROLL rolls it off and on again, one
-//! node at a time with a controlled restart, while acks=all writes go on:
-//! back to the release's own jars (the cluster before adoption, no observer
-//! named), `okp install` rolling, the observer named, `okp rollback` rolling.
+//! node at a time with a controlled restart, while acks=all writes go on. First
+//! the cluster before adoption: every node stopped at once, put back on the
+//! release's own jars and started (no observer named); then `okp install`
+//! rolling, the observer named, `okp rollback` rolling.
 //! It runs last and leaves the cluster on the release's jars.
 
 use std::time::Duration;
@@ -48,9 +49,11 @@ pub fn roll(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let t = x.lag() + x.ttl() + Duration::from_secs(20);
     x.wait(o, "obs", t, "no observer named: 4 joins the ISR", "unnamed_seconds", |s| s.in_isr(OBSERVER))?;
 
-    // 1. The cluster before adoption: every node back on the release's jars.
-    let secs = roll_through(x, o, &down, Action::Rollback, "to the release's jars")?;
-    o.fact("rollback_1_seconds", secs);
+    // 1. The cluster before adoption: every node back on the release's jars, all at once (the
+    //    state the operator starts from is set up here, not proven; step 4 proves a rolling
+    //    rollback under writes).
+    let secs = cold_start_on_release_jars(x, o, &down, &up)?;
+    o.fact("cold_start_seconds", secs);
     // 2. Adoption: okp install, one node at a time, writes in every state.
     let secs = roll_through(x, o, &up, Action::Install, "install")?;
     o.fact("install_seconds", secs);
@@ -81,6 +84,54 @@ pub fn roll(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     )?;
     x.read_back(o, "ROLL", &[])?;
     Ok(())
+}
+
+/// Every node killed, `okp rollback` on each home, every node started again (controllers first);
+/// done when the primaries are back in obs's ISR. Returns its seconds.
+fn cold_start_on_release_jars(x: &mut Ctx, o: &mut Outcome, down: &[i32], up: &[i32]) -> Result<f64> {
+    let t0 = std::time::Instant::now();
+    let mut failed = Vec::new();
+    for &id in down {
+        x.c.kill9(id);
+    }
+    let want = expected_digests(x, Action::Rollback);
+    for &id in down {
+        let name = x.c.node(id).name.clone();
+        let Some(home) = x.c.node(id).home.clone() else {
+            failed.push(format!("{name}: no Kafka home"));
+            continue;
+        };
+        let ran = x.c.okp_on_home(Action::Rollback.word(), &home)?;
+        if !ran.ok() {
+            failed.push(format!("{name}: okp rollback exit {}: {}", ran.rc, ran.stderr.trim()));
+        }
+        let have = homes::replaced_jar_digests(&x.c.rt, &home);
+        x.c.journal.note(&format!("{name} jars after okp rollback: {have:?}"));
+        if have != want {
+            failed.push(format!("{name}: jars {have:?}, expected {want:?}"));
+        }
+    }
+    for &id in up {
+        x.c.start_node(id)?;
+    }
+    for &id in up {
+        x.c.wait_node_ready(id)?;
+    }
+    let t = x.lag() + Duration::from_secs(60);
+    let (s, _) = x.c.wait_state("obs", t, |s| PRIMARIES.iter().all(|p| s.in_isr(*p)), |_| {})?;
+    if s.is_none() {
+        failed.push(format!("the primaries were not all in obs's ISR within {:.0} s of the start", t.as_secs_f64()));
+    }
+    let secs = super::round(t0.elapsed().as_secs_f64());
+    o.check(
+        &format!(
+            "the cluster before adoption: {} nodes stopped, okp rollback on each home, started on the release's jars",
+            down.len()
+        ),
+        failed.is_empty(),
+        if failed.is_empty() { format!("{secs:.1} s") } else { failed.join("; ") },
+    );
+    Ok(secs)
 }
 
 /// One rolling pass of `action` over `order`; returns its seconds.

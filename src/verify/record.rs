@@ -67,7 +67,24 @@ pub struct RunRecord {
     pub rss_mib_at_end: BTreeMap<String, u64>,
     /// Wall time per stage (`jars`, `classpath`, `cluster_up`, `scenarios`, `teardown`, `total`).
     pub seconds: BTreeMap<String, f64>,
+    /// The lanes of a run of more than one (each a cluster of its own, run at the same time);
+    /// empty, and absent from the file, for a one-lane run (every run written before lanes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lanes: Vec<Lane>,
     pub scenarios: Vec<Outcome>,
+}
+
+/// One lane of a run: its scenarios (suite order), its cluster's ports and id, and its wall time.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Lane {
+    pub lane: u8,
+    pub scenarios: Vec<String>,
+    /// The first port of the lane's block.
+    pub base_port: u16,
+    /// The lane's KRaft cluster id (None in ZooKeeper mode).
+    pub cluster_id: Option<String>,
+    /// Wall time of the lane's scenarios.
+    pub seconds: f64,
 }
 
 /// A patched jar in place of its upstream twin, by file name.
@@ -153,6 +170,7 @@ mod tests {
             facts: [("obs_batches".to_string(), serde_json::json!(6))].into(),
             error: None,
             evidence: "INIT.txt".into(),
+            lane: None,
         };
         RunRecord {
             schema: SCHEMA.current,
@@ -181,6 +199,7 @@ mod tests {
             rss_mib_after_start: [("broker-1".to_string(), 125)].into(),
             rss_mib_at_end: [("broker-1".to_string(), 134)].into(),
             seconds: [("total".to_string(), 278.62)].into(),
+            lanes: Vec::new(),
             scenarios: vec![outcome],
         }
     }
