@@ -20,7 +20,8 @@
 //! other scenario runs without it (ZooKeeper brokers have it off; KRaft
 //! controllers check every 300 s). So PREF turns it on with a rolling restart
 //! of the nodes that can be controller, and restores their own configuration
-//! the same way before it ends, whatever happened in between.
+//! the same way before it ends, whatever happened in between, unless it is the
+//! last scenario on its cluster and passed (the cluster is torn down next).
 //!
 //! Not here: the hooks themselves (patches/edits.yaml: kraft-keep-leader,
 //! zk-leader-balance, kraft-leader-balance).
@@ -175,7 +176,13 @@ fn auto_rebalance_with_an_observer_first(x: &mut Ctx, o: &mut Outcome) -> Result
     let rebalance_on = ["auto.leader.rebalance.enable=true", interval.as_str()];
     let on = rolling_restart(x, o, &nodes, &rebalance_on, "auto rebalance on");
     let watched = on.and_then(|_| watch_rebalance_checks(x, o));
-    let restored = rolling_restart(x, o, &nodes, &[], "own configuration restored");
+    // The last scenario on its cluster leaves the setting on: nothing runs on the cluster after it.
+    let restored = if x.last && watched.is_ok() {
+        x.c.journal.note("PREF is the last scenario on this cluster: the nodes keep the rebalance setting until teardown");
+        Ok(())
+    } else {
+        rolling_restart(x, o, &nodes, &[], "own configuration restored")
+    };
     watched?;
     restored?;
     let deleted = x.c.delete_topic(BALANCED)?;

@@ -184,6 +184,9 @@ pub struct Ctx<'a> {
     pub ledger: Vec<String>,
     /// Records ever sent to `obs`, acknowledged or not (how many to read back).
     pub sent: usize,
+    /// This is the last scenario on this cluster (it is torn down next): a scenario may leave
+    /// out what it does only to hand the next one its cluster as it found it.
+    pub last: bool,
 }
 
 impl Ctx<'_> {
@@ -360,9 +363,11 @@ pub fn round(x: f64) -> f64 {
 /// lane in a run of several (its outcomes and its lines on stderr say which).
 pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario], lane: Option<u8>) -> Vec<Outcome> {
     let tag = lane.map(|l| format!("[lane {l}] ")).unwrap_or_default();
-    let mut ctx = Ctx { c, flavor, ledger: Vec::new(), sent: 0 };
+    let mut ctx = Ctx { c, flavor, ledger: Vec::new(), sent: 0, last: false };
     let mut outcomes = Vec::new();
-    for s in SCENARIOS.iter().filter(|s| selected.iter().any(|x| x.id == s.id)) {
+    let run: Vec<&Scenario> = SCENARIOS.iter().filter(|s| selected.iter().any(|x| x.id == s.id)).collect();
+    for (i, s) in run.iter().enumerate() {
+        ctx.last = i + 1 == run.len();
         let stem = s.id.to_string();
         ctx.c.journal.begin(&stem, &format!("{} — {}", s.id, s.title));
         let mut o = Outcome {
