@@ -178,7 +178,8 @@ fn auto_rebalance_with_an_observer_first(x: &mut Ctx, o: &mut Outcome) -> Result
     let watched = on.and_then(|_| watch_rebalance_checks(x, o));
     // The last scenario on its cluster leaves the setting on: nothing runs on the cluster after it.
     let restored = if x.last && watched.is_ok() {
-        x.c.journal.note("PREF is the last scenario on this cluster: the nodes keep the rebalance setting until teardown");
+        x.c.journal
+            .note("PREF is the last scenario on this cluster: the nodes keep the rebalance setting until teardown");
         Ok(())
     } else {
         rolling_restart(x, o, &nodes, &[], "own configuration restored")

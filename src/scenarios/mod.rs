@@ -75,27 +75,33 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "ROLL", title: "rolling adoption with the shipped bundle: back to the release's jars, okp install one node at a time under acks=all writes, observer named, okp rollback rolling; runs last", gate: false, run: roll::roll },
 ];
 
-/// A scenario's typical wall time in seconds on this project's 2-core machine, alone, in `mode`
-/// (the 3.9.2 zk and 4.3.1 kraft runs): what `lanes` balances. Only the split depends on it.
+/// A scenario's typical wall time in seconds on this project's 2-core machine, in `mode`, on two
+/// lanes (evidence/3.9.2-zk and evidence/4.3.1-kraft, 2026-12-02): what `lanes` balances. Only
+/// the split depends on it.
 fn typical_seconds(id: &str, mode: Mode) -> u32 {
     let kraft = mode == Mode::Kraft;
     match id {
-        "PREF" if kraft => 140,
-        "PREF" => 150,
-        "ROLL" if kraft => 190,
-        "ROLL" => 125,
-        "FFO" => 100,
-        "REASSIGN" => 80,
-        "MULTI" => 75,
+        "ROLL" if kraft => 140,
+        "ROLL" => 90,
+        "PREF" if kraft => 135,
+        "PREF" => 82,
+        "REASSIGN" => 82,
         "MET" => 50,
-        "AUTO" | "S4" => 41,
-        "S7" => 35,
-        "STALE" => 30,
+        "MULTI" if kraft => 53,
+        "MULTI" => 44,
+        "FFO" if kraft => 46,
+        "FFO" => 35,
+        "S4" => 44,
+        "AUTO" if kraft => 43,
+        "AUTO" => 32,
+        "S7" => 40,
+        "S6" if kraft => 19,
         "S6" => 27,
-        "S1" | "S2" | "S8" => 15,
-        "S3" | "S5" | "DEM" => 12,
-        "INIT" | "LAT" => 9,
-        _ => 6,
+        "STALE" => 25,
+        "S8" | "S1" => 17,
+        "S2" | "S3" | "S5" | "DEM" => 14,
+        "INIT" | "LAT" => 12,
+        _ => 8,
     }
 }
 
@@ -166,6 +172,22 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// A scenario's outcome before it runs: not passed, no checks, its journal `evidence`.
+    pub fn of(s: &Scenario, evidence: String, lane: Option<u8>) -> Outcome {
+        Outcome {
+            id: s.id.into(),
+            title: s.title.into(),
+            gate: s.gate,
+            pass: false,
+            seconds: 0.0,
+            checks: Vec::new(),
+            facts: BTreeMap::new(),
+            error: None,
+            evidence,
+            lane,
+        }
+    }
+
     pub fn check(&mut self, name: &str, pass: bool, detail: impl Into<String>) -> bool {
         self.checks.push(Check { name: name.to_string(), pass, detail: detail.into() });
         pass
@@ -370,18 +392,7 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
         ctx.last = i + 1 == run.len();
         let stem = s.id.to_string();
         ctx.c.journal.begin(&stem, &format!("{} — {}", s.id, s.title));
-        let mut o = Outcome {
-            id: s.id.into(),
-            title: s.title.into(),
-            gate: s.gate,
-            pass: false,
-            seconds: 0.0,
-            checks: Vec::new(),
-            facts: BTreeMap::new(),
-            error: None,
-            evidence: ctx.c.journal.current().to_string(),
-            lane,
-        };
+        let mut o = Outcome::of(s, ctx.c.journal.current().to_string(), lane);
         eprintln!("okp: verify: {tag}{} {} …", s.id, s.title);
         let t0 = Instant::now();
         let mut r = (s.run)(&mut ctx, &mut o);
