@@ -765,6 +765,14 @@ impl Cluster {
         self.probe_first(|p| p.partition(topic, 0))
     }
 
+    /// The brokers the first live broker's metadata lists as alive (registered, not fenced), sorted.
+    pub fn probe_live_brokers(&mut self) -> Option<Vec<i32>> {
+        let mut ids =
+            self.probe_first(|p| Some(p.metadata(Some(&[]))?.brokers.iter().map(|b| b.id).collect::<Vec<_>>()))?;
+        ids.sort_unstable();
+        Some(ids)
+    }
+
     /// The leader epoch of partition 0 of `topic`, as the first live broker's metadata cache has it.
     pub fn probe_leader_epoch(&mut self, topic: &str) -> Option<i32> {
         self.probe_first(|p| p.metadata(Some(&[topic]))?.partitions.into_iter().find(|x| x.index == 0)?.leader_epoch)
