@@ -112,6 +112,24 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     let rt = Runtime::assemble(maven, version, build.as_ref())?;
     seconds.insert("classpath".into(), scenarios::round(t.elapsed().as_secs_f64()));
 
+    // The lanes, and each one's port block when --base-port names the first: checked before
+    // anything is written.
+    let mut plan = scenarios::lanes(&opts.scenarios, opts.lanes, opts.mode);
+    if plan.is_empty() {
+        plan.push(Vec::new());
+    }
+    let lanes = plan.len();
+    let base_ports: Vec<Option<u16>> = (0..lanes as u16)
+        .map(|i| match opts.base_port {
+            None => Ok(None),
+            Some(b) => b
+                .checked_add(crate::cluster::PORT_BLOCK * i)
+                .filter(|base| base.checked_add(crate::cluster::PORT_BLOCK - 1).is_some())
+                .map(Some)
+                .ok_or_else(|| Error::Usage(format!("--base-port {b}: lane {}'s ports would pass port 65535", i + 1))),
+        })
+        .collect::<Result<_>>()?;
+
     let run_dir = tempfile::Builder::new()
         .prefix(&format!("okp-verify-{name}-"))
         .tempdir()
@@ -130,11 +148,6 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         }
         Flavor::Upstream => (None, Vec::new()),
     };
-    let mut plan = scenarios::lanes(&opts.scenarios, opts.lanes, opts.mode);
-    if plan.is_empty() {
-        plan.push(Vec::new());
-    }
-    let lanes = plan.len();
     let t_journal = Instant::now();
     let mut started: Vec<Result<Cluster>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..lanes)
@@ -145,7 +158,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
                     rt: rt.clone(),
                     timers: opts.timers.clone(),
                     dir: if i == 0 { run_dir.clone() } else { run_dir.join(format!("lane-{}", i + 1)) },
-                    base_port: opts.base_port.map(|b| b.checked_add(crate::cluster::PORT_BLOCK * i as u16)),
+                    base_port: base_ports[i],
                     journal: Journal::for_lane(&staging, &run_dir, i + 1, t_journal),
                     bundle: bundle.clone(),
                 };
@@ -224,11 +237,8 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     std::thread::scope(|scope| {
         for (i, c) in clusters.iter_mut().enumerate() {
             scope.spawn(move || {
-                if i == 0 {
-                    c.journal.begin("teardown", "teardown");
-                } else {
-                    c.journal.begin(&format!("teardown-lane-{}", i + 1), &format!("teardown, lane {}", i + 1));
-                }
+                let (stem, title) = crate::cluster::journal::lane_section("teardown", "teardown", i + 1);
+                c.journal.begin(&stem, &title);
                 c.down();
             });
         }
@@ -306,24 +316,17 @@ struct LaneStart {
     timers: Timers,
     /// The lane's run directory: the run's own for lane 1, `lane-N/` below it for the others.
     dir: PathBuf,
-    /// `--base-port` plus the blocks of the lanes before it (None inside: past the last port).
-    base_port: Option<Option<u16>>,
+    /// `--base-port` plus the blocks of the lanes before it (None: a free block).
+    base_port: Option<u16>,
     journal: Journal,
     bundle: Option<crate::cluster::homes::Bundle>,
 }
 
 /// Starts one lane's cluster and creates the shared topics, each with a leader.
 fn start_lane(l: LaneStart, bundling: &[crate::cluster::homes::Ran]) -> Result<Cluster> {
-    let base_port = match l.base_port {
-        Some(None) => {
-            return Err(Error::Usage(format!("--base-port: lane {}'s ports would pass port 65535", l.lane)));
-        }
-        Some(Some(b)) => Some(b),
-        None => None,
-    };
     let homes = crate::cluster::Homes::PerNode(l.bundle);
     std::fs::create_dir_all(&l.dir).map_err(|e| Error::io(format!("cannot create {}", l.dir.display()), e))?;
-    let mut cluster = Cluster::up(l.mode, l.rt, l.timers, &l.dir, base_port, l.journal, homes)?;
+    let mut cluster = Cluster::up(l.mode, l.rt, l.timers, &l.dir, l.base_port, l.journal, homes)?;
     if !bundling.is_empty() {
         cluster.journal.note("the bundle installed above was made before the cluster, with:");
         for ran in bundling {

@@ -41,11 +41,8 @@ impl Journal {
             name: String::new(),
             t0,
         };
-        if lane == 1 {
-            j.begin("setup", "cluster set-up");
-        } else {
-            j.begin(&format!("setup-lane-{lane}"), &format!("cluster set-up, lane {lane}"));
-        }
+        let (stem, title) = lane_section("setup", "cluster set-up", lane);
+        j.begin(&stem, &title);
         j
     }
 
@@ -92,6 +89,16 @@ impl Journal {
         s.push_str(&excerpt("stdout", &out.stdout));
         s.push_str(&excerpt("stderr", &out.stderr));
         self.write(&s);
+    }
+}
+
+/// A lane's section file and title: `stem` and `title` for lane 1, `stem-lane-N` and
+/// `title, lane N` for the others.
+pub fn lane_section(stem: &str, title: &str, lane: usize) -> (String, String) {
+    if lane == 1 {
+        (stem.to_string(), title.to_string())
+    } else {
+        (format!("{stem}-lane-{lane}"), format!("{title}, lane {lane}"))
     }
 }
 

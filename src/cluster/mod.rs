@@ -835,6 +835,12 @@ impl Cluster {
             .then(|| (first, views.iter().map(|(id, _)| *id).collect()))
     }
 
+    /// Journals a state `probe_agreed` returned: `<what> <topic> (every broker that answers: …): …`.
+    pub fn note_agreed(&mut self, what: &str, topic: &str, s: &PartitionState, by: &[i32]) {
+        let by: Vec<String> = by.iter().map(|b| b.to_string()).collect();
+        self.journal.note(&format!("{what} {topic} (every broker that answers: {}): {}", by.join(", "), s.show()));
+    }
+
     /// Waits until `pred` holds for partition 0 of `topic`: polls the first live broker's
     /// metadata every 200 ms, and when that says yes, asks every live broker: the state counts
     /// only when each answering broker has it (the state returned). Every state seen is given to
@@ -864,12 +870,7 @@ impl Cluster {
                 if let Some((s, by)) = self.probe_agreed(topic) {
                     each(&s);
                     if pred(&s) {
-                        let by: Vec<String> = by.iter().map(|b| b.to_string()).collect();
-                        self.journal.note(&format!(
-                            "agreed {topic} (every broker that answers: {}): {}",
-                            by.join(", "),
-                            s.show()
-                        ));
+                        self.note_agreed("agreed", topic, &s, &by);
                         return Ok((Some(s), t0.elapsed().as_secs_f64()));
                     }
                 }

@@ -231,12 +231,7 @@ impl Ctx<'_> {
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(5) {
             if let Some((s, by)) = self.c.probe_agreed(topic) {
-                let by: Vec<String> = by.iter().map(|b| b.to_string()).collect();
-                self.c.journal.note(&format!(
-                    "state {topic} (every broker that answers: {}): {}",
-                    by.join(", "),
-                    s.show()
-                ));
+                self.c.note_agreed("state", topic, &s, &by);
                 return Ok(s);
             }
             std::thread::sleep(Duration::from_millis(200));
