@@ -239,6 +239,11 @@ fn bad_input_is_refused_before_anything_starts() {
             "scenario ROLL rolls okp's bundle on and off: an --upstream run has no bundle",
         ),
         (&["verify", "--version", "3.9.2", "--layer", "gauges"], "invalid value 'gauges' for '--layer <L>'"),
+        (&["verify", "--version", "3.9.2", "--lanes", "5"], "invalid value '5' for '--lanes <N>'"),
+        (
+            &["verify", "--version", "3.9.2", "--base-port", "65510", "--lanes", "2"],
+            "--base-port 65510: lane 2's ports would pass port 65535",
+        ),
     ];
     for (args, want) in cases {
         let ev = tempfile::tempdir().unwrap();
