@@ -125,6 +125,12 @@ impl Client {
         })
     }
 
+    /// How many lines of `kind` (`ack`, `err`, `read`, `note`) arrived at or after `t_ms`.
+    pub fn count_since(&self, kind: &str, t_ms: u64) -> usize {
+        let Ok(v) = self.lines.lock() else { return 0 };
+        v.iter().filter(|l| l.t_ms >= t_ms && l.text.split('\t').next() == Some(kind)).count()
+    }
+
     /// Closes stdin and waits up to `timeout` for `done` and the exit; kills the JVM after that.
     /// Returns every line, and whether the client finished by itself.
     pub fn stop(mut self, timeout: Duration) -> (Vec<Line>, bool) {

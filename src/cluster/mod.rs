@@ -541,12 +541,6 @@ impl Cluster {
     }
 
     /// Graceful stop (SIGTERM; -9 after 60 s), journaled.
-    pub fn stop_node(&mut self, id: i32) {
-        let t0 = Instant::now();
-        self.node_mut(id).stop(Duration::from_secs(60));
-        self.journal.note(&format!("stopped {} (SIGTERM) in {:.1} s", self.node(id).name, t0.elapsed().as_secs_f64()));
-    }
-
     pub fn wait_node_ready(&mut self, id: i32) -> Result<Duration> {
         let marker = self.ready_marker(self.node(id).role);
         self.node_mut(id).wait_ready(marker, Duration::from_secs(120))
@@ -893,37 +887,53 @@ impl Cluster {
         hold: Duration,
         bad: impl Fn(&PartitionState) -> bool,
     ) -> Result<(usize, Vec<String>)> {
+        let mut each = self.watch_all(&[topic], hold, bad)?;
+        Ok(each.pop().unwrap_or_default())
+    }
+
+    /// `watch` over several topics at once, each polled in turn in every round: one hold of
+    /// `hold` for all of them (not one after the other). One (polls, violations) per topic.
+    pub fn watch_all(
+        &mut self,
+        topics: &[&str],
+        hold: Duration,
+        bad: impl Fn(&PartitionState) -> bool,
+    ) -> Result<Vec<(usize, Vec<String>)>> {
         let t0 = Instant::now();
-        let mut polls = 0;
-        let mut violations = Vec::new();
-        let mut last: Option<PartitionState> = None;
+        let mut seen: Vec<(usize, Vec<String>)> = vec![(0, Vec::new()); topics.len()];
+        let mut last: Vec<Option<PartitionState>> = vec![None; topics.len()];
         while t0.elapsed() < hold {
-            if let Some(s) = self.probe_state(topic) {
-                polls += 1;
+            for (i, topic) in topics.iter().enumerate() {
+                let Some(s) = self.probe_state(topic) else { continue };
+                seen[i].0 += 1;
                 if bad(&s) {
-                    violations.push(format!("+{:.1}s {}", t0.elapsed().as_secs_f64(), s.show()));
+                    seen[i].1.push(format!("+{:.1}s {}", t0.elapsed().as_secs_f64(), s.show()));
                 }
-                if last.as_ref() != Some(&s) {
+                if last[i].as_ref() != Some(&s) {
                     self.journal.note(&format!("probe {topic}: {}", s.show()));
-                    last = Some(s);
+                    last[i] = Some(s);
                 }
             }
             std::thread::sleep(Duration::from_millis(250));
         }
-        let views = self.broker_views(topic);
-        let shown: Vec<String> = views
-            .iter()
-            .map(|(id, v)| format!("{id}: {}", v.as_ref().map(|s| s.show()).unwrap_or_else(|| "no such topic".into())))
-            .collect();
-        self.journal.note(&format!("{topic}, every broker's view at the end: {}", shown.join("; ")));
-        for (id, v) in views {
-            let Some(s) = v else { continue };
-            polls += 1;
-            if bad(&s) {
-                violations.push(format!("+{:.1}s (broker {id}) {}", t0.elapsed().as_secs_f64(), s.show()));
+        for (i, topic) in topics.iter().enumerate() {
+            let views = self.broker_views(topic);
+            let shown: Vec<String> = views
+                .iter()
+                .map(|(id, v)| {
+                    format!("{id}: {}", v.as_ref().map(|s| s.show()).unwrap_or_else(|| "no such topic".into()))
+                })
+                .collect();
+            self.journal.note(&format!("{topic}, every broker's view at the end: {}", shown.join("; ")));
+            for (id, v) in views {
+                let Some(s) = v else { continue };
+                seen[i].0 += 1;
+                if bad(&s) {
+                    seen[i].1.push(format!("+{:.1}s (broker {id}) {}", t0.elapsed().as_secs_f64(), s.show()));
+                }
             }
         }
-        Ok((polls, violations))
+        Ok(seen)
     }
 
     pub fn delete_topic(&mut self, topic: &str) -> Result<Output> {
@@ -1079,11 +1089,7 @@ impl Cluster {
     /// joins a group, and 3.2.0's polls nothing in assign mode while the group's coordinator
     /// is offline (every replica of its `__consumer_offsets` partition down).
     pub fn consume_without_group(&mut self, topic: &str, max: usize, exclude: &[i32]) -> Result<Vec<String>> {
-        let dir = self.run_dir.join("okp-client");
-        let classes = dir.join("classes");
-        if !classes.join(format!("{}.class", client::CLASS.replace('.', "/"))).is_file() {
-            client::compile(&self.rt.java, &self.tools.classpath, &dir)?;
-        }
+        let classes = self.okp_client_classes()?;
         let boot = self.bootstrap(exclude);
         self.journal.note(&format!(
             "okp-reader: okp's OkpSoakClient `read` (no group id), its classes ({}) appended to the classpath",
@@ -1099,6 +1105,27 @@ impl Cluster {
             .filter_map(|l| l.splitn(4, '\t').nth(3))
             .map(str::to_string)
             .collect())
+    }
+
+    /// okp's own client classes (`OkpSoakClient`), compiled once per run directory against the
+    /// release's classpath; their directory.
+    pub fn okp_client_classes(&mut self) -> Result<PathBuf> {
+        let dir = self.run_dir.join("okp-client");
+        let classes = dir.join("classes");
+        if !classes.join(format!("{}.class", client::CLASS.replace('.', "/"))).is_file() {
+            client::compile(&self.rt.java, &self.tools.classpath, &dir)?;
+        }
+        Ok(classes)
+    }
+
+    /// Starts a long-running `OkpSoakClient` (`produce …` or `consume …`) under the tools' JVM
+    /// flags, its stderr in `okp-client/<name>.err`; its lines are timed from `t0`.
+    pub fn spawn_okp_client(&mut self, name: &str, args: &[String], t0: Instant) -> Result<client::Client> {
+        let classes = self.okp_client_classes()?;
+        let classpath = format!("{}:{}", self.tools.classpath, classes.display());
+        let err = self.run_dir.join("okp-client").join(format!("{name}.err"));
+        self.journal.note(&format!("okp client {name} started: OkpSoakClient {}", args.join(" ")));
+        client::Client::spawn(name, &self.rt.java, &self.tools.jvm, &classpath, args, &err, t0)
     }
 
     /// The end offset (high watermark for a read_uncommitted reader) of partition 0.

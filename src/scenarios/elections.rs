@@ -10,7 +10,7 @@
 //!    keeps leading and the tool reports PREFERRED_LEADER_NOT_AVAILABLE, as
 //!    upstream does for a preferred replica that cannot lead.
 //! 2. Leader balance with an observer first in an assignment (`4:1:2`) and the
-//!    auto rebalance on, checking every 5 s: with broker 1 stopped and back,
+//!    auto rebalance on, checking every 2 s: with broker 1 stopped and back,
 //!    the rebalance hands leadership back to broker 1, the first non-observer,
 //!    never to the observer (which also shows the rebalance is on); then the
 //!    leader stays, with no leader change and no leader-epoch bump over six
@@ -43,7 +43,7 @@ const BALANCED: &str = "pref-b";
 /// The first non-observer of both assignments.
 const PRIMARY: i32 = 1;
 /// `leader.imbalance.check.interval.seconds` while PREF runs.
-const CHECK_SECONDS: u64 = 5;
+const CHECK_SECONDS: u64 = 2;
 /// How many rebalance checks the leader must survive unmoved.
 const CHECKS: u64 = 6;
 
@@ -87,25 +87,51 @@ fn preferred_election_of_an_observer_leader(x: &mut Ctx, o: &mut Outcome) -> Res
     }
     let restart = x.c.restart(PRIMARY)?;
     o.fact("primary_restart_seconds", round(restart));
-    for (topic, _) in LED {
-        let (joined, secs) = x.c.wait_state(topic, x.lag() + Duration::from_secs(15), |s| s.in_isr(PRIMARY), |_| {})?;
-        o.fact(&format!("{topic}_primary_in_isr_seconds"), joined.is_some().then(|| round(secs)));
-        if x.c.mode == Mode::Zk {
+    let topics = LED.map(|(topic, _)| topic);
+    if x.c.mode == Mode::Zk {
+        for topic in topics {
+            let (joined, secs) =
+                x.c.wait_state(topic, x.lag() + Duration::from_secs(15), |s| s.in_isr(PRIMARY), |_| {})?;
+            o.fact(&format!("{topic}_primary_in_isr_seconds"), joined.is_some().then(|| round(secs)));
             o.check(
                 &format!("ZK: broker 1 back, the observer leader adds it to {topic}'s ISR"),
                 joined.is_some(),
                 format!("after {secs:.1} s"),
             );
-        } else {
-            o.check(
-                &format!("KRaft: broker 1 back, it stays out of {topic}'s ISR while the observer leads (the controllers refuse an ISR that holds an observer)"),
-                joined.is_none(),
-                format!("for {secs:.1} s"),
-            );
         }
+    } else {
+        // One watch over both topics, long enough for a follower that fetches to have joined.
+        x.hold_all(
+            o,
+            &topics,
+            x.lag() + Duration::from_secs(15),
+            |topic| format!("KRaft: broker 1 back, it stays out of {topic}'s ISR while the observer leads (the controllers refuse an ISR that holds an observer)"),
+            |s| s.in_isr(PRIMARY),
+        )?;
     }
-    for (topic, _) in LED {
-        elect_preferred(x, o, topic)?;
+    // Both elections, then one watch of each expected leader's topics.
+    let mut expected = Vec::new();
+    for topic in topics {
+        expected.push((topic, elect_preferred(x, o, topic)?));
+    }
+    for leader in [PRIMARY, OBSERVER] {
+        let led: Vec<&str> = expected.iter().filter(|(_, l)| *l == leader).map(|(t, _)| *t).collect();
+        if led.is_empty() {
+            continue;
+        }
+        x.hold_all(
+            o,
+            &led,
+            Duration::from_secs(5),
+            |topic| {
+                if leader == PRIMARY {
+                    format!("{topic} keeps broker 1 as its leader at every poll")
+                } else {
+                    format!("the observer keeps leading {topic} at every poll: the election left it a leader")
+                }
+            },
+            |s| s.leader != Some(leader),
+        )?;
     }
     for (topic, _) in LED {
         let deleted = x.c.delete_topic(topic)?;
@@ -116,13 +142,13 @@ fn preferred_election_of_an_observer_leader(x: &mut Ctx, o: &mut Outcome) -> Res
 
 /// A preferred election of `topic`, led by the observer: broker 1 takes over if it is in the ISR;
 /// if not, the observer keeps leading and the tool reports PREFERRED_LEADER_NOT_AVAILABLE.
-fn elect_preferred(x: &mut Ctx, o: &mut Outcome, topic: &str) -> Result<()> {
+/// Returns the leader `topic` must keep from now on.
+fn elect_preferred(x: &mut Ctx, o: &mut Outcome, topic: &str) -> Result<i32> {
     let before = x.state(topic)?;
     o.fact(&format!("{topic}_before_election"), before.show());
     let out = x.c.elect(topic, "preferred", &[])?;
     let said = format!("rc {}: {}", out.rc, last_line(&out.stdout, &out.stderr));
     o.fact(&format!("{topic}_election"), &said);
-    let hold = Duration::from_secs(5);
     if before.in_isr(PRIMARY) {
         o.check(
             &format!("{topic}: with broker 1 in the ISR, the preferred election succeeds"),
@@ -137,9 +163,7 @@ fn elect_preferred(x: &mut Ctx, o: &mut Outcome, topic: &str) -> Result<()> {
             &format!("{topic}_primary_leads_seconds"),
             |s| s.leader == Some(PRIMARY),
         )?;
-        x.hold(o, topic, hold, &format!("{topic} keeps broker 1 as its leader at every poll"), |s| {
-            s.leader != Some(PRIMARY)
-        })?;
+        Ok(PRIMARY)
     } else {
         let text = format!("{}\n{}", out.stdout, out.stderr);
         let reported = text.lines().find(|l| l.contains("PreferredLeaderNotAvailable"));
@@ -148,15 +172,8 @@ fn elect_preferred(x: &mut Ctx, o: &mut Outcome, topic: &str) -> Result<()> {
             !super::elected(&out) && reported.is_some(),
             reported.map(|l| format!("rc {}: {}", out.rc, l.trim())).unwrap_or(said),
         );
-        x.hold(
-            o,
-            topic,
-            hold,
-            &format!("the observer keeps leading {topic} at every poll: the election left it a leader"),
-            |s| s.leader != Some(OBSERVER),
-        )?;
+        Ok(OBSERVER)
     }
-    Ok(())
 }
 
 /// Part 2: `4:1:2` with every broker up, then the auto rebalance on for six checks.

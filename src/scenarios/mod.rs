@@ -81,10 +81,10 @@ pub const SCENARIOS: &[Scenario] = &[
 fn typical_seconds(id: &str, mode: Mode) -> u32 {
     let kraft = mode == Mode::Kraft;
     match id {
-        "ROLL" if kraft => 140,
-        "ROLL" => 90,
-        "PREF" if kraft => 135,
-        "PREF" => 82,
+        "ROLL" if kraft => 120,
+        "ROLL" => 75,
+        "PREF" if kraft => 85,
+        "PREF" => 62,
         "REASSIGN" => 82,
         "MET" => 50,
         "MULTI" if kraft => 53,
@@ -294,13 +294,35 @@ impl Ctx<'_> {
         name: &str,
         bad: impl Fn(&PartitionState) -> bool,
     ) -> Result<bool> {
-        let (polls, violations) = self.c.watch(topic, hold, bad)?;
-        let detail = match violations.as_slice() {
-            [] => format!("held for {:.1} s over {polls} polls", hold.as_secs_f64()),
-            [one] => format!("1 of {polls} polls: {one}"),
-            [first, .., last] => format!("{} of {polls} polls; first {first}; last {last}", violations.len()),
-        };
-        Ok(o.check(name, violations.is_empty() && polls > 0, detail))
+        let held = self.hold_all(o, &[topic], hold, |_| name.to_string(), bad)?;
+        Ok(held.iter().all(|h| *h))
+    }
+
+    /// `hold` over several topics in one watch of `hold` (`Cluster::watch_all`): one check per
+    /// topic, named by `name`; whether each held.
+    pub fn hold_all(
+        &mut self,
+        o: &mut Outcome,
+        topics: &[&str],
+        hold: Duration,
+        name: impl Fn(&str) -> String,
+        bad: impl Fn(&PartitionState) -> bool,
+    ) -> Result<Vec<bool>> {
+        let seen = self.c.watch_all(topics, hold, bad)?;
+        Ok(topics
+            .iter()
+            .zip(seen)
+            .map(|(topic, (polls, violations))| {
+                let detail = match violations.as_slice() {
+                    [] => format!("held for {:.1} s over {polls} polls", hold.as_secs_f64()),
+                    [one] => format!("1 of {polls} polls: {one}"),
+                    [first, .., last] => {
+                        format!("{} of {polls} polls; first {first}; last {last}", violations.len())
+                    }
+                };
+                o.check(&name(topic), violations.is_empty() && polls > 0, detail)
+            })
+            .collect())
     }
 
     /// Waits until `pred` holds for `topic`; records the time as fact `fact`.

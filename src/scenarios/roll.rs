@@ -1,21 +1,33 @@
 //! ROLL: adoption without downtime, with the artifact an operator deploys.
 //! Every node of a patched run starts from its own Kafka home with the signed
 //! bundle installed (cluster/homes.rs); ROLL rolls it off and on again, one
-//! node at a time with a controlled restart, while acks=all writes go on. First
-//! the cluster before adoption: every node stopped at once, put back on the
-//! release's own jars and started (no observer named); then `okp install`
-//! rolling, the observer named, `okp rollback` rolling.
+//! node at a time with a controlled restart. First the cluster before adoption:
+//! every node stopped at once, put back on the release's own jars and started
+//! (no observer named); then, with a producer and a consumer running through
+//! all of it (okp's OkpSoakClient: idempotent acks=all, and read_committed),
+//! `okp install` rolling, the observer named, `okp rollback` rolling. Each node
+//! stays down until writes have been acked without it; at the end the producer
+//! has 0 errors and the consumer has read every acked record once, at the
+//! offset it was acked at.
 //! It runs last and leaves the cluster on the release's jars.
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use super::{Ctx, Flavor, Outcome};
+use crate::cluster::client::{self, Client, Said};
 use crate::cluster::homes;
 use crate::cluster::node::Role;
 use crate::cluster::OBSERVER;
 use crate::error::Result;
 
 const PRIMARIES: [i32; 3] = [1, 2, 3];
+/// The producer sends one record every this many milliseconds (50 a second).
+const SEND_MS: u64 = 20;
+/// Acks that must arrive with a node down (or the observer just named) before the roll goes on.
+const ACKS_IN_WINDOW: usize = 25;
+/// How long the roll waits for them.
+const WINDOW_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Action {
@@ -54,8 +66,15 @@ pub fn roll(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     //    rollback under writes).
     let secs = cold_start_on_release_jars(x, o, &down, &up)?;
     o.fact("cold_start_seconds", secs);
+    let traffic = Traffic::start(x)?;
+    let (acks, secs) = traffic.acks_since(0);
+    o.check(
+        "before adoption: the producer's acks=all writes are acked and the consumer runs",
+        acks >= ACKS_IN_WINDOW,
+        format!("{acks} acks in {secs:.1} s"),
+    );
     // 2. Adoption: okp install, one node at a time, writes in every state.
-    let secs = roll_through(x, o, &up, Action::Install, "install")?;
+    let secs = roll_through(x, o, &traffic, &up, Action::Install, "install")?;
     o.fact("install_seconds", secs);
     x.wait(
         o,
@@ -70,9 +89,14 @@ pub fn roll(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     x.wait(o, "obs", t, "observer named: 4 leaves the ISR, a primary leads", "named_seconds", |s| {
         !s.in_isr(OBSERVER) && s.leader.is_some_and(|l| l != OBSERVER)
     })?;
-    x.produce_obs(o, "ROLL-named", 200, &[])?;
+    let (acks, secs) = traffic.acks_since(traffic.ms());
+    o.check(
+        "observer named: acks=all writes go on without it",
+        acks >= ACKS_IN_WINDOW,
+        format!("{acks} acks in {secs:.1} s"),
+    );
     // 4. Rolling rollback with the observer named: back on the release's jars the file is ignored.
-    let secs = roll_through(x, o, &down, Action::Rollback, "rollback")?;
+    let secs = roll_through(x, o, &traffic, &down, Action::Rollback, "rollback")?;
     o.fact("rollback_seconds", secs);
     x.wait(
         o,
@@ -82,6 +106,7 @@ pub fn roll(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
         "rejoin_seconds",
         |s| s.in_isr(OBSERVER),
     )?;
+    traffic.finish(x, o);
     x.read_back(o, "ROLL", &[])?;
     Ok(())
 }
@@ -134,18 +159,27 @@ fn cold_start_on_release_jars(x: &mut Ctx, o: &mut Outcome, down: &[i32], up: &[
     Ok(secs)
 }
 
-/// One rolling pass of `action` over `order`; returns its seconds.
-fn roll_through(x: &mut Ctx, o: &mut Outcome, order: &[i32], action: Action, label: &str) -> Result<f64> {
-    let t0 = std::time::Instant::now();
+/// One rolling pass of `action` over `order`, `traffic` running; returns its seconds. Each node
+/// stays down until the producer has had `ACKS_IN_WINDOW` acks without it.
+fn roll_through(
+    x: &mut Ctx,
+    o: &mut Outcome,
+    traffic: &Traffic,
+    order: &[i32],
+    action: Action,
+    label: &str,
+) -> Result<f64> {
+    let t0 = Instant::now();
     let mut failed = Vec::new();
-    let mut errors = 0usize;
+    let mut windows = Vec::new();
     for &id in order {
         let name = x.c.node(id).name.clone();
         let Some(home) = x.c.node(id).home.clone() else {
             failed.push(format!("{name}: no Kafka home"));
             continue;
         };
-        x.c.stop_node(id);
+        x.c.stop(id);
+        let down = traffic.ms();
         let ran = x.c.okp_on_home(action.word(), &home)?;
         if !ran.ok() {
             failed.push(format!("{name}: okp {} exit {}: {}", action.word(), ran.rc, ran.stderr.trim()));
@@ -157,13 +191,11 @@ fn roll_through(x: &mut Ctx, o: &mut Outcome, order: &[i32], action: Action, lab
             failed.push(format!("{name}: jars {have:?}, expected {want:?}"));
         }
         // Writes go on while the node is down.
-        let exclude: Vec<i32> = if x.c.node(id).role == Role::Broker { vec![id] } else { vec![] };
-        let p = x.c.produce("obs", &format!("ROLL-{label}-{name}"), 100, &exclude)?;
-        x.sent += p.sent;
-        x.ledger.extend(p.values.iter().cloned());
-        errors += p.errors;
-        if !p.all_acked() {
-            failed.push(format!("{name} down: {} of 100 acks=all writes failed (rc {})", p.errors, p.rc));
+        let (acks, secs) = traffic.acks_since(down);
+        x.c.journal.note(&format!("{name} down: {acks} acks=all writes acked in {secs:.1} s"));
+        windows.push(format!("{name} {acks} in {secs:.1} s"));
+        if acks < ACKS_IN_WINDOW {
+            failed.push(format!("{name} down: {acks} acks within {:.0} s", WINDOW_TIMEOUT.as_secs_f64()));
         }
         x.c.restart(id)?;
         let t = x.lag() + Duration::from_secs(60);
@@ -181,12 +213,139 @@ fn roll_through(x: &mut Ctx, o: &mut Outcome, order: &[i32], action: Action, lab
         }
     }
     let secs = super::round(t0.elapsed().as_secs_f64());
+    o.fact(&format!("{label}_acks_while_down"), &windows);
     o.check(
-        &format!("rolling {label} over {} nodes, 100 acks=all writes with each one down", order.len()),
-        failed.is_empty() && errors == 0,
-        if failed.is_empty() { format!("{secs:.1} s, 0 producer errors") } else { failed.join("; ") },
+        &format!(
+            "rolling {label} over {} nodes, each down until {ACKS_IN_WINDOW} acks=all writes were acked without it",
+            order.len()
+        ),
+        failed.is_empty(),
+        if failed.is_empty() {
+            format!("{secs:.1} s; acks while down: {}", windows.join(", "))
+        } else {
+            failed.join("; ")
+        },
     );
     Ok(secs)
+}
+
+/// The producer and the consumer that run from before adoption to the end of the rollback:
+/// okp's OkpSoakClient, one idempotent acks=all record every `SEND_MS` to obs's partition 0, and
+/// a read_committed reader of partition 0 from offset 0 (assign mode, no group).
+struct Traffic {
+    t0: Instant,
+    producer: Client,
+    consumer: Client,
+}
+
+impl Traffic {
+    fn start(x: &mut Ctx) -> Result<Traffic> {
+        let t0 = Instant::now();
+        let boot = x.c.bootstrap(&[]);
+        let consume: Vec<String> = ["consume", &boot, "obs", "ROLL-rc"].map(String::from).to_vec();
+        let consumer = x.c.spawn_okp_client("roll-consumer", &consume, t0)?;
+        let produce: Vec<String> =
+            ["produce", &boot, "obs", "ROLL-live", "true", &SEND_MS.to_string()].map(String::from).to_vec();
+        let producer = x.c.spawn_okp_client("roll-producer", &produce, t0)?;
+        Ok(Traffic { t0, producer, consumer })
+    }
+
+    fn ms(&self) -> u64 {
+        self.t0.elapsed().as_millis() as u64
+    }
+
+    /// Waits up to `WINDOW_TIMEOUT` for `ACKS_IN_WINDOW` acks that arrived at or after `since`
+    /// (ms); the acks counted and the seconds waited.
+    fn acks_since(&self, since: u64) -> (usize, f64) {
+        let t = Instant::now();
+        loop {
+            let acks = self.producer.count_since("ack", since);
+            if acks >= ACKS_IN_WINDOW || t.elapsed() > WINDOW_TIMEOUT {
+                return (acks, t.elapsed().as_secs_f64());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the producer (everything in flight answered), lets the consumer catch up with the
+    /// last ack, stops it, and judges both; the acked records join the scenario's ledger.
+    fn finish(self, x: &mut Ctx, o: &mut Outcome) {
+        let Traffic { producer, consumer, .. } = self;
+        let (sent_lines, producer_done) = producer.stop(Duration::from_secs(60));
+        let (mut acked, mut errors, mut notes) = (Vec::new(), Vec::new(), Vec::new());
+        for l in &sent_lines {
+            match client::parse(&l.text) {
+                Some(Said::Ack { value, offset, .. }) => acked.push((value, offset)),
+                Some(Said::Err { value, error }) => errors.push(format!("{value}: {error}")),
+                Some(Said::Note(n)) => notes.push(n),
+                _ => {}
+            }
+        }
+        let last = acked.iter().map(|(_, off)| *off).max().unwrap_or(-1);
+        let t = Instant::now();
+        while consumer.last_read_offset().unwrap_or(-1) < last && t.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let (read_lines, consumer_done) = consumer.stop(Duration::from_secs(30));
+        let mut at: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+        let mut sessions = 0;
+        for l in &read_lines {
+            match client::parse(&l.text) {
+                Some(Said::Read { offset, value, session, .. }) => {
+                    at.entry(offset).or_default().push(value);
+                    sessions = sessions.max(session + 1);
+                }
+                Some(Said::Note(n)) => notes.push(format!("consumer: {n}")),
+                _ => {}
+            }
+        }
+        let mut offsets_of: BTreeMap<&str, usize> = BTreeMap::new();
+        for values in at.values() {
+            for v in values.iter().filter(|v| v.starts_with("ROLL-live-")) {
+                *offsets_of.entry(v.as_str()).or_default() += 1;
+            }
+        }
+        let missing = acked.iter().filter(|(_, off)| !at.contains_key(off)).count();
+        let misplaced = acked.iter().filter(|(v, off)| at.get(off).is_some_and(|vs| vs.iter().any(|r| r != v))).count();
+        let reread = at.values().filter(|vs| vs.len() > 1).count();
+        let duplicated = offsets_of.values().filter(|n| **n > 1).count();
+        x.sent += acked.len() + errors.len();
+        x.ledger.extend(acked.iter().map(|(v, _)| v.clone()));
+        o.fact(
+            "roll_traffic",
+            serde_json::json!({
+                "acked": acked.len(), "errors": errors.len(), "notes": notes,
+                "read": read_lines.len(), "consumer_sessions": sessions, "last_acked_offset": last,
+                "missing": missing, "misplaced": misplaced, "reread": reread, "duplicated": duplicated,
+            }),
+        );
+        x.c.journal.note(&format!(
+            "ROLL traffic: {} acked, {} errors, notes {notes:?}; consumer read {} lines in {sessions} session(s)",
+            acked.len(),
+            errors.len(),
+            read_lines.len()
+        ));
+        o.check(
+            "the producer ran through the whole roll: every acks=all write acked, 0 errors, never made anew",
+            errors.is_empty() && notes.iter().all(|n| n.starts_with("consumer:")) && producer_done && !acked.is_empty(),
+            format!(
+                "{} acked, {} errors{}{}",
+                acked.len(),
+                errors.len(),
+                errors.first().map(|e| format!(" (first: {e})")).unwrap_or_default(),
+                if producer_done { "" } else { "; it did not finish by itself" }
+            ),
+        );
+        o.check(
+            "the read_committed consumer read every acked record once, at the offset it was acked at",
+            missing == 0 && misplaced == 0 && reread == 0 && duplicated == 0 && consumer_done,
+            format!(
+                "{} acked; missing {missing}, at another offset {misplaced}, an offset read twice {reread}, a value at two offsets {duplicated}{}",
+                acked.len(),
+                if consumer_done { "" } else { "; the consumer did not finish by itself" }
+            ),
+        );
+    }
 }
 
 /// The jars a home holds after `action`: the bundle's after install, Maven Central's after rollback.

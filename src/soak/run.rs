@@ -180,7 +180,9 @@ fn drive(c: &mut Cluster, o: &Options) -> Result<History> {
     c.journal.note(&format!("seed {}: {} faults scheduled: {plan:?}", o.seed, plan.len()));
 
     let client_dir = c.run_dir.join("soak-client");
-    let classes = client::compile(&c.rt.java, &c.tools.classpath, &client_dir)?;
+    std::fs::create_dir_all(&client_dir)
+        .map_err(|e| Error::io(format!("cannot create {}", client_dir.display()), e))?;
+    let classes = c.okp_client_classes()?;
     c.journal.note(&format!(
         "clients: okp's OkpSoakClient compiled against the release's classpath; producers pi (idempotent) and pp \
          (not), acks=all, one record every {SEND_INTERVAL_MS} ms each; consumer rc, read_committed, partition 0 \
