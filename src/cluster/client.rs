@@ -20,6 +20,19 @@ use crate::error::{Error, Result};
 
 const SOURCE: &str = include_str!("OkpSoakClient.java");
 pub const CLASS: &str = "okp.soak.OkpSoakClient";
+/// The release's own tool, run several times in one JVM (`Runner::batch`).
+const BATCH_SOURCE: &str = include_str!("OkpToolBatch.java");
+pub const BATCH_CLASS: &str = "okp.soak.OkpToolBatch";
+/// What `BATCH_CLASS` prints after each call: `okp-batch-end INDEX RC MILLIS`.
+pub const BATCH_END: &str = "okp-batch-end\t";
+/// Separates the calls of one batch on its command line.
+pub const BATCH_NEXT: &str = "--okp-next-call";
+
+/// A digest of okp's Java sources: with the release and the JDK, what their compiled classes
+/// depend on (the cache key of `Cluster::okp_client_classes`).
+pub fn sources_digest() -> String {
+    crate::hash::sha256(format!("{SOURCE}\0{BATCH_SOURCE}").as_bytes())
+}
 
 /// One line a client printed, with the milliseconds since the soak began when okp read it.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,8 +50,12 @@ pub fn compile(java: &Path, classpath: &str, dir: &Path) -> Result<PathBuf> {
     for d in [&src, &classes] {
         std::fs::create_dir_all(d).map_err(|e| Error::io(format!("cannot create {}", d.display()), e))?;
     }
-    let file = src.join("OkpSoakClient.java");
-    std::fs::write(&file, SOURCE).map_err(|e| Error::io(format!("cannot write {}", file.display()), e))?;
+    let mut files = Vec::new();
+    for (name, text) in [("OkpSoakClient.java", SOURCE), ("OkpToolBatch.java", BATCH_SOURCE)] {
+        let file = src.join(name);
+        std::fs::write(&file, text).map_err(|e| Error::io(format!("cannot write {}", file.display()), e))?;
+        files.push(file);
+    }
     let out = Command::new(&javac)
         .arg("-proc:none")
         .arg("-nowarn")
@@ -46,13 +63,13 @@ pub fn compile(java: &Path, classpath: &str, dir: &Path) -> Result<PathBuf> {
         .arg(classpath)
         .arg("-d")
         .arg(&classes)
-        .arg(&file)
+        .args(&files)
         .env_remove("JAVA_TOOL_OPTIONS")
         .output()
         .map_err(|e| Error::External(format!("cannot run {} ({e})", javac.display())))?;
     if !out.status.success() {
         return Err(Error::External(format!(
-            "compiling the soak client against the release's classpath failed:\n{}",
+            "compiling okp's Java client and tool batch against the release's classpath failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         )));
     }

@@ -194,6 +194,7 @@ mod tests {
             left_out: Vec::new(),
             swapped,
             tool_cds: None,
+            client_cache: dir.join("okp-client"),
         }
     }
 

@@ -433,17 +433,15 @@ impl Cluster {
             }
         };
         self.cluster_id = Some(id.clone());
-        let mut running = Vec::new();
-        for n in &self.nodes {
-            let cfg = n.dir.join("server.properties").display().to_string();
-            running.push((
-                n.name.clone(),
-                self.tools.spawn(Tool::Storage, &["format".into(), "-t".into(), id.clone(), "-c".into(), cfg], None)?,
-            ));
-        }
-        for (name, r) in running {
-            let out = r.finish(Duration::from_secs(120));
-            self.journal.tool(&format!("format {name}"), &out);
+        let names: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
+        let calls: Vec<Vec<String>> = self
+            .nodes
+            .iter()
+            .map(|n| args(&["format", "-t", &id, "-c", &n.dir.join("server.properties").display().to_string()]))
+            .collect();
+        let outs =
+            self.tool_batch(Tool::Storage, &calls, |i| format!("format {}", names[i]), Duration::from_secs(120))?;
+        for (name, out) in names.iter().zip(outs) {
             if !out.ok() {
                 return Err(Error::External(format!(
                     "formatting {name} failed (rc {}): {}",
@@ -950,26 +948,30 @@ impl Cluster {
         Ok(self.create_topics(&[(topic, assignment, configs)])?.remove(0))
     }
 
-    /// Creates topics with explicit replica assignments, one tool JVM each, all at once.
+    /// Creates topics with explicit replica assignments, one kafka-topics call each, in one JVM
+    /// (`tool_batch`).
     pub fn create_topics(&mut self, topics: &[(&str, &str, &[&str])]) -> Result<Vec<Output>> {
         let boot = self.bootstrap(&[]);
-        let mut running = Vec::new();
-        for (topic, assignment, configs) in topics {
-            let mut a =
-                args(&["--bootstrap-server", &boot, "--create", "--topic", topic, "--replica-assignment", assignment]);
-            for c in *configs {
-                a.push("--config".into());
-                a.push(c.to_string());
-            }
-            running.push(self.tools.spawn(Tool::Topics, &a, None)?);
-        }
-        let mut outs = Vec::new();
-        for r in running {
-            let out = r.finish(Duration::from_secs(60));
-            self.journal.tool(Tool::Topics.label(), &out);
-            outs.push(out);
-        }
-        Ok(outs)
+        let calls: Vec<Vec<String>> = topics
+            .iter()
+            .map(|(topic, assignment, configs)| {
+                let mut a = args(&[
+                    "--bootstrap-server",
+                    &boot,
+                    "--create",
+                    "--topic",
+                    topic,
+                    "--replica-assignment",
+                    assignment,
+                ]);
+                for c in *configs {
+                    a.push("--config".into());
+                    a.push(c.to_string());
+                }
+                a
+            })
+            .collect();
+        self.tool_batch(Tool::Topics, &calls, |_| Tool::Topics.label().to_string(), Duration::from_secs(60))
     }
 
     /// Produces `n` unique records with acks=all through the console producer.
@@ -1107,15 +1109,69 @@ impl Cluster {
             .collect())
     }
 
-    /// okp's own client classes (`OkpSoakClient`), compiled once per run directory against the
-    /// release's classpath; their directory.
+    /// okp's own Java classes (`OkpSoakClient`, `OkpToolBatch`), compiled against the release's
+    /// classpath once per (release, JDK, sources) and kept in the Maven cache (compiled beside
+    /// it, then renamed into place, so a kill or a second okp leaves either nothing or all of
+    /// it); in the run directory when the cache cannot be written. Their directory.
     pub fn okp_client_classes(&mut self) -> Result<PathBuf> {
-        let dir = self.run_dir.join("okp-client");
-        let classes = dir.join("classes");
-        if !classes.join(format!("{}.class", client::CLASS.replace('.', "/"))).is_file() {
-            client::compile(&self.rt.java, &self.tools.classpath, &dir)?;
+        let complete = |classes: &Path| {
+            [client::CLASS, client::BATCH_CLASS]
+                .iter()
+                .all(|c| classes.join(format!("{}.class", c.replace('.', "/"))).is_file())
+        };
+        let key = crate::hash::sha256(
+            format!("{}\0{}\0{}", self.rt.version, self.rt.java_version, client::sources_digest()).as_bytes(),
+        );
+        let name = format!("{}-{}", self.rt.version, &key[..16]);
+        let cache = self.rt.client_cache.clone();
+        let dir = cache.join(&name);
+        if complete(&dir.join("classes")) {
+            return Ok(dir.join("classes"));
         }
-        Ok(classes)
+        let local = self.run_dir.join("okp-client");
+        if std::fs::create_dir_all(&cache).is_err() {
+            if !complete(&local.join("classes")) {
+                client::compile(&self.rt.java, &self.tools.classpath, &local)?;
+            }
+            return Ok(local.join("classes"));
+        }
+        let staging = cache.join(format!(".{name}.tmp.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&staging);
+        client::compile(&self.rt.java, &self.tools.classpath, &staging)?;
+        if std::fs::rename(&staging, &dir).is_err() {
+            // Another okp put it there first (or the cache is damaged): theirs if whole.
+            let _ = std::fs::remove_dir_all(&staging);
+            if !complete(&dir.join("classes")) {
+                return Err(Error::External(format!(
+                    "{} is there but incomplete: delete it and run again",
+                    dir.display()
+                )));
+            }
+        }
+        self.journal.note(&format!("okp's Java classes compiled into {}", dir.display()));
+        Ok(dir.join("classes"))
+    }
+
+    /// Runs the release's tool `t` once per entry of `calls` in one JVM (okp's `OkpToolBatch`:
+    /// the tool's own main, its exit caught; a single call runs as the tool itself); one `Output`
+    /// per call, each journaled as `label(i)`.
+    pub fn tool_batch(
+        &mut self,
+        t: Tool,
+        calls: &[Vec<String>],
+        label: impl Fn(usize) -> String,
+        timeout: Duration,
+    ) -> Result<Vec<Output>> {
+        let outs = if let [one] = calls {
+            vec![self.tools.run(t, one, None, timeout)?]
+        } else {
+            let classes = self.okp_client_classes()?;
+            self.tools.batch(t, &classes, calls, timeout)?
+        };
+        for (i, out) in outs.iter().enumerate() {
+            self.journal.tool(&label(i), out);
+        }
+        Ok(outs)
     }
 
     /// Starts a long-running `OkpSoakClient` (`produce …` or `consume …`) under the tools' JVM
@@ -1123,7 +1179,9 @@ impl Cluster {
     pub fn spawn_okp_client(&mut self, name: &str, args: &[String], t0: Instant) -> Result<client::Client> {
         let classes = self.okp_client_classes()?;
         let classpath = format!("{}:{}", self.tools.classpath, classes.display());
-        let err = self.run_dir.join("okp-client").join(format!("{name}.err"));
+        let logs = self.run_dir.join("okp-client");
+        std::fs::create_dir_all(&logs).map_err(|e| Error::io(format!("cannot create {}", logs.display()), e))?;
+        let err = logs.join(format!("{name}.err"));
         self.journal.note(&format!("okp client {name} started: OkpSoakClient {}", args.join(" ")));
         client::Client::spawn(name, &self.rt.java, &self.tools.jvm, &classpath, args, &err, t0)
     }

@@ -44,6 +44,8 @@ pub struct Runtime {
     pub left_out: Vec<String>,
     /// Class-data-sharing archive for tool JVMs on this classpath: (path, still to be dumped).
     pub tool_cds: Option<(PathBuf, bool)>,
+    /// Where okp's compiled Java classes (client, tool batch) are kept between runs.
+    pub client_cache: PathBuf,
 }
 
 /// Kafka Connect's modules, which kafka-tools depends on and no process okp starts loads.
@@ -132,6 +134,7 @@ impl Runtime {
         };
         Ok(Runtime {
             tool_cds,
+            client_cache: maven.repo_local.join("okp-client"),
             version,
             java,
             java_version,

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::node;
+use super::{client, node};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -203,6 +203,25 @@ impl Runner {
         Ok(Running { argv, child, out, err, t0: Instant::now() })
     }
 
+    /// Runs tool `t` once per entry of `calls`, in order, in one JVM: okp's `OkpToolBatch` (its
+    /// classes in `extra`) calls the tool's own main for each and catches its exit. One `Output`
+    /// per call, its argv the batch JVM's with that call's arguments.
+    pub fn batch(&mut self, t: Tool, extra: &Path, calls: &[Vec<String>], timeout: Duration) -> Result<Vec<Output>> {
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        let class = self.class(t)?.to_string();
+        let mut a = vec![class];
+        for (i, call) in calls.iter().enumerate() {
+            if i > 0 {
+                a.push(client::BATCH_NEXT.to_string());
+            }
+            a.extend(call.iter().cloned());
+        }
+        let out = self.spawn_class(client::BATCH_CLASS, Some(extra), &a, None)?.finish(timeout);
+        Ok(split_batch(&out, calls))
+    }
+
     pub fn run(&mut self, t: Tool, args: &[String], stdin: Option<&Path>, timeout: Duration) -> Result<Output> {
         let r = self.spawn(t, args, stdin)?;
         Ok(r.finish(timeout))
@@ -244,6 +263,53 @@ impl Running {
         let _ = std::fs::remove_file(&self.err);
         out
     }
+}
+
+/// One batch JVM's output cut into its calls' (`Runner::batch`): each call's lines are those
+/// before its `okp-batch-end INDEX RC MILLIS` line, on stdout and on stderr. A call without that
+/// line (the JVM died or timed out first) gets the JVM's exit code (-1 if it was 0) and what was
+/// left of its output.
+fn split_batch(out: &Output, calls: &[Vec<String>]) -> Vec<Output> {
+    fn sections(text: &str) -> Vec<(String, Option<(i32, f64)>)> {
+        let mut found = Vec::new();
+        let mut cur = String::new();
+        for line in text.lines() {
+            if let Some(end) = line.strip_prefix(client::BATCH_END) {
+                let f: Vec<&str> = end.split('\t').collect();
+                let rc = f.get(1).and_then(|r| r.parse().ok()).unwrap_or(-1);
+                let secs = f.get(2).and_then(|m| m.parse::<f64>().ok()).unwrap_or(0.0) / 1000.0;
+                found.push((std::mem::take(&mut cur), Some((rc, secs))));
+            } else {
+                cur.push_str(line);
+                cur.push('\n');
+            }
+        }
+        found.push((cur, None));
+        found
+    }
+    let (stdout, stderr) = (sections(&out.stdout), sections(&out.stderr));
+    let appended = calls.iter().map(Vec::len).sum::<usize>() + calls.len().saturating_sub(1);
+    let prefix = out.argv.len().saturating_sub(appended);
+    let failed = if out.rc == 0 { -1 } else { out.rc };
+    let mut done = false;
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            let mut argv = out.argv[..prefix.min(out.argv.len())].to_vec();
+            argv.extend(call.iter().cloned());
+            let (text, end) = stdout.get(i).cloned().unwrap_or_default();
+            let err = stderr.get(i).map(|(t, _)| t.clone()).unwrap_or_default();
+            // Only the first call without an end line gets the output left over.
+            let (text, err) = if end.is_none() && std::mem::replace(&mut done, true) {
+                (String::new(), String::new())
+            } else {
+                (text, err)
+            };
+            let (rc, secs) = end.unwrap_or((failed, out.secs));
+            Output { argv, rc, stdout: text, stderr: err, secs, timed_out: end.is_none() && out.timed_out }
+        })
+        .collect()
 }
 
 pub use crate::wire::PartitionState;
@@ -403,6 +469,51 @@ pub fn parse_perf(stdout: &str) -> Option<PerfSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::args;
+
+    fn batch_output(rc: i32, stdout: &str, stderr: &str, calls: &[Vec<String>]) -> Output {
+        let mut argv: Vec<String> =
+            ["java", "-Xmx128m", client::BATCH_CLASS, "kafka.tools.StorageTool"].map(String::from).to_vec();
+        for (i, c) in calls.iter().enumerate() {
+            if i > 0 {
+                argv.push(client::BATCH_NEXT.into());
+            }
+            argv.extend(c.iter().cloned());
+        }
+        Output { argv, rc, stdout: stdout.into(), stderr: stderr.into(), secs: 9.0, timed_out: false }
+    }
+
+    #[test]
+    fn a_batch_is_cut_into_its_calls_with_their_own_exit_codes() {
+        let calls = vec![args(&["format", "-c", "a"]), args(&["format", "-c", "b"])];
+        let out = batch_output(
+            0,
+            "one\nokp-batch-end\t0\t0\t1500\ntwo\nokp-batch-end\t1\t1\t20\n",
+            "w1\nokp-batch-end\t0\t0\t1500\nbad b\nokp-batch-end\t1\t1\t20\n",
+            &calls,
+        );
+        let got = split_batch(&out, &calls);
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            got[0].argv,
+            ["java", "-Xmx128m", client::BATCH_CLASS, "kafka.tools.StorageTool", "format", "-c", "a"]
+        );
+        assert_eq!((got[0].rc, got[0].stdout.as_str(), got[0].stderr.as_str(), got[0].secs), (0, "one\n", "w1\n", 1.5));
+        assert_eq!(got[1].argv.last().map(String::as_str), Some("b"));
+        assert_eq!((got[1].rc, got[1].stdout.as_str(), got[1].stderr.as_str()), (1, "two\n", "bad b\n"));
+        assert!(got[0].ok() && !got[1].ok());
+    }
+
+    #[test]
+    fn a_batch_that_died_fails_every_call_it_did_not_finish() {
+        let calls = vec![args(&["a"]), args(&["b"]), args(&["c"])];
+        // The JVM exits 0 after the first call without the others' end lines: they fail anyway.
+        let got = split_batch(&batch_output(0, "x\nokp-batch-end\t0\t0\t5\nhalf\n", "", &calls), &calls);
+        assert_eq!(got.iter().map(|o| o.rc).collect::<Vec<_>>(), [0, -1, -1]);
+        assert_eq!((got[1].stdout.as_str(), got[2].stdout.as_str()), ("half\n", ""));
+        let got = split_batch(&batch_output(137, "", "", &calls), &calls);
+        assert!(got.iter().all(|o| o.rc == 137 && !o.ok()));
+    }
 
     #[test]
     fn describe_lines_of_every_shape() {
