@@ -1137,7 +1137,10 @@ impl Cluster {
         }
         let staging = cache.join(format!(".{name}.tmp.{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&staging);
-        client::compile(&self.rt.java, &self.tools.classpath, &staging)?;
+        if let Err(e) = client::compile(&self.rt.java, &self.tools.classpath, &staging) {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
+        }
         if std::fs::rename(&staging, &dir).is_err() {
             // Another okp put it there first (or the cache is damaged): theirs if whole.
             let _ = std::fs::remove_dir_all(&staging);
