@@ -26,12 +26,21 @@ pub fn multi(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     let secs = x.c.add_broker(SECOND, &both)?;
     o.fact("fifth_broker_ready_seconds", round(secs));
     let r = multi_steps(x, o, &both);
-    // Leave the cluster as found: topic gone, broker 5 stopped, observer.ids `4` everywhere.
+    // Leave the cluster as found: observer.ids `4` everywhere, topic gone, broker 5 stopped; and
+    // the set in effect on every node (the hooks' cache TTL passed since the edit) before the
+    // next scenario reads it (MET's set-size gauges right after MULTI once read 2).
+    let nodes = x.c.kafka_nodes();
+    let restored = x.c.set_observers(&nodes, "4\n");
+    let edited = std::time::Instant::now();
     let deleted = x.c.delete_topic_and_wait("multi", Duration::from_secs(60)).unwrap_or(false);
     o.check("clean-up: topic multi deleted", deleted, "");
     x.c.remove_broker(SECOND);
-    let nodes = x.c.kafka_nodes();
-    x.c.set_observers(&nodes, "4\n")?;
+    let settle = x.ttl() + Duration::from_secs(1);
+    if let Some(left) = settle.checked_sub(edited.elapsed()) {
+        x.c.journal.note(&format!("waiting {:.1} s for every node's observer set to be 4 again", left.as_secs_f64()));
+        std::thread::sleep(left);
+    }
+    restored?;
     r
 }
 
