@@ -538,7 +538,6 @@ impl Cluster {
         self.journal.note(&text);
     }
 
-    /// Graceful stop (SIGTERM; -9 after 60 s), journaled.
     pub fn wait_node_ready(&mut self, id: i32) -> Result<Duration> {
         let marker = self.ready_marker(self.node(id).role);
         self.node_mut(id).wait_ready(marker, Duration::from_secs(120))

@@ -28,6 +28,8 @@ const SEND_MS: u64 = 20;
 const ACKS_IN_WINDOW: usize = 25;
 /// How long the roll waits for them.
 const WINDOW_TIMEOUT: Duration = Duration::from_secs(30);
+/// The producer's records are `ROLL-live-000000`, `ROLL-live-000001`, …
+const PRODUCER: &str = "ROLL-live";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Action {
@@ -172,6 +174,7 @@ fn roll_through(
     let t0 = Instant::now();
     let mut failed = Vec::new();
     let mut windows = Vec::new();
+    let want = expected_digests(x, action);
     for &id in order {
         let name = x.c.node(id).name.clone();
         let Some(home) = x.c.node(id).home.clone() else {
@@ -184,7 +187,6 @@ fn roll_through(
         if !ran.ok() {
             failed.push(format!("{name}: okp {} exit {}: {}", action.word(), ran.rc, ran.stderr.trim()));
         }
-        let want = expected_digests(x, action);
         let have = homes::replaced_jar_digests(&x.c.rt, &home);
         x.c.journal.note(&format!("{name} jars after okp {}: {have:?}", action.word()));
         if have != want {
@@ -245,7 +247,7 @@ impl Traffic {
         let consume: Vec<String> = ["consume", &boot, "obs", "ROLL-rc"].map(String::from).to_vec();
         let consumer = x.c.spawn_okp_client("roll-consumer", &consume, t0)?;
         let produce: Vec<String> =
-            ["produce", &boot, "obs", "ROLL-live", "true", &SEND_MS.to_string()].map(String::from).to_vec();
+            ["produce", &boot, "obs", PRODUCER, "true", &SEND_MS.to_string()].map(String::from).to_vec();
         let producer = x.c.spawn_okp_client("roll-producer", &produce, t0)?;
         Ok(Traffic { t0, producer, consumer })
     }
@@ -301,7 +303,7 @@ impl Traffic {
         }
         let mut offsets_of: BTreeMap<&str, usize> = BTreeMap::new();
         for values in at.values() {
-            for v in values.iter().filter(|v| v.starts_with("ROLL-live-")) {
+            for v in values.iter().filter(|v| v.strip_prefix(PRODUCER).is_some_and(|r| r.starts_with('-'))) {
                 *offsets_of.entry(v.as_str()).or_default() += 1;
             }
         }
