@@ -102,8 +102,10 @@ pub fn make_bundle(rt: &Runtime, dir: &Path) -> Result<(Bundle, Vec<Ran>)> {
 /// stand-in launcher (okp starts the JVM itself; install.sh only checks that
 /// the launcher is there). Jars are hard-linked from the Maven cache where
 /// they are never written (install.sh replaces a jar by rename, so a link's
-/// target is never touched), and copied where they will be replaced.
-pub fn lay_out(rt: &Runtime, home: &Path) -> Result<()> {
+/// target is never touched), and copied where they will be replaced. Returns
+/// the jars that could not be linked (another file system) and were copied:
+/// a server JVM maps the class-data-sharing archive only from linked jars.
+pub fn lay_out(rt: &Runtime, home: &Path) -> Result<Vec<String>> {
     let libs = home.join("libs");
     let bin = home.join("bin");
     for d in [&libs, &bin] {
@@ -116,6 +118,7 @@ pub fn lay_out(rt: &Runtime, home: &Path) -> Result<()> {
     )
     .map_err(|e| Error::io(format!("cannot write {}", launcher.display()), e))?;
     let mut seen = std::collections::BTreeSet::new();
+    let mut copied = Vec::new();
     for jar in upstream_classpath(rt) {
         let name = jar.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if !seen.insert(name.clone()) {
@@ -127,25 +130,33 @@ pub fn lay_out(rt: &Runtime, home: &Path) -> Result<()> {
         if !linked {
             std::fs::copy(&jar, &to)
                 .map_err(|e| Error::io(format!("cannot copy {} to {}", jar.display(), to.display()), e))?;
+            if !replaced {
+                copied.push(name);
+            }
         }
     }
-    Ok(())
+    Ok(copied)
 }
 
 /// The runtime classpath with every patched jar replaced by its upstream twin.
 fn upstream_classpath(rt: &Runtime) -> Vec<PathBuf> {
-    rt.classpath
-        .iter()
-        .map(|p| {
-            rt.swapped.iter().find(|(_, patched, _)| patched == p).map(|(up, _, _)| up.clone()).unwrap_or(p.clone())
-        })
-        .collect()
+    rt.classpath.iter().map(|p| upstream_twin(rt, p)).collect()
 }
 
-/// The classpath of a node started from `home`: the runtime's order, each jar from `home/libs`.
+/// `jar`'s upstream twin when it is a patched jar; else `jar`.
+fn upstream_twin(rt: &Runtime, jar: &Path) -> PathBuf {
+    rt.swapped.iter().find(|(_, patched, _)| patched == jar).map(|(up, _, _)| up.clone()).unwrap_or(jar.to_path_buf())
+}
+
+/// The classpath of a node started from `home`: the servers' order (`Runtime::server_jars`),
+/// each jar from `home/libs`.
 pub fn classpath(rt: &Runtime, home: &Path) -> String {
-    let jars: Vec<PathBuf> =
-        upstream_classpath(rt).iter().filter_map(|j| j.file_name()).map(|n| home.join("libs").join(n)).collect();
+    let jars: Vec<PathBuf> = rt
+        .server_jars()
+        .iter()
+        .map(|j| upstream_twin(rt, j))
+        .filter_map(|j| j.file_name().map(|n| home.join("libs").join(n)))
+        .collect();
     std::env::join_paths(jars).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
@@ -194,6 +205,7 @@ mod tests {
             left_out: Vec::new(),
             swapped,
             tool_cds: None,
+            server_cds: Err("none in this test".into()),
             client_cache: dir.join("okp-client"),
         }
     }
@@ -203,7 +215,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let rt = runtime(t.path(), &["zz-first.jar", "kafka_2.13-3.9.2.jar", "aa-last.jar"], &["kafka_2.13-3.9.2.jar"]);
         let home = t.path().join("home");
-        lay_out(&rt, &home).unwrap();
+        assert_eq!(lay_out(&rt, &home).unwrap(), Vec::<String>::new());
         assert!(home.join("bin/kafka-run-class.sh").is_file());
         let core = home.join("libs/kafka_2.13-3.9.2.jar");
         assert_eq!(std::fs::read_to_string(&core).unwrap(), "upstream kafka_2.13-3.9.2.jar");

@@ -12,7 +12,9 @@ pub mod client;
 pub mod homes;
 pub mod journal;
 pub mod node;
+pub mod resident;
 pub mod runtime;
+pub mod server_cds;
 pub mod tools;
 
 use std::collections::BTreeMap;
@@ -44,6 +46,24 @@ pub fn rack_of(id: i32) -> String {
     format!("r{id}")
 }
 pub const BROKERS: [i32; 4] = [1, 2, 3, 4];
+
+/// The servers' heap, collector and compiler: small JVMs that start fast. Part of the key of
+/// the servers' class-data-sharing archive, which is dumped with the same flags.
+pub const SERVER_HEAP_GC: [&str; 4] = ["-Xms64m", "-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"];
+
+/// Where the servers' class-data-sharing archive stands in this cluster.
+enum ServerCds {
+    /// None for this runtime (server_cds.rs; the reason was journaled).
+    Off,
+    /// Servers start with the archive.
+    Using,
+    /// `nodes` write the classes they load to `lists` during the cluster's start.
+    Training { lists: Vec<(i32, PathBuf)> },
+    /// The archive is being dumped from those lists.
+    Dumping(std::thread::JoinHandle<Result<server_cds::Dumped>>),
+    /// Another lane of this run dumps it: taken up once it is there.
+    Waiting,
+}
 pub const CONTROLLERS: [i32; 3] = [101, 102, 103];
 
 /// Shortened timers, so a suite takes minutes (all configurable from the CLI).
@@ -70,6 +90,7 @@ pub struct Cluster {
     _ports: PortBlock,
     /// The bundle installed into every node's home (a patched run on per-node homes).
     pub bundle: Option<homes::Bundle>,
+    server_cds: ServerCds,
 }
 
 /// Where the nodes' jars come from.
@@ -95,14 +116,8 @@ impl Cluster {
         let ports = free_port_block(base_port)?;
         let base_port = ports.base;
         let (server_log, tool_log) = rt.write_logging(run_dir)?;
-        let server_jvm = vec![
-            "-Xms64m".into(),
-            "-Xmx320m".into(),
-            "-XX:+UseSerialGC".into(),
-            "-XX:TieredStopAtLevel=1".into(),
-            "-Djava.awt.headless=true".into(),
-            server_log,
-        ];
+        let mut server_jvm: Vec<String> = SERVER_HEAP_GC.iter().map(|f| f.to_string()).collect();
+        server_jvm.extend(["-Djava.awt.headless=true".to_string(), server_log]);
         let tool_jvm = vec![
             "-Xms16m".into(),
             "-Xmx128m".into(),
@@ -144,8 +159,10 @@ impl Cluster {
             cluster_id: None,
             _ports: ports,
             bundle: None,
+            server_cds: ServerCds::Off,
         };
         c.configure()?;
+        c.plan_server_cds();
         if let Homes::PerNode(bundle) = homes {
             c.bundle = bundle;
             c.lay_out_homes()?;
@@ -153,6 +170,8 @@ impl Cluster {
         let t0 = Instant::now();
         c.start_all()?;
         c.train_tool_cds();
+        c.dump_server_cds();
+        c.start_resident_tools();
         c.journal.note(&format!(
             "cluster up in {:.1} s (ports {}..{})",
             t0.elapsed().as_secs_f64(),
@@ -182,6 +201,116 @@ impl Cluster {
             self.journal.note(&format!("tool JVMs now map the class-data-sharing archive {}", archive.display()));
         } else {
             let _ = std::fs::remove_file(&staging);
+        }
+    }
+
+    /// Before the first start: map the servers' archive when it is there; else have the first
+    /// broker (and in KRaft the first controller) list the classes they load, unless another
+    /// lane of this run does.
+    fn plan_server_cds(&mut self) {
+        let plan = match &self.rt.server_cds {
+            Ok(plan) => plan.clone(),
+            Err(why) => {
+                self.journal.note(&format!("servers: the release's classpath order; {why}"));
+                return;
+            }
+        };
+        if !plan.last.is_empty() {
+            let names: Vec<String> =
+                plan.last.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+            self.journal.note(&format!(
+                "servers: the jars the bundle replaces come last on the classpath ({}); none of their classes or resources is in another jar",
+                names.join(", ")
+            ));
+        }
+        self.server_cds = if plan.ready() {
+            self.journal.note(&format!("servers map the class-data-sharing archive {}", plan.archive.display()));
+            ServerCds::Using
+        } else if server_cds::claim(&plan.archive) {
+            let mut lists = Vec::new();
+            for id in [BROKERS[0], CONTROLLERS[0]] {
+                if self.nodes.iter().any(|n| n.id == id && n.role != Role::ZooKeeper) {
+                    lists.push((id, self.run_dir.join(format!("cds-{}.classlist", self.node(id).name))));
+                }
+            }
+            ServerCds::Training { lists }
+        } else {
+            ServerCds::Waiting
+        };
+    }
+
+    /// After the start: dump the servers' archive from the class lists, in the background.
+    fn dump_server_cds(&mut self) {
+        let (ServerCds::Training { lists }, Ok(plan)) = (&self.server_cds, &self.rt.server_cds) else { return };
+        let lists: Vec<PathBuf> = lists.iter().map(|(_, p)| p.clone()).collect();
+        let (java, plan, scratch) = (self.rt.java.clone(), plan.clone(), self.run_dir.clone());
+        let jvm: Vec<String> = SERVER_HEAP_GC.iter().map(|f| f.to_string()).collect();
+        self.journal.note(&format!(
+            "servers: dumping the class-data-sharing archive {} from {} in the background",
+            plan.archive.display(),
+            lists.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ));
+        self.server_cds = ServerCds::Dumping(std::thread::spawn(move || {
+            let r = server_cds::dump(&java, &jvm, &plan, &lists, &scratch);
+            server_cds::release(&plan.archive);
+            r
+        }));
+    }
+
+    /// The JVM flags of `id`'s next start for class-data sharing, taking up an archive that has
+    /// been dumped since the last start.
+    fn server_cds_flags(&mut self, id: Option<i32>) -> Vec<String> {
+        let Ok(plan) = self.rt.server_cds.clone() else { return Vec::new() };
+        match std::mem::replace(&mut self.server_cds, ServerCds::Off) {
+            ServerCds::Dumping(h) if h.is_finished() => match h.join() {
+                Ok(Ok(d)) => {
+                    self.journal.note(&format!(
+                        "servers: dumped {} classes into {} in {:.1} s; servers started from now on map it",
+                        d.classes,
+                        plan.archive.display(),
+                        d.seconds
+                    ));
+                    self.server_cds = ServerCds::Using;
+                }
+                Ok(Err(e)) => self.journal.note(&format!("servers: no class-data-sharing archive: {e}")),
+                Err(_) => self.journal.note("servers: the archive's dump panicked; no class-data-sharing archive"),
+            },
+            ServerCds::Waiting if plan.ready() => {
+                self.journal.note(&format!("servers map the class-data-sharing archive {}", plan.archive.display()));
+                self.server_cds = ServerCds::Using;
+            }
+            other => self.server_cds = other,
+        }
+        match &self.server_cds {
+            ServerCds::Using => plan.flags(),
+            ServerCds::Training { lists } => lists
+                .iter()
+                .filter(|(node, _)| Some(*node) == id)
+                .map(|(_, list)| format!("-XX:DumpLoadedClassList={}", list.display()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// From here on the short admin tools run in a resident tool JVM (resident.rs), unless
+    /// OKP_TOOL_JVM_PER_CALL is set or okp's Java classes cannot be had.
+    fn start_resident_tools(&mut self) {
+        if std::env::var_os("OKP_TOOL_JVM_PER_CALL").is_some() {
+            self.journal.note("tools: one JVM per call (OKP_TOOL_JVM_PER_CALL)");
+            return;
+        }
+        match self.okp_client_classes() {
+            Ok(classes) => {
+                self.journal.note(&format!(
+                    "tools: the short admin calls ({}) run from here on in the lane's resident tool JVM, {} calls each, journaled as `java … {} {} CLASS ARGS`",
+                    Tool::ALL.iter().filter(|t| t.resident()).map(|t| t.label()).collect::<Vec<_>>().join(", "),
+                    resident::MAX_CALLS,
+                    client::BATCH_CLASS,
+                    resident::SERVE
+                ));
+                self.tools.resident_classes = Some(classes);
+            }
+            Err(e) => self.journal.note(&format!("tools: one JVM per call (okp's Java classes: {e})")),
         }
     }
 
@@ -331,12 +460,7 @@ impl Cluster {
         }
         // Like every other node: its own Kafka home, with the bundle installed.
         if self.nodes.iter().any(|n| n.home.is_some()) {
-            let home = self.run_dir.join("homes").join(&self.node(id).name);
-            homes::lay_out(&self.rt, &home)?;
-            if self.bundle.is_some() && !self.okp_on_home("install", &home)?.ok() {
-                return Err(Error::External(format!("okp install into {} failed", home.display())));
-            }
-            self.node_mut(id).home = Some(home);
+            self.lay_out_home(id)?;
         }
         self.restart(id)
     }
@@ -384,9 +508,11 @@ impl Cluster {
         if self.mode == Mode::Kraft {
             self.format_storage()?;
         } else {
-            let cp = self.rt.classpath_string();
+            let cp = self.rt.server_classpath_string();
             let java = self.rt.java.clone();
+            let flags = self.server_cds_flags(None);
             let zk = self.node_mut_by_role(Role::ZooKeeper)?;
+            zk.jvm_extra = flags;
             zk.start(&java, &cp)?;
             let port = zk.port;
             let t0 = Instant::now();
@@ -486,30 +612,46 @@ impl Cluster {
         }
         let cp = match &self.node(id).home {
             Some(home) => homes::classpath(&self.rt, home),
-            None => self.rt.classpath_string(),
+            None => self.rt.server_classpath_string(),
         };
         let java = self.rt.java.clone();
-        self.node_mut(id).start(&java, &cp)
+        let flags = self.server_cds_flags(Some(id));
+        let node = self.node_mut(id);
+        node.jvm_extra = flags;
+        node.start(&java, &cp)
     }
 
     /// A Kafka home per node under the run directory, and the bundle installed into each.
     fn lay_out_homes(&mut self) -> Result<()> {
         for id in self.kafka_nodes() {
-            let home = self.run_dir.join("homes").join(&self.node(id).name);
-            homes::lay_out(&self.rt, &home)?;
-            if self.bundle.is_some() {
-                let ran = self.okp_on_home("install", &home)?;
-                if !ran.ok() {
-                    return Err(Error::External(format!(
-                        "okp install into {} failed (rc {}): {}",
-                        home.display(),
-                        ran.rc,
-                        ran.stderr.trim()
-                    )));
-                }
-            }
-            self.node_mut(id).home = Some(home);
+            self.lay_out_home(id)?;
         }
+        Ok(())
+    }
+
+    /// Node `id`'s Kafka home under the run directory, with the bundle installed when there is one.
+    fn lay_out_home(&mut self, id: i32) -> Result<()> {
+        let home = self.run_dir.join("homes").join(&self.node(id).name);
+        let copied = homes::lay_out(&self.rt, &home)?;
+        if let Some(first) = copied.first() {
+            self.journal.note(&format!(
+                "{}: {} jar(s) copied, not linked, from the Maven cache (another file system), e.g. {first}: this node's JVM cannot map the servers' class-data-sharing archive",
+                home.display(),
+                copied.len()
+            ));
+        }
+        if self.bundle.is_some() {
+            let ran = self.okp_on_home("install", &home)?;
+            if !ran.ok() {
+                return Err(Error::External(format!(
+                    "okp install into {} failed (rc {}): {}",
+                    home.display(),
+                    ran.rc,
+                    ran.stderr.trim()
+                )));
+            }
+        }
+        self.node_mut(id).home = Some(home);
         Ok(())
     }
 
@@ -1354,11 +1496,22 @@ impl Cluster {
             }
         });
         self.journal.note(&format!("cluster stopped in {:.1} s", t0.elapsed().as_secs_f64()));
+        // A dump still running ends here, so its archive is put in place (or its staging file
+        // removed) before the run ends.
+        if matches!(self.server_cds, ServerCds::Dumping(_)) {
+            while matches!(&self.server_cds, ServerCds::Dumping(h) if !h.is_finished()) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = self.server_cds_flags(None);
+        }
     }
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        if let (ServerCds::Training { .. }, Ok(plan)) = (&self.server_cds, &self.rt.server_cds) {
+            server_cds::release(&plan.archive);
+        }
         for n in &mut self.nodes {
             n.kill9();
         }

@@ -76,6 +76,8 @@ pub struct Node {
     pub dir: PathBuf,
     /// The full command line (java, flags, class, config), without the classpath value.
     pub argv: Vec<String>,
+    /// JVM flags put before `argv` at the next start (the servers' class-data-sharing archive).
+    pub jvm_extra: Vec<String>,
     pub env: Vec<(String, String)>,
     child: Option<Child>,
     frozen: bool,
@@ -105,6 +107,7 @@ impl Node {
             port,
             dir,
             argv,
+            jvm_extra: Vec::new(),
             env,
             child: None,
             frozen: false,
@@ -160,7 +163,13 @@ impl Node {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        cmd.args(&self.argv).current_dir(&self.dir).stdin(Stdio::null()).stdout(out).stderr(err).process_group(0);
+        cmd.args(&self.jvm_extra)
+            .args(&self.argv)
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0);
         let child = cmd
             .spawn()
             .map_err(|e| Error::External(format!("cannot start {} with {} ({e})", self.name, java.display())))?;

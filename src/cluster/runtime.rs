@@ -44,6 +44,9 @@ pub struct Runtime {
     pub left_out: Vec<String>,
     /// Class-data-sharing archive for tool JVMs on this classpath: (path, still to be dumped).
     pub tool_cds: Option<(PathBuf, bool)>,
+    /// The servers' class-data-sharing plan (their classpath order and archive), or why they
+    /// have none (OKP_NO_CDS, or a replaced jar's class also in another jar).
+    pub server_cds: std::result::Result<super::server_cds::Plan, String>,
     /// Where okp's compiled Java classes (client, tool batch) are kept between runs.
     pub client_cache: PathBuf,
 }
@@ -114,26 +117,23 @@ impl Runtime {
             .map_err(|e| {
                 Error::External(format!("cannot run {} ({e}); okp verify needs a JDK (set JAVA_HOME)", java.display()))
             })?;
-        let tool_cds = {
-            // Keyed by each jar's path, size and modification time: a JVM refuses a dynamic archive
-            // whose jars changed since the dump (verify's cached patched jars are rebuilt in place
-            // when their record lacks a proof), and that refusal once cost three scenarios.
-            let mut ident = String::new();
-            for p in &classpath {
-                let m = std::fs::metadata(p).ok();
-                let mtime = m.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(UNIX_EPOCH).ok());
-                ident.push_str(&format!(
-                    "{}\0{}\0{}\n",
-                    p.display(),
-                    m.as_ref().map_or(0, |m| m.len()),
-                    mtime.map_or(0, |d| d.as_nanos())
-                ));
+        // Keyed by each jar's path, size and modification time: a JVM refuses a dynamic archive
+        // whose jars changed since the dump (verify's cached patched jars are rebuilt in place
+        // when their record lacks a proof), and that refusal once cost three scenarios.
+        let digest = jar_identity(&classpath, "");
+        let tool_cds = crate::build::splice::cds_archive(maven, &format!("kafka-tools-{v}-{}", &digest[..16]));
+        let server_cds = {
+            let replaced: Vec<PathBuf> = swapped.iter().map(|(_, patched, _)| patched.clone()).collect();
+            let shared: Vec<PathBuf> = classpath.iter().filter(|p| !replaced.contains(p)).cloned().collect();
+            let digest = jar_identity(&shared, &super::SERVER_HEAP_GC.join(" "));
+            match crate::build::splice::cds_archive(maven, &format!("kafka-server-{v}-{}", &digest[..16])) {
+                Some((archive, _)) => super::server_cds::plan(&classpath, &replaced, archive),
+                None => Err("no class-data-sharing archive for the servers (OKP_NO_CDS, or no cache directory)".into()),
             }
-            let digest = crate::hash::sha256(ident.as_bytes());
-            crate::build::splice::cds_archive(maven, &format!("kafka-tools-{v}-{}", &digest[..16]))
         };
         Ok(Runtime {
             tool_cds,
+            server_cds,
             client_cache: maven.repo_local.join("okp-client"),
             version,
             java,
@@ -148,6 +148,19 @@ impl Runtime {
 
     pub fn classpath_string(&self) -> String {
         std::env::join_paths(&self.classpath).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+
+    /// The servers' jars in classpath order: with a class-data-sharing plan, the jars the bundle
+    /// replaces last (server_cds.rs says why that changes no lookup); else the release's order.
+    pub fn server_jars(&self) -> Vec<PathBuf> {
+        match &self.server_cds {
+            Ok(plan) => plan.order(),
+            Err(_) => self.classpath.clone(),
+        }
+    }
+
+    pub fn server_classpath_string(&self) -> String {
+        std::env::join_paths(self.server_jars()).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
     }
 
     /// Class name → jar file name, for every class on the classpath.
@@ -218,6 +231,24 @@ logger.zk.level = warn
 /// slf4j-log4j12 through kafka-log4j-appender; adding another would make two),
 /// else what the binary distribution ships: reload4j on 3.x, log4j 2 at
 /// kafka-server's version on 4.x.
+/// A digest of `jars`' identities (path, size, modification time) and `extra`: the key of a
+/// class-data-sharing archive dumped from them.
+fn jar_identity(jars: &[PathBuf], extra: &str) -> String {
+    let mut ident = String::new();
+    for p in jars {
+        let m = std::fs::metadata(p).ok();
+        let mtime = m.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(UNIX_EPOCH).ok());
+        ident.push_str(&format!(
+            "{}\0{}\0{}\n",
+            p.display(),
+            m.as_ref().map_or(0, |m| m.len()),
+            mtime.map_or(0, |d| d.as_nanos())
+        ));
+    }
+    ident.push_str(extra);
+    crate::hash::sha256(ident.as_bytes())
+}
+
 fn logging_binding(maven: &Maven, v: KafkaVersion, base: &[PathBuf]) -> Result<(Logging, Vec<Coordinate>)> {
     let has =
         |prefix: &str| base.iter().any(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)));

@@ -77,6 +77,16 @@ impl Tool {
         }
     }
 
+    /// Short admin calls that run in the lane's resident tool JVM (resident.rs) when it has one:
+    /// each reads no stdin and ends by itself. Producers, consumers and the servers keep a JVM
+    /// of their own (a console producer reports failed sends in its shutdown hook).
+    pub fn resident(self) -> bool {
+        matches!(
+            self,
+            Tool::Topics | Tool::Elect | Tool::Offsets | Tool::Dump | Tool::Quorum | Tool::Jmx | Tool::Reassign
+        )
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Tool::Server => "server",
@@ -140,6 +150,11 @@ pub struct Runner {
     pub classes: BTreeMap<Tool, (String, String)>,
     pub scratch: PathBuf,
     seq: u32,
+    /// okp's compiled Java classes, once the cluster has them: resident calls are on.
+    pub resident_classes: Option<PathBuf>,
+    resident: Option<super::resident::Resident>,
+    /// Resident JVMs started so far (each one's stderr file is numbered by it).
+    residents: u32,
 }
 
 impl Runner {
@@ -150,7 +165,7 @@ impl Runner {
         classes: BTreeMap<Tool, (String, String)>,
         scratch: PathBuf,
     ) -> Runner {
-        Runner { java, classpath, jvm, classes, scratch, seq: 0 }
+        Runner { java, classpath, jvm, classes, scratch, seq: 0, resident_classes: None, resident: None, residents: 0 }
     }
 
     pub fn class(&self, t: Tool) -> Result<&str> {
@@ -223,8 +238,59 @@ impl Runner {
     }
 
     pub fn run(&mut self, t: Tool, args: &[String], stdin: Option<&Path>, timeout: Duration) -> Result<Output> {
+        if stdin.is_none() && t.resident() {
+            if let Some(classes) = self.resident_classes.clone() {
+                let class = self.class(t)?.to_string();
+                return Ok(self.run_resident(&classes, &class, args, timeout));
+            }
+        }
         let r = self.spawn(t, args, stdin)?;
         Ok(r.finish(timeout))
+    }
+
+    /// One call in the resident tool JVM (started here when there is none). Its argv, as the
+    /// journal shows it: the resident JVM's command line, then the tool's class and arguments.
+    fn run_resident(&mut self, classes: &Path, class: &str, args: &[String], timeout: Duration) -> Output {
+        let t0 = Instant::now();
+        let mut argv: Vec<String> = vec!["java".into()];
+        argv.extend(self.jvm.iter().cloned());
+        argv.extend([client::BATCH_CLASS.to_string(), super::resident::SERVE.to_string(), class.to_string()]);
+        argv.extend(args.iter().cloned());
+        let failed = |rc: i32, why: String, timed_out: bool| Output {
+            argv: argv.clone(),
+            rc,
+            stdout: String::new(),
+            stderr: format!("okp: {why}\n"),
+            secs: t0.elapsed().as_secs_f64(),
+            timed_out,
+        };
+        if self.resident.as_ref().is_some_and(|r| r.calls >= super::resident::MAX_CALLS) {
+            self.resident = None;
+        }
+        if self.resident.is_none() {
+            self.residents += 1;
+            let err = self.scratch.join(format!("resident-{:02}.err", self.residents));
+            match super::resident::Resident::start(&self.java, &self.jvm, &self.classpath, classes, err) {
+                Ok(r) => self.resident = Some(r),
+                Err(e) => return failed(-1, format!("cannot start the resident tool JVM: {e}"), false),
+            }
+        }
+        let Some(r) = self.resident.as_mut() else { return failed(-1, "no resident tool JVM".into(), false) };
+        match r.call(class, args, timeout) {
+            Ok(a) => Output {
+                argv,
+                rc: a.rc,
+                stdout: a.stdout,
+                stderr: a.stderr,
+                secs: t0.elapsed().as_secs_f64(),
+                timed_out: false,
+            },
+            Err(f) => {
+                // The JVM is in an unknown state: end it; the next call starts a new one.
+                self.resident = None;
+                failed(if f.timed_out { -9 } else { -1 }, f.why, f.timed_out)
+            }
+        }
     }
 }
 
