@@ -76,32 +76,33 @@ pub const SCENARIOS: &[Scenario] = &[
 ];
 
 /// A scenario's typical wall time in seconds on this project's 2-core machine, in `mode`, on two
-/// lanes (2026-12-02: KRaft from the run after ROLL's and PREF's rework; ZooKeeper the split that
-/// gave 373 s, as the one computed from that run's own timings put PREF and ROLL in one lane and
-/// gave 418 s): what `lanes` balances. Only the split depends on it.
+/// lanes (KRaft: the 2026-12-02 run with the servers' class-data-sharing archive and the resident
+/// tool JVMs, 351 s; ZooKeeper: the split that gave 373 s, as the one computed from that run's own
+/// timings put PREF and ROLL in one lane and gave 418 s): what `lanes` balances. Only the split
+/// depends on it.
 fn typical_seconds(id: &str, mode: Mode) -> u32 {
     // (id, ZooKeeper, KRaft)
     const TYPICAL: [(&str, u32, u32); 20] = [
-        ("ROLL", 70, 155),
-        ("PREF", 65, 112),
-        ("REASSIGN", 82, 83),
-        ("MET", 50, 54),
-        ("S4", 44, 54),
-        ("MULTI", 44, 47),
-        ("AUTO", 32, 43),
-        ("FFO", 35, 38),
-        ("S7", 40, 37),
-        ("S6", 27, 26),
-        ("STALE", 25, 25),
-        ("S1", 17, 18),
-        ("S8", 17, 17),
-        ("S2", 14, 16),
-        ("S5", 14, 15),
+        ("ROLL", 70, 117),
+        ("PREF", 65, 71),
+        ("REASSIGN", 82, 64),
+        ("MET", 50, 33),
+        ("S4", 44, 38),
+        ("MULTI", 44, 45),
+        ("AUTO", 32, 28),
+        ("FFO", 35, 34),
+        ("S7", 40, 34),
+        ("S6", 27, 22),
+        ("STALE", 25, 15),
+        ("S1", 17, 10),
+        ("S8", 17, 9),
+        ("S2", 14, 9),
+        ("S5", 14, 16),
         ("DEM", 14, 14),
-        ("S3", 14, 14),
-        ("LAT", 12, 11),
-        ("INIT", 12, 10),
-        ("TXN", 8, 8),
+        ("S3", 14, 9),
+        ("LAT", 12, 9),
+        ("INIT", 12, 8),
+        ("TXN", 8, 9),
     ];
     TYPICAL.iter().find(|(x, _, _)| *x == id).map_or(8, |&(_, zk, kraft)| if mode == Mode::Kraft { kraft } else { zk })
 }
