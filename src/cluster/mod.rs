@@ -47,6 +47,10 @@ pub fn rack_of(id: i32) -> String {
 }
 pub const BROKERS: [i32; 4] = [1, 2, 3, 4];
 
+/// How long a node may go on using the observer set it read before it reads observer.ids again:
+/// the hooks' cache TTL.
+pub const OBSERVER_IDS_TTL: Duration = Duration::from_secs(5);
+
 /// The servers' heap, collector and compiler: small JVMs that start fast. Part of the key of
 /// the servers' class-data-sharing archive, which is dumped with the same flags.
 pub const SERVER_HEAP_GC: [&str; 4] = ["-Xms64m", "-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"];
@@ -91,6 +95,8 @@ pub struct Cluster {
     /// The bundle installed into every node's home (a patched run on per-node homes).
     pub bundle: Option<homes::Bundle>,
     server_cds: ServerCds,
+    /// When okp last wrote or deleted an observer.ids file.
+    pub observers_changed_at: Option<Instant>,
 }
 
 /// Where the nodes' jars come from.
@@ -160,6 +166,7 @@ impl Cluster {
             _ports: ports,
             bundle: None,
             server_cds: ServerCds::Off,
+            observers_changed_at: None,
         };
         c.configure()?;
         c.plan_server_cds();
@@ -762,6 +769,7 @@ impl Cluster {
             write(&tmp, content)?;
             std::fs::rename(&tmp, &path).map_err(|e| Error::io(format!("cannot rename onto {}", path.display()), e))?;
         }
+        self.observers_changed_at = Some(Instant::now());
         let names: Vec<String> = ids.iter().map(|i| self.node(*i).name.clone()).collect();
         self.journal.note(&format!("observer.ids := {:?} on {}", content.trim_end(), names.join(", ")));
         Ok(())
@@ -775,6 +783,7 @@ impl Cluster {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(format!("cannot delete {}", path.display()), e)),
         }
+        self.observers_changed_at = Some(Instant::now());
         let name = self.node(id).name.clone();
         self.journal.note(&format!("observer.ids deleted on {name}"));
         Ok(())
@@ -904,6 +913,48 @@ impl Cluster {
             self.probe_first(|p| Some(p.metadata(Some(&[]))?.brokers.iter().map(|b| b.id).collect::<Vec<_>>()))?;
         ids.sort_unstable();
         Some(ids)
+    }
+
+    /// Waits until every running broker's metadata lists every running broker alive: the
+    /// controller has taken each (re)started broker in. A broker's readiness line comes before
+    /// that in ZooKeeper mode, where the controller learns of it from a watch. Returns the
+    /// brokers, or None at `timeout` (journaled with what each broker listed).
+    pub fn wait_brokers_known(&mut self, timeout: Duration) -> Option<Vec<i32>> {
+        let t0 = Instant::now();
+        loop {
+            let mut running: Vec<(i32, u16)> = Vec::new();
+            for n in self.nodes.iter_mut().filter(|n| n.role == Role::Broker) {
+                if n.is_running() && !n.is_frozen() {
+                    running.push((n.id, n.port));
+                }
+            }
+            let ids: Vec<i32> = running.iter().map(|(id, _)| *id).collect();
+            let views: Vec<(i32, Option<Vec<i32>>)> = running
+                .iter()
+                .map(|(id, port)| {
+                    let listed = crate::wire::Probe::connect(*port).and_then(|mut p| {
+                        Some(p.metadata(Some(&[]))?.brokers.iter().map(|b| b.id).collect::<Vec<_>>())
+                    });
+                    (*id, listed)
+                })
+                .collect();
+            if views.iter().all(|(_, v)| v.as_ref().is_some_and(|v| ids.iter().all(|id| v.contains(id)))) {
+                return Some(ids);
+            }
+            if t0.elapsed() > timeout {
+                let show: Vec<String> = views
+                    .iter()
+                    .map(|(id, v)| format!("{id}: {}", v.as_ref().map_or("no answer".into(), |v| format!("{v:?}"))))
+                    .collect();
+                self.journal.note(&format!(
+                    "not every running broker ({ids:?}) listed alive by every one within {:.0} s: {}",
+                    timeout.as_secs_f64(),
+                    show.join("; ")
+                ));
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// The leader epoch of partition 0 of `topic`, as the first live broker's metadata cache has it.
@@ -1495,6 +1546,7 @@ impl Cluster {
                 scope.spawn(move || n.stop(Duration::from_secs(3)));
             }
         });
+        self.tools.stop_resident();
         self.journal.note(&format!("cluster stopped in {:.1} s", t0.elapsed().as_secs_f64()));
         // A dump still running ends here, so its archive is put in place (or its staging file
         // removed) before the run ends.
@@ -1509,6 +1561,7 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        self.tools.stop_resident();
         if let (ServerCds::Training { .. }, Ok(plan)) = (&self.server_cds, &self.rt.server_cds) {
             server_cds::release(&plan.archive);
         }

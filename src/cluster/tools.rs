@@ -248,6 +248,11 @@ impl Runner {
         Ok(r.finish(timeout))
     }
 
+    /// Ends the resident tool JVM, if there is one (the cluster's teardown).
+    pub fn stop_resident(&mut self) {
+        self.resident = None;
+    }
+
     /// One call in the resident tool JVM (started here when there is none). Its argv, as the
     /// journal shows it: the resident JVM's command line, then the tool's class and arguments.
     fn run_resident(&mut self, classes: &Path, class: &str, args: &[String], timeout: Duration) -> Output {

@@ -224,7 +224,7 @@ impl Ctx<'_> {
 
     /// How long a hook takes, at most, to see an edited observer.ids (its cache TTL is 5 s).
     pub fn ttl(&self) -> Duration {
-        Duration::from_secs(5)
+        crate::cluster::OBSERVER_IDS_TTL
     }
 
     /// Partition 0 of `topic` as every broker that answers has it (`Cluster::probe_agreed`), asked
@@ -414,6 +414,26 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
         let mut o = Outcome::of(s, ctx.c.journal.current().to_string(), lane);
         eprintln!("okp: verify: {tag}{} {} …", s.id, s.title);
         let t0 = Instant::now();
+        // Every scenario starts on a cluster where every node has read the last observer.ids
+        // change (the one before may have just put the file back) and whose controller knows
+        // every running broker.
+        if let Some(left) =
+            ctx.c.observers_changed_at.and_then(|t| (ctx.ttl() + Duration::from_secs(1)).checked_sub(t.elapsed()))
+        {
+            ctx.c.journal.note(&format!(
+                "waiting {:.1} s: every node reads the last observer.ids change within its cache TTL ({} s)",
+                left.as_secs_f64(),
+                ctx.ttl().as_secs()
+            ));
+            std::thread::sleep(left);
+        }
+        let t_known = Instant::now();
+        if let Some(ids) = ctx.c.wait_brokers_known(Duration::from_secs(30)) {
+            ctx.c.journal.note(&format!(
+                "every running broker lists brokers {ids:?} alive ({:.1} s)",
+                t_known.elapsed().as_secs_f64()
+            ));
+        }
         let mut r = (s.run)(&mut ctx, &mut o);
         if r.is_ok() {
             r = cross_check(ctx.c, &mut o);
