@@ -55,6 +55,12 @@ pub const OBSERVER_IDS_TTL: Duration = Duration::from_secs(5);
 /// the servers' class-data-sharing archive, which is dumped with the same flags.
 pub const SERVER_HEAP_GC: [&str; 4] = ["-Xms64m", "-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"];
 
+fn server_heap_gc() -> Vec<String> {
+    SERVER_HEAP_GC.iter().map(|f| f.to_string()).collect()
+}
+
+pub const CONTROLLERS: [i32; 3] = [101, 102, 103];
+
 /// Where the servers' class-data-sharing archive stands in this cluster.
 enum ServerCds {
     /// None for this runtime (server_cds.rs; the reason was journaled).
@@ -68,7 +74,6 @@ enum ServerCds {
     /// Another lane of this run dumps it: taken up once it is there.
     Waiting,
 }
-pub const CONTROLLERS: [i32; 3] = [101, 102, 103];
 
 /// Shortened timers, so a suite takes minutes (all configurable from the CLI).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -122,7 +127,7 @@ impl Cluster {
         let ports = free_port_block(base_port)?;
         let base_port = ports.base;
         let (server_log, tool_log) = rt.write_logging(run_dir)?;
-        let mut server_jvm: Vec<String> = SERVER_HEAP_GC.iter().map(|f| f.to_string()).collect();
+        let mut server_jvm = server_heap_gc();
         server_jvm.extend(["-Djava.awt.headless=true".to_string(), server_log]);
         let tool_jvm = vec![
             "-Xms16m".into(),
@@ -251,7 +256,7 @@ impl Cluster {
         let (ServerCds::Training { lists }, Ok(plan)) = (&self.server_cds, &self.rt.server_cds) else { return };
         let lists: Vec<PathBuf> = lists.iter().map(|(_, p)| p.clone()).collect();
         let (java, plan, scratch) = (self.rt.java.clone(), plan.clone(), self.run_dir.clone());
-        let jvm: Vec<String> = SERVER_HEAP_GC.iter().map(|f| f.to_string()).collect();
+        let jvm = server_heap_gc();
         self.journal.note(&format!(
             "servers: dumping the class-data-sharing archive {} from {} in the background",
             plan.archive.display(),
@@ -922,12 +927,7 @@ impl Cluster {
     pub fn wait_brokers_known(&mut self, timeout: Duration) -> Option<Vec<i32>> {
         let t0 = Instant::now();
         loop {
-            let mut running: Vec<(i32, u16)> = Vec::new();
-            for n in self.nodes.iter_mut().filter(|n| n.role == Role::Broker) {
-                if n.is_running() && !n.is_frozen() {
-                    running.push((n.id, n.port));
-                }
-            }
+            let running = self.running_brokers();
             let ids: Vec<i32> = running.iter().map(|(id, _)| *id).collect();
             let views: Vec<(i32, Option<Vec<i32>>)> = running
                 .iter()
@@ -988,17 +988,20 @@ impl Cluster {
         crate::wire::Probe::connect(port)?.high_watermark(topic, 0)
     }
 
+    /// (id, port) of every running, unfrozen broker, in node order.
+    fn running_brokers(&mut self) -> Vec<(i32, u16)> {
+        self.nodes
+            .iter_mut()
+            .filter(|n| n.role == Role::Broker)
+            .filter_map(|n| (n.is_running() && !n.is_frozen()).then_some((n.id, n.port)))
+            .collect()
+    }
+
     /// Each running, unfrozen broker's own view of partition 0 of `topic` (None: it does not
     /// list the topic), for every broker that answers a Metadata request, in id order.
     pub fn broker_views(&mut self, topic: &str) -> Vec<(i32, Option<PartitionState>)> {
-        let mut ports = Vec::new();
-        for n in self.nodes.iter_mut().filter(|n| n.role == Role::Broker) {
-            if n.is_running() && !n.is_frozen() {
-                ports.push((n.id, n.port));
-            }
-        }
         let mut views = Vec::new();
-        for (id, port) in ports {
+        for (id, port) in self.running_brokers() {
             let Some(m) = crate::wire::Probe::connect(port).and_then(|mut p| p.metadata(Some(&[topic]))) else {
                 continue;
             };
