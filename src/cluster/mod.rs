@@ -704,6 +704,19 @@ impl Cluster {
         self.wait_node_ready(id)?;
         let s = t0.elapsed().as_secs_f64();
         self.journal.note(&format!("started {} again: ready in {s:.1} s", self.node(id).name));
+        // Ready is the broker's own log line; a tool call right after it may still bootstrap from
+        // a broker whose metadata has no topics yet (ZooKeeper mode: before the controller's
+        // update reaches it), and be told a topic does not exist. Wait for the brokers to agree.
+        if self.node(id).role == Role::Broker {
+            let t = Instant::now();
+            if self.wait_brokers_known(Duration::from_secs(20)).is_some() {
+                self.journal.note(&format!(
+                    "every running broker lists {} alive, and it lists them, after {:.1} s more",
+                    self.node(id).name,
+                    t.elapsed().as_secs_f64()
+                ));
+            }
+        }
         Ok(s)
     }
 
