@@ -711,7 +711,7 @@ impl Cluster {
             let t = Instant::now();
             if self.wait_brokers_known(Duration::from_secs(20)).is_some() {
                 self.journal.note(&format!(
-                    "every running broker lists {} alive, and it lists them, after {:.1} s more",
+                    "every running broker lists {} alive, and it lists them and the same topics, after {:.1} s more",
                     self.node(id).name,
                     t.elapsed().as_secs_f64()
                 ));
@@ -933,34 +933,52 @@ impl Cluster {
         Some(ids)
     }
 
-    /// Waits until every running broker's metadata lists every running broker alive: the
-    /// controller has taken each (re)started broker in. A broker's readiness line comes before
-    /// that in ZooKeeper mode, where the controller learns of it from a watch. Returns the
-    /// brokers, or None at `timeout` (journaled with what each broker listed).
+    /// Waits until every running broker's metadata lists every running broker alive, and every
+    /// one names the same topics: the controller has taken each (re)started broker in and sent
+    /// it the partitions. A broker's readiness line comes before that in ZooKeeper mode, where
+    /// the controller learns of it from a watch, and its first update may list the brokers
+    /// before the next one brings the partitions. Returns the brokers, or None at `timeout`
+    /// (journaled with what each broker listed).
     pub fn wait_brokers_known(&mut self, timeout: Duration) -> Option<Vec<i32>> {
         let t0 = Instant::now();
         loop {
             let running = self.running_brokers();
             let ids: Vec<i32> = running.iter().map(|(id, _)| *id).collect();
-            let views: Vec<(i32, Option<Vec<i32>>)> = running
+            type View = (Vec<i32>, std::collections::BTreeSet<String>);
+            let views: Vec<(i32, Option<View>)> = running
                 .iter()
                 .map(|(id, port)| {
                     let listed = crate::wire::Probe::connect(*port).and_then(|mut p| {
-                        Some(p.metadata(Some(&[]))?.brokers.iter().map(|b| b.id).collect::<Vec<_>>())
+                        let m = p.metadata(None)?;
+                        let topics = m
+                            .partitions
+                            .iter()
+                            .map(|x| x.topic.clone())
+                            .chain(m.topic_errors.iter().map(|(t, _)| t.clone()))
+                            .collect();
+                        Some((m.brokers.iter().map(|b| b.id).collect::<Vec<_>>(), topics))
                     });
                     (*id, listed)
                 })
                 .collect();
-            if views.iter().all(|(_, v)| v.as_ref().is_some_and(|v| ids.iter().all(|id| v.contains(id)))) {
+            let first_topics = views.first().and_then(|(_, v)| v.as_ref()).map(|(_, t)| t);
+            if views.iter().all(|(_, v)| {
+                v.as_ref().is_some_and(|(b, t)| ids.iter().all(|id| b.contains(id)) && Some(t) == first_topics)
+            }) {
                 return Some(ids);
             }
             if t0.elapsed() > timeout {
                 let show: Vec<String> = views
                     .iter()
-                    .map(|(id, v)| format!("{id}: {}", v.as_ref().map_or("no answer".into(), |v| format!("{v:?}"))))
+                    .map(|(id, v)| {
+                        format!(
+                            "{id}: {}",
+                            v.as_ref().map_or("no answer".into(), |(b, t)| format!("brokers {b:?}, topics {t:?}"))
+                        )
+                    })
                     .collect();
                 self.journal.note(&format!(
-                    "not every running broker ({ids:?}) listed alive by every one within {:.0} s: {}",
+                    "not every running broker ({ids:?}) listed alive by every one, with the same topics, within {:.0} s: {}",
                     timeout.as_secs_f64(),
                     show.join("; ")
                 ));

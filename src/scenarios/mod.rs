@@ -430,7 +430,7 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
         let t_known = Instant::now();
         if let Some(ids) = ctx.c.wait_brokers_known(Duration::from_secs(30)) {
             ctx.c.journal.note(&format!(
-                "every running broker lists brokers {ids:?} alive ({:.1} s)",
+                "every running broker lists brokers {ids:?} alive, and the same topics ({:.1} s)",
                 t_known.elapsed().as_secs_f64()
             ));
         }
