@@ -89,7 +89,7 @@ impl Plan {
     /// Whether the archive is there to map: a regular file, not a link (a FIFO there would
     /// hang every server's JVM at start).
     pub fn ready(&self) -> bool {
-        std::fs::symlink_metadata(&self.archive).is_ok_and(|m| m.file_type().is_file())
+        crate::build::splice::is_regular_file(&self.archive)
     }
 
     /// The JVM flags that map the archive (ignored by the JVM when it does not fit).
@@ -158,7 +158,7 @@ pub fn dump(java: &Path, jvm: &[String], plan: &Plan, lists: &[PathBuf], scratch
     }
     let list = scratch.join("server-cds.classlist");
     crate::fsx::write_atomic(&list, merged.as_bytes())?;
-    sweep_stale_staging(&plan.archive);
+    crate::build::splice::sweep_stale_cds_staging(&plan.archive);
     let staging = plan.archive.with_extension(format!("jsa.{}.{}.tmp", std::process::id(), unique()));
     let cp = std::env::join_paths(&plan.shared)
         .map_err(|e| Error::Source(format!("a shared jar's path cannot be on a classpath ({e})")))?;
@@ -195,26 +195,6 @@ pub fn dump(java: &Path, jvm: &[String], plan: &Plan, lists: &[PathBuf], scratch
         Error::io(format!("cannot put the archive in place at {}", plan.archive.display()), e)
     })?;
     Ok(Dumped { classes, seconds: t0.elapsed().as_secs_f64() })
-}
-
-/// Removes the staging files of `archive` left by an okp that was killed while dumping it
-/// (`NAME.jsa.PID.N.tmp` whose PID no longer runs).
-fn sweep_stale_staging(archive: &Path) {
-    let (Some(dir), Some(name)) = (archive.parent(), archive.file_name().and_then(|n| n.to_str())) else { return };
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let file = e.file_name();
-        let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(name)).and_then(|r| r.strip_prefix('.')) else {
-            continue;
-        };
-        let Some(pid) = rest.strip_suffix(".tmp").and_then(|r| r.split('.').next()).and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
 }
 
 fn display_all(paths: &[PathBuf]) -> String {
@@ -283,21 +263,6 @@ mod tests {
             "java/lang/Object id: 0\nkafka/A id: 1\n@lambda-proxy kafka/A run ()V\nkafka/C id: 9\n"
         );
         assert_eq!(merge_lists(&["no newline".into()]), "");
-    }
-
-    #[test]
-    fn staging_files_of_dead_okp_processes_are_swept_and_nothing_else() {
-        let t = tempfile::tempdir().unwrap();
-        let archive = t.path().join("kafka-server-4.3.1-x.jsa");
-        let dead = t.path().join("kafka-server-4.3.1-x.jsa.999999999.0.tmp");
-        let live = t.path().join(format!("kafka-server-4.3.1-x.jsa.{}.0.tmp", std::process::id()));
-        let other = t.path().join("kafka-tools-4.3.1-x.jsa.999999999.0.tmp");
-        for f in [&archive, &dead, &live, &other] {
-            std::fs::write(f, b"x").unwrap();
-        }
-        sweep_stale_staging(&archive);
-        assert!(!dead.exists());
-        assert!(archive.exists() && live.exists() && other.exists());
     }
 
     #[test]
