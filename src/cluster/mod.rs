@@ -793,6 +793,19 @@ impl Cluster {
         Ok(())
     }
 
+    /// How long ago the last observer.ids change was: okp's own last write or delete, or the
+    /// newest file's modification time, whoever wrote it (the watchdog writes them through its
+    /// own transport). None when nothing has changed one since the cluster started.
+    pub fn since_observers_changed(&self) -> Option<Duration> {
+        let now = std::time::SystemTime::now();
+        let files = self.kafka_nodes().into_iter().filter_map(|id| {
+            let modified = std::fs::metadata(self.node(id).observer_file()).and_then(|m| m.modified()).ok()?;
+            // A modification time in the future (clock steps) counts as just now.
+            Some(now.duration_since(modified).unwrap_or_default())
+        });
+        self.observers_changed_at.map(|t| t.elapsed()).into_iter().chain(files).min()
+    }
+
     /// Deletes node `id`'s observer.ids file (the node keeps the last set it read).
     pub fn delete_observers(&mut self, id: i32) -> Result<()> {
         let path = self.node(id).observer_file();

@@ -418,7 +418,7 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
         // change (the one before may have just put the file back) and whose controller knows
         // every running broker.
         if let Some(left) =
-            ctx.c.observers_changed_at.and_then(|t| (ctx.ttl() + Duration::from_secs(1)).checked_sub(t.elapsed()))
+            ctx.c.since_observers_changed().and_then(|since| (ctx.ttl() + Duration::from_secs(1)).checked_sub(since))
         {
             ctx.c.journal.note(&format!(
                 "waiting {:.1} s: every node reads the last observer.ids change within its cache TTL ({} s)",
