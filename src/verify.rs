@@ -966,10 +966,11 @@ mod tests {
     /// field, like every run written before lanes, and both read back the same.
     #[test]
     fn lanes_are_written_only_for_a_run_of_several_and_read_back() {
-        // 2.7.2 zk's full run was written before lanes.
-        let text = std::fs::read_to_string(evidence().join("2.7.2-zk").join(record::FILE_NAME)).unwrap();
+        // MET's cluster runs under evidence/met-cluster/ were written before lanes.
+        let older = evidence().join("met-cluster").join("2.7.2-zk");
+        let text = std::fs::read_to_string(older.join(record::FILE_NAME)).unwrap();
         assert!(!text.contains("\"lane"), "an older run names no lane");
-        let mut r = RunRecord::read(&evidence().join("2.7.2-zk")).unwrap();
+        let mut r = RunRecord::read(&older).unwrap();
         assert!(r.lanes.is_empty() && r.scenarios.iter().all(|o| o.lane.is_none()));
         let one = serde_json::to_string(&r).unwrap();
         assert!(!one.contains("\"lanes\"") && !one.contains("\"lane\""), "a one-lane run names no lane");
