@@ -27,6 +27,12 @@ pub fn note(msg: impl std::fmt::Display) {
     eprintln!("okp: {msg}");
 }
 
+/// A value from a file or another program as one line of plain text: control characters (a
+/// planted escape sequence or line break) are shown escaped, never sent to the terminal.
+pub fn one_line(v: &str) -> String {
+    v.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect()
+}
+
 /// The line `main` prints for an error that ends a command.
 pub fn error_line(e: &Error) -> String {
     format!("okp: error: {e}")

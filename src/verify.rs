@@ -405,17 +405,23 @@ pub fn patched_jars(
                 dir.display()
             )));
         }
+        let (_, facts) = rec.read_and_recheck(ws, dir)?;
+        crate::out::note(format!("verify: {}", facts.summary()));
         return Ok(rec);
     }
     let hash = ws.patch_set()?.effective(&ws.model, release, release.version, mode, layers).hash;
     let dir = ws.maven.repo_local.join("okp-verify-jars").join(format!("{}-{}-{}", release.version, mode, &hash[..16]));
     // A record this okp cannot read (another schema, damaged) is a miss: the jars are built anew;
-    // so is one without a passing provenance proof.
+    // so is one without a passing provenance proof, or whose jars' bytes do not show what it says.
     match BuildRecord::read(&dir) {
-        Ok(rec) if rec.patch_set_hash == hash && rec.proven() && rec.jars.iter().all(|j| j.path.is_file()) => {
-            eprintln!("okp: verify: patched jars from the cache {}", dir.display());
-            return Ok(rec);
-        }
+        Ok(rec) if rec.patch_set_hash == hash && rec.proven() => match rec.read_and_recheck(ws, &dir) {
+            Ok((_, facts)) => {
+                crate::out::note(format!("verify: patched jars from the cache {}", dir.display()));
+                crate::out::note(format!("verify: {}", facts.summary()));
+                return Ok(rec);
+            }
+            Err(e) => crate::out::note(format!("verify: cached jars not used ({e})")),
+        },
         Err(e) if dir.exists() => eprintln!("okp: verify: cached jars not used ({e})"),
         _ => {}
     }

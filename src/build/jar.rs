@@ -129,16 +129,24 @@ fn write_entry<W: Write + std::io::Seek>(
 
 /// Every entry of a jar with its bytes (for checks).
 pub fn entries(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
-    let zerr = |e: zip::result::ZipError| Error::Source(format!("{}: {e}", path.display()));
-    let mut z =
-        zip::ZipArchive::new(File::open(path).map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?)
-            .map_err(zerr)?;
+    let f = File::open(path).map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
+    entries_of(f, &path.display().to_string())
+}
+
+/// Every entry of the jar read from `r` (`what` names it in errors). A name that appears twice
+/// is refused: which copy a JVM loads is not what a check that read the other one saw.
+pub fn entries_of<R: Read + std::io::Seek>(r: R, what: &str) -> Result<BTreeMap<String, Vec<u8>>> {
+    let zerr = |e: zip::result::ZipError| Error::Source(format!("{what}: {e}"));
+    let mut z = zip::ZipArchive::new(r).map_err(zerr)?;
     let mut out = BTreeMap::new();
     for i in 0..z.len() {
         let mut f = z.by_index(i).map_err(zerr)?;
         let mut b = Vec::new();
-        f.read_to_end(&mut b).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-        out.insert(f.name().to_string(), b);
+        f.read_to_end(&mut b).map_err(|e| Error::io(format!("reading {what}"), e))?;
+        let name = f.name().to_string();
+        if out.insert(name.clone(), b).is_some() {
+            return Err(Error::Check(format!("{what}: entry {name} appears twice")));
+        }
     }
     Ok(out)
 }

@@ -13,6 +13,7 @@ pub mod gradle;
 pub mod jar;
 pub mod matrix;
 pub mod proof;
+pub mod recheck;
 pub mod record;
 pub mod show;
 pub mod splice;

@@ -271,63 +271,7 @@ pub fn prove_release(
             proof.normalised_equal += 1;
             continue;
         }
-        let allowed = exceptions_for(version, file);
-        let mut left = ClassDiff { only_a: d.only_a.clone(), only_b: d.only_b.clone(), differ: Vec::new() };
-        let mut uses = Vec::new();
-        if allowed.contains(&Relaxation::ScalaOptimizerOff) {
-            // Inlined code brings the inner classes it uses into the InnerClasses list.
-            let inner = |m: &MemberId| m.kind == Kind::Class && m.key == "InnerClasses";
-            for m in d.only_a.iter().chain(&d.only_b).chain(&d.differ).filter(|m| inner(m)) {
-                let relaxation = Relaxation::ScalaOptimizerOff;
-                uses.push(ExceptionUse { class: a.name.clone(), member: m.to_string(), relaxation, count: 1 });
-            }
-            // Inlined closures from the Scala library bring a `$deserializeLambda$` with them.
-            let deser = |m: &MemberId| m.kind == Kind::Method && m.name() == "$deserializeLambda$";
-            for m in d.only_a.iter().chain(&d.only_b).filter(|m| deser(m)) {
-                let relaxation = Relaxation::ScalaOptimizerOff;
-                uses.push(ExceptionUse { class: a.name.clone(), member: m.to_string(), relaxation, count: 1 });
-            }
-            left.only_a.retain(|m| !inner(m) && !deser(m));
-            left.only_b.retain(|m| !inner(m) && !deser(m));
-        }
-        if allowed.contains(&Relaxation::JavacEnumValues) {
-            let values = format!("$values:()[L{};", b.name);
-            let clinit = MemberId::method("<clinit>:()V");
-            let inlined = bytecode::enum_values_inlined(&b);
-            let same = inlined
-                .as_ref()
-                .zip(a.methods.get(&clinit.key))
-                .is_some_and(|(x, y)| bytecode::method_equal_modulo(y, x, &[Relaxation::JavacCheckcast]).is_some());
-            if same && left.only_b.iter().any(|m| m.key == values) && d.differ.contains(&clinit) {
-                left.only_b.retain(|m| m.key != values);
-                let relaxation = Relaxation::JavacEnumValues;
-                uses.push(ExceptionUse { class: a.name.clone(), member: clinit.to_string(), relaxation, count: 1 });
-            }
-        }
-        let enum_values_forgiven = uses.iter().any(|u| u.relaxation == Relaxation::JavacEnumValues);
-        for m in &d.differ {
-            if enum_values_forgiven && m.key == "<clinit>:()V" {
-                continue;
-            }
-            let inner_classes = m.kind == Kind::Class && m.key == "InnerClasses";
-            if inner_classes && allowed.contains(&Relaxation::ScalaOptimizerOff) {
-                continue;
-            }
-            let forgiven = match m.kind {
-                Kind::Method if !allowed.is_empty() => {
-                    bytecode::method_equal_modulo(&a.methods[&m.key], &b.methods[&m.key], &allowed)
-                }
-                _ => None,
-            };
-            match forgiven {
-                Some(used) => {
-                    for (relaxation, count) in used {
-                        uses.push(ExceptionUse { class: a.name.clone(), member: m.to_string(), relaxation, count });
-                    }
-                }
-                None => left.differ.push(m.clone()),
-            }
-        }
+        let (left, uses) = forgive(version, file, &a, &b, &d);
         if std::env::var_os("OKP_PROOF_DEBUG").is_some() {
             for m in &left.differ {
                 let (x, y) = (a.methods.get(&m.key), b.methods.get(&m.key));
@@ -390,6 +334,77 @@ pub fn prove_release(
     // One call per module: the proof passes when no module's established units differ.
     proof.passed = proof.differences.is_empty();
     Ok(())
+}
+
+/// What is left of `d`, the differences between a release's class `a` and a recompile `b` of its
+/// source `file`, once the exceptions of `version` (`EXCEPTIONS`) forgive what they cover; with
+/// each use. The one place the release's compiler differences are forgiven: the build's source ≡
+/// release proof and every consumer's re-check (`recheck`) call it.
+pub(crate) fn forgive(
+    version: KafkaVersion,
+    file: &str,
+    a: &bytecode::Class,
+    b: &bytecode::Class,
+    d: &ClassDiff,
+) -> (ClassDiff, Vec<ExceptionUse>) {
+    let allowed = exceptions_for(version, file);
+    let mut left = ClassDiff { only_a: d.only_a.clone(), only_b: d.only_b.clone(), differ: Vec::new() };
+    let mut uses = Vec::new();
+    if allowed.contains(&Relaxation::ScalaOptimizerOff) {
+        // Inlined code brings the inner classes it uses into the InnerClasses list.
+        let inner = |m: &MemberId| m.kind == Kind::Class && m.key == "InnerClasses";
+        for m in d.only_a.iter().chain(&d.only_b).chain(&d.differ).filter(|m| inner(m)) {
+            let relaxation = Relaxation::ScalaOptimizerOff;
+            uses.push(ExceptionUse { class: a.name.clone(), member: m.to_string(), relaxation, count: 1 });
+        }
+        // Inlined closures from the Scala library bring a `$deserializeLambda$` with them.
+        let deser = |m: &MemberId| m.kind == Kind::Method && m.name() == "$deserializeLambda$";
+        for m in d.only_a.iter().chain(&d.only_b).filter(|m| deser(m)) {
+            let relaxation = Relaxation::ScalaOptimizerOff;
+            uses.push(ExceptionUse { class: a.name.clone(), member: m.to_string(), relaxation, count: 1 });
+        }
+        left.only_a.retain(|m| !inner(m) && !deser(m));
+        left.only_b.retain(|m| !inner(m) && !deser(m));
+    }
+    if allowed.contains(&Relaxation::JavacEnumValues) {
+        let values = format!("$values:()[L{};", b.name);
+        let clinit = MemberId::method("<clinit>:()V");
+        let inlined = bytecode::enum_values_inlined(&b);
+        let same = inlined
+            .as_ref()
+            .zip(a.methods.get(&clinit.key))
+            .is_some_and(|(x, y)| bytecode::method_equal_modulo(y, x, &[Relaxation::JavacCheckcast]).is_some());
+        if same && left.only_b.iter().any(|m| m.key == values) && d.differ.contains(&clinit) {
+            left.only_b.retain(|m| m.key != values);
+            let relaxation = Relaxation::JavacEnumValues;
+            uses.push(ExceptionUse { class: a.name.clone(), member: clinit.to_string(), relaxation, count: 1 });
+        }
+    }
+    let enum_values_forgiven = uses.iter().any(|u| u.relaxation == Relaxation::JavacEnumValues);
+    for m in &d.differ {
+        if enum_values_forgiven && m.key == "<clinit>:()V" {
+            continue;
+        }
+        let inner_classes = m.kind == Kind::Class && m.key == "InnerClasses";
+        if inner_classes && allowed.contains(&Relaxation::ScalaOptimizerOff) {
+            continue;
+        }
+        let forgiven = match m.kind {
+            Kind::Method if !allowed.is_empty() => {
+                bytecode::method_equal_modulo(&a.methods[&m.key], &b.methods[&m.key], &allowed)
+            }
+            _ => None,
+        };
+        match forgiven {
+            Some(used) => {
+                for (relaxation, count) in used {
+                    uses.push(ExceptionUse { class: a.name.clone(), member: m.to_string(), relaxation, count });
+                }
+            }
+            None => left.differ.push(m.clone()),
+        }
+    }
+    (left, uses)
 }
 
 fn base(file: &str) -> &str {
@@ -577,56 +592,103 @@ fn inner_rows(v: Option<&String>) -> BTreeMap<String, String> {
     .unwrap_or_default()
 }
 
-/// Patch delta for one module. `files` are the edited upstream files with their
-/// patched text; `ours` our own new files; `unpatched` / `patched` the two compiles.
-pub fn prove_delta(
+/// What `compare_unit` found between two sets of classes of the edited files.
+#[derive(Debug, Default)]
+pub(crate) struct UnitDelta {
+    pub classes_compared: usize,
+    pub unchanged: usize,
+    /// Per class (real name), every member that differs, forgiven ones included.
+    pub changed_members: BTreeMap<String, Vec<String>>,
+    /// Per class, the members of `changed_members` that only a release exception explains.
+    pub forgiven: BTreeMap<String, Vec<String>>,
+    pub exceptions_used: Vec<ExceptionUse>,
+    /// Changes no edit explains, each a sentence naming the file, class and members.
+    pub problems: Vec<String>,
+}
+
+/// The comparison at the heart of the patch delta proof and of every consumer's re-check
+/// (`recheck`): the classes `before_raw` (the unpatched compile, or the release jar's own) against
+/// `after_raw` (the patched compile, or a shipped jar's), both as `owned_by` gives them for the
+/// edited files `files` (path, patched text). Every member that differs must sit where an edit
+/// sits (`EditSite`); with `forgive_as`, the release's exceptions (`forgive`) may explain a member
+/// no edit holds, since a release jar was built by the release's compiler, not ours. And every
+/// edit must show: an edit site no change reaches is a problem too (a jar without the edit, or with
+/// another mode's or layer's edits).
+pub(crate) fn compare_unit(
     files: &[(&str, &str)],
-    ours: &[&str],
-    unpatched: &BTreeMap<String, Vec<u8>>,
-    patched: &BTreeMap<String, Vec<u8>>,
-    proof: &mut DeltaProof,
-) -> Result<()> {
-    let edited: Vec<&str> = files.iter().map(|(f, _)| *f).collect();
+    before_raw: &BTreeMap<String, (String, &[u8])>,
+    after_raw: &BTreeMap<String, (String, &[u8])>,
+    forgive_as: Option<KafkaVersion>,
+    sides: (&str, &str),
+) -> Result<UnitDelta> {
+    let mut out = UnitDelta::default();
     let sites: BTreeMap<&str, Vec<EditSite>> = files.iter().map(|(f, text)| (*f, edit_sites(text))).collect();
-    let before_raw = owned_by(unpatched, &edited)?;
-    let after_raw = owned_by(patched, &edited)?;
-    let new = owned_by(patched, ours)?;
-    let (before, before_definers) = read_side(&before_raw, "unpatched")?;
-    let (after, after_definers) = read_side(&after_raw, "patched")?;
+    let (before, before_definers) = read_side(before_raw, sides.0)?;
+    let (after, after_definers) = read_side(after_raw, sides.1)?;
     let here_of = |file: &str| sites.get(file).map(Vec::as_slice).unwrap_or_default();
-    let mut problems = Vec::new();
+    // Which edit sites a change shows, per file: (file, index into its sites).
+    let mut shown: BTreeSet<(String, usize)> = BTreeSet::new();
+    let mut show = |file: &str, class: &str, m: &MemberId| {
+        for (i, s) in here_of(file).iter().enumerate() {
+            if explained(class, m, std::slice::from_ref(s)) {
+                shown.insert((file.to_string(), i));
+            }
+        }
+    };
     // Local and anonymous classes only one side has: explained when an edit sits where they are defined.
     let mut synthetic_changes: BTreeSet<String> = BTreeSet::new();
     for (canonical, (file, _, real)) in before.iter().filter(|(n, _)| !after.contains_key(*n)) {
         if class_explained(before_definers.get(canonical), here_of(file)) {
             synthetic_changes.insert(canonical.clone());
-            proof.changed_members.insert(real.clone(), vec!["class removed (defined in an edited member)".into()]);
+            out.changed_members.insert(real.clone(), vec!["class removed (defined in an edited member)".into()]);
         } else {
-            problems.push(format!("class {} is gone from the patched compile", simple(real)));
+            out.problems.push(format!("class {} is gone from the {} classes", simple(real), sides.1));
         }
     }
     for (canonical, (file, _, real)) in after.iter().filter(|(n, _)| !before.contains_key(*n)) {
         if class_explained(after_definers.get(canonical), here_of(file)) {
             synthetic_changes.insert(canonical.clone());
-            proof.changed_members.insert(real.clone(), vec!["class added (defined in an edited member)".into()]);
+            out.changed_members.insert(real.clone(), vec!["class added (defined in an edited member)".into()]);
+            if let Some((outer, Some(m))) = after_definers.get(canonical) {
+                show(file, outer, &MemberId::method(&format!("{m}:")));
+            }
         } else {
-            problems.push(format!("{}: class {} only in the patched compile", base(file), simple(real)));
+            out.problems.push(format!("{}: class {} only in the {} classes", base(file), simple(real), sides.1));
         }
     }
     for (canonical, (file, b, real)) in &after {
         let Some((_, a, _)) = before.get(canonical) else { continue };
-        proof.classes_compared += 1;
+        out.classes_compared += 1;
         fn raw<'a>(m: &BTreeMap<String, (String, &'a [u8])>, n: &str) -> Option<&'a [u8]> {
             m.get(&format!("{n}.class")).map(|(_, b)| *b)
         }
-        let same_bytes = raw(&before_raw, &before[canonical].2).is_some_and(|x| raw(&after_raw, real) == Some(x));
-        let changed = if same_bytes { Vec::new() } else { bytecode::compare(a, b).all() };
+        let same_bytes = raw(before_raw, &before[canonical].2).is_some_and(|x| raw(after_raw, real) == Some(x));
+        let d = if same_bytes { ClassDiff::default() } else { bytecode::compare(a, b) };
+        let changed = d.all();
         if changed.is_empty() {
-            proof.unchanged += 1;
+            out.unchanged += 1;
             continue;
         }
         let here = here_of(file);
-        let mut stray: Vec<MemberId> = changed.iter().filter(|m| !explained(&a.name, m, here)).cloned().collect();
+        for m in &changed {
+            show(file, &a.name, m);
+        }
+        // With a release on one side, the release's exceptions may explain what no edit does.
+        let unforgiven: Vec<MemberId> = match forgive_as {
+            Some(version) => {
+                let (left, uses) = forgive(version, file, a, b, &d);
+                let left = left.all();
+                let forgiven: Vec<String> =
+                    changed.iter().filter(|m| !left.contains(m)).map(|m| m.to_string()).collect();
+                if !forgiven.is_empty() {
+                    out.forgiven.insert(real.clone(), forgiven);
+                }
+                out.exceptions_used.extend(uses);
+                left
+            }
+            None => changed.clone(),
+        };
+        let mut stray: Vec<MemberId> = unforgiven.iter().filter(|m| !explained(&a.name, m, here)).cloned().collect();
         // A local or anonymous class's code is written inside the member that defines it: where an
         // edit sits in that member, so do the class's methods (a gauge's `value()` calling a lambda
         // body the edit renumbered, 2.7.2's ReplicaManager).
@@ -675,14 +737,14 @@ pub fn prove_delta(
         if !stray.is_empty() && std::env::var_os("OKP_PROOF_DEBUG").is_some() {
             for m in &stray {
                 let (x, y) = (a.methods.get(&m.key), b.methods.get(&m.key));
-                eprintln!("--- {m}\nunpatched: {x:#?}\npatched: {y:#?}");
+                eprintln!("--- {m}\n{}: {x:#?}\n{}: {y:#?}", sides.0, sides.1);
                 if m.kind != Kind::Method {
-                    eprintln!("unpatched: {:?}\npatched: {:?}", a.attrs.get(&m.key), b.attrs.get(&m.key));
+                    eprintln!("{}: {:?}\n{}: {:?}", sides.0, a.attrs.get(&m.key), sides.1, b.attrs.get(&m.key));
                 }
             }
         }
         if !stray.is_empty() {
-            problems.push(format!(
+            out.problems.push(format!(
                 "{}: {}: {} changed, but no edit sits in {}",
                 base(file),
                 simple(real),
@@ -690,8 +752,42 @@ pub fn prove_delta(
                 if stray.len() == 1 { "it" } else { "them" }
             ));
         }
-        proof.changed_members.insert(real.clone(), changed.iter().map(|m| m.to_string()).collect());
+        out.changed_members.insert(real.clone(), changed.iter().map(|m| m.to_string()).collect());
     }
+    for (file, sites) in &sites {
+        for (i, s) in sites.iter().enumerate() {
+            if s.class.is_some() && !shown.contains(&(file.to_string(), i)) {
+                out.problems.push(format!(
+                    "{}: the edit at line {} (in {}) changed nothing in the {} classes",
+                    base(file),
+                    s.line,
+                    s.methods.first().or(s.class.as_ref()).map_or("?", |x| x.as_str()),
+                    sides.1
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Patch delta for one module. `files` are the edited upstream files with their
+/// patched text; `ours` our own new files; `unpatched` / `patched` the two compiles.
+pub fn prove_delta(
+    files: &[(&str, &str)],
+    ours: &[&str],
+    unpatched: &BTreeMap<String, Vec<u8>>,
+    patched: &BTreeMap<String, Vec<u8>>,
+    proof: &mut DeltaProof,
+) -> Result<()> {
+    let edited: Vec<&str> = files.iter().map(|(f, _)| *f).collect();
+    let before_raw = owned_by(unpatched, &edited)?;
+    let after_raw = owned_by(patched, &edited)?;
+    let new = owned_by(patched, ours)?;
+    let unit = compare_unit(files, &before_raw, &after_raw, None, ("unpatched", "patched"))?;
+    let mut problems = unit.problems;
+    proof.classes_compared += unit.classes_compared;
+    proof.unchanged += unit.unchanged;
+    proof.changed_members.extend(unit.changed_members);
     proof.new_classes.extend(new.keys().map(|n| n.trim_end_matches(".class").to_string()));
     let theirs: BTreeSet<&String> = after_raw.keys().chain(new.keys()).collect();
     for name in patched.keys().filter(|n| !theirs.contains(n)) {

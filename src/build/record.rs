@@ -22,12 +22,24 @@ use std::path::{Path, PathBuf};
 
 use super::jar::SpliceReport;
 use super::proof::Provenance;
-use crate::error::Result;
+use super::recheck::{self, ClaimedJar, Claims, Rechecked};
+use crate::error::{Error, Result};
+use crate::hash::sha256;
 use crate::model::{Layer, Mode};
 use crate::schema::{Absent, Schema};
 use crate::version::KafkaVersion;
+use crate::workspace::Workspace;
 
 pub const FILE_NAME: &str = "okp-build.json";
+
+/// The largest patched jar okp reads from a build directory (kafka_2.13 is about 7 MB).
+pub const MAX_JAR: u64 = 256 << 20;
+
+/// One file name component made of the characters a jar name needs, so it can stand unquoted in
+/// the install script and in a path, and never leaves the directory it is read from.
+pub fn plain_file_name(s: &str) -> bool {
+    !s.is_empty() && !s.starts_with('.') && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
 
 /// The schema this okp writes and reads.
 pub const SCHEMA: Schema = Schema {
@@ -114,13 +126,86 @@ impl BuildRecord {
         self.provenance.as_ref().is_some_and(|p| p.passed())
     }
 
-    /// The record of the build output directory `dir`.
+    /// Each jar of the record, read from `dir` by its plain file name (never the record's `path`,
+    /// which could name any file), through the guarded reader, and checked against the sha256
+    /// the record holds.
+    pub fn read_jars(&self, dir: &Path) -> Result<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        for j in &self.jars {
+            let name = &j.splice.jar;
+            if !plain_file_name(name) {
+                return Err(Error::Tree {
+                    path: dir.join(FILE_NAME),
+                    msg: format!("jar `{}` is not a plain jar file name", crate::out::one_line(name)),
+                });
+            }
+            let path = dir.join(name);
+            let bytes =
+                crate::fsx::read::read_regular(&path, MAX_JAR).map_err(|e| e.into_error(&path, "patched jar"))?;
+            let got = sha256(&bytes);
+            if got != j.sha256 {
+                return Err(Error::Check(format!(
+                    "{}: sha256 {got}, but {FILE_NAME} records {}: the jar changed after the build",
+                    path.display(),
+                    crate::out::one_line(&j.sha256)
+                )));
+            }
+            out.push(bytes);
+        }
+        Ok(out)
+    }
+
+    /// Re-derives what the record says of the jars `bytes` (in the record's order, as `read_jars`
+    /// gives them) from their bytes and okp's own data (`recheck`); `dir` names the record.
+    pub fn recheck(&self, ws: &Workspace, dir: &Path, bytes: &[Vec<u8>]) -> Result<Rechecked> {
+        let claims = Claims {
+            what: dir.join(FILE_NAME).display().to_string(),
+            release: self.release,
+            mode: self.mode,
+            layers: &self.layers,
+            family: &self.family,
+            patch_set_hash: &self.patch_set_hash,
+            provenance: self.provenance.as_deref(),
+            jars: self
+                .jars
+                .iter()
+                .zip(bytes)
+                .map(|(j, b)| ClaimedJar {
+                    file_name: &j.splice.jar,
+                    module: &j.module,
+                    upstream: &j.upstream,
+                    upstream_sha256: &j.upstream_sha256,
+                    bytes: b,
+                    replaced: &j.splice.replaced,
+                    added: &j.splice.added,
+                    removed: &j.splice.removed,
+                })
+                .collect(),
+        };
+        recheck::recheck(ws, &claims)
+    }
+
+    /// Reads the jars beside the record and re-derives them (`read_jars`, `recheck`): what every
+    /// consumer of a build directory calls before it uses the jars.
+    pub fn read_and_recheck(&self, ws: &Workspace, dir: &Path) -> Result<(Vec<Vec<u8>>, Rechecked)> {
+        let bytes = self.read_jars(dir)?;
+        let r = self.recheck(ws, dir, &bytes)?;
+        Ok((bytes, r))
+    }
+
+    /// The record of the build output directory `dir`. Each jar's `path` is where its plain file
+    /// name puts it in `dir`, whatever the file says (a record moved with its jars still reads,
+    /// and one cannot point a consumer at a file elsewhere).
     pub fn read(dir: &Path) -> Result<BuildRecord> {
-        SCHEMA.read(
+        let mut rec: BuildRecord = SCHEMA.read(
             &dir.join(FILE_NAME),
             "an okp build record",
             "is it a directory written by `okp build --version V --mode M --out DIR`?",
-        )
+        )?;
+        for j in rec.jars.iter_mut().filter(|j| plain_file_name(&j.splice.jar)) {
+            j.path = dir.join(&j.splice.jar);
+        }
+        Ok(rec)
     }
 
     /// Writes the record into the build output directory `dir`.

@@ -56,10 +56,8 @@ pub fn render(rec: &BuildRecord, dir: &Path) -> String {
     s
 }
 
-/// A value read from the record, as one line of plain text: control characters (a planted escape
-/// sequence or line break in a record from elsewhere) are shown escaped, never sent to the terminal.
 fn clean(v: &str) -> String {
-    v.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect()
+    crate::out::one_line(v)
 }
 
 fn provenance(s: &mut String, p: &Provenance) {

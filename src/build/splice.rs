@@ -341,6 +341,14 @@ pub fn splice(
         })
         .unwrap_or_default();
 
+    // The spliced jars are staged beside `out`, never in it: they move in only once every module is
+    // compiled, proved and re-derived from its bytes, so a refused or failed build leaves no jar
+    // under `out` (the staging directory goes with this function, also on an error).
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let staging = tempfile::Builder::new()
+        .prefix(".okp-build-staging-")
+        .tempdir_in(parent)
+        .map_err(|e| Error::io(format!("cannot create a staging directory in {}", parent.display()), e))?;
     let mut jars = Vec::new();
     for (module, files) in &by_module {
         let coord: &Coordinate = release
@@ -410,11 +418,7 @@ pub fn splice(
         // Splice into a copy of the upstream jar and check the result.
         let t = Instant::now();
         let name = format!("{}-{}.jar", coord.artifact, coord.version);
-        // Staged in the work directory: the jars land in `out` only once every module is built and
-        // proved, so a refused or failed build leaves `out` as it was.
-        let staged = work.join("jars");
-        std::fs::create_dir_all(&staged).map_err(|e| Error::io("cannot create the staging directory", e))?;
-        let dest = staged.join(&name);
+        let dest = staging.path().join(&name);
         let keys: Vec<SourceKey> = files.iter().filter_map(|f| SourceKey::from_repo_path(f)).collect();
         let report = jar::splice(&upstream, &dest, &keys, &compiled)?;
         check_splice(&upstream, &dest, &report, module, files, &plan, &compiled)?;
@@ -434,12 +438,6 @@ pub fn splice(
         true => Some(Box::new(proof::inputs(maven, release, tree, &plan, &compilers, &javac_version, provenance)?)),
         false => None,
     };
-    for j in &jars {
-        let staged = work.join("jars").join(&j.splice.jar);
-        std::fs::rename(&staged, &j.path)
-            .map_err(|e| Error::io(format!("cannot move {} into place", staged.display()), e))?;
-    }
-    // Keep the patched sources beside the jars: they are what was compiled.
     let record = BuildRecord {
         schema: super::record::SCHEMA.current,
         okp_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -456,6 +454,44 @@ pub fn splice(
         provenance,
         source: tree.describe(),
     };
+    if record.provenance.is_some() {
+        // What every consumer will do before it trusts these jars, done once here on the staged
+        // bytes: a build that a consumer would refuse is refused now.
+        let t = Instant::now();
+        let bytes: Vec<Vec<u8>> = record
+            .jars
+            .iter()
+            .map(|j| {
+                let p = staging.path().join(&j.splice.jar);
+                std::fs::read(&p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))
+            })
+            .collect::<Result<_>>()?;
+        let facts = record.recheck(ws, out, &bytes)?;
+        crate::out::note(facts.summary());
+        let mut record = record;
+        record.seconds.insert("recheck".into(), t.elapsed().as_secs_f64());
+        return publish(record, staging.path(), out);
+    }
+    publish(record, staging.path(), out)
+}
+
+/// Moves the staged jars into `out` and writes the record last: the old record goes first, so a
+/// kill in between leaves jars no record vouches for (a consumer refuses them), never a record
+/// beside jars it does not describe.
+fn publish(record: BuildRecord, staged: &Path, out: &Path) -> Result<SpliceOutcome> {
+    let old = out.join(super::record::FILE_NAME);
+    match std::fs::remove_file(&old) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(Error::io(format!("cannot remove {}", old.display()), e));
+        }
+        _ => {}
+    }
+    let _ = std::fs::remove_file(out.join("provenance.json"));
+    for j in &record.jars {
+        let from = staged.join(&j.splice.jar);
+        std::fs::rename(&from, &j.path)
+            .map_err(|e| Error::io(format!("cannot move {} into place", from.display()), e))?;
+    }
     record.write(out)?;
     if let Some(p) = &record.provenance {
         // The proofs alone, for evidence (evidence/build/proof/); they carry their own schema.

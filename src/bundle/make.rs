@@ -19,8 +19,7 @@ use super::target::{self, Target};
 use super::verify;
 use crate::build::record::{self, BuildRecord};
 use crate::error::{Error, Result};
-use crate::hash::sha256;
-use crate::model::{Coordinate, Model};
+use crate::model::Coordinate;
 use crate::workspace::Workspace;
 
 pub struct Options<'a> {
@@ -39,16 +38,6 @@ pub struct Made {
     pub size: u64,
 }
 
-fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))
-}
-
-/// One file name component made of the characters a jar name needs, so it can
-/// stand unquoted in the install script and in a path.
-fn plain_file_name(s: &str) -> bool {
-    !s.is_empty() && !s.starts_with('.') && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-}
-
 fn bad(dir: &Path, msg: String) -> Error {
     Error::Tree { path: dir.join(record::FILE_NAME), msg }
 }
@@ -63,8 +52,10 @@ fn jar_entry(jar: &[u8], name: &str) -> Option<Vec<u8>> {
     Some(v)
 }
 
-/// Reads the build record and checks it against the jars beside it and the matrix.
-fn inputs(model: &Model, dir: &Path, target: Target) -> Result<layout::Inputs> {
+/// Reads the build record and checks it against the jars beside it, the matrix, and what the
+/// jars' bytes show (`BuildRecord::read_and_recheck`: nothing the record says is taken on trust).
+fn inputs(ws: &Workspace, dir: &Path, target: Target) -> Result<layout::Inputs> {
+    let model = &ws.model;
     let rec = BuildRecord::read(dir)?;
     let (release_v, mode) = (rec.release, rec.mode);
     let release = model.matrix.require(release_v)?;
@@ -86,26 +77,34 @@ fn inputs(model: &Model, dir: &Path, target: Target) -> Result<layout::Inputs> {
     if !is_sha256(&rec.patch_set_hash) {
         return Err(bad(dir, format!("patch_set_hash `{}` is not a sha256", rec.patch_set_hash)));
     }
+    // Only jars shown to be the release plus exactly our edits are shipped: the record's proof
+    // must have passed, and the jars' bytes must show what it says (re-derived here).
+    let Some(provenance) = rec.provenance.clone().filter(|p| p.passed()) else {
+        return Err(Error::Check(format!(
+            "{}: {} holds no passing provenance proof, so nothing shows these jars are the release plus \
+             exactly our edits; build them again with this okp (`okp show --build {}` prints what it holds)",
+            dir.display(),
+            record::FILE_NAME,
+            dir.display()
+        )));
+    };
+    let (bytes, facts) = rec.read_and_recheck(ws, dir)?;
+    crate::out::note(facts.summary());
     let mut jars = Vec::new();
-    for j in &rec.jars {
+    for (j, bytes) in rec.jars.iter().zip(bytes) {
         if !is_sha256(&j.upstream_sha256) || !is_sha256(&j.sha256) {
             return Err(bad(dir, format!("jar {}: sha256 values must be 64 lower-case hex digits", j.splice.jar)));
         }
         let coord: Coordinate = j.upstream.parse().map_err(|e: String| bad(dir, e))?;
         let expected_name = format!("{}-{}.jar", coord.artifact, coord.version);
-        if j.splice.jar != expected_name || !plain_file_name(&j.splice.jar) || coord.version != release_v.to_string() {
+        if j.splice.jar != expected_name
+            || !record::plain_file_name(&j.splice.jar)
+            || coord.version != release_v.to_string()
+        {
             return Err(bad(
                 dir,
                 format!("jar {} does not match its upstream {} of release {}", j.splice.jar, j.upstream, rec.release),
             ));
-        }
-        let bytes = read(&dir.join(&j.splice.jar))?;
-        let got = sha256(&bytes);
-        if got != j.sha256 {
-            return Err(Error::Tree {
-                path: dir.join(&j.splice.jar),
-                msg: format!("sha256 {got}, but okp-build.json records {}: the jar changed after the build", j.sha256),
-            });
         }
         jars.push(JarInput {
             file_name: j.splice.jar.clone(),
@@ -119,16 +118,6 @@ fn inputs(model: &Model, dir: &Path, target: Target) -> Result<layout::Inputs> {
     }
     jars.sort_by(|a, b| a.file_name.cmp(&b.file_name));
 
-    // Only jars shown to be the release plus exactly our edits are shipped.
-    let Some(provenance) = rec.provenance.clone().filter(|p| p.passed()) else {
-        return Err(Error::Check(format!(
-            "{}: {} holds no passing provenance proof, so nothing shows these jars are the release plus \
-             exactly our edits; build them again with this okp (`okp show --build {}` prints what it holds)",
-            dir.display(),
-            record::FILE_NAME,
-            dir.display()
-        )));
-    };
     // The upstream sources the build read: the release's sources jars, by sha256 (as the proof
     // recorded them). A build from a checkout or a git revision read no sources jar: the
     // manifest's provenance names its tree instead.
@@ -178,7 +167,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 pub fn make(ws: &Workspace, o: &Options) -> Result<Made> {
-    let inputs = inputs(&ws.model, o.build_dir, o.target)?;
+    let inputs = inputs(ws, o.build_dir, o.target)?;
     let files = layout::files(&inputs);
 
     let mut native = Vec::new();

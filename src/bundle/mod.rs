@@ -8,8 +8,7 @@
 //! `install`, `rollback`); the work is in the submodules:
 //! `target` (platforms, native-code check), `archive` (reproducible tar.gz,
 //! safe reading), `manifest` (schema), `layout` (the files, pure), `sign`
-//! (keys, signatures), `pins` (anti-replay), `readfile` (bounded reads of
-//! regular files), `ondisk` (the bundle and its sidecars as read), `verify`
+//! (keys, signatures), `pins` (anti-replay), `ondisk` (the bundle and its sidecars as read), `verify`
 //! (every check, in memory), `make` (the pipeline that writes a bundle),
 //! `lock` (one okp per Kafka installation), `install` (install and rollback).
 //!
@@ -25,7 +24,6 @@ mod make;
 mod manifest;
 mod ondisk;
 mod pins;
-pub(crate) mod readfile;
 mod sign;
 mod target;
 mod verify;

@@ -7,10 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use super::pins::Pins;
-use super::readfile::{self, MAX_BUNDLE, MAX_SIDECAR};
 use super::sign;
 use super::verify::{self, Sidecar};
 use crate::error::Result;
+use crate::fsx::read::{self as readfile, MAX_BUNDLE, MAX_SIDECAR};
 
 /// What lies beside the bundle under one name: absent, unreadable (why), or its text.
 type Found = std::result::Result<Option<String>, String>;

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use minisign::{PublicKey, PublicKeyBox, SecretKey, SecretKeyBox, SignatureBox};
 
 use super::manifest::Identity;
-use super::readfile;
 use crate::error::{Error, Result};
+use crate::fsx::read as readfile;
 
 pub const PASSWORD_ENV: &str = "OKP_KEY_PASSWORD";
 

@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use super::idfile;
 use super::transport::{NodeRole, NodeSpec, Transport};
 use super::view::{self, Depth, Snapshot};
-use crate::bundle::readfile::read_regular;
 use crate::error::{Error, Failure, Outcome, Result};
+use crate::fsx::read::read_regular;
 
 /// How long the registries may take to see an edited file (their cache TTL).
 const REREAD: Duration = Duration::from_secs(5);

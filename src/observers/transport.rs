@@ -27,8 +27,8 @@ use std::process::{Command, Stdio};
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Location, Spanned};
 
-use crate::bundle::readfile::{read_regular, ReadError};
 use crate::error::{Error, Result};
+use crate::fsx::read::{read_regular, ReadError};
 use crate::model::{yaml, Origin};
 use crate::out::sh_word as sh_quote;
 

@@ -1,8 +1,12 @@
-//! File writes that are all or nothing: a temporary file beside the target,
-//! then a rename, so a reader sees the old bytes or the new ones, never half.
+//! The bottom floor for files. Reads of anything a user or another process put in okp's way go
+//! through `read` (regular files only, a cap, no blocking open). Writes are all or nothing: a
+//! temporary file beside the target, then a rename, so a reader sees the old bytes or the new
+//! ones, never half.
 //!
 //! Not here: multi-file transactions with a journal (`tx`), trees laid out
 //! from archives (`source`, `bundle::archive`).
+
+pub mod read;
 
 use std::io::Write;
 use std::path::Path;

@@ -1,0 +1,350 @@
+//! Re-deriving a build's proof from its jars' bytes, with okp's own data: what every consumer of
+//! patched jars runs before it trusts them (`okp bundle`, `okp verify --jars`, verify's jar
+//! cache, `okp install`, `okp show --build`), and what a splice build runs on its own staged jars
+//! before it moves them into place.
+//!
+//! A build record (okp-build.json) or a bundle's manifest says what the jars are: release, mode,
+//! layers, patch-set hash, per jar the classes replaced and added and the members changed. None of
+//! it is taken on trust here. From the release's jar on Maven Central, the release's sources jars
+//! and okp's own patch set, `recheck` derives what the jars must be and compares:
+//!
+//! 1. **Entries**: every entry of the release jar that no edited source owns is byte-identical in
+//!    the shipped jar; every entry the shipped jar has beyond the release's comes from an edited
+//!    source or from one of okp's own files; no entry appears twice.
+//! 2. **Members**: each class of an edited source, against the release's class of the same name by
+//!    the proofs' normalised comparison (`proof::compare_unit`): every member that differs sits
+//!    where one of okp's edits sits (edit sites computed by applying okp's patch set for the
+//!    claimed release, mode and layers to the release's own sources), or is a difference the
+//!    release's documented exceptions forgive (`proof::EXCEPTIONS`); and every edit shows in the
+//!    bytecode (a jar of another mode or layer set, or an upstream class put back, fails here).
+//! 3. **Claims**: the patch-set hash and family are okp's for the claimed release, mode and layers;
+//!    the jar set is the mode's; each jar's replaced/added/removed lists are exactly the entries
+//!    found; the recorded changed members of each class lie between the members no exception
+//!    forgives and all members that differ; the recorded proof passed, enforced.
+//!
+//! A disagreement is refused (exit 1) naming the jar, the entry or class and the field. No
+//! recompile: the cost is reading the two jars and parsing the edited sources' classes.
+//!
+//! What this cannot see: a change *inside* a member an edit sits in (its bytes differ from the
+//! release's anyway). The build's own proof catches that (its unpatched recompile of the release's
+//! sources against the release jar, and the patch delta against it); a consumer without a
+//! recompile has the member-level bound only.
+//!
+//! Not here: the build's proofs (`proof`), reading the record (`record`) or a manifest (`bundle`).
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use super::jar;
+use super::proof::{self, Provenance};
+use crate::apply;
+use crate::error::{Error, Result};
+use crate::hash::sha256;
+use crate::model::{Layer, Layers, Mode};
+use crate::source::Spec;
+use crate::version::KafkaVersion;
+use crate::workspace::Workspace;
+
+/// What a record or a manifest says of a build's jars.
+pub struct Claims<'a> {
+    /// The file the claims were read from (`okp-build.json`, `MANIFEST.json`), for messages.
+    pub what: String,
+    pub release: KafkaVersion,
+    pub mode: Mode,
+    pub layers: &'a [Layer],
+    pub family: &'a str,
+    pub patch_set_hash: &'a str,
+    pub provenance: Option<&'a Provenance>,
+    pub jars: Vec<ClaimedJar<'a>>,
+}
+
+/// One jar and what is said of it.
+pub struct ClaimedJar<'a> {
+    pub file_name: &'a str,
+    pub module: &'a str,
+    /// The Maven coordinate of the upstream jar it is a copy of.
+    pub upstream: &'a str,
+    pub upstream_sha256: &'a str,
+    pub bytes: &'a [u8],
+    pub replaced: &'a [String],
+    pub added: &'a [String],
+    pub removed: &'a [String],
+}
+
+/// What the bytes showed.
+#[derive(Debug, Default)]
+pub struct Rechecked {
+    pub jars: Vec<JarFacts>,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Default)]
+pub struct JarFacts {
+    pub file_name: String,
+    /// Release entries found byte-identical.
+    pub identical: usize,
+    pub replaced: usize,
+    pub added: usize,
+    pub removed: usize,
+    /// Classes of the edited sources compared member by member.
+    pub classes_compared: usize,
+    /// Members that differ from the release's, all sitting where an edit sits (or forgiven).
+    pub members_changed: usize,
+    /// Members that differ only as a documented exception of the release forgives.
+    pub members_forgiven: usize,
+}
+
+impl Rechecked {
+    /// One line per jar, for a command's output.
+    pub fn summary(&self) -> String {
+        self.jars
+            .iter()
+            .map(|j| {
+                format!(
+                    "{}: re-derived from its bytes: {} release entries byte-identical, {} replaced, {} added, {} \
+                     classes compared with the release's, {} members changed, all where okp's edits sit{}",
+                    j.file_name,
+                    j.identical,
+                    j.replaced,
+                    j.added,
+                    j.classes_compared,
+                    j.members_changed,
+                    if j.members_forgiven > 0 {
+                        format!(
+                            " ({} more forgiven as the release's documented compiler differences)",
+                            j.members_forgiven
+                        )
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Re-derives the proof of `c`'s jars from their bytes (see the module's header).
+pub fn recheck(ws: &Workspace, c: &Claims) -> Result<Rechecked> {
+    let t0 = Instant::now();
+    let what = &c.what;
+    let release = ws.release(c.release)?;
+    if !release.supports(c.mode) {
+        return Err(Error::Check(format!("{what}: mode: release {} has no {} mode", c.release, c.mode)));
+    }
+    let layers = Layers::with(c.layers);
+    let ps = ws.patch_set()?;
+    let eff = ps.effective(&ws.model, release, release.version, c.mode, &layers);
+    let mut problems: Vec<String> = Vec::new();
+    if eff.hash != c.patch_set_hash {
+        problems.push(format!(
+            "{what}: patch_set_hash: says {}, but okp's patch set for {} {} ({}) is {}",
+            short(c.patch_set_hash),
+            c.release,
+            c.mode,
+            layers.label(),
+            short(&eff.hash)
+        ));
+    }
+    if eff.family != c.family {
+        problems.push(format!("{what}: family: says {}, but {} is of family {}", c.family, c.release, eff.family));
+    }
+    match c.provenance {
+        None => problems.push(format!("{what}: provenance: none recorded")),
+        Some(p) => {
+            if !p.passed() || !p.release.passed || !p.release.enforced || !p.delta.passed {
+                problems.push(format!(
+                    "{what}: provenance: the recorded proof did not pass enforced (release.passed {}, release.enforced \
+                     {}, delta.passed {})",
+                    p.release.passed, p.release.enforced, p.delta.passed
+                ));
+            }
+        }
+    }
+    // The jars a mode replaces.
+    let mut wanted: Vec<&str> =
+        release.jars.get(&c.mode).map(|v| v.iter().map(String::as_str).collect()).unwrap_or_default();
+    wanted.sort();
+    let mut have: Vec<&str> = c.jars.iter().map(|j| j.module).collect();
+    have.sort();
+    if have != wanted {
+        problems.push(format!("{what}: jars: for modules {have:?}, but {} {} replaces {wanted:?}", c.release, c.mode));
+    }
+    if !problems.is_empty() {
+        return Err(refused(what, problems));
+    }
+
+    // Where okp's edits sit: okp's patch set applied to the release's own sources.
+    let tree = ws.open(Spec::Release {
+        version: c.release,
+        hint: "a build of a release without sources jars cannot be re-derived: nothing independent of the build \
+               says where okp's edits sit in it",
+    })?;
+    let plan = apply::plan(&eff, tree.as_ref())?;
+    let mut out = Rechecked::default();
+    for j in &c.jars {
+        let module_files: Vec<&apply::Change> =
+            plan.changes.iter().filter(|ch| ch.path.split('/').next() == Some(j.module)).collect();
+        let edited: Vec<(&str, String)> = module_files
+            .iter()
+            .filter(|ch| ch.before.is_some())
+            .map(|ch| (ch.path.as_str(), String::from_utf8_lossy(&ch.after).into_owned()))
+            .collect();
+        let ours: Vec<&str> = module_files.iter().filter(|ch| ch.before.is_none()).map(|ch| ch.path.as_str()).collect();
+        let coord = release.sources.get(j.module).ok_or_else(|| {
+            Error::Check(format!("{what}: jars: module {} is not a source module of {}", j.module, c.release))
+        })?;
+        if j.upstream != coord.to_string() {
+            problems.push(format!("{what}: {}: upstream: says {}, but it is {coord}", j.file_name, j.upstream));
+            continue;
+        }
+        let upstream_path = ws.maven.ensure(&[(coord.clone(), None)])?.remove(0);
+        let upstream_bytes = std::fs::read(&upstream_path)
+            .map_err(|e| Error::io(format!("cannot read {}", upstream_path.display()), e))?;
+        let upstream_sha = sha256(&upstream_bytes);
+        if j.upstream_sha256 != upstream_sha {
+            problems.push(format!(
+                "{what}: {}: upstream_sha256: says {}, but Maven Central's {coord} is {}",
+                j.file_name,
+                short(j.upstream_sha256),
+                short(&upstream_sha)
+            ));
+        }
+        let rel = jar::entries_of(std::io::Cursor::new(&upstream_bytes), &upstream_path.display().to_string())?;
+        let shipped = jar::entries_of(std::io::Cursor::new(j.bytes), j.file_name)?;
+        let paths: Vec<&str> = edited.iter().map(|(p, _)| *p).collect();
+        let rel_owned = proof::owned_by(&rel, &paths)?;
+        let ship_owned = proof::owned_by(&shipped, &paths)?;
+        let ship_ours = proof::owned_by(&shipped, &ours)?;
+        let mut facts = JarFacts { file_name: j.file_name.to_string(), ..Default::default() };
+        let name = j.file_name;
+
+        // 1. Entries.
+        for (entry, bytes) in &rel {
+            if rel_owned.contains_key(entry) {
+                continue;
+            }
+            match shipped.get(entry) {
+                Some(b) if b == bytes => facts.identical += 1,
+                Some(_) => {
+                    problems.push(format!("{name}: {entry}: differs from the release jar, and no okp edit owns it"))
+                }
+                None => problems.push(format!("{name}: {entry}: in the release jar, missing here")),
+            }
+        }
+        for entry in shipped.keys().filter(|e| !rel.contains_key(*e)) {
+            if !ship_owned.contains_key(entry) && !ship_ours.contains_key(entry) {
+                problems.push(format!("{name}: {entry}: not in the release jar, and from no source okp compiles"));
+            }
+        }
+        for entry in ship_ours.keys().filter(|e| rel.contains_key(*e)) {
+            problems.push(format!("{name}: {entry}: okp's own class has the name of a release class"));
+        }
+        let derived_replaced: Vec<String> = rel_owned.keys().filter(|e| shipped.contains_key(*e)).cloned().collect();
+        let derived_removed: Vec<String> = rel_owned.keys().filter(|e| !shipped.contains_key(*e)).cloned().collect();
+        let derived_added: Vec<String> = ship_owned
+            .keys()
+            .chain(ship_ours.keys())
+            .filter(|e| !rel.contains_key(*e))
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        for (field, said, found) in [
+            ("replaced", j.replaced, &derived_replaced),
+            ("added", j.added, &derived_added),
+            ("removed", j.removed, &derived_removed),
+        ] {
+            let said: BTreeSet<&String> = said.iter().collect();
+            let found: BTreeSet<&String> = found.iter().collect();
+            if said != found {
+                let extra: Vec<&&String> = said.difference(&found).take(3).collect();
+                let missing: Vec<&&String> = found.difference(&said).take(3).collect();
+                problems.push(format!(
+                    "{what}: {name}: {field}: the list does not match the jar (listed, not found: {extra:?}; found, not \
+                     listed: {missing:?})"
+                ));
+            }
+        }
+        (facts.replaced, facts.added, facts.removed) =
+            (derived_replaced.len(), derived_added.len(), derived_removed.len());
+        // Every one of okp's own sources must be there: a jar without them lacks a layer or a mode's files.
+        for f in &ours {
+            let Some(key) = jar::SourceKey::from_repo_path(f) else { continue };
+            if !ship_ours.values().any(|(file, _)| file == f) {
+                problems.push(format!(
+                    "{name}: no class of okp's {}/{} (the {} {} patch set with layers {} has it)",
+                    key.package_dir,
+                    key.file_name,
+                    c.release,
+                    c.mode,
+                    layers.label()
+                ));
+            }
+        }
+
+        // 2. Members.
+        let files: Vec<(&str, &str)> = edited.iter().map(|(p, t)| (*p, t.as_str())).collect();
+        let unit = proof::compare_unit(&files, &rel_owned, &ship_owned, Some(c.release), ("release", "shipped"))?;
+        facts.classes_compared = unit.classes_compared;
+        facts.members_forgiven = unit.forgiven.values().map(Vec::len).sum();
+        facts.members_changed =
+            unit.changed_members.values().map(Vec::len).sum::<usize>().saturating_sub(facts.members_forgiven);
+        problems.extend(unit.problems.iter().map(|p| format!("{name}: {p}")));
+
+        // 3. What the record says each class changed: at least what no exception forgives, at most all that differs.
+        if let Some(p) = c.provenance {
+            let classes: BTreeSet<&String> = unit.changed_members.keys().collect();
+            for class in &classes {
+                let all: BTreeSet<&String> = unit.changed_members[*class].iter().collect();
+                let forgiven: BTreeSet<&String> =
+                    unit.forgiven.get(*class).map(|v| v.iter().collect()).unwrap_or_default();
+                let said: BTreeSet<&String> =
+                    p.delta.changed_members.get(*class).map(|v| v.iter().collect()).unwrap_or_default();
+                let unsaid: Vec<&&String> = all.difference(&forgiven).filter(|m| !said.contains(*m)).take(3).collect();
+                let beyond: Vec<&&String> = said.difference(&all).take(3).collect();
+                if !unsaid.is_empty() || !beyond.is_empty() {
+                    problems.push(format!(
+                        "{what}: provenance.delta.changed_members: {class}: {}{}",
+                        if unsaid.is_empty() {
+                            String::new()
+                        } else {
+                            format!("changed in the jar, not recorded: {unsaid:?}; ")
+                        },
+                        if beyond.is_empty() {
+                            String::new()
+                        } else {
+                            format!("recorded, not changed in the jar: {beyond:?}")
+                        }
+                    ));
+                }
+            }
+            let module_classes: BTreeSet<String> =
+                rel_owned.keys().chain(ship_owned.keys()).map(|k| k.trim_end_matches(".class").to_string()).collect();
+            for class in p.delta.changed_members.keys().filter(|k| module_classes.contains(*k) && !classes.contains(k))
+            {
+                problems.push(format!("{what}: provenance.delta.changed_members: {class}: recorded as changed, identical to the release's"));
+            }
+        }
+        out.jars.push(facts);
+    }
+    if !problems.is_empty() {
+        return Err(refused(what, problems));
+    }
+    out.seconds = t0.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+fn short(h: &str) -> &str {
+    h.get(..16).unwrap_or(h)
+}
+
+fn refused(what: &str, problems: Vec<String>) -> Error {
+    let n = problems.len();
+    let shown: Vec<String> = problems.into_iter().take(20).map(|p| crate::out::one_line(&p)).collect();
+    Error::Check(format!(
+        "the jars are not what {what} says, re-derived from their bytes with okp's own data ({n} finding(s); \
+         refusing them):\n  {}",
+        shown.join("\n  ")
+    ))
+}
