@@ -130,12 +130,47 @@ fn write_entry<W: Write + std::io::Seek>(
 /// Every entry of a jar with its bytes (for checks).
 pub fn entries(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
     let f = File::open(path).map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
-    entries_of(f, &path.display().to_string())
+    read_entries(f, &path.display().to_string())
 }
 
-/// Every entry of the jar read from `r` (`what` names it in errors). A name that appears twice
-/// is refused: which copy a JVM loads is not what a check that read the other one saw.
-pub fn entries_of<R: Read + std::io::Seek>(r: R, what: &str) -> Result<BTreeMap<String, Vec<u8>>> {
+/// Every entry of the jar `bytes` (`what` names it in errors). A name that appears twice in the
+/// central directory is refused: which copy a JVM loads need not be the one a check read (the zip
+/// library keeps one of them and never shows the other).
+pub fn entries_of(bytes: &[u8], what: &str) -> Result<BTreeMap<String, Vec<u8>>> {
+    if let Some(name) = duplicate_name(bytes) {
+        return Err(Error::Check(format!("{what}: entry {name} appears twice in the jar's central directory")));
+    }
+    read_entries(std::io::Cursor::new(bytes), what)
+}
+
+/// A name the central directory of the zip `b` lists twice, or a description of why the
+/// directory cannot be walked; None when every name is listed once.
+fn duplicate_name(b: &[u8]) -> Option<String> {
+    let u16_at = |i: usize| b.get(i..i + 2).map(|x| u16::from_le_bytes([x[0], x[1]]) as usize);
+    let u32_at = |i: usize| b.get(i..i + 4).map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]) as usize);
+    // The end-of-central-directory record: its signature, searched back over the longest comment.
+    let from = b.len().saturating_sub(22 + 0xffff);
+    let eocd = (from..b.len().saturating_sub(21)).rev().find(|&i| u32_at(i) == Some(0x0605_4b50))?;
+    let (count, mut at) = (u16_at(eocd + 10)?, u32_at(eocd + 16)?);
+    if count == 0xffff || at == 0xffff_ffff {
+        return Some("(a ZIP64 directory, which a Kafka jar never needs)".into());
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..count {
+        if u32_at(at)? != 0x0201_4b50 {
+            return Some("(a central directory that does not parse)".into());
+        }
+        let (n, extra, comment) = (u16_at(at + 28)?, u16_at(at + 30)?, u16_at(at + 32)?);
+        let name = String::from_utf8_lossy(b.get(at + 46..at + 46 + n)?).into_owned();
+        if !seen.insert(name.clone()) {
+            return Some(name);
+        }
+        at += 46 + n + extra + comment;
+    }
+    None
+}
+
+fn read_entries<R: Read + std::io::Seek>(r: R, what: &str) -> Result<BTreeMap<String, Vec<u8>>> {
     let zerr = |e: zip::result::ZipError| Error::Source(format!("{what}: {e}"));
     let mut z = zip::ZipArchive::new(r).map_err(zerr)?;
     let mut out = BTreeMap::new();

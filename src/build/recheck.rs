@@ -210,12 +210,19 @@ pub fn recheck(ws: &Workspace, c: &Claims) -> Result<Rechecked> {
                 short(&upstream_sha)
             ));
         }
-        let rel = jar::entries_of(std::io::Cursor::new(&upstream_bytes), &upstream_path.display().to_string())?;
-        let shipped = jar::entries_of(std::io::Cursor::new(j.bytes), j.file_name)?;
+        let rel = jar::entries_of(&upstream_bytes, &upstream_path.display().to_string())?;
+        // What the shipped jar holds is the finding, never okp's failure: a jar that is no zip, a
+        // class that does not parse, refuse the jar (exit 1), naming it.
+        let bad = |e: Error| match e {
+            Error::Check(m) | Error::External(m) | Error::Source(m) if m.starts_with(j.file_name) => Error::Check(m),
+            Error::Check(m) | Error::External(m) | Error::Source(m) => Error::Check(format!("{}: {m}", j.file_name)),
+            e => e,
+        };
+        let shipped = jar::entries_of(j.bytes, j.file_name).map_err(bad)?;
         let paths: Vec<&str> = edited.iter().map(|(p, _)| *p).collect();
         let rel_owned = proof::owned_by(&rel, &paths)?;
-        let ship_owned = proof::owned_by(&shipped, &paths)?;
-        let ship_ours = proof::owned_by(&shipped, &ours)?;
+        let ship_owned = proof::owned_by(&shipped, &paths).map_err(bad)?;
+        let ship_ours = proof::owned_by(&shipped, &ours).map_err(bad)?;
         let mut facts = JarFacts { file_name: j.file_name.to_string(), ..Default::default() };
         let name = j.file_name;
 
@@ -285,7 +292,8 @@ pub fn recheck(ws: &Workspace, c: &Claims) -> Result<Rechecked> {
 
         // 2. Members.
         let files: Vec<(&str, &str)> = edited.iter().map(|(p, t)| (*p, t.as_str())).collect();
-        let unit = proof::compare_unit(&files, &rel_owned, &ship_owned, Some(c.release), ("release", "shipped"))?;
+        let unit = proof::compare_unit(&files, &rel_owned, &ship_owned, Some(c.release), ("release", "shipped"))
+            .map_err(bad)?;
         facts.classes_compared = unit.classes_compared;
         facts.members_forgiven = unit.forgiven.values().map(Vec::len).sum();
         facts.members_changed =

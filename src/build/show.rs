@@ -5,14 +5,33 @@
 //!
 //! Not here: making the proofs (`proof`), the record's format (`record`).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+
+use crate::hash::sha256;
+use crate::source::Spec;
+use crate::workspace::Workspace;
 
 use super::proof::Provenance;
 use super::record::BuildRecord;
 
-/// The report on the build record `rec` read from `dir`.
-pub fn render(rec: &BuildRecord, dir: &Path) -> String {
+/// The sha256 of each upstream file the record names, as the release's sources jars hold it: what
+/// a file compiled may be called "release" against. Empty when the release has no sources jar.
+pub fn release_hashes(ws: &Workspace, rec: &BuildRecord) -> BTreeMap<String, String> {
+    let Some(p) = rec.provenance.as_deref() else { return BTreeMap::new() };
+    let hint = "no sources jar";
+    let Ok(tree) = ws.open(Spec::Release { version: rec.release, hint }) else { return BTreeMap::new() };
+    p.sources
+        .iter()
+        .filter(|f| f.upstream_sha256.is_some())
+        .filter_map(|f| tree.read(&f.path).ok().flatten().map(|b| (f.path.clone(), sha256(&b))))
+        .collect()
+}
+
+/// The report on the build record `rec` read from `dir`; `release` holds the release's own sha256
+/// of each upstream file (`release_hashes`).
+pub fn render(rec: &BuildRecord, dir: &Path, release: &BTreeMap<String, String>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -51,7 +70,7 @@ pub fn render(rec: &BuildRecord, dir: &Path) -> String {
                  (`okp verify --jars` and `okp bundle` refuse them; build again with this okp)"
             );
         }
-        Some(p) => provenance(&mut s, p),
+        Some(p) => provenance(&mut s, p, release),
     }
     s
 }
@@ -60,7 +79,7 @@ fn clean(v: &str) -> String {
     crate::out::one_line(v)
 }
 
-fn provenance(s: &mut String, p: &Provenance) {
+fn provenance(s: &mut String, p: &Provenance, release: &BTreeMap<String, String>) {
     let verdict = if p.passed() { "passed" } else { "NOT passed" };
     let _ = writeln!(s, "  provenance (schema {}): {verdict}", p.schema);
     for a in &p.sources_jars {
@@ -71,9 +90,14 @@ fn provenance(s: &mut String, p: &Provenance) {
     }
     let _ = writeln!(s, "    files compiled ({}):", p.sources.len());
     for f in &p.sources {
-        let upstream = f.upstream_sha256.as_deref().unwrap_or("(our own file)");
-        let _ =
-            writeln!(s, "      {}  release {}  compiled {}", clean(&f.path), clean(upstream), clean(&f.patched_sha256));
+        // "release" only where the release's sources jar holds those very bytes.
+        let upstream = match (f.upstream_sha256.as_deref(), release.get(&f.path)) {
+            (None, _) => "(our own file)".to_string(),
+            (Some(u), Some(r)) if u == r => format!("release {}", clean(u)),
+            (Some(u), Some(r)) => format!("read {} (NOT the release's sources jar: {})", clean(u), clean(r)),
+            (Some(u), None) => format!("read {} (no release sources jar to compare with)", clean(u)),
+        };
+        let _ = writeln!(s, "      {}  {upstream}  compiled {}", clean(&f.path), clean(&f.patched_sha256));
     }
     let r = &p.release;
     let _ = writeln!(

@@ -19,10 +19,13 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use super::archive;
 use super::layout;
 use super::lock::{self, HomeLock};
+use super::manifest::{Identity, Manifest};
 use super::ondisk;
 use super::pins::Pins;
 use super::verify::{self, Outcome as Verification};
+use crate::build::recheck::{ClaimedJar, Claims, Rechecked};
 use crate::error::{Error, Failure, Outcome, Result};
+use crate::workspace::Workspace;
 
 /// Flags passed through to install.sh / rollback.sh.
 pub struct ScriptFlags {
@@ -185,7 +188,7 @@ fn staging() -> Result<tempfile::TempDir> {
 }
 
 /// `okp install`: verify, lock, unpack into a private directory, run the bundle's install.sh.
-pub fn install(file: &Path, kafka_home: &Path, trust: &Trust, flags: &ScriptFlags) -> Result<Outcome> {
+pub fn install(ws: &Workspace, file: &Path, kafka_home: &Path, trust: &Trust, flags: &ScriptFlags) -> Result<Outcome> {
     let d = ondisk::read(file)?;
     let o = d.verify(trust.pubkey, trust.pins, trust.allow_unverified)?;
     eprint!("{}", verify::render(&o, &d.file_name));
@@ -196,9 +199,13 @@ pub fn install(file: &Path, kafka_home: &Path, trust: &Trust, flags: &ScriptFlag
     if !o.verified() {
         eprintln!("okp: warning: installing {} WITHOUT a verified signature (--allow-unverified)", d.file_name);
     }
-    let Some((unpacked, _, _)) = o.content else {
+    let Some((unpacked, manifest, id)) = o.content else {
         return Err(Error::External("a bundle that passed verification has no content (a defect in okp)".into()));
     };
+    // The signature says who made the bundle, not that its jars are the release plus okp's edits:
+    // that is re-derived from the jars' bytes here, before anything is changed.
+    let facts = recheck(ws, &d.file_name, &unpacked, &manifest, &id)?;
+    crate::out::note(facts.summary());
     let lock = lock_unless_read_only(kafka_home, flags)?;
     forward_interrupts();
     sweep_staging(&std::env::temp_dir());
@@ -210,6 +217,48 @@ pub fn install(file: &Path, kafka_home: &Path, trust: &Trust, flags: &ScriptFlag
         eprintln!("okp: interrupted; run the same install again to finish it, or roll back");
     }
     Ok(code)
+}
+
+/// Re-derives what the manifest of `file_name` says of its jars from their bytes and okp's own data
+/// (`build::recheck`), as `okp bundle` did when it made the bundle.
+pub fn recheck(
+    ws: &Workspace,
+    file_name: &str,
+    unpacked: &archive::Unpacked,
+    m: &Manifest,
+    id: &Identity,
+) -> Result<Rechecked> {
+    let what = format!("{} of {file_name}", super::manifest::FILE_NAME);
+    let mut jars = Vec::new();
+    for j in &m.jars {
+        let file = unpacked
+            .files
+            .iter()
+            .find(|f| f.path == j.path)
+            .ok_or_else(|| Error::Check(format!("{what}: jars: {} is not in the bundle", j.path)))?;
+        let file_name = j.path.rsplit('/').next().unwrap_or(&j.path);
+        jars.push(ClaimedJar {
+            file_name,
+            module: &j.module,
+            upstream: &j.upstream.coordinate,
+            upstream_sha256: &j.upstream.sha256,
+            bytes: &file.bytes,
+            replaced: &j.replaced,
+            added: &j.added,
+            removed: &j.removed,
+        });
+    }
+    let claims = Claims {
+        what: what.clone(),
+        release: id.release,
+        mode: id.mode,
+        layers: &m.layers,
+        family: &m.family,
+        patch_set_hash: &m.patch_set_hash,
+        provenance: m.provenance.as_deref(),
+        jars,
+    };
+    crate::build::recheck::recheck(ws, &claims)
 }
 
 /// `okp rollback`: okp's own rollback.sh (which reads only the install record), under the lock.

@@ -57,28 +57,9 @@ fn jar_entry(jar: &[u8], name: &str) -> Option<Vec<u8>> {
 fn inputs(ws: &Workspace, dir: &Path, target: Target) -> Result<layout::Inputs> {
     let model = &ws.model;
     let rec = BuildRecord::read(dir)?;
-    let (release_v, mode) = (rec.release, rec.mode);
-    let release = model.matrix.require(release_v)?;
-    if !release.supports(mode) {
-        return Err(bad(dir, format!("release {release_v} has no {mode} mode")));
-    }
-    let id = Identity { release: release_v, mode, target };
-
-    // The jars must be exactly the mode's set, each the bytes the record describes.
-    let wanted: Vec<&String> = release.jars.get(&mode).map(|v| v.iter().collect()).unwrap_or_default();
-    let mut have: Vec<&String> = rec.jars.iter().map(|j| &j.module).collect();
-    have.sort();
-    let mut want_sorted = wanted.clone();
-    want_sorted.sort();
-    if have != want_sorted {
-        return Err(bad(dir, format!("jars for modules {have:?}, but {release_v} {mode} replaces {want_sorted:?}")));
-    }
-    // These values end up inside install.sh: only hex may pass.
-    if !is_sha256(&rec.patch_set_hash) {
-        return Err(bad(dir, format!("patch_set_hash `{}` is not a sha256", rec.patch_set_hash)));
-    }
     // Only jars shown to be the release plus exactly our edits are shipped: the record's proof
-    // must have passed, and the jars' bytes must show what it says (re-derived here).
+    // must have passed, and the jars' bytes must show what it says, re-derived here with okp's own
+    // data (release, mode, layers, the jar set, the patch-set hash, every entry and member).
     let Some(provenance) = rec.provenance.clone().filter(|p| p.passed()) else {
         return Err(Error::Check(format!(
             "{}: {} holds no passing provenance proof, so nothing shows these jars are the release plus \
@@ -90,6 +71,13 @@ fn inputs(ws: &Workspace, dir: &Path, target: Target) -> Result<layout::Inputs> 
     };
     let (bytes, facts) = rec.read_and_recheck(ws, dir)?;
     crate::out::note(facts.summary());
+    let (release_v, mode) = (rec.release, rec.mode);
+    let release = model.matrix.require(release_v)?;
+    let id = Identity { release: release_v, mode, target };
+    // These values end up inside install.sh: only hex may pass.
+    if !is_sha256(&rec.patch_set_hash) {
+        return Err(bad(dir, format!("patch_set_hash `{}` is not a sha256", rec.patch_set_hash)));
+    }
     let mut jars = Vec::new();
     for (j, bytes) in rec.jars.iter().zip(bytes) {
         if !is_sha256(&j.upstream_sha256) || !is_sha256(&j.sha256) {

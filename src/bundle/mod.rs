@@ -103,8 +103,14 @@ pub fn verify_bundle(file: &Path, pubkey: &str, json: bool, pins: &Pins) -> Resu
 }
 
 /// `okp install`: verify, then run the bundle's install.sh (see `install`).
-pub fn install(file: &Path, kafka_home: &Path, trust: &Trust<'_>, flags: &ScriptFlags) -> Result<Outcome> {
-    install::install(file, kafka_home, trust, flags)
+pub fn install(
+    ws: &Workspace,
+    file: &Path,
+    kafka_home: &Path,
+    trust: &Trust<'_>,
+    flags: &ScriptFlags,
+) -> Result<Outcome> {
+    install::install(ws, file, kafka_home, trust, flags)
 }
 
 /// `okp rollback`: okp's own rollback.sh, which reads what install recorded.

@@ -20,7 +20,7 @@ pub fn verify_bundle(a: VerifyBundleArgs) -> Result<Outcome> {
     lib::verify_bundle(&a.file, &a.pubkey, super::json(a.format), &pins(a.pins))
 }
 
-pub fn install(a: InstallArgs) -> Result<Outcome> {
+pub fn install(ws: &Workspace, a: InstallArgs) -> Result<Outcome> {
     let flags = ScriptFlags {
         dry_run: a.dry_run,
         ignore_arch: a.ignore_arch,
@@ -29,7 +29,7 @@ pub fn install(a: InstallArgs) -> Result<Outcome> {
     };
     let pins = pins(a.pins);
     let trust = Trust { pubkey: a.pubkey.as_deref(), allow_unverified: a.allow_unverified, pins: &pins };
-    lib::install(&a.bundle, &a.kafka_home, &trust, &flags)
+    lib::install(ws, &a.bundle, &a.kafka_home, &trust, &flags)
 }
 
 fn pins(a: PinArgs) -> Pins {

@@ -45,7 +45,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Keygen(a) => bundle::keygen(a),
         Command::Bundle(a) => bundle::bundle(&ws()?, a),
         Command::VerifyBundle(a) => bundle::verify_bundle(a),
-        Command::Install(a) => bundle::install(a),
+        Command::Install(a) => bundle::install(&ws()?, a),
         Command::Rollback(a) => bundle::rollback(a),
         Command::Observers(a) => observers::run(a),
         Command::Bench(a) => bench::run(&ws()?, a),

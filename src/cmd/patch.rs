@@ -11,12 +11,23 @@ use crate::workspace::Workspace;
 pub fn show(ws: &Workspace, a: ShowArgs) -> Result<Outcome> {
     if let Some(dir) = &a.build {
         let rec = crate::build::record::BuildRecord::read(dir)?;
+        // Nothing the record says is shown as fact before the jars' bytes are re-derived.
+        let derived = rec.read_and_recheck(ws, dir).map(|(_, facts)| facts);
         let text = match super::json(a.format) {
             true => serde_json::to_string_pretty(&rec).unwrap_or_default() + "\n",
-            false => crate::build::show::render(&rec, dir),
+            false => crate::build::show::render(&rec, dir, &crate::build::show::release_hashes(ws, &rec)),
         };
         crate::out::print(&text)?;
-        return Ok(Outcome::Done);
+        return match derived {
+            Ok(facts) => {
+                crate::out::note(facts.summary());
+                Ok(Outcome::Done)
+            }
+            Err(e) => {
+                eprintln!("{}", crate::out::error_line(&e));
+                Ok(Outcome::Failed(e.failure()))
+            }
+        };
     }
     let version =
         a.version.ok_or_else(|| crate::error::Error::Usage("show needs --version V or --build DIR".into()))?;
