@@ -584,6 +584,11 @@ pub struct BuildArgs {
     /// Tag, branch or commit to read from --git.
     #[arg(long, value_name = "REV", requires = "git")]
     pub rev: Option<String>,
+    /// With --tree/--git: build although the tree differs from the release's sources in files the
+    /// splice does not compile. Those changes are NOT in the jars (recorded as provenance.not_built);
+    /// a fork builds with the Gradle backend.
+    #[arg(long)]
+    pub allow_modified: bool,
     /// splice (from the release's jars; default without --source) or gradle (default with --source).
     #[arg(long, value_enum)]
     pub backend: Option<Backend>,

@@ -406,7 +406,7 @@ pub fn patched_jars(
             )));
         }
         let (_, facts) = rec.read_and_recheck(ws, dir)?;
-        crate::out::note(format!("verify: {}", facts.summary()));
+        facts.note("verify: ");
         return Ok(rec);
     }
     let hash = ws.patch_set()?.effective(&ws.model, release, release.version, mode, layers).hash;
@@ -417,7 +417,7 @@ pub fn patched_jars(
         Ok(rec) if rec.patch_set_hash == hash && rec.proven() => match rec.read_and_recheck(ws, &dir) {
             Ok((_, facts)) => {
                 crate::out::note(format!("verify: patched jars from the cache {}", dir.display()));
-                crate::out::note(format!("verify: {}", facts.summary()));
+                facts.note("verify: ");
                 return Ok(rec);
             }
             Err(e) => crate::out::note(format!("verify: cached jars not used ({e})")),
@@ -427,7 +427,7 @@ pub fn patched_jars(
     }
     eprintln!("okp: verify: building the patched jars of {} {} (splice)", release.version, mode);
     let upstream = splice::release_sources(ws, release)?;
-    match splice::splice(ws, release, mode, layers, upstream.as_ref(), &dir)? {
+    match splice::splice(ws, release, mode, layers, upstream.as_ref(), &dir, false)? {
         splice::SpliceOutcome::Built(rec) => Ok(*rec),
         splice::SpliceOutcome::CompileFailed(f) => {
             Err(Error::Check(format!("the {} build failed to compile {}:\n{}", release.version, f.module, f.output)))

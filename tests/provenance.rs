@@ -131,7 +131,7 @@ fn a_source_changed_outside_our_edits_is_refused_naming_the_method() {
     let release = ws.release("3.9.2".parse().unwrap()).unwrap();
     let out = tempfile::tempdir().unwrap();
     let src = DirTree::open(&dir).unwrap();
-    let r = splice::splice(&ws, release, Mode::Zk, &Layers::core(), &src, out.path());
+    let r = splice::splice(&ws, release, Mode::Zk, &Layers::core(), &src, out.path(), false);
     let msg = match r {
         Err(Error::Check(m)) => m,
         Err(e) => panic!("another error: {e}"),

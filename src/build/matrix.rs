@@ -84,6 +84,7 @@ pub fn matrix(
                     layers,
                     splice::release_sources(ws, r)?.as_ref(),
                     &root.join(format!("{}-{m}", r.version)),
+                    false,
                 )? {
                     SpliceOutcome::Built(rec) => {
                         let n: usize = rec

@@ -108,6 +108,11 @@ pub struct Provenance {
     pub compilers: BTreeMap<String, String>,
     pub release: ReleaseProof,
     pub delta: DeltaProof,
+    /// A `--tree`/`--git` source built with `--allow-modified`: its files that differ from the
+    /// release's sources jars where the splice compiles nothing (`path (why)`). Those changes are
+    /// NOT in the jars: the jars are the release plus okp's edits, whatever the fork holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_built: Vec<String>,
 }
 
 impl Provenance {

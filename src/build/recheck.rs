@@ -95,6 +95,13 @@ pub struct JarFacts {
 }
 
 impl Rechecked {
+    /// Notes `summary` on stderr, a line per jar, each after `prefix`.
+    pub fn note(&self, prefix: &str) {
+        for l in self.summary().lines() {
+            crate::out::note(format!("{prefix}{l}"));
+        }
+    }
+
     /// One line per jar, for a command's output.
     pub fn summary(&self) -> String {
         self.jars

@@ -99,6 +99,17 @@ fn provenance(s: &mut String, p: &Provenance, release: &BTreeMap<String, String>
         };
         let _ = writeln!(s, "      {}  {upstream}  compiled {}", clean(&f.path), clean(&f.patched_sha256));
     }
+    if !p.not_built.is_empty() {
+        let _ = writeln!(
+            s,
+            "    NOT BUILT: the tree read differs from the release's sources in {} file(s) the splice does not compile \
+             (built with --allow-modified); those changes are not in these jars:",
+            p.not_built.len()
+        );
+        for f in &p.not_built {
+            let _ = writeln!(s, "      {}", clean(f));
+        }
+    }
     let r = &p.release;
     let _ = writeln!(
         s,

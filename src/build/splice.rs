@@ -281,9 +281,65 @@ pub fn release_sources(ws: &Workspace, release: &Release) -> Result<Box<dyn Sour
     })
 }
 
+/// A tree that is not the release's own sources jars (`--tree`, `--git`): its files where the
+/// splice compiles nothing must be the release's, since changes there never reach the jars. Refused
+/// naming them, unless `allow_modified`: then said plainly and returned for the record.
+fn fork_check(
+    ws: &Workspace,
+    release: &Release,
+    tree: &dyn SourceTree,
+    plan: &apply::Plan,
+    allow_modified: bool,
+) -> Result<Vec<String>> {
+    if tree.is_release_sources_jar() {
+        return Ok(Vec::new());
+    }
+    if release.no_sources_jar.is_some() {
+        crate::out::note(format!(
+            "note: {} has no sources jar on Maven Central, so okp cannot tell whether {} differs from the release \
+             outside the files it compiles; changes there would not be in the jars (a fork builds with the Gradle \
+             backend: okp apply, then okp build --source)",
+            release.version,
+            tree.describe()
+        ));
+        return Ok(Vec::new());
+    }
+    let coords = ws.model.matrix.coordinates_for(release.version)?;
+    let theirs = crate::source::ReleaseTree::open(&ws.maven, &release.version.to_string(), &coords)?;
+    let compiled: Vec<&str> = plan.changes.iter().map(|c| c.path.as_str()).collect();
+    let differs = crate::source::differences_from_release(tree, &theirs, &compiled)?;
+    if differs.is_empty() {
+        return Ok(differs);
+    }
+    let shown: Vec<String> = differs.iter().take(20).map(|d| crate::out::one_line(d)).collect();
+    let more = if differs.len() > 20 { format!("\n  … and {} more", differs.len() - 20) } else { String::new() };
+    if !allow_modified {
+        return Err(Error::Usage(format!(
+            "{} differs from the release {}'s sources in {} file(s) the splice build does not compile; those \
+             changes would NOT be in the jars (the splice takes every other class from the release's own jar):\n  \
+             {}{more}\nBuild a fork with the Gradle backend (okp apply --source DIR, then okp build --source DIR), or \
+             pass --allow-modified to build the release plus okp's edits from this tree anyway (recorded)",
+            tree.describe(),
+            release.version,
+            differs.len(),
+            shown.join("\n  ")
+        )));
+    }
+    crate::out::note(format!(
+        "warning: --allow-modified: {} differs from the release {}'s sources in {} file(s) the splice does not \
+         compile; those changes are NOT in these jars (recorded in okp-build.json as provenance.not_built):\n  {}{more}",
+        tree.describe(),
+        release.version,
+        differs.len(),
+        shown.join("\n  ")
+    ));
+    Ok(differs)
+}
+
 /// Builds `release`'s patched jars for `mode`, reading the pristine upstream sources of the
 /// patched files from `upstream` (which must hold them exactly as the release has them: the
-/// spliced classes go into the release's own jars).
+/// spliced classes go into the release's own jars). A tree other than the release's sources jars
+/// must match them outside the files compiled, unless `allow_modified` (`fork_check`).
 pub fn splice(
     ws: &Workspace,
     release: &Release,
@@ -291,6 +347,7 @@ pub fn splice(
     layers: &Layers,
     upstream: &dyn SourceTree,
     out: &Path,
+    allow_modified: bool,
 ) -> Result<SpliceOutcome> {
     let (model, maven, ps) = (&ws.model, &ws.maven, ws.patch_set()?);
     let eff = ps.effective(model, release, release.version, mode, layers);
@@ -305,6 +362,7 @@ pub fn splice(
         return Err(Error::Drift(format!("anchor drift in {} {mode}: nothing was built", release.version)));
     }
     let plan = apply::plan(&eff, tree)?;
+    let not_built = fork_check(ws, release, tree, &plan, allow_modified)?;
     // Every layer's units are proved (the metrics layer's gauges and their lambdas too).
     let prove = proof::enabled();
     let mut provenance = proof::Provenance::default();
@@ -370,10 +428,25 @@ pub fn splice(
             .filter(|f| plan.changes.iter().any(|c| &c.path == *f && c.before.is_some()))
             .map(|f| work.join("upstream-src").join(f))
             .collect();
-        let upstream_dir = work.join(format!("upstream-classes-{module}"));
+        // The unpatched compile is the same for every build of a release: its classes are kept in
+        // the Maven cache, keyed by the exact sources, compilers, flags and classpath.
+        let cached = (prove && !upstream_src.is_empty())
+            .then(|| unpatched_cache(maven, release, module, &classpath, &upstream_src, &javac_version))
+            .transpose()?;
+        let hit = cached.as_ref().filter(|d| d.is_dir());
+        let upstream_dir = match hit {
+            Some(d) => d.clone(),
+            None => work.join(format!("upstream-classes-{module}")),
+        };
+        if let Some(d) = hit {
+            crate::out::note(format!(
+                "{module}: the release's own sources compiled before: classes from {}",
+                d.display()
+            ));
+        }
         let mut upstream_compilers = BTreeMap::new();
         let (patched, unpatched) = std::thread::scope(|s| {
-            let other = (prove && !upstream_src.is_empty()).then(|| {
+            let other = (prove && !upstream_src.is_empty() && hit.is_none()).then(|| {
                 s.spawn(|| {
                     let c = &mut upstream_compilers;
                     compile(maven, release, module, &cp, &upstream_src, &upstream_dir, &javac_version, false, c)
@@ -395,6 +468,9 @@ pub fn splice(
             }
             None => {}
         }
+        if let (Some(dir), None) = (&cached, hit) {
+            keep_unpatched(&upstream_dir, dir);
+        }
         seconds.insert(format!("compile-{module}"), t.elapsed().as_secs_f64());
         let compiled = classes_under(&classes_dir)?;
         let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
@@ -402,7 +478,7 @@ pub fn splice(
             let t = Instant::now();
             let unpatched = classes_under(&upstream_dir)?;
             let enforce = proof::enforced(release.version) || !tree.is_release_sources_jar();
-            proof::prove_module(
+            let proved = proof::prove_module(
                 release.version,
                 enforce,
                 &upstream,
@@ -411,7 +487,16 @@ pub fn splice(
                 &unpatched,
                 &compiled,
                 &mut provenance,
-            )?;
+            );
+            if let (Err(e), Some(dir)) = (&proved, hit) {
+                // Whatever is wrong, the cached classes are not trusted again.
+                let _ = std::fs::remove_dir_all(dir);
+                crate::out::note(format!(
+                    "the unpatched classes came from okp's cache {} (now removed); the next build compiles them afresh: {e}",
+                    dir.display()
+                ));
+            }
+            proved?;
             seconds.insert(format!("proof-{module}"), t.elapsed().as_secs_f64());
         }
 
@@ -435,7 +520,10 @@ pub fn splice(
         });
     }
     let provenance = match prove {
-        true => Some(Box::new(proof::inputs(maven, release, tree, &plan, &compilers, &javac_version, provenance)?)),
+        true => {
+            provenance.not_built = not_built;
+            Some(Box::new(proof::inputs(maven, release, tree, &plan, &compilers, &javac_version, provenance)?))
+        }
         false => None,
     };
     let record = BuildRecord {
@@ -467,7 +555,7 @@ pub fn splice(
             })
             .collect::<Result<_>>()?;
         let facts = record.recheck(ws, out, &bytes)?;
-        crate::out::note(facts.summary());
+        facts.note("");
         let mut record = record;
         record.seconds.insert("recheck".into(), t.elapsed().as_secs_f64());
         return publish(record, staging.path(), out);
@@ -498,6 +586,72 @@ fn publish(record: BuildRecord, staged: &Path, out: &Path) -> Result<SpliceOutco
         crate::schema::write(&out.join("provenance.json"), p)?;
     }
     Ok(SpliceOutcome::Built(Box::new(record)))
+}
+
+/// Where the classes of the unpatched compile of `src` (the release's own sources of a module's
+/// edited files) are kept: `~/.m2/repository/okp-unpatched/<key>/`, the key a sha256 over every
+/// input that shapes those classes (the sources' paths and bytes, the Scala compiler and its
+/// options, javac and the JVM that runs scalac, the Java release, the classpath's files by name and
+/// size). The cache is in the Maven cache's trust domain: whoever can write there can also change
+/// the release jars okp reads.
+fn unpatched_cache(
+    maven: &Maven,
+    release: &Release,
+    module: &str,
+    classpath: &[PathBuf],
+    src: &[PathBuf],
+    javac_version: &str,
+) -> Result<PathBuf> {
+    use std::fmt::Write as _;
+    let mut key = String::from("okp-unpatched/1\n");
+    let java = Command::new(java_bin("java"))
+        .arg("-version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .unwrap_or_default();
+    let _ = writeln!(key, "module {module}\nscala {}\nscalac {:?}", release.scala, scalac_options(release).0);
+    let _ = writeln!(
+        key,
+        "java-release {} {:?}\njavac {javac_version}\njava {java}",
+        release.java_release, release.java_release_metadata
+    );
+    for p in classpath {
+        let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let _ = writeln!(key, "cp {} {size}", p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    }
+    for p in src {
+        let bytes = std::fs::read(p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?;
+        // The repository path: where the build directory is does not shape the classes.
+        let text = p.to_string_lossy();
+        let repo_path = text.rsplit_once("/upstream-src/").map_or(text.as_ref(), |(_, r)| r);
+        let _ = writeln!(key, "src {repo_path} {}", sha256(&bytes));
+    }
+    Ok(maven.repo_local.join("okp-unpatched").join(&sha256(key.as_bytes())[..32]))
+}
+
+/// Keeps a fresh unpatched compile's classes at `dest` (staged, then renamed: a second okp or a kill
+/// leaves nothing or a whole copy). A failure only costs the next build a compile.
+fn keep_unpatched(classes: &Path, dest: &Path) {
+    let Some(parent) = dest.parent() else { return };
+    if std::fs::create_dir_all(parent).is_err() {
+        return;
+    }
+    let Ok(staging) = tempfile::Builder::new().prefix(".staging-").tempdir_in(parent) else { return };
+    let copied = classes_under(classes).and_then(|all| {
+        for (name, bytes) in all {
+            let p = staging.path().join(&name);
+            std::fs::create_dir_all(p.parent().unwrap_or(staging.path()))
+                .and_then(|_| std::fs::write(&p, bytes))
+                .map_err(|e| Error::io("copying the unpatched classes", e))?;
+        }
+        Ok(())
+    });
+    if copied.is_ok() {
+        let kept = staging.keep();
+        if std::fs::rename(&kept, dest).is_err() {
+            let _ = std::fs::remove_dir_all(&kept);
+        }
+    }
 }
 
 /// The checks a spliced jar must pass before anyone deploys it.

@@ -205,7 +205,7 @@ pub fn install(ws: &Workspace, file: &Path, kafka_home: &Path, trust: &Trust, fl
     // The signature says who made the bundle, not that its jars are the release plus okp's edits:
     // that is re-derived from the jars' bytes here, before anything is changed.
     let facts = recheck(ws, &d.file_name, &unpacked, &manifest, &id)?;
-    crate::out::note(facts.summary());
+    facts.note("");
     let lock = lock_unless_read_only(kafka_home, flags)?;
     forward_interrupts();
     sweep_staging(&std::env::temp_dir());

@@ -70,7 +70,7 @@ fn inputs(ws: &Workspace, dir: &Path, target: Target) -> Result<layout::Inputs> 
         )));
     };
     let (bytes, facts) = rec.read_and_recheck(ws, dir)?;
-    crate::out::note(facts.summary());
+    facts.note("");
     let (release_v, mode) = (rec.release, rec.mode);
     let release = model.matrix.require(release_v)?;
     let id = Identity { release: release_v, mode, target };

@@ -80,7 +80,7 @@ pub fn run(ws: &Workspace, args: BuildArgs) -> Result<Outcome> {
                 None => splice::release_sources(ws, release)?,
             };
             note(format!("upstream sources: {}", tree.describe()));
-            splice_one(ws, release, mode, &Layers::with(&args.layers), tree.as_ref(), &out)
+            splice_one(ws, release, mode, &Layers::with(&args.layers), tree.as_ref(), &out, args.allow_modified)
         }
     }
 }
@@ -106,8 +106,9 @@ fn splice_one(
     layers: &Layers,
     tree: &dyn SourceTree,
     out: &std::path::Path,
+    allow_modified: bool,
 ) -> Result<Outcome> {
-    match splice::splice(ws, release, mode, layers, tree, out)? {
+    match splice::splice(ws, release, mode, layers, tree, out, allow_modified)? {
         splice::SpliceOutcome::Built(rec) => {
             for j in &rec.jars {
                 note(format!(

@@ -20,7 +20,7 @@ pub fn show(ws: &Workspace, a: ShowArgs) -> Result<Outcome> {
         crate::out::print(&text)?;
         return match derived {
             Ok(facts) => {
-                crate::out::note(facts.summary());
+                facts.note("");
                 Ok(Outcome::Done)
             }
             Err(e) => {

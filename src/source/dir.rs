@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{declared_from, SourceTree, MARKER};
+use super::{declared_from, SourceTree, MARKER, MAX_SOURCE_FILE};
 use crate::error::{Error, Result};
 
 pub struct DirTree {
@@ -40,12 +40,51 @@ impl SourceTree for DirTree {
         declared_from(|p| self.read(p))
     }
 
+    /// A file of the tree through the guarded reader: a regular file of at most `MAX_SOURCE_FILE`
+    /// bytes, never a FIFO or a device, and never through a symbolic link that leaves the tree.
     fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
         let p = self.root.join(path);
-        match std::fs::read(&p) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(format!("cannot read {}", p.display()), e)),
+        if std::fs::symlink_metadata(&p).is_err() {
+            return Ok(None);
         }
+        let inside = match (p.canonicalize(), self.root.canonicalize()) {
+            (Ok(c), Ok(r)) => c.starts_with(&r),
+            _ => false,
+        };
+        if !inside {
+            return Err(Error::Tree {
+                path: p,
+                msg: "a symbolic link that leaves the tree (or one that leads nowhere): okp reads a tree's own files only"
+                    .into(),
+            });
+        }
+        match crate::fsx::read::read_regular(&p, MAX_SOURCE_FILE) {
+            Ok(b) => Ok(Some(b)),
+            Err(crate::fsx::read::ReadError::Missing) => Ok(None),
+            Err(e) => Err(e.into_error(&p, "source file")),
+        }
+    }
+
+    fn files_under(&self, dir: &str) -> Result<Vec<String>> {
+        fn walk(root: &Path, d: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+            for e in std::fs::read_dir(d)? {
+                let e = e?;
+                // The entry itself, never what a link points at: a linked directory is not walked.
+                if e.file_type()?.is_dir() {
+                    walk(root, &e.path(), out)?;
+                } else {
+                    let p = e.path();
+                    out.push(p.strip_prefix(root).unwrap_or(&p).to_string_lossy().into_owned());
+                }
+            }
+            Ok(())
+        }
+        let start = self.root.join(dir);
+        let mut out = Vec::new();
+        if std::fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir()) {
+            walk(&self.root, &start, &mut out).map_err(|e| Error::io(format!("cannot list {}", start.display()), e))?;
+        }
+        out.sort();
+        Ok(out)
     }
 }

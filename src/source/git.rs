@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{declared_from, SourceTree};
+use super::{declared_from, SourceTree, MAX_SOURCE_FILE};
 use crate::error::{Error, Result};
 
 pub struct GitTree {
@@ -57,10 +57,53 @@ impl SourceTree for GitTree {
             Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
             Err(e) => return Err(git_err(e)),
         };
+        if entry.kind() != Some(git2::ObjectType::Blob) {
+            return Ok(None);
+        }
+        if entry.filemode() == 0o120000 {
+            return Err(Error::Source(format!(
+                "{}: {path} at {} is a symbolic link: okp reads a tree's own files only",
+                self.repo_path.display(),
+                self.rev
+            )));
+        }
+        // The size from the object's header, before its content is inflated into memory.
+        let odb = self.repo.odb().map_err(git_err)?;
+        let (size, _) = odb.read_header(entry.id()).map_err(git_err)?;
+        if size as u64 > MAX_SOURCE_FILE {
+            return Err(Error::Source(format!(
+                "{}: {path} at {} is {size} bytes, over okp's cap of {MAX_SOURCE_FILE} bytes for a source file",
+                self.repo_path.display(),
+                self.rev
+            )));
+        }
         let obj = entry.to_object(&self.repo).map_err(git_err)?;
         match obj.as_blob() {
             Some(b) => Ok(Some(b.content().to_vec())),
             None => Ok(None),
         }
+    }
+
+    fn files_under(&self, dir: &str) -> Result<Vec<String>> {
+        let git_err = |e: git2::Error| {
+            Error::Source(format!("{}: listing {dir} at {}: {}", self.repo_path.display(), self.rev, e.message()))
+        };
+        let tree = self.repo.find_tree(self.tree).map_err(git_err)?;
+        let sub = match tree.get_path(Path::new(dir)) {
+            Ok(e) if e.kind() == Some(git2::ObjectType::Tree) => self.repo.find_tree(e.id()).map_err(git_err)?,
+            Ok(_) => return Ok(Vec::new()),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(git_err(e)),
+        };
+        let mut out = Vec::new();
+        sub.walk(git2::TreeWalkMode::PreOrder, |root, e| {
+            if e.kind() == Some(git2::ObjectType::Blob) {
+                out.push(format!("{}/{root}{}", dir.trim_end_matches('/'), e.name().unwrap_or_default()));
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .map_err(git_err)?;
+        out.sort();
+        Ok(out)
     }
 }

@@ -37,6 +37,47 @@ pub trait SourceTree {
     fn is_release_sources_jar(&self) -> bool {
         false
     }
+    /// Every file below the repository directory `dir` (repository paths, sorted), for comparing a
+    /// tree with a release's sources jars; empty when there is no such directory.
+    fn files_under(&self, dir: &str) -> Result<Vec<String>>;
+}
+
+/// The largest source file okp reads from a tree (Kafka's largest is under 300 KB).
+pub const MAX_SOURCE_FILE: u64 = 8 << 20;
+
+/// The files of `tree` that are not the release's own sources (`release`, its sources jars) in
+/// the modules those jars cover, leaving out `compiled` (the files a splice build compiles, which
+/// its proofs judge): each as `path (why)`. A fork's changes there never reach the spliced jars.
+pub fn differences_from_release(
+    tree: &dyn SourceTree,
+    release: &ReleaseTree,
+    compiled: &[&str],
+) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut theirs = std::collections::BTreeSet::new();
+    for (path, bytes) in release.files()? {
+        theirs.insert(path.clone());
+        if compiled.contains(&path.as_str()) {
+            continue;
+        }
+        match tree.read(&path)? {
+            None => out.push(format!("{path} (missing)")),
+            Some(b) if b != bytes => out.push(format!("{path} (differs)")),
+            Some(_) => {}
+        }
+    }
+    for module in release.modules() {
+        for root in ["src/main/scala", "src/main/java"] {
+            for path in tree.files_under(&format!("{module}/{root}"))? {
+                let source = path.ends_with(".scala") || path.ends_with(".java");
+                if source && !theirs.contains(&path) && !compiled.contains(&path.as_str()) {
+                    out.push(format!("{path} (not in the release)"));
+                }
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// Where a command reads upstream sources from, as its flags said.

@@ -74,6 +74,11 @@ impl ReleaseTree {
         Ok(out)
     }
 
+    /// The module directories the sources jars cover (`core`, `metadata`).
+    pub fn modules(&self) -> Vec<String> {
+        self.jars.keys().cloned().collect()
+    }
+
     pub fn coordinates(&self) -> Vec<String> {
         self.jars.values().map(|(c, _, _)| format!("{c}:sources")).collect()
     }
@@ -90,6 +95,11 @@ impl SourceTree for ReleaseTree {
 
     fn declared_version(&self) -> Result<Option<String>> {
         Ok(Some(self.version.clone()))
+    }
+
+    fn files_under(&self, dir: &str) -> Result<Vec<String>> {
+        let prefix = format!("{}/", dir.trim_end_matches('/'));
+        Ok(self.files()?.into_iter().map(|(p, _)| p).filter(|p| p.starts_with(&prefix)).collect())
     }
 
     fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
