@@ -229,16 +229,23 @@ fn two_bundles_in_a_row_are_identical_bytes() {
     let build = built("3.9.2", "kraft");
     let (_k1, key1, _) = keys();
     let (_k2, key2, _) = keys();
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b, c) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     assert_eq!(bundle(&build, "linux-x86_64", &key1, a.path()).status.code(), Some(0));
-    assert_eq!(bundle(&build, "amd64", &key2, b.path()).status.code(), Some(0));
+    assert_eq!(bundle(&build, "amd64", &key1, b.path()).status.code(), Some(0));
+    assert_eq!(bundle(&build, "x86_64", &key2, c.path()).status.code(), Some(0));
     let read = |d: &Path, ext: &str| std::fs::read(d.join(format!("{NAME_3_9}.tar.gz{ext}"))).unwrap();
-    assert!(read(a.path(), "") == read(b.path(), ""), "two bundles of the same build differ");
+    assert!(read(a.path(), "") == read(b.path(), ""), "two bundles of the same build and key differ");
     assert_eq!(read(a.path(), ".sha256"), read(b.path(), ".sha256"));
     assert_eq!(read(a.path(), ".sha512"), read(b.path(), ".sha512"));
-    assert_eq!(read(a.path(), ""), std::fs::read(shared_bundle()).unwrap(), "and the same as the shared one");
-    // The key is not part of the bundle, only of the signature.
-    assert_ne!(read(a.path(), ".minisig"), read(b.path(), ".minisig"));
+    // The key signs the provenance inside the bundle (deterministic Ed25519): another key changes
+    // that envelope and its line in the manifest, and nothing else.
+    assert_ne!(read(a.path(), ".minisig"), read(c.path(), ".minisig"));
+    let (_xa, ra) = untar(&a.path().join(format!("{NAME_3_9}.tar.gz")));
+    let (_xc, rc) = untar(&c.path().join(format!("{NAME_3_9}.tar.gz")));
+    let (ta, tc) = (tree(&ra), tree(&rc));
+    assert_eq!(ta.keys().collect::<Vec<_>>(), tc.keys().collect::<Vec<_>>());
+    let differ: Vec<&String> = ta.iter().filter(|(k, v)| tc[*k] != **v).map(|(k, _)| k).collect();
+    assert_eq!(differ, ["MANIFEST.json", "provenance.intoto.jsonl"]);
 
     // What makes it so, as GNU tar and the gzip header show it.
     let bytes = read(a.path(), "");
@@ -269,6 +276,15 @@ fn two_bundles_in_a_row_are_identical_bytes() {
         .arg(c.path().join(format!("{NAME_3_9}.tar.gz")))
         .env("TZ", "UTC"));
     assert!(stdout(&o).lines().all(|l| l.contains("2023-11-14 22:13:20")), "{}", stdout(&o));
+    // ... and the SBOM's timestamp; without it the SBOM has none (no wall-clock time in a bundle).
+    let timestamp = |d: &Path| {
+        let (_x, root) = untar(&d.join(format!("{NAME_3_9}.tar.gz")));
+        let sbom: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(root.join("sbom.cdx.json")).unwrap()).unwrap();
+        sbom["metadata"]["timestamp"].clone()
+    };
+    assert_eq!(timestamp(c.path()), "2023-11-14T22:13:20Z");
+    assert_eq!(timestamp(a.path()), serde_json::Value::Null);
 }
 
 /// Offsets spread over `len` bytes, plus the first and last ones.
@@ -836,8 +852,12 @@ fn keys_encrypted_and_interoperable_with_minisign() {
         .status
         .success());
     assert_eq!(verify(&b2, &mk.with_extension("pub")).status.code(), Some(0));
-    // And a signature minisign makes with okp's unencrypted key verifies in okp.
+    // And a signature minisign makes with okp's unencrypted key verifies in okp (over a bundle
+    // okp made with that key: the key also signed the provenance inside).
     let (_kd, key, public) = keys();
+    let out3 = tempfile::tempdir().unwrap();
+    assert_eq!(bundle(&build, "x86_64", &key, out3.path()).status.code(), Some(0));
+    let b2 = out3.path().join(format!("{NAME_3_9}.tar.gz"));
     let o = run(Command::new("minisign").arg("-S").arg("-s").arg(&key).arg("-m").arg(&b2).arg("-t").arg(format!(
         "file:{NAME_3_9}.tar.gz\tokp-bundle:{NAME_3_9}\trelease:3.9.2\tmode:kraft\ttarget:linux-x86_64\tpatch_set:{}",
         manifest_of(&b2)["patch_set_hash"].as_str().unwrap()
