@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use super::{cached_output, m2, okp, stderr};
+use super::{cached_output, m2, okp, repo_root, stderr};
 
 pub const NAME_3_9: &str = "okp-observer-3.9.2-kraft-linux-x86_64";
 
@@ -289,4 +289,23 @@ pub fn failing_tools(tool: &str, fail_at: usize) -> tempfile::TempDir {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     d
+}
+
+/// The Python of the virtualenv scripts/setup.sh makes (PyNaCl, cyclonedx-python-lib), or `OKP_PYTHON`.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("OKP_PYTHON").filter(|p| !p.is_empty()) {
+        return p.into();
+    }
+    Path::new(&std::env::var("HOME").unwrap()).join(".local/share/okp/venv/bin/python")
+}
+
+/// Runs one of the independent checkers in tests/fixtures/attest/ with `args`.
+pub fn attest_tool<S: AsRef<std::ffi::OsStr>>(script: &str, args: &[S]) -> Output {
+    let py = python();
+    let script = repo_root().join("tests/fixtures/attest").join(script);
+    Command::new(&py)
+        .arg(&script)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {} {} ({e}): run scripts/setup.sh", py.display(), script.display()))
 }
