@@ -17,6 +17,9 @@ command -v minisign >/dev/null 2>&1 || need+=(minisign)
 command -v gpg >/dev/null 2>&1 || need+=(gnupg)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 command -v dash >/dev/null 2>&1 || need+=(dash)
+# openssl and jq check a bundle's DSSE signature as docs/bundles.md shows it (tests/bundle.rs).
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v jq >/dev/null 2>&1 || need+=(jq)
 # unzip lists and extracts jar entries in tests/build.rs, independently of okp.
 command -v unzip >/dev/null 2>&1 || need+=(unzip)
 # python3 with venv and pip for the PyPI checkers below.

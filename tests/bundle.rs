@@ -1245,3 +1245,46 @@ fn a_bundle_without_attestations_still_verifies_and_says_so() {
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stdout(&o).contains("FAILED   sbom             no sbom.cdx.json"), "{}", stdout(&o));
 }
+
+/// The fenced block of `lang` that follows `heading` in docs/bundles.md.
+fn documented(heading: &str, lang: &str) -> String {
+    let doc = std::fs::read_to_string(repo_root().join("docs/bundles.md")).unwrap();
+    let after = &doc[doc.find(heading).unwrap_or_else(|| panic!("no {heading} in docs/bundles.md"))..];
+    let start = after.find(&format!("```{lang}\n")).unwrap() + lang.len() + 4;
+    after[start..start + after[start..].find("```\n").unwrap()].to_string()
+}
+
+/// docs/bundles.md's commands for checking the attestations without okp (openssl, jq, sha256sum;
+/// PyNaCl and the CycloneDX validator), run as written: they pass on okp's bundle and fail on a
+/// forged envelope.
+#[test]
+fn the_documented_standard_tool_checks_pass_and_catch_a_forgery() {
+    let heading = "### Checking them with standard tools";
+    let (shell, python_lines) = (documented(heading, "sh"), documented(heading, "python"));
+    let run_docs = |bundle: &[u8]| {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join(format!("{NAME_3_9}.tar.gz")), bundle).unwrap();
+        std::fs::copy(shared_pub(), d.path().join("release.pub")).unwrap();
+        let sh = run(Command::new("sh").arg("-ec").arg(&shell).current_dir(d.path()));
+        let py = run(Command::new(python()).arg("-c").arg(&python_lines).current_dir(d.path().join(NAME_3_9)));
+        (sh, py)
+    };
+    let original = std::fs::read(shared_bundle()).unwrap();
+    let (sh, py) = run_docs(&original);
+    assert!(sh.status.success(), "the documented shell check failed: {}{}", stdout(&sh), stderr(&sh));
+    assert!(stdout(&sh).contains("libs/kafka_2.13-3.9.2.jar: OK"), "{}", stdout(&sh));
+    assert!(stdout(&sh).contains("Signature Verified Successfully"), "{}", stdout(&sh));
+    assert!(py.status.success(), "the documented Python check failed: {}", stderr(&py));
+    // One byte of the statement changed: openssl and PyNaCl both refuse the signature.
+    let (_x, root) = untar(&shared_bundle());
+    let (_, envelope) = statement_and_envelope(&root);
+    let payload = envelope["payload"].as_str().unwrap();
+    let flipped = if payload.as_bytes()[20] == b'A' { "B" } else { "A" };
+    let mut forged = envelope.clone();
+    forged["payload"] = format!("{}{flipped}{}", &payload[..20], &payload[21..]).into();
+    let forged = rewritten(&original, &[("provenance.intoto.jsonl", Some((forged.to_string() + "\n").into_bytes()))]);
+    let (sh, py) = run_docs(&forged);
+    assert!(!sh.status.success(), "the shell check passed a forged envelope: {}", stdout(&sh));
+    assert!(!stdout(&sh).contains("Signature Verified Successfully"), "{}", stdout(&sh));
+    assert!(!py.status.success() && stderr(&py).contains("BadSignatureError"), "{}", stderr(&py));
+}
