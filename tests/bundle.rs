@@ -171,6 +171,37 @@ fn a_build_without_a_passing_proof_is_not_bundled() {
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "nothing written");
 }
 
+/// The SBOM lists the edits of okp's patch set, so a build made with another one (here: one
+/// edit's `why` reworded, as a --patches directory) is refused before anything is written.
+#[test]
+fn a_build_of_another_patch_set_is_not_bundled() {
+    let patches = tempfile::tempdir().unwrap();
+    assert!(run(Command::new("cp").arg("-r").arg(repo_root().join("patches/.")).arg(patches.path())).status.success());
+    let edits = patches.path().join("edits.yaml");
+    let text = std::fs::read_to_string(&edits).unwrap();
+    let why = "an observer is never added to the ISR, so no AlterIsr/AlterPartition is sent for it";
+    assert!(text.contains(why));
+    std::fs::write(&edits, text.replacen(why, "an observer never joins the ISR", 1)).unwrap();
+    let (_k, key, _public) = keys();
+    let out = tempfile::tempdir().unwrap();
+    let mut c = okp();
+    c.arg("--patches").arg(patches.path()).args(["bundle", "--target", "x86_64", "--build"]);
+    let o = c.arg(built("3.9.2", "kraft")).arg("--key").arg(&key).arg("--out").arg(out.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(built("3.9.2", "kraft").join("okp-build.json")).unwrap()).unwrap();
+    let said = stderr(&o);
+    assert!(said.contains(&format!("the build's patch set is {}", rec["patch_set_hash"].as_str().unwrap())), "{said}");
+    assert!(said.contains("bundle with the okp (or the --patches) that built it"), "{said}");
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "nothing written");
+    // The same files, unchanged, as a --patches directory: bundled.
+    std::fs::write(&edits, text).unwrap();
+    let mut c = okp();
+    c.arg("--patches").arg(patches.path()).args(["bundle", "--target", "x86_64", "--build"]);
+    let o = c.arg(built("3.9.2", "kraft")).arg("--key").arg(&key).arg("--out").arg(out.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
 /// A build with the metrics layer: the record, the manifest and the files say so,
 /// and the jar holds the gauges' class; a core build's manifest names no layer.
 #[test]
