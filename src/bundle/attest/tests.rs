@@ -355,3 +355,28 @@ fn maven_coordinates_become_purls() {
         assert_eq!(maven_purl(odd), None, "{odd}");
     }
 }
+
+/// A release with no sources jar on Maven Central: the patches name their hooks, carry no diff,
+/// and the notes say why; the SBOM still checks.
+#[test]
+fn without_the_release_sources_the_patches_name_their_hooks_and_the_notes_say_why() {
+    let kp = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+    let i = inputs();
+    let mut e = edits();
+    e.patches.iter_mut().for_each(|p| p.diff = None);
+    e.without_diffs = Some("release 3.9.2 has no sources jar on Maven Central (a test)".into());
+    let mut files = layout::files(&i);
+    files.extend(super::files(&i, &e, &Ed25519Signer::new(&kp.sk).unwrap(), 0));
+    let m = layout::manifest(&i, &files, vec![]);
+    for (n, _, r) in check(&files, &m, Some(&kp.pk)) {
+        assert!(r.is_ok(), "{n}: {r:?}");
+    }
+    let bom: serde_json::Value = serde_json::from_str(&text(&files, SBOM_FILE)).unwrap();
+    let pedigree = &bom["components"][0]["pedigree"];
+    assert!(pedigree["patches"].as_array().unwrap().iter().all(|p| p.get("diff").is_none()));
+    assert_eq!(pedigree["patches"][0]["resolves"][0]["id"], "promotion-gate");
+    assert!(pedigree["notes"]
+        .as_str()
+        .unwrap()
+        .ends_with("The patches carry no diff: release 3.9.2 has no sources jar on Maven Central (a test)."));
+}
