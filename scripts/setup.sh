@@ -2,8 +2,9 @@
 # Installs what okp and its tests need on a fresh Debian machine: Maven (okp
 # fetches Kafka releases from Maven Central through it), a JDK, git, minisign,
 # gnupg, shellcheck and dash (the bundle tests' independent checkers),
-# check-jsonschema from PyPI in a virtualenv (the ci/ workflow tests' schema
-# validator), and the Rust toolchain's presence is checked. Idempotent; does
+# check-jsonschema, PyNaCl and cyclonedx-python-lib from PyPI in a virtualenv
+# (the schema validator of the ci/ workflow tests, the checkers of a bundle's
+# attestations), and the Rust toolchain's presence is checked. Idempotent; does
 # nothing when all is there.
 set -euo pipefail
 
@@ -16,9 +17,12 @@ command -v minisign >/dev/null 2>&1 || need+=(minisign)
 command -v gpg >/dev/null 2>&1 || need+=(gnupg)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 command -v dash >/dev/null 2>&1 || need+=(dash)
+# openssl and jq check a bundle's DSSE signature as docs/bundles.md shows it (tests/bundle.rs).
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v jq >/dev/null 2>&1 || need+=(jq)
 # unzip lists and extracts jar entries in tests/build.rs, independently of okp.
 command -v unzip >/dev/null 2>&1 || need+=(unzip)
-# python3 with venv and pip for check-jsonschema (tests/ci_workflows.rs).
+# python3 with venv and pip for the PyPI checkers below.
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}" >&2
@@ -26,14 +30,23 @@ if ((${#need[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-# check-jsonschema validates ci/*.yml against the GitHub workflow schema it ships
-# (SchemaStore's); pinned, in its own virtualenv, where tests/ci_workflows.rs looks.
+# Python checkers from PyPI, pinned, in one virtualenv where the tests look:
+# check-jsonschema validates ci/*.yml against the GitHub workflow schema it ships (SchemaStore's;
+# tests/ci_workflows.rs); PyNaCl (libsodium's Ed25519) checks a bundle's DSSE signature, and
+# cyclonedx-python-lib's strict validator (the CycloneDX 1.6 schema it ships, no network) and
+# packageurl-python its SBOM (tests/bundle.rs, tests/fixtures/attest/). One pip call, so one
+# resolver sees every requirement.
 CHECK_JSONSCHEMA_VERSION=0.39.0
+CYCLONEDX_VERSION=11.12.0
+PYNACL_VERSION=1.6.2
 venv="$HOME/.local/share/okp/venv"
-if ! "$venv/bin/check-jsonschema" --version 2>/dev/null | grep -q "$CHECK_JSONSCHEMA_VERSION"; then
-  echo "setup: installing check-jsonschema $CHECK_JSONSCHEMA_VERSION into $venv" >&2
+if ! "$venv/bin/check-jsonschema" --version 2>/dev/null | grep -q "$CHECK_JSONSCHEMA_VERSION" \
+  || ! "$venv/bin/python" -c "import sys, importlib.metadata as m
+sys.exit(m.version('cyclonedx-python-lib') != '$CYCLONEDX_VERSION' or m.version('PyNaCl') != '$PYNACL_VERSION')" 2>/dev/null; then
+  echo "setup: installing check-jsonschema $CHECK_JSONSCHEMA_VERSION, cyclonedx-python-lib $CYCLONEDX_VERSION, PyNaCl $PYNACL_VERSION into $venv" >&2
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q "check-jsonschema==$CHECK_JSONSCHEMA_VERSION"
+  "$venv/bin/pip" install -q "check-jsonschema==$CHECK_JSONSCHEMA_VERSION" \
+    "cyclonedx-python-lib[json-validation]==$CYCLONEDX_VERSION" "PyNaCl==$PYNACL_VERSION"
 fi
 command -v cargo >/dev/null 2>&1 || { echo "setup: cargo is missing; install Rust (rustup or apt-get install cargo)" >&2; exit 2; }
 # rustfmt and clippy: .ci/run checks formatting and lints before the tests.

@@ -143,7 +143,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     // A patched run installs the signed bundle okp ships into a Kafka home per node.
     let (bundle, bundling) = match opts.flavor {
         Flavor::Patched => {
-            let (b, log) = crate::cluster::homes::make_bundle(&rt, &run_dir.join("bundle"))?;
+            let (b, log) = crate::cluster::homes::make_bundle(&rt, &ws.files, &run_dir.join("bundle"))?;
             (Some(b), log)
         }
         Flavor::Upstream => (None, Vec::new()),

@@ -10,6 +10,7 @@ mod common;
 use common::bundle::*;
 use common::*;
 
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -170,6 +171,37 @@ fn a_build_without_a_passing_proof_is_not_bundled() {
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "nothing written");
 }
 
+/// The SBOM lists the edits of okp's patch set, so a build made with another one (here: one
+/// edit's `why` reworded, as a --patches directory) is refused before anything is written.
+#[test]
+fn a_build_of_another_patch_set_is_not_bundled() {
+    let patches = tempfile::tempdir().unwrap();
+    assert!(run(Command::new("cp").arg("-r").arg(repo_root().join("patches/.")).arg(patches.path())).status.success());
+    let edits = patches.path().join("edits.yaml");
+    let text = std::fs::read_to_string(&edits).unwrap();
+    let why = "an observer is never added to the ISR, so no AlterIsr/AlterPartition is sent for it";
+    assert!(text.contains(why));
+    std::fs::write(&edits, text.replacen(why, "an observer never joins the ISR", 1)).unwrap();
+    let (_k, key, _public) = keys();
+    let out = tempfile::tempdir().unwrap();
+    let mut c = okp();
+    c.arg("--patches").arg(patches.path()).args(["bundle", "--target", "x86_64", "--build"]);
+    let o = c.arg(built("3.9.2", "kraft")).arg("--key").arg(&key).arg("--out").arg(out.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(built("3.9.2", "kraft").join("okp-build.json")).unwrap()).unwrap();
+    let said = stderr(&o);
+    assert!(said.contains(&format!("the build's patch set is {}", rec["patch_set_hash"].as_str().unwrap())), "{said}");
+    assert!(said.contains("bundle with the okp (or the --patches) that built it"), "{said}");
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "nothing written");
+    // The same files, unchanged, as a --patches directory: bundled.
+    std::fs::write(&edits, text).unwrap();
+    let mut c = okp();
+    c.arg("--patches").arg(patches.path()).args(["bundle", "--target", "x86_64", "--build"]);
+    let o = c.arg(built("3.9.2", "kraft")).arg("--key").arg(&key).arg("--out").arg(out.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
 /// A build with the metrics layer: the record, the manifest and the files say so,
 /// and the jar holds the gauges' class; a core build's manifest names no layer.
 #[test]
@@ -229,16 +261,23 @@ fn two_bundles_in_a_row_are_identical_bytes() {
     let build = built("3.9.2", "kraft");
     let (_k1, key1, _) = keys();
     let (_k2, key2, _) = keys();
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b, c) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     assert_eq!(bundle(&build, "linux-x86_64", &key1, a.path()).status.code(), Some(0));
-    assert_eq!(bundle(&build, "amd64", &key2, b.path()).status.code(), Some(0));
+    assert_eq!(bundle(&build, "amd64", &key1, b.path()).status.code(), Some(0));
+    assert_eq!(bundle(&build, "x86_64", &key2, c.path()).status.code(), Some(0));
     let read = |d: &Path, ext: &str| std::fs::read(d.join(format!("{NAME_3_9}.tar.gz{ext}"))).unwrap();
-    assert!(read(a.path(), "") == read(b.path(), ""), "two bundles of the same build differ");
+    assert!(read(a.path(), "") == read(b.path(), ""), "two bundles of the same build and key differ");
     assert_eq!(read(a.path(), ".sha256"), read(b.path(), ".sha256"));
     assert_eq!(read(a.path(), ".sha512"), read(b.path(), ".sha512"));
-    assert_eq!(read(a.path(), ""), std::fs::read(shared_bundle()).unwrap(), "and the same as the shared one");
-    // The key is not part of the bundle, only of the signature.
-    assert_ne!(read(a.path(), ".minisig"), read(b.path(), ".minisig"));
+    // The key signs the provenance inside the bundle (deterministic Ed25519): another key changes
+    // that envelope and its line in the manifest, and nothing else.
+    assert_ne!(read(a.path(), ".minisig"), read(c.path(), ".minisig"));
+    let (_xa, ra) = untar(&a.path().join(format!("{NAME_3_9}.tar.gz")));
+    let (_xc, rc) = untar(&c.path().join(format!("{NAME_3_9}.tar.gz")));
+    let (ta, tc) = (tree(&ra), tree(&rc));
+    assert_eq!(ta.keys().collect::<Vec<_>>(), tc.keys().collect::<Vec<_>>());
+    let differ: Vec<&String> = ta.iter().filter(|(k, v)| tc[*k] != **v).map(|(k, _)| k).collect();
+    assert_eq!(differ, ["MANIFEST.json", "provenance.intoto.jsonl"]);
 
     // What makes it so, as GNU tar and the gzip header show it.
     let bytes = read(a.path(), "");
@@ -269,6 +308,15 @@ fn two_bundles_in_a_row_are_identical_bytes() {
         .arg(c.path().join(format!("{NAME_3_9}.tar.gz")))
         .env("TZ", "UTC"));
     assert!(stdout(&o).lines().all(|l| l.contains("2023-11-14 22:13:20")), "{}", stdout(&o));
+    // ... and the SBOM's timestamp; without it the SBOM has none (no wall-clock time in a bundle).
+    let timestamp = |d: &Path| {
+        let (_x, root) = untar(&d.join(format!("{NAME_3_9}.tar.gz")));
+        let sbom: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(root.join("sbom.cdx.json")).unwrap()).unwrap();
+        sbom["metadata"]["timestamp"].clone()
+    };
+    assert_eq!(timestamp(c.path()), "2023-11-14T22:13:20Z");
+    assert_eq!(timestamp(a.path()), serde_json::Value::Null);
 }
 
 /// Offsets spread over `len` bytes, plus the first and last ones.
@@ -836,8 +884,12 @@ fn keys_encrypted_and_interoperable_with_minisign() {
         .status
         .success());
     assert_eq!(verify(&b2, &mk.with_extension("pub")).status.code(), Some(0));
-    // And a signature minisign makes with okp's unencrypted key verifies in okp.
+    // And a signature minisign makes with okp's unencrypted key verifies in okp (over a bundle
+    // okp made with that key: the key also signed the provenance inside).
     let (_kd, key, public) = keys();
+    let out3 = tempfile::tempdir().unwrap();
+    assert_eq!(bundle(&build, "x86_64", &key, out3.path()).status.code(), Some(0));
+    let b2 = out3.path().join(format!("{NAME_3_9}.tar.gz"));
     let o = run(Command::new("minisign").arg("-S").arg("-s").arg(&key).arg("-m").arg(&b2).arg("-t").arg(format!(
         "file:{NAME_3_9}.tar.gz\tokp-bundle:{NAME_3_9}\trelease:3.9.2\tmode:kraft\ttarget:linux-x86_64\tpatch_set:{}",
         manifest_of(&b2)["patch_set_hash"].as_str().unwrap()
@@ -912,4 +964,358 @@ fn bad_input_is_exit_2() {
     let o = rollback(empty.path(), &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("not a Kafka installation"));
+}
+
+// ---- Attestations (provenance.intoto.jsonl, sbom.cdx.json), checked with tools okp did not write:
+// PyNaCl (libsodium's Ed25519) over a PAE the script computes itself, the official CycloneDX
+// validator, packageurl-python, GNU tar, sha256sum, git apply (tests/fixtures/attest/).
+
+/// `sha256sum FILE`'s digest.
+fn sha256sum(file: &Path) -> String {
+    let o = run(Command::new("sha256sum").arg(file));
+    assert!(o.status.success(), "sha256sum {}", file.display());
+    stdout(&o).split(' ').next().unwrap().to_string()
+}
+
+/// Each `libs/*.jar` under `root` (a bundle extracted by tar), with its sha256sum.
+fn jar_sums(root: &Path) -> std::collections::BTreeMap<String, String> {
+    std::fs::read_dir(root.join("libs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (format!("libs/{}", p.file_name().unwrap().to_str().unwrap()), sha256sum(&p)))
+        .collect()
+}
+
+/// The Maven Central jar of `libs/<artifact>-3.9.2.jar` in the local repository.
+fn release_jar(path: &str) -> PathBuf {
+    let file = path.strip_prefix("libs/").unwrap();
+    let artifact = file.strip_suffix("-3.9.2.jar").unwrap();
+    m2().join("org/apache/kafka").join(artifact).join("3.9.2").join(file)
+}
+
+fn json_of(o: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", stdout(o), stderr(o)))
+}
+
+#[test]
+fn the_provenance_verifies_with_pynacl_and_its_subjects_are_the_jars_tar_extracts() {
+    let (_x, root) = untar(&shared_bundle());
+    let envelope = root.join("provenance.intoto.jsonl");
+    let o = attest_tool("check_dsse.py", &[OsStr::new("verify"), shared_pub().as_os_str(), envelope.as_os_str()]);
+    assert!(o.status.success(), "PyNaCl refused the DSSE signature: {}", stderr(&o));
+    let v = json_of(&o);
+    // The key id is minisign's, as the public key file's own comment names it.
+    let keyid = v["keyid"].as_str().unwrap();
+    assert!(std::fs::read_to_string(shared_pub()).unwrap().lines().next().unwrap().ends_with(keyid), "{keyid}");
+    assert_eq!(v["payloadType"], "application/vnd.in-toto+json");
+    let s = &v["statement"];
+    assert_eq!(s["_type"], "https://in-toto.io/Statement/v1");
+    assert_eq!(s["predicateType"], "https://slsa.dev/provenance/v1");
+    let subjects: std::collections::BTreeMap<String, String> = s["subject"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["name"].as_str().unwrap().to_string(), d["digest"]["sha256"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(subjects, jar_sums(&root), "the subjects are exactly the jars tar extracts, by sha256sum");
+    assert_eq!(subjects.len(), 2);
+    let m = manifest_of(&shared_bundle());
+    let b = &s["predicate"]["buildDefinition"];
+    assert_eq!(b["buildType"], "https://okp.dev/buildtypes/splice/v1");
+    assert_eq!(
+        b["externalParameters"],
+        serde_json::json!({"release": "3.9.2", "mode": "kraft", "layers": ["core"],
+            "patch_set_hash": m["patch_set_hash"], "target": "linux-x86_64"})
+    );
+    // Each release jar, by purl and the sha256sum of the real Maven Central file.
+    let deps = b["resolvedDependencies"].as_array().unwrap();
+    for jar in subjects.keys() {
+        let up = release_jar(jar);
+        let artifact = up.parent().unwrap().parent().unwrap().file_name().unwrap().to_str().unwrap();
+        let purl = format!("pkg:maven/org.apache.kafka/{artifact}@3.9.2");
+        assert!(
+            deps.iter().any(|d| d["uri"] == purl.as_str() && d["digest"]["sha256"] == sha256sum(&up).as_str()),
+            "{purl} with the sha256 of {}: {deps:?}",
+            up.display()
+        );
+    }
+    assert!(deps.iter().any(|d| d["uri"].as_str().is_some_and(|u| u.ends_with("@3.9.2?classifier=sources"))));
+    assert!(deps
+        .iter()
+        .any(|d| d["uri"].as_str().is_some_and(|u| u.starts_with("pkg:maven/org.scala-lang/scala-compiler@"))));
+    assert_eq!(s["predicate"]["runDetails"]["builder"]["version"]["okp"], env!("CARGO_PKG_VERSION"));
+
+    // Ed25519 is deterministic: PyNaCl, signing okp's statement with the seed it reads from the
+    // minisign key file, makes okp's very signature.
+    let payload = {
+        use ct_codecs::Decoder;
+        let env: serde_json::Value = serde_json::from_slice(&std::fs::read(&envelope).unwrap()).unwrap();
+        ct_codecs::Base64::decode_to_vec(env["payload"].as_str().unwrap(), None).unwrap()
+    };
+    let statement = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(statement.path(), &payload).unwrap();
+    let o = attest_tool("check_dsse.py", &[OsStr::new("sign"), shared_key().as_os_str(), statement.path().as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json_of(&o)["signatures"][0]["sig"], v["sig"], "PyNaCl's signature of the same PAE differs from okp's");
+}
+
+#[test]
+fn the_sbom_is_valid_cyclonedx_1_6_and_its_patches_apply_to_the_release_sources() {
+    let (_x, root) = untar(&shared_bundle());
+    let o = attest_tool("check_sbom.py", &[root.join("sbom.cdx.json")]);
+    assert!(o.status.success(), "the CycloneDX validator refused the SBOM: {}", stderr(&o));
+    let v = json_of(&o);
+    assert_eq!(v["specVersion"], "1.6");
+    assert_eq!(v["metadata"]["component"], NAME_3_9);
+    let serial =
+        regex::Regex::new(r"^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$").unwrap();
+    assert!(serial.is_match(v["serialNumber"].as_str().unwrap()), "{}", v["serialNumber"]);
+    let patch_set = patch_set();
+    let sums = jar_sums(&root);
+    let components = v["components"].as_array().unwrap();
+    assert_eq!(components.len(), sums.len());
+    let tree = release_tree("3.9.2");
+    let mut hooks = std::collections::BTreeSet::new();
+    let mut added = std::collections::BTreeSet::new();
+    for c in components {
+        let path = c["bom-ref"].as_str().unwrap();
+        let artifact = path.strip_prefix("libs/").unwrap().strip_suffix("-3.9.2.jar").unwrap();
+        assert_eq!(c["sha256"], serde_json::json!([sums[path]]), "{path}: the SBOM's hash is not the jar's");
+        assert_eq!(
+            c["purl"],
+            serde_json::json!({"type": "maven", "namespace": "org.apache.kafka", "name": artifact, "version": "3.9.2",
+                "qualifiers": {"okp-patch-set": patch_set}, "subpath": null}),
+            "{path}"
+        );
+        let up = release_jar(path);
+        assert_eq!(
+            c["ancestors"],
+            serde_json::json!([{"purl": {"type": "maven", "namespace": "org.apache.kafka", "name": artifact,
+                "version": "3.9.2", "qualifiers": null, "subpath": null}, "sha256": [sha256sum(&up)]}]),
+            "{path}: the ancestor is the Maven Central jar"
+        );
+        assert!(c["notes"].as_str().unwrap().contains(&patch_set));
+        // Each patch is a diff `git apply` takes on the release's own sources, alone.
+        for p in c["patches"].as_array().unwrap() {
+            assert_eq!(p["type"], "unofficial");
+            hooks.extend(p["resolves"].as_array().unwrap().iter().map(|r| r.as_str().unwrap().to_string()));
+            let diff = p["diff"].as_str().unwrap();
+            for f in diff.lines().filter_map(|l| l.strip_prefix("+++ b/")) {
+                let module = if artifact == "kafka_2.13" { "core/" } else { "metadata/" };
+                assert!(f.starts_with(module), "{path}: a patch of {f}");
+            }
+            added.extend(diff.lines().filter(|l| l.starts_with('+') && !l.starts_with("+++")).map(str::to_string));
+            let file = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(file.path(), diff).unwrap();
+            let o = run(Command::new("git").args(["apply", "--check", "-v"]).arg(file.path()).current_dir(&tree));
+            assert!(o.status.success(), "{path}: git apply --check refused {:?}: {}", p["resolves"], stderr(&o));
+        }
+    }
+    for h in ["promotion-gate", "demotion", "hw-gate", "read-replica", "kraft-election-gate", "kraft-initial-isr"] {
+        assert!(hooks.contains(h), "no patch resolves hook {h}: {hooks:?}");
+    }
+    // Together the patches hold every line the patch set adds (okp export's diff, for git apply).
+    let o = okp().args(["export", "--version", "3.9.2", "--mode", "kraft"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let exported: std::collections::BTreeSet<String> =
+        stdout(&o).lines().filter(|l| l.starts_with('+') && !l.starts_with("+++")).map(str::to_string).collect();
+    assert_eq!(exported, added, "the SBOM's patches and okp export's diff add different lines");
+}
+
+/// The bundle with files (paths below its top directory) replaced (`Some`) or removed (`None`),
+/// and MANIFEST.json's `files` made to agree: what a tamperer holding the key would ship.
+fn rewritten(bundle: &[u8], changes: &[(&str, Option<Vec<u8>>)]) -> Vec<u8> {
+    use sha2::Digest;
+    let mut tar_in = tar::Archive::new(flate2::read::GzDecoder::new(bundle));
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(9)));
+    for e in tar_in.entries().unwrap() {
+        let mut e = e.unwrap();
+        let mut data = Vec::new();
+        e.read_to_end(&mut data).unwrap();
+        let path = e.path().unwrap().to_string_lossy().into_owned();
+        let below = path.split_once('/').map(|(_, p)| p).unwrap_or_default();
+        if below == "MANIFEST.json" {
+            let mut m: serde_json::Value = serde_json::from_slice(&data).unwrap();
+            let files = m["files"].as_object_mut().unwrap();
+            for (p, c) in changes {
+                match c {
+                    None => assert!(files.remove(*p).is_some(), "{p}"),
+                    Some(b) => {
+                        files[*p]["sha256"] = okp::hash::hex(&sha2::Sha256::digest(b)).into();
+                        files[*p]["size"] = b.len().into();
+                    }
+                }
+            }
+            data = serde_json::to_vec_pretty(&m).unwrap();
+        } else if let Some((_, c)) = changes.iter().find(|(p, _)| *p == below) {
+            match c {
+                None => continue,
+                Some(b) => data = b.clone(),
+            }
+        }
+        let mut h = e.header().clone();
+        h.set_size(data.len() as u64);
+        h.set_cksum();
+        builder.append(&h, data.as_slice()).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+/// `bytes` as the 3.9.2 bundle in a fresh directory, signed with the shared key as okp signs, and
+/// okp verify-bundle's report on it with the shared public key.
+fn verify_resigned(bytes: &[u8]) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join(format!("{NAME_3_9}.tar.gz"));
+    std::fs::write(&b, bytes).unwrap();
+    resign_with(&b, &shared_key(), &okp_comment());
+    verify(&b, &shared_pub())
+}
+
+/// The shared bundle's statement (decoded payload) and envelope.
+fn statement_and_envelope(root: &Path) -> (serde_json::Value, serde_json::Value) {
+    use ct_codecs::Decoder;
+    let env: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("provenance.intoto.jsonl")).unwrap()).unwrap();
+    let payload = ct_codecs::Base64::decode_to_vec(env["payload"].as_str().unwrap(), None).unwrap();
+    (serde_json::from_slice(&payload).unwrap(), env)
+}
+
+/// A forged attestation inside a bundle whose minisign signature, checksums and manifest all
+/// hold (its maker has the key) is refused, naming the file and the field; the independent
+/// tools show the forgery is well-formed (valid CycloneDX, a good DSSE signature) where it is.
+#[test]
+fn a_tampered_envelope_or_sbom_is_refused_even_when_re_signed() {
+    let original = std::fs::read(shared_bundle()).unwrap();
+    let (_x, root) = untar(&shared_bundle());
+    let core = "libs/kafka_2.13-3.9.2.jar";
+    let core_sha = sha256sum(&root.join(core));
+    let refused = |changes: &[(&str, Option<Vec<u8>>)], says: &[&str]| {
+        let o = verify_resigned(&rewritten(&original, changes));
+        assert_eq!(o.status.code(), Some(1), "{says:?}: {}", stdout(&o));
+        for s in says {
+            assert!(stdout(&o).contains(s), "expected `{s}` in {}", stdout(&o));
+        }
+        for held in ["signature  ", "trusted comment", "manifest  ", "files  "] {
+            assert!(stdout(&o).contains(&format!("ok       {held}")), "{held} should hold: {}", stdout(&o));
+        }
+        o
+    };
+    let sbom = std::fs::read_to_string(root.join("sbom.cdx.json")).unwrap();
+    let forged = sbom.replacen(&core_sha, &"0".repeat(64), 1);
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &forged).unwrap();
+    assert!(attest_tool("check_sbom.py", &[file.path()]).status.success(), "schema-valid: the schema cannot tell");
+    refused(
+        &[("sbom.cdx.json", Some(forged.into_bytes()))],
+        &["FAILED   sbom", &format!("sbom.cdx.json: components[{core}].hashes[SHA-256] is \"{}\"", "0".repeat(64))],
+    );
+    let other_release = sbom.replacen("kafka_2.13@3.9.2?okp-patch-set", "kafka_2.13@3.9.1?okp-patch-set", 1);
+    refused(
+        &[("sbom.cdx.json", Some(other_release.into_bytes()))],
+        &["FAILED   sbom", &format!("components[{core}].purl")],
+    );
+
+    // The statement changed and signed again with the bundle's key, by PyNaCl: a good signature
+    // over a statement that disagrees with the bundle.
+    let (statement, envelope) = statement_and_envelope(&root);
+    let resigned = |alter: &dyn Fn(&mut serde_json::Value)| {
+        let mut s = statement.clone();
+        alter(&mut s);
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), serde_json::to_vec(&s).unwrap()).unwrap();
+        let o = attest_tool("check_dsse.py", &[OsStr::new("sign"), shared_key().as_os_str(), f.path().as_os_str()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        o.stdout
+    };
+    let wrong_jar = resigned(&|s| {
+        for d in s["subject"].as_array_mut().unwrap() {
+            if d["name"] == core {
+                d["digest"]["sha256"] = "0".repeat(64).into();
+            }
+        }
+    });
+    let o = refused(
+        &[("provenance.intoto.jsonl", Some(wrong_jar))],
+        &["FAILED   provenance", &format!("provenance.intoto.jsonl: subject {core}: sha256 {}", "0".repeat(64))],
+    );
+    assert!(stdout(&o).contains("ok       dsse signature"), "{}", stdout(&o));
+    let zk = resigned(&|s| s["predicate"]["buildDefinition"]["externalParameters"]["mode"] = "zk".into());
+    refused(
+        &[("provenance.intoto.jsonl", Some(zk))],
+        &["FAILED   provenance", "externalParameters.mode is \"zk\", expected \"kraft\""],
+    );
+    // The payload changed under the old signature: PyNaCl refuses it, and so does okp.
+    let mut s = statement.clone();
+    s["predicate"]["buildDefinition"]["externalParameters"]["mode"] = "zk".into();
+    let mut forged = envelope.clone();
+    forged["payload"] = {
+        use ct_codecs::Encoder;
+        ct_codecs::Base64::encode_to_string(serde_json::to_vec(&s).unwrap()).unwrap().into()
+    };
+    let forged = (forged.to_string() + "\n").into_bytes();
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(f.path(), &forged).unwrap();
+    let o = attest_tool("check_dsse.py", &[OsStr::new("verify"), shared_pub().as_os_str(), f.path().as_os_str()]);
+    assert_eq!(o.status.code(), Some(1), "PyNaCl accepted a changed payload: {}", stdout(&o));
+    refused(&[("provenance.intoto.jsonl", Some(forged))], &["FAILED   dsse signature", "does not verify"]);
+}
+
+/// A bundle made before okp wrote attestations (none in the archive nor the manifest) still
+/// verifies, and says so; a bundle with one of the two gone does not.
+#[test]
+fn a_bundle_without_attestations_still_verifies_and_says_so() {
+    let original = std::fs::read(shared_bundle()).unwrap();
+    let o = verify_resigned(&rewritten(&original, &[("provenance.intoto.jsonl", None), ("sbom.cdx.json", None)]));
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("ok       attestations     none: no provenance.intoto.jsonl nor sbom.cdx.json"),
+        "{}",
+        stdout(&o)
+    );
+    let o = verify_resigned(&rewritten(&original, &[("sbom.cdx.json", None)]));
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("FAILED   sbom             no sbom.cdx.json"), "{}", stdout(&o));
+}
+
+/// The fenced block of `lang` that follows `heading` in docs/bundles.md.
+fn documented(heading: &str, lang: &str) -> String {
+    let doc = std::fs::read_to_string(repo_root().join("docs/bundles.md")).unwrap();
+    let after = &doc[doc.find(heading).unwrap_or_else(|| panic!("no {heading} in docs/bundles.md"))..];
+    let start = after.find(&format!("```{lang}\n")).unwrap() + lang.len() + 4;
+    after[start..start + after[start..].find("```\n").unwrap()].to_string()
+}
+
+/// docs/bundles.md's commands for checking the attestations without okp (openssl, jq, sha256sum;
+/// PyNaCl and the CycloneDX validator), run as written: they pass on okp's bundle and fail on a
+/// forged envelope.
+#[test]
+fn the_documented_standard_tool_checks_pass_and_catch_a_forgery() {
+    let heading = "### Checking them with standard tools";
+    let (shell, python_lines) = (documented(heading, "sh"), documented(heading, "python"));
+    let run_docs = |bundle: &[u8]| {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join(format!("{NAME_3_9}.tar.gz")), bundle).unwrap();
+        std::fs::copy(shared_pub(), d.path().join("release.pub")).unwrap();
+        let sh = run(Command::new("sh").arg("-ec").arg(&shell).current_dir(d.path()));
+        let py = run(Command::new(python()).arg("-c").arg(&python_lines).current_dir(d.path().join(NAME_3_9)));
+        (sh, py)
+    };
+    let original = std::fs::read(shared_bundle()).unwrap();
+    let (sh, py) = run_docs(&original);
+    assert!(sh.status.success(), "the documented shell check failed: {}{}", stdout(&sh), stderr(&sh));
+    assert!(stdout(&sh).contains("libs/kafka_2.13-3.9.2.jar: OK"), "{}", stdout(&sh));
+    assert!(stdout(&sh).contains("Signature Verified Successfully"), "{}", stdout(&sh));
+    assert!(py.status.success(), "the documented Python check failed: {}", stderr(&py));
+    // One byte of the statement changed: openssl and PyNaCl both refuse the signature.
+    let (_x, root) = untar(&shared_bundle());
+    let (_, envelope) = statement_and_envelope(&root);
+    let payload = envelope["payload"].as_str().unwrap();
+    let flipped = if payload.as_bytes()[20] == b'A' { "B" } else { "A" };
+    let mut forged = envelope.clone();
+    forged["payload"] = format!("{}{flipped}{}", &payload[..20], &payload[21..]).into();
+    let forged = rewritten(&original, &[("provenance.intoto.jsonl", Some((forged.to_string() + "\n").into_bytes()))]);
+    let (sh, py) = run_docs(&forged);
+    assert!(!sh.status.success(), "the shell check passed a forged envelope: {}", stdout(&sh));
+    assert!(!stdout(&sh).contains("Signature Verified Successfully"), "{}", stdout(&sh));
+    assert!(!py.status.success() && stderr(&py).contains("BadSignatureError"), "{}", stderr(&py));
 }

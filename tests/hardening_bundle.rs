@@ -65,19 +65,6 @@ fn mkfifo(p: &Path) {
     assert!(run(Command::new("mkfifo").arg(p)).status.success());
 }
 
-fn patch_set() -> String {
-    manifest_of(&shared_bundle())["patch_set_hash"].as_str().unwrap().to_string()
-}
-
-/// The trusted comment okp writes for the 3.9.2 kraft bundle.
-fn okp_comment() -> String {
-    format!(
-        "timestamp:1700000000\tfile:{NAME_3_9}.tar.gz\tokp-bundle:{NAME_3_9}\trelease:3.9.2\tmode:kraft\ttarget:linux-x86_64\tpatch_set:{}\tokp_version:{}",
-        patch_set(),
-        env!("CARGO_PKG_VERSION")
-    )
-}
-
 /// `bytes` as the 3.9.2 bundle in a fresh directory, signed by `key` as okp signs.
 fn signed_as_okp(bytes: &[u8], key: &Path) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -214,7 +201,8 @@ fn nothing_is_decompressed_unless_the_signature_and_the_checksums_hold() {
 
 #[test]
 fn the_gzip_trailer_is_checked_even_under_a_good_signature() {
-    let (_kd, key, public) = keys();
+    // The bundle's own key: it also signed the provenance inside the bundle.
+    let (key, public) = (shared_key(), shared_pub());
     let original = std::fs::read(shared_bundle()).unwrap();
     let n = original.len();
     // The control: the same bytes signed this way verify, so below only the changed bytes are wrong.

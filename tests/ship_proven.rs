@@ -149,7 +149,12 @@ fn attacks(version: &str, mode: &str) {
     fix_shas(&mut rec, d.path());
     rec["jars"][i]["splice"]["added"].as_array_mut().unwrap().push("kafka/server/OkpEvil.class".into());
     write_record(d.path(), &rec);
-    refused("extra class", d.path(), &key, "kafka/server/OkpEvil.class: not in the release jar, and from no source okp compiles");
+    refused(
+        "extra class",
+        d.path(),
+        &key,
+        "kafka/server/OkpEvil.class: not in the release jar, and from no source okp compiles",
+    );
 
     // 4. Garbage class bytes.
     let d = copy_build(&good);
@@ -171,8 +176,16 @@ fn attacks(version: &str, mode: &str) {
             Box::new(|r| r["provenance"]["delta"]["changed_members"] = serde_json::json!({})),
             "provenance.delta.changed_members: kafka/cluster/Partition: changed in the jar, not recorded",
         ),
-        ("forged patch_set_hash", Box::new(|r| r["patch_set_hash"] = "ab".repeat(32).into()), "patch_set_hash: says abababab"),
-        ("layers: metrics on a core build", Box::new(|r| r["layers"] = serde_json::json!(["core", "metrics"])), "patch_set_hash: says"),
+        (
+            "forged patch_set_hash",
+            Box::new(|r| r["patch_set_hash"] = "ab".repeat(32).into()),
+            "patch_set_hash: says abababab",
+        ),
+        (
+            "layers: metrics on a core build",
+            Box::new(|r| r["layers"] = serde_json::json!(["core", "metrics"])),
+            "patch_set_hash: says",
+        ),
         (
             "release.passed false, enforced false",
             Box::new(|r| {
@@ -184,7 +197,9 @@ fn attacks(version: &str, mode: &str) {
         ),
         (
             "a class's member list emptied",
-            Box::new(|r| r["provenance"]["delta"]["changed_members"]["kafka/cluster/Partition"] = serde_json::json!([])),
+            Box::new(|r| {
+                r["provenance"]["delta"]["changed_members"]["kafka/cluster/Partition"] = serde_json::json!([])
+            }),
             "kafka/cluster/Partition: changed in the jar, not recorded",
         ),
     ];
@@ -382,7 +397,9 @@ fn tampered_replica_manager_sources_are_refused_naming_the_member() {
         ),
         (
             "a new public method",
-            Box::new(|s: &str| s.replacen("  def startup(): Unit = {", "  def okpBackdoor(): Int = 42\n\n  def startup(): Unit = {", 1)),
+            Box::new(|s: &str| {
+                s.replacen("  def startup(): Unit = {", "  def okpBackdoor(): Int = 42\n\n  def startup(): Unit = {", 1)
+            }),
             "okpBackdoor",
         ),
     ];

@@ -1,9 +1,9 @@
 //! `okp bundle`: from a build directory (patched jars + okp-build.json) to a
 //! signed, reproducible bundle and its sidecars. Stages: read and check the
 //! build record against the jars and the release matrix → gather the upstream
-//! identity → lay out the files (pure, `layout`) → check native code for the
-//! target → manifest → archive → sign → write everything atomically → verify
-//! the result as a user would.
+//! identity → lay out the files (pure, `layout`) and the attestations
+//! (`attest`) → check native code for the target → manifest → archive → sign →
+//! write everything atomically → verify the result as a user would.
 //!
 //! Not here: reading okp-build.json (`build::record`), the manifest's schema
 //! (`manifest`), checking a bundle (`verify`).
@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::archive;
+use super::attest;
 use super::layout::{self, JarInput};
 use super::manifest::{is_sha256, Artifact, Build, Identity, Manifest};
 use super::sign;
@@ -156,7 +157,13 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 pub fn make(ws: &Workspace, o: &Options) -> Result<Made> {
     let inputs = inputs(ws, o.build_dir, o.target)?;
-    let files = layout::files(&inputs);
+    // The key signs the provenance inside the bundle as well as the bundle: loaded before anything
+    // is laid out, so a wrong password leaves no half-made bundle.
+    let sk = sign::load_secret(o.key)?;
+    let mtime = archive::source_date_epoch().map_err(Error::Usage)?;
+    let mut files = layout::files(&inputs);
+    files.extend(attest::files(&inputs, &attest::edits(ws, &inputs)?, &sign::Ed25519Signer::new(&sk)?, mtime));
+    files.sort_by(|a, b| a.path.cmp(&b.path));
 
     let mut native = Vec::new();
     let mut problems = Vec::new();
@@ -186,11 +193,8 @@ pub fn make(ws: &Workspace, o: &Options) -> Result<Made> {
 
     let name = inputs.id.name();
     let file_name = format!("{name}.tar.gz");
-    let mtime = archive::source_date_epoch().map_err(Error::Usage)?;
     let bytes = archive::write(&name, &all, mtime).map_err(|e| Error::io("cannot write the bundle archive", e))?;
 
-    // Sign before writing anything, so a wrong password leaves no half-made bundle.
-    let sk = sign::load_secret(o.key)?;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let minisig = sign::sign(&sk, &bytes, &sign::trusted_comment(&file_name, &inputs.id, &inputs.patch_set_hash, now))?;
     let (s256, s512) = verify::sidecars(&file_name, &bytes);

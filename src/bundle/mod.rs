@@ -8,7 +8,8 @@
 //! `install`, `rollback`); the work is in the submodules:
 //! `target` (platforms, native-code check), `archive` (reproducible tar.gz,
 //! safe reading), `manifest` (schema), `layout` (the files, pure), `sign`
-//! (keys, signatures), `pins` (anti-replay), `ondisk` (the bundle and its sidecars as read), `verify`
+//! (keys, signatures), `attest` (the in-toto provenance and the CycloneDX
+//! SBOM inside each bundle), `pins` (anti-replay), `ondisk` (the bundle and its sidecars as read), `verify`
 //! (every check, in memory), `make` (the pipeline that writes a bundle),
 //! `lock` (one okp per Kafka installation), `install` (install and rollback).
 //!
@@ -17,6 +18,7 @@
 //! anything is unpacked, a lock, and cleanup (docs/bundles-safety.md).
 
 mod archive;
+mod attest;
 mod install;
 mod layout;
 mod lock;

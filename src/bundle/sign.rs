@@ -194,6 +194,59 @@ pub fn verify(pk: &PublicKey, data: &[u8], minisig: &str) -> std::result::Result
     sig.trusted_comment().map_err(|e| e.to_string())
 }
 
+/// Where the Ed25519 secret key sits in a decrypted minisign secret key's bytes (after the
+/// algorithm ids, salt, limits and key id; before the checksum), and the public key in a public
+/// key's bytes (after the algorithm id and key id).
+const ED25519_SECRET: std::ops::Range<usize> = 62..126;
+const ED25519_PUBLIC: std::ops::Range<usize> = 10..42;
+
+/// The Ed25519 key inside a minisign secret key, for the signatures okp makes in formats other
+/// than minisign's (the DSSE envelope of a bundle's provenance). minisign signs a BLAKE2b
+/// prehash with random noise added; this signs the message itself, deterministically (RFC 8032),
+/// so the same key and message always give the same signature.
+pub struct Ed25519Signer {
+    key: ed25519_compact::SecretKey,
+    /// The minisign key id, as `minisign` prints it.
+    pub key_id: String,
+}
+
+impl Ed25519Signer {
+    pub fn new(sk: &SecretKey) -> Result<Ed25519Signer> {
+        let mut bytes = sk.to_bytes();
+        let key = bytes.get(ED25519_SECRET).and_then(|k| ed25519_compact::SecretKey::from_slice(k).ok());
+        bytes.iter_mut().for_each(|b| *b = 0);
+        let key = key.ok_or_else(|| Error::Usage("the secret key holds no Ed25519 key".into()))?;
+        let pk = PublicKey::from_secret_key(sk).map_err(|e| crypto("cannot derive the public key", e))?;
+        let signer = Ed25519Signer { key, key_id: key_id(pk.keynum()) };
+        // A key whose two halves disagree would sign what its public key does not verify.
+        if ed25519_verify(&pk, b"okp", &signer.sign(b"okp")).is_err() {
+            return Err(Error::Usage("the secret key's Ed25519 half does not match its public key".into()));
+        }
+        Ok(signer)
+    }
+
+    pub fn sign(&self, message: &[u8]) -> [u8; 64] {
+        *self.key.sign(message, None)
+    }
+}
+
+/// The key id of a public key, as `minisign` prints it (16 upper-case hex digits).
+pub fn public_key_id(pk: &PublicKey) -> String {
+    key_id(pk.keynum())
+}
+
+/// Checks a plain Ed25519 signature (not minisign's prehashed one) with a minisign public key.
+pub fn ed25519_verify(pk: &PublicKey, message: &[u8], signature: &[u8]) -> std::result::Result<(), String> {
+    let raw = pk.to_bytes();
+    let pk = raw
+        .get(ED25519_PUBLIC)
+        .and_then(|k| ed25519_compact::PublicKey::from_slice(k).ok())
+        .ok_or("the public key holds no Ed25519 key")?;
+    let sig = ed25519_compact::Signature::from_slice(signature)
+        .map_err(|_| format!("a signature is 64 bytes, this one {}", signature.len()))?;
+    pk.verify(message, &sig).map_err(|_| "the Ed25519 signature does not verify with this key".to_string())
+}
+
 /// Runs gpg for a detached ASCII-armoured signature (`FILE.asc`), the Apache convention.
 pub fn gpg_sign(file: &Path, key_id: &str) -> Result<PathBuf> {
     let asc = PathBuf::from(format!("{}.asc", file.display()));
@@ -226,6 +279,29 @@ mod tests {
             mode: Mode::Kraft,
             target: super::super::target::Target::LinuxX86_64,
         }
+    }
+
+    /// The raw signature is plain Ed25519 over the message, by the key minisign uses: the same
+    /// key and message give the same bytes, another key or message does not verify.
+    #[test]
+    fn the_ed25519_half_signs_deterministically_and_verifies_with_the_public_key() {
+        let kp = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+        let s = Ed25519Signer::new(&kp.sk).unwrap();
+        assert_eq!(s.key_id, public_key_id(&kp.pk));
+        assert_eq!(s.key_id.len(), 16);
+        let sig = s.sign(b"statement");
+        assert_eq!(sig, s.sign(b"statement"), "deterministic");
+        assert!(ed25519_verify(&kp.pk, b"statement", &sig).is_ok());
+        assert!(ed25519_verify(&kp.pk, b"statemenT", &sig).is_err());
+        let other = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+        assert!(ed25519_verify(&other.pk, b"statement", &sig).is_err());
+        assert!(ed25519_verify(&kp.pk, b"statement", &sig[..63]).unwrap_err().contains("64 bytes"));
+        // An encrypted key, once opened, is the same key.
+        let enc = minisign::KeyPair::generate_encrypted_keypair(Some("pw".into())).unwrap();
+        let text = enc.sk.to_box(None).unwrap().into_string();
+        let opened = SecretKeyBox::from_string(&text).unwrap().into_secret_key(Some("pw".into())).unwrap();
+        let sig = Ed25519Signer::new(&opened).unwrap().sign(b"m");
+        assert!(ed25519_verify(&enc.pk, b"m", &sig).is_ok());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Verification of a bundle, entirely in memory: signature and trusted comment,
 //! pins, the sidecar checksum files, the archive's entries, the manifest, every
-//! file's sha256, native code. Nothing is extracted; `install` extracts only
+//! file's sha256, the attestations (`attest`), native code. Nothing is extracted; `install` extracts only
 //! what passed here.
 //!
 //! Checks come in two kinds. Authenticity (signature, pins, trusted comment,
@@ -305,6 +305,10 @@ pub fn verify(i: &Inputs) -> Outcome {
             Err(problems.join("; "))
         },
     );
+
+    for (check, authenticity, r) in super::attest::check(&unpacked.files, &m, i.pubkey) {
+        push(&mut checks, check, authenticity, r);
+    }
 
     let mut natives = Vec::new();
     let mut problems = Vec::new();

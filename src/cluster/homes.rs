@@ -12,6 +12,7 @@ use std::process::Command;
 
 use super::runtime::Runtime;
 use crate::error::{Error, Result};
+use crate::workspace::DataFiles;
 
 /// The bundle a patched run installs, and the okp that installs it.
 #[derive(Clone, Debug)]
@@ -63,8 +64,10 @@ pub fn okp_binary() -> Result<PathBuf> {
 }
 
 /// Makes a throw-away signing key and the bundle of the build whose patched
-/// jars `rt` runs, under `dir`: `okp keygen --unencrypted`, then `okp bundle`.
-pub fn make_bundle(rt: &Runtime, dir: &Path) -> Result<(Bundle, Vec<Ran>)> {
+/// jars `rt` runs, under `dir`: `okp keygen --unencrypted`, then `okp bundle`
+/// with the data files this okp was given (the bundle's SBOM lists the edits of
+/// the patch set the jars were built with).
+pub fn make_bundle(rt: &Runtime, data: &DataFiles, dir: &Path) -> Result<(Bundle, Vec<Ran>)> {
     let okp_bin = okp_binary()?;
     let Some((_, patched, _)) = rt.swapped.first() else {
         return Err(Error::Usage("a bundle needs a patched build".into()));
@@ -82,8 +85,16 @@ pub fn make_bundle(rt: &Runtime, dir: &Path) -> Result<(Bundle, Vec<Ran>)> {
     let target = format!("linux-{}", std::env::consts::ARCH);
     let key = dir.join("verify-key.key");
     let out = dir.join("bundle");
-    let ran =
-        okp(&okp_bin, &["bundle", "--build", &s(build), "--target", &target, "--key", &s(&key), "--out", &s(&out)])?;
+    let mut args: Vec<String> = Vec::new();
+    for (flag, file) in [("--versions", &data.versions), ("--anchors", &data.anchors), ("--patches", &data.patches)] {
+        if let Some(f) = file {
+            args.extend([flag.to_string(), s(f)]);
+        }
+    }
+    args.extend(
+        ["bundle", "--build", &s(build), "--target", &target, "--key", &s(&key), "--out", &s(&out)].map(String::from),
+    );
+    let ran = okp(&okp_bin, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
     if !ran.ok() {
         return Err(Error::External(format!("okp bundle failed (rc {}): {}", ran.rc, ran.stderr.trim())));
     }

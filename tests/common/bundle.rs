@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use super::{cached_output, m2, okp, stderr};
+use super::{cached_output, m2, okp, repo_root, stderr};
 
 pub const NAME_3_9: &str = "okp-observer-3.9.2-kraft-linux-x86_64";
 
@@ -49,6 +49,11 @@ pub fn shared() -> &'static (tempfile::TempDir, tempfile::TempDir) {
 
 pub fn shared_pub() -> PathBuf {
     shared().0.path().join("ci.pub")
+}
+
+/// The secret key of the shared bundle (unencrypted).
+pub fn shared_key() -> PathBuf {
+    shared().0.path().join("ci.key")
 }
 
 pub fn shared_bundle() -> PathBuf {
@@ -147,10 +152,34 @@ pub fn tree(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
     m
 }
 
+/// The bundle extracted by GNU tar into a fresh directory: (the directory, the bundle's top directory in it).
+pub fn untar(bundle: &Path) -> (tempfile::TempDir, PathBuf) {
+    let x = tempfile::tempdir().unwrap();
+    let o = run(Command::new("tar").arg("-xzf").arg(bundle).current_dir(x.path()));
+    assert!(o.status.success(), "tar -xzf {}: {}", bundle.display(), stderr(&o));
+    let top = bundle.file_name().unwrap().to_str().unwrap().trim_end_matches(".tar.gz").to_string();
+    let root = x.path().join(top);
+    (x, root)
+}
+
 pub fn manifest_of(bundle: &Path) -> serde_json::Value {
     let o = run(Command::new("tar").arg("-xzOf").arg(bundle).arg(format!("{NAME_3_9}/MANIFEST.json")));
     assert!(o.status.success());
     serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The shared bundle's patch-set hash.
+pub fn patch_set() -> String {
+    manifest_of(&shared_bundle())["patch_set_hash"].as_str().unwrap().to_string()
+}
+
+/// The trusted comment okp writes for the 3.9.2 kraft bundle.
+pub fn okp_comment() -> String {
+    format!(
+        "timestamp:1700000000\tfile:{NAME_3_9}.tar.gz\tokp-bundle:{NAME_3_9}\trelease:3.9.2\tmode:kraft\ttarget:linux-x86_64\tpatch_set:{}\tokp_version:{}",
+        patch_set(),
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// Signs `file` with the secret key and writes fresh sidecars, as a holder of the key would.
@@ -260,4 +289,23 @@ pub fn failing_tools(tool: &str, fail_at: usize) -> tempfile::TempDir {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     d
+}
+
+/// The Python of the virtualenv scripts/setup.sh makes (PyNaCl, cyclonedx-python-lib), or `OKP_PYTHON`.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("OKP_PYTHON").filter(|p| !p.is_empty()) {
+        return p.into();
+    }
+    Path::new(&std::env::var("HOME").unwrap()).join(".local/share/okp/venv/bin/python")
+}
+
+/// Runs one of the independent checkers in tests/fixtures/attest/ with `args`.
+pub fn attest_tool<S: AsRef<std::ffi::OsStr>>(script: &str, args: &[S]) -> Output {
+    let py = python();
+    let script = repo_root().join("tests/fixtures/attest").join(script);
+    Command::new(&py)
+        .arg(&script)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {} {} ({e}): run scripts/setup.sh", py.display(), script.display()))
 }
