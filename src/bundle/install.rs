@@ -127,6 +127,11 @@ fn run_script(script: Script, flags: &ScriptFlags, kafka_home: &Path, lock: Opti
     }
     let mut child = cmd.spawn().map_err(|e| Error::External(format!("cannot run sh {shown}: {e}")))?;
     SCRIPT_PID.store(child.id() as i32, Ordering::SeqCst);
+    // A signal between the check above and the store: the handler saw no script to pass it to.
+    if interrupted() {
+        // SAFETY: kill(2) to the group of the child just started and not yet reaped.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGTERM) };
+    }
     let status = child.wait();
     SCRIPT_PID.store(0, Ordering::SeqCst);
     let status = status.map_err(|e| Error::External(format!("cannot wait for sh {shown}: {e}")))?;
@@ -189,6 +194,9 @@ fn staging() -> Result<tempfile::TempDir> {
 
 /// `okp install`: verify, lock, unpack into a private directory, run the bundle's install.sh.
 pub fn install(ws: &Workspace, file: &Path, kafka_home: &Path, trust: &Trust, flags: &ScriptFlags) -> Result<Outcome> {
+    // From the first moment: a SIGINT okp inherited as ignored (a background job of a shell) or one
+    // that comes while the bundle is checked stops the install before anything changes.
+    forward_interrupts();
     let d = ondisk::read(file)?;
     let o = d.verify(trust.pubkey, trust.pins, trust.allow_unverified)?;
     eprint!("{}", verify::render(&o, &d.file_name));
@@ -206,8 +214,10 @@ pub fn install(ws: &Workspace, file: &Path, kafka_home: &Path, trust: &Trust, fl
     // that is re-derived from the jars' bytes here, before anything is changed.
     let facts = recheck(ws, &d.file_name, &unpacked, &manifest, &id)?;
     facts.note("");
+    if interrupted() {
+        return Ok(Outcome::Failed(Failure::Interrupted));
+    }
     let lock = lock_unless_read_only(kafka_home, flags)?;
-    forward_interrupts();
     sweep_staging(&std::env::temp_dir());
     let staging = staging()?;
     let root = archive::extract(&unpacked, staging.path())
