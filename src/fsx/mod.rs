@@ -112,6 +112,28 @@ pub fn lock_file(
     }
 }
 
+/// Opens a log for appending, creating it (0644) when missing: never through a symbolic link at
+/// `path`, never a FIFO or a device (refused as "not a regular file"), never blocking.
+pub fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => std::io::Error::other("a symbolic link: refused (okp appends to its own file only)"),
+            // O_NONBLOCK on a FIFO no one reads: refused at once instead of waiting for a reader.
+            Some(libc::ENXIO) => std::io::Error::other("a FIFO, not a regular file: refused"),
+            _ => e,
+        })?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file: refused"));
+    }
+    Ok(f)
+}
+
 /// Why `lock_file` did not take the lock.
 pub enum LockRefusal {
     /// Another process holds it (the pid it wrote, as text, possibly empty).

@@ -75,7 +75,7 @@ impl Audit {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(refuse)?;
         }
-        let file = std::fs::OpenOptions::new().append(true).create(true).open(path).map_err(refuse)?;
+        let file = crate::fsx::open_append(path).map_err(refuse)?;
         Ok(Audit { file, path: path.to_path_buf(), dry_run, max_lag })
     }
 
@@ -151,6 +151,25 @@ mod tests {
         assert_eq!(e.exit_code(), 2, "a path that cannot be a log is bad input");
         // Under /proc nothing can be created.
         assert!(Audit::open(Path::new("/proc/okp-watch/audit.log"), false, 0).is_err());
+    }
+
+    #[test]
+    fn a_symlinked_or_fifo_audit_log_is_refused_and_its_target_untouched() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim.conf");
+        std::fs::write(&victim, "keep\n").unwrap();
+        let link = d.path().join("audit.log");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let e = Audit::open(&link, false, 0).err().expect("refused");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n");
+        let fifo = d.path().join("fifo.log");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path this test owns.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let e = Audit::open(&fifo, false, 0).err().expect("refused at once, not blocked");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
     }
 
     #[test]

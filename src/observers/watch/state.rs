@@ -11,8 +11,6 @@
 //!
 //! Not here: what the brokers in it mean to a decision (`decide`).
 
-use std::io::{Read, Seek, Write};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use super::decide::Policy;
@@ -118,7 +116,7 @@ pub fn save(path: &Path, state: &State) -> Result<()> {
 
 /// The exclusive lock of one state file, held until dropped (the process ends).
 pub struct Lock {
-    _file: std::fs::File,
+    _lock: crate::fsx::FileLock,
     pub path: PathBuf,
 }
 
@@ -129,42 +127,39 @@ pub fn lock_path(state: &Path) -> PathBuf {
     state.with_file_name(name)
 }
 
-/// Takes the lock of `state` or says who holds it.
+/// Takes the lock of `state` or says who holds it. A symbolic link or anything but a regular file
+/// at the lock's path is refused before anything is written (`fsx::lock_file`): the watchdog never
+/// writes its pid through a link planted there.
 pub fn lock(state: &Path) -> Result<Lock> {
+    use crate::fsx::{LockRefusal, NotALockFile};
     let path = lock_path(state);
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     }
-    let io = |e| Error::io(format!("cannot open the watchdog's lock file {}", path.display()), e);
-    let mut file =
-        std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
-    // SAFETY: flock on a file descriptor this function owns; no memory is shared.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
-            return Err(io(err));
+    match crate::fsx::lock_file(&path, false, &mut |_| {})? {
+        Ok(l) => Ok(Lock { _lock: l, path }),
+        Err(LockRefusal::Not(NotALockFile::Symlink)) => Err(Error::Tree {
+            path,
+            msg: "the watchdog's lock file is a symbolic link: refused (remove it; okp creates its own)".into(),
+        }),
+        Err(LockRefusal::Not(NotALockFile::NotRegular)) => Err(Error::Tree {
+            path,
+            msg: "the watchdog's lock file is not a regular file: refused (remove it; okp creates its own)".into(),
+        }),
+        Err(LockRefusal::Held(holder)) => {
+            let holder = crate::out::one_line(&holder);
+            let who = if holder.is_empty() {
+                "another process (pid not yet written)".to_string()
+            } else {
+                format!("pid {holder}")
+            };
+            Err(Error::Usage(format!(
+                "another observer watchdog ({who}) holds {}: one watchdog per cluster; stop it first (systemctl stop okp-observer-watch, or kill {})",
+                path.display(),
+                if holder.is_empty() { "it" } else { &holder }
+            )))
         }
-        let mut holder = String::new();
-        let _ = file.read_to_string(&mut holder);
-        let holder = holder.trim();
-        let who = if holder.is_empty() {
-            "another process (pid not yet written)".to_string()
-        } else {
-            format!("pid {holder}")
-        };
-        return Err(Error::Usage(format!(
-            "another observer watchdog ({who}) holds {}: one watchdog per cluster; stop it first (systemctl stop okp-observer-watch, or kill {})",
-            path.display(),
-            if holder.is_empty() { "it" } else { holder }
-        )));
     }
-    file.set_len(0)
-        .and_then(|_| file.rewind())
-        .and_then(|_| writeln!(file, "{}", std::process::id()))
-        .and_then(|_| file.sync_all())
-        .map_err(io)?;
-    Ok(Lock { _file: file, path })
 }
 
 #[cfg(test)]
@@ -232,5 +227,24 @@ mod tests {
             })
         });
         assert!(again.is_some(), "released with the process (here: the drop)");
+    }
+
+    #[test]
+    fn a_symlinked_or_fifo_lock_file_is_refused_and_its_target_untouched() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.json");
+        let victim = d.path().join("victim.conf");
+        std::fs::write(&victim, "keep\n").unwrap();
+        std::os::unix::fs::symlink(&victim, lock_path(&p)).unwrap();
+        let e = lock(&p).err().expect("refused");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n");
+        std::fs::remove_file(lock_path(&p)).unwrap();
+        let fifo = std::ffi::CString::new(lock_path(&p).to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path this test owns.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        let e = lock(&p).err().expect("refused");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
     }
 }
