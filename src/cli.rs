@@ -800,4 +800,16 @@ pub struct DiffArgs {
     /// Where --write puts the porting worksheet (default: porting-V1-V2.md).
     #[arg(long, value_name = "FILE", requires = "write")]
     pub worksheet: Option<PathBuf>,
+    /// Also compare the two releases' own jars member by member (automatic when V2 has no sources
+    /// jar): per hook site, whether the code holding it changed; with a V2 tree, where that tree is
+    /// not the release.
+    #[arg(long)]
+    pub binary: bool,
+    /// With --write: take a V2 tree whose gradle.properties declares another version (a branch
+    /// snapshot); the entry records it.
+    #[arg(long, requires = "write")]
+    pub accept_version_mismatch: bool,
+    /// Also write the report as evidence: DIR/diff-V1-V2.md and .json, stamped with okp's version and the time.
+    #[arg(long, value_name = "DIR")]
+    pub evidence: Option<PathBuf>,
 }
