@@ -612,6 +612,61 @@ fn blocks<'a>(lines: &[&'a str], name: &str) -> Vec<(usize, Vec<&'a str>)> {
         .collect()
 }
 
+/// How many parameters a definition's header declares (every parameter list, generics and
+/// default values skipped): what tells overloads of one name apart without compiling.
+fn arity(lines: &[&str], header: usize) -> usize {
+    let (mut depth, mut angle, mut n, mut any) = (0i32, 0i32, 0usize, false);
+    let mut seen_paren = false;
+    for l in lines.iter().skip(header).take(20) {
+        for c in l.chars() {
+            match c {
+                '(' => {
+                    depth += 1;
+                    seen_paren = true;
+                }
+                ')' => {
+                    if depth == 1 {
+                        n += usize::from(any);
+                        any = false;
+                    }
+                    depth -= 1;
+                }
+                '<' | '[' if depth >= 1 => angle += 1,
+                '>' | ']' if depth >= 1 => angle -= 1,
+                ',' if depth == 1 && angle == 0 => {
+                    n += 1;
+                    any = false;
+                }
+                '{' | '=' | ';' if depth == 0 && seen_paren => return n,
+                c if depth == 1 && !c.is_whitespace() => any = true,
+                _ => {}
+            }
+        }
+        if depth == 0 && seen_paren && (l.trim_end().ends_with('{') || l.contains('=')) {
+            return n;
+        }
+    }
+    n
+}
+
+/// The parameter count of a method descriptor.
+fn desc_arity(key: &str) -> usize {
+    let desc = key.split_once(':').map_or("", |(_, d)| d);
+    let p = bytecode::pretty_params(desc);
+    if p.is_empty() {
+        0
+    } else {
+        p.split(", ").count()
+    }
+}
+
+/// `blocks` of the overload of `key` (its name and parameter count).
+fn overloads<'a>(lines: &[&'a str], key: &str) -> Vec<(usize, Vec<&'a str>)> {
+    let name = key.split(':').next().unwrap_or_default();
+    let want = desc_arity(key);
+    blocks(lines, name).into_iter().filter(|(h, _)| arity(lines, *h) == want).collect()
+}
+
 /// The old source's block of the method holding the member whose code starts at 1-based `first`.
 fn old_block<'a>(lines: &[&'a str], first: u32, name: &str) -> Option<Vec<&'a str>> {
     let at = (first as usize).checked_sub(1).filter(|&i| i < lines.len())?;
@@ -658,18 +713,20 @@ pub fn check_source(
                         source_line: line,
                     })
                 };
-                let theirs = blocks(&src_lines, &name);
+                let was = before.and_then(|b| Some((b.class.methods.get(key)?, b.lines.get(key)?.first()?)));
+                // A member both releases have counts only where the old source defines its name
+                // (scalac's forwarders and accessors have no definition of their own).
+                if was.is_some() && overloads(&old_lines, key).is_empty() {
+                    continue;
+                }
+                let theirs = overloads(&src_lines, key);
                 if theirs.is_empty() {
                     push(Finding::Lacks, None, &mut findings);
                     continue;
                 }
                 compared += 1;
-                let Some(b) = before else { continue };
-                let (Some(was), Some(old_first)) = (b.class.methods.get(key), b.lines.get(key).and_then(|l| l.first()))
-                else {
-                    // New in the release: the source defines the name; its shape needs a compile.
-                    continue;
-                };
+                // New in the release and defined in the source: its shape needs a compile.
+                let Some((was, old_first)) = was else { continue };
                 let Some(old_text) = old_block(&old_lines, *old_first, &name) else { continue };
                 let same_as_old = theirs.iter().find(|(_, t)| *t == old_text).map(|(i, _)| i + 1);
                 let release_changed = c.class.methods.get(key) != Some(was);
@@ -693,8 +750,8 @@ pub fn check_source(
                 let gone = new.classes.get(canonical).is_none_or(|n| !n.class.methods.contains_key(key));
                 let renamed =
                     new.of_file(file).any(|(_, n)| n.class.methods.keys().any(|k| k.split(':').next() == Some(name)));
-                if written(name) && gone && !renamed {
-                    if let Some((i, _)) = blocks(&src_lines, name).first() {
+                if written(name) && gone && !renamed && !overloads(&old_lines, key).is_empty() {
+                    if let Some((i, _)) = overloads(&src_lines, key).first() {
                         findings.push(SourceFinding {
                             file: file.clone(),
                             class: simple(&c.real).to_string(),
@@ -722,6 +779,15 @@ mod tests {
         assert_eq!(shift(&[10, 12, 15], &[40, 43, 45]), None);
         assert_eq!(shift(&[10, 12], &[10, 12, 13]), None);
         assert_eq!(shift(&[], &[]), None);
+    }
+
+    #[test]
+    fn overloads_are_told_apart_by_their_parameter_count() {
+        let src = "class R {\n  static void v(CreateTopicsRequestData request, int n) {\n    x();\n  }\n  void v(\n      List<Map<String, Integer>> topics) {\n    y();\n  }\n  def s(a: Int, b: Map[Int, Int] = Map())(implicit c: C): Unit = {\n  }\n  def t: Int = 1\n}\n";
+        let lines = anchor::lines(src);
+        assert_eq!((arity(&lines, 1), arity(&lines, 4), arity(&lines, 7), arity(&lines, 9)), (2, 1, 3, 0));
+        assert_eq!(overloads(&lines, "v:(Ljava/util/List;)V").iter().map(|(h, _)| *h).collect::<Vec<_>>(), [4]);
+        assert_eq!(desc_arity("v:(Lx/Y;I[J)V"), 3);
     }
 
     #[test]

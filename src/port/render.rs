@@ -118,7 +118,11 @@ pub fn verdict_line(r: &PortReport) -> String {
     if let (Basis::Bytecode, Some(b)) = (r.basis, &r.binary) {
         return binary_verdict_line(r, b);
     }
-    let to = r.to.label();
+    // Anchors held in a tree that is not the release say so, not "in 4.3.2".
+    let to = match (&r.to.declared, r.to.version) {
+        (Some(d), Some(v)) if *d != v.to_string() => format!("the new tree (declaring {d})"),
+        _ => r.to.label(),
+    };
     let changed = r.anchors.iter().filter(|a| a.carries && a.needs_review()).count();
     let lost = r.anchors.iter().filter(|a| !a.carries || a.range_note.is_some()).count();
     let guarded = r.guards.iter().filter(|g| g.needs_review()).count();
