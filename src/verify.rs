@@ -597,6 +597,39 @@ fn write(p: &Path, text: &str) -> Result<()> {
     std::fs::write(p, text).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))
 }
 
+/// What `evidence` holds for one (release, mode), for `okp releases`: a passing patched run (the
+/// full run `<release>-<mode>/`, else the newest passing partial run `partial/<release>-<mode>-…/`)
+/// and a passing provenance proof (`build/proof/<release>-<mode>.json`), as paths relative to it.
+pub fn pair_evidence(evidence: &Path, release: KafkaVersion, mode: Mode) -> crate::releases::PairEvidence {
+    let name = run_name(&release.to_string(), mode, Flavor::Patched);
+    let passed = |dir: &Path| RunRecord::read(dir).is_ok_and(|r| r.verdict.ok() && r.flavor == Flavor::Patched);
+    let run = if passed(&evidence.join(&name)) {
+        Some(format!("{name}/"))
+    } else {
+        // The widest partial run, as VERIFY.md shows it.
+        let mut partial: Vec<((usize, String), String)> = std::fs::read_dir(evidence.join(PARTIAL_DIR))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let dir = e.file_name().to_string_lossy().into_owned();
+                let r = RunRecord::read(&e.path()).ok()?;
+                let ours = r.release == release && r.mode == mode && r.flavor == Flavor::Patched && r.verdict.ok();
+                ours.then(|| ((r.scenarios.len(), r.written_utc), format!("{PARTIAL_DIR}/{dir}/")))
+            })
+            .collect();
+        partial.sort();
+        partial.pop().map(|(_, d)| d)
+    };
+    let rel = format!("{PROOF_DIR}/{name}.json");
+    let proof = crate::schema::read_file(&evidence.join(&rel))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<crate::build::proof::Provenance>(&b).ok())
+        .filter(|p| p.passed())
+        .map(|_| rel);
+    crate::releases::PairEvidence { run, proof }
+}
+
 /// evidence/VERIFY.md: release × scenario over every run.json in the evidence
 /// directory, each cell linking to that scenario's journal. With `pairs`, every
 /// (release, mode) of the matrix has a row, and one without a patched run here
