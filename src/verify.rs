@@ -691,7 +691,11 @@ pub fn write_matrix(evidence: &Path, pairs: Option<&[Pair]>) -> Result<()> {
         names.iter().filter_map(|name| Some((name.clone(), proof_cell(evidence, name)?))).collect();
     let partial = evidence.join(PARTIAL_DIR).join("VERIFY.md").is_file();
     let columns = [Column { header: "proof", cells: proof }, Column { header: "unit", cells: unit }];
-    crate::fsx::write_atomic(&p, matrix_page(&runs, &partials, &left_out, pairs, partial, &columns).as_bytes())
+    let bytecode = bytecode_verdicts(evidence);
+    crate::fsx::write_atomic(
+        &p,
+        matrix_page(&runs, &partials, &left_out, pairs, partial, &columns, &bytecode).as_bytes(),
+    )
 }
 
 /// A row's name on the main page: the run's directory, or for a partial run standing in for its
@@ -764,6 +768,32 @@ fn filled_cell(row: &str, r: &RunRecord, id: &str, partials: &[(String, RunRecor
     Some((o.pass, format!("[{word} {:.0}s †]({name}/{})", o.seconds, o.evidence)))
 }
 
+/// Where `okp diff --binary --evidence` put a release's verdict from its own jars
+/// (`releases/diff-V1-V2-bytecode.{md,json}`): release -> (verdict, the markdown's path).
+fn bytecode_verdicts(evidence: &Path) -> BTreeMap<KafkaVersion, (String, String)> {
+    let mut out = BTreeMap::new();
+    let Ok(rd) = std::fs::read_dir(evidence.join(RELEASES_DIR)) else { return out };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix("-bytecode.json").filter(|s| !s.ends_with("-tree-and")) else { continue };
+        let Ok(bytes) = crate::schema::read_file(&e.path()) else { continue };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
+        let to = v["to"]["version"].as_str().and_then(|t| t.parse::<KafkaVersion>().ok());
+        if let (Some(to), Some(verdict)) = (to, v["verdict"].as_str()) {
+            let verdict = match verdict {
+                "carries-over-review" => "carries over with review".to_string(),
+                v => v.replace('-', " "),
+            };
+            out.insert(to, (verdict, format!("{RELEASES_DIR}/{stem}-bytecode.md")));
+        }
+    }
+    out
+}
+
+/// Where `okp releases --report` and `okp diff --evidence` keep the releases' reports, below the
+/// evidence directory.
+const RELEASES_DIR: &str = "releases";
+
 fn matrix_page(
     runs: &[(String, RunRecord)],
     partials: &[(String, RunRecord)],
@@ -771,6 +801,7 @@ fn matrix_page(
     pairs: Option<&[Pair]>,
     partial: bool,
     columns: &[Column],
+    bytecode: &BTreeMap<KafkaVersion, (String, String)>,
 ) -> String {
     let columns: Vec<&Column> = columns.iter().filter(|c| !c.cells.is_empty()).collect();
     let extra = |name: &str| -> String {
@@ -857,7 +888,13 @@ fn matrix_page(
         ));
         for p in pairs.iter().filter(|p| !run(p)) {
             let name = run_name(&p.release.to_string(), p.mode, Flavor::Patched);
-            let why = if p.sources { "not run" } else { "not run (no sources jar on Maven Central)" };
+            let why = match (p.sources, bytecode.get(&p.release)) {
+                (true, _) => "not run".to_string(),
+                (false, None) => "not run (no sources jar on Maven Central)".to_string(),
+                (false, Some((verdict, link))) => format!(
+                    "not run (no sources jar on Maven Central: not built; its own jars against the release before: [{verdict}]({link}))"
+                ),
+            };
             let row = format!("| {name} | {why} | | {}{} |\n", extra(&name), vec!["–"; ids.len()].join(" | "));
             rows.push((p.release, name, row));
         }
@@ -1185,7 +1222,7 @@ mod tests {
         let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
         assert!(page.contains("| 3.9.2-zk | not run | | [proved](build/proof/3.9.2-zk.json) | – |"), "{page}");
         assert!(page.contains("| 3.4.0-zk | not run | |"), "{page}");
-        assert!(page.contains("| 4.2.2-kraft | not run (no sources jar on Maven Central) | |"), "{page}");
+        assert!(page.contains("| 4.2.2-kraft | not run (no sources jar on Maven Central"), "{page}");
         assert!(page.contains("| [3.9.2-kraft](3.9.2-kraft/summary.md) | pass"), "{page}");
         // The negative control of 3.9.2 zk is no patched run: it does not make the pair count as run.
         assert!(page.contains("| [3.9.2-zk-upstream](3.9.2-zk-upstream/summary.md) |"), "{page}");

@@ -192,7 +192,12 @@ fn binary_report(
 
 /// `--evidence DIR`: the report as markdown (stamped) and json, named after the two releases.
 fn write_evidence(dir: &Path, report: &PortReport, files: &DataFiles, args: &DiffArgs) -> Result<()> {
-    let name = format!("diff-{}-{}", report.from.label(), report.to.label());
+    let basis = match report.basis {
+        port::Basis::Sources => "",
+        port::Basis::Bytecode => "-bytecode",
+        port::Basis::SourcesAndBytecode => "-tree-and-bytecode",
+    };
+    let name = format!("diff-{}-{}{basis}", report.from.label(), report.to.label());
     let mut line = rerun_line(files, args, &report.from.label(), &report.to.label());
     line = line.replace(" --write", "");
     let stamp = format!("Written by okp {} on {} (`{line}`).\n\n", env!("CARGO_PKG_VERSION"), crate::report::utc_now());

@@ -355,6 +355,24 @@ pub fn compare_classes(old: &Release, new: &Release) -> Vec<ClassPort> {
         .collect()
 }
 
+/// A method's name without its signature, scalac's `$adapted` and its counters
+/// (`$anonfun$f$5:(…)V` -> `$anonfun$f`): what stays when a lambda is renumbered.
+fn family(key: &str) -> &str {
+    let mut n = key.split(':').next().unwrap_or_default();
+    loop {
+        let before = n;
+        n = n.strip_suffix("$adapted").unwrap_or(n);
+        if let Some((head, tail)) = n.rsplit_once('$') {
+            if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) && !head.is_empty() {
+                n = head;
+            }
+        }
+        if n == before {
+            return n;
+        }
+    }
+}
+
 /// The members of `file`'s classes in `old` whose code lies in the 1-based lines `[s, e]`, each
 /// looked up in `new`.
 fn members_in(old: &Release, new: &Release, file: &str, s: u32, e: u32) -> Vec<SiteMember> {
@@ -371,6 +389,11 @@ fn members_in(old: &Release, new: &Release, file: &str, s: u32, e: u32) -> Vec<S
                     let same = c.class.methods.get(key) == Some(m);
                     let status = if same { MemberStatus::Unchanged } else { MemberStatus::Changed };
                     (status, n.lines.get(key).map(Vec::as_slice))
+                }
+                // Another signature of the same name (a parameter's type moved, a lambda renumbered):
+                // changed, not gone.
+                Some((None, n)) if n.class.methods.keys().any(|k| family(k) == family(key)) => {
+                    (MemberStatus::Changed, None)
                 }
                 _ => (MemberStatus::Gone, None),
             };
@@ -788,6 +811,14 @@ mod tests {
         assert_eq!((arity(&lines, 1), arity(&lines, 4), arity(&lines, 7), arity(&lines, 9)), (2, 1, 3, 0));
         assert_eq!(overloads(&lines, "v:(Ljava/util/List;)V").iter().map(|(h, _)| *h).collect::<Vec<_>>(), [4]);
         assert_eq!(desc_arity("v:(Lx/Y;I[J)V"), 3);
+    }
+
+    #[test]
+    fn a_renumbered_lambda_is_of_the_same_family() {
+        assert_eq!(family("$anonfun$fetchOffsetForTimestamp$5:()V"), "$anonfun$fetchOffsetForTimestamp");
+        assert_eq!(family("$anonfun$f$1$adapted:(I)V"), "$anonfun$f");
+        assert_eq!(family("<init>:(I)V"), "<init>");
+        assert_eq!(family("lambda$createTopic$3:()V"), "lambda$createTopic");
     }
 
     #[test]

@@ -217,6 +217,38 @@ fn verdict_basis(report: &PortReport, b: &super::binary::BinaryReport) -> String
         }
         Verdict::Drift => "drift".to_string(),
     };
+    let elsewhere: Vec<String> = b
+        .classes
+        .iter()
+        .filter(|c| !c.added.is_empty() || !c.removed.is_empty() || !c.changed.is_empty())
+        .map(|c| {
+            let class = c.class.rsplit('/').next().unwrap_or(&c.class);
+            let members: Vec<String> = c
+                .added
+                .iter()
+                .map(|m| format!("+{m}"))
+                .chain(c.removed.iter().map(|m| format!("-{m}")))
+                .chain(c.changed.iter().map(|m| format!("~{m}")))
+                .collect();
+            format!("{class} {}", members.join(", "))
+        })
+        .collect();
+    let verdict = if elsewhere.is_empty() {
+        verdict
+    } else {
+        format!("{verdict}; changed in the hooked files: {}", elsewhere.join("; "))
+    };
+    let verdict = match &b.source_check {
+        Some(c) if !c.agrees() => {
+            let what: Vec<String> = c
+                .findings
+                .iter()
+                .map(|f| format!("{} {}.{}", f.finding.as_str(), f.class, f.member.trim_start_matches("method ")))
+                .collect();
+            format!("{verdict}; the tree against that bytecode: {}", what.join(", "))
+        }
+        _ => verdict,
+    };
     format!("{}'s own bytecode against {}'s (okp diff --binary): {verdict}", report.to.label(), report.from.label())
 }
 
