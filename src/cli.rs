@@ -142,7 +142,7 @@ pub enum Command {
 #[derive(Args, Debug)]
 pub struct ReleasesArgs {
     /// Read only the cache of an earlier run (and the local Maven repository): no network.
-    #[arg(long, conflicts_with = "metadata")]
+    #[arg(long)]
     pub offline: bool,
     /// Read this maven-metadata.xml (a recorded copy) instead of Maven Central's.
     #[arg(long, value_name = "FILE")]

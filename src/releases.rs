@@ -360,7 +360,8 @@ pub fn metadata(source: MetadataSource<'_>, http: &Http, cache: &mut Cache) -> R
         },
         MetadataSource::Live => {
             let url = http.url(METADATA);
-            let m = parse_metadata(&http.get(&url)?, &url)?;
+            // A page that is not the metadata (a proxy's error page) is Maven Central failing, not bad input.
+            let m = parse_metadata(&http.get(&url)?, &url).map_err(|e| Error::External(e.to_string()))?;
             let fetched_utc = crate::report::utc_now();
             cache.metadata = Some(Fetched { url: url.clone(), fetched_utc: fetched_utc.clone(), metadata: m.clone() });
             Ok((m, format!("{url} as fetched {fetched_utc}")))

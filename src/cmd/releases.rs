@@ -15,6 +15,7 @@ pub fn run(ws: &Workspace, args: ReleasesArgs) -> Result<Outcome> {
     let cache_file = releases::cache_path(&ws.maven);
     let mut cache = Cache::read(&cache_file)?;
     let source = match (&args.metadata, args.offline) {
+        // A recorded file with --offline: the list from the file, the artifacts from the cache alone.
         (Some(f), _) => MetadataSource::File(f),
         (None, true) => MetadataSource::Offline,
         (None, false) => MetadataSource::Live,
