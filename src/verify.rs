@@ -951,10 +951,12 @@ mod tests {
         copy(from, t.path(), record::FILE_NAME);
         copy(&from.join(PARTIAL_DIR), &t.path().join(PARTIAL_DIR), record::FILE_NAME);
         copy(&from.join("unit"), &t.path().join("unit"), unit::record::FILE_NAME);
-        for e in std::fs::read_dir(from.join(PROOF_DIR)).into_iter().flatten().flatten() {
-            if e.path().extension().is_some_and(|x| x == "json") {
-                std::fs::create_dir_all(t.path().join(PROOF_DIR)).unwrap();
-                std::fs::copy(e.path(), t.path().join(PROOF_DIR).join(e.file_name())).unwrap();
+        for dir in [PROOF_DIR, RELEASES_DIR] {
+            for e in std::fs::read_dir(from.join(dir)).into_iter().flatten().flatten() {
+                if e.path().extension().is_some_and(|x| x == "json") {
+                    std::fs::create_dir_all(t.path().join(dir)).unwrap();
+                    std::fs::copy(e.path(), t.path().join(dir).join(e.file_name())).unwrap();
+                }
             }
         }
         t
