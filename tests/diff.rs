@@ -30,26 +30,6 @@ fn anchor<'a>(v: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
         .unwrap_or_else(|| panic!("no anchor {id} in {v}"))
 }
 
-/// A copy of the real versions.yaml without `version`'s entry, in a fresh directory.
-fn matrix_without(version: &str) -> (tempfile::TempDir, String, String) {
-    let real = std::fs::read_to_string(repo_root().join("versions.yaml")).unwrap();
-    let start = real.find(&format!("  - version: {version}\n")).unwrap();
-    // The entry ends where the next entry, or a comment above one, starts.
-    let body = &real[start..];
-    let len = body
-        .split_inclusive('\n')
-        .enumerate()
-        .skip(1)
-        .find(|(_, l)| l.starts_with("  - ") || l.starts_with("  #"))
-        .map_or(body.len(), |(i, _)| body.split_inclusive('\n').take(i).map(str::len).sum());
-    let end = start + len;
-    let entry = real[start..end].to_string();
-    let dir = tempfile::tempdir().unwrap();
-    let without = format!("{}{}", &real[..start], &real[end..]);
-    std::fs::write(dir.path().join("versions.yaml"), &without).unwrap();
-    (dir, entry, without)
-}
-
 fn write_in(dir: &Path, from: &str, to: &str, extra: &[&str]) -> (i32, String, String) {
     let o = okp().current_dir(dir).args(["diff", "--from", from, "--to", to, "--write"]).args(extra).output().unwrap();
     (o.status.code().unwrap(), stdout(&o), stderr(&o))

@@ -40,23 +40,6 @@ fn versions(v: &serde_json::Value) -> Vec<String> {
     v["releases"].as_array().unwrap().iter().map(|r| r["version"].as_str().unwrap().to_string()).collect()
 }
 
-/// A copy of the real versions.yaml without `version`'s entry.
-fn matrix_without(version: &str) -> (tempfile::TempDir, PathBuf) {
-    let real = std::fs::read_to_string(repo_root().join("versions.yaml")).unwrap();
-    let start = real.find(&format!("  - version: {version}\n")).unwrap();
-    let body = &real[start..];
-    let len = body
-        .split_inclusive('\n')
-        .enumerate()
-        .skip(1)
-        .find(|(_, l)| l.starts_with("  - ") || l.starts_with("  #"))
-        .map_or(body.len(), |(i, _)| body.split_inclusive('\n').take(i).map(str::len).sum());
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("versions.yaml");
-    std::fs::write(&path, format!("{}{}", &real[..start], &real[start + len..])).unwrap();
-    (dir, path)
-}
-
 #[test]
 fn a_recorded_metadata_file_read_offline() {
     let m2 = tempfile::tempdir().unwrap();
@@ -128,7 +111,8 @@ fn offline_without_a_cache_and_without_curl_say_what_to_do() {
 #[test]
 fn the_live_metadata_a_new_release_and_the_cache() {
     let m2 = m2();
-    let (_d, without) = matrix_without("4.3.2");
+    let (d, _, _) = matrix_without("4.3.2");
+    let without = d.path().join("versions.yaml");
     let pre = ["--versions", without.to_str().unwrap()];
     let (code, out, err) = releases(&m2, &pre, &["--format", "json"]);
     let v = json(&out);
