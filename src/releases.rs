@@ -310,6 +310,10 @@ pub struct Row {
     /// Per mode, the evidence found (paths relative to the evidence directory).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub evidence: BTreeMap<Mode, PairEvidence>,
+    /// The verdict from the release's own jars against the release before it (`okp diff --binary
+    /// --evidence`), with the report's path relative to the evidence directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytecode_verdict: Option<String>,
     /// For a release missing from the matrix: the release to port it from (`okp diff --from`):
     /// the nearest older one in the matrix with sources jars.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -421,6 +425,7 @@ pub fn report(
     last_updated: Option<String>,
     avail: &BTreeMap<String, Avail>,
     evidence: &dyn Fn(KafkaVersion, Mode) -> PairEvidence,
+    bytecode: &BTreeMap<KafkaVersion, (String, String)>,
 ) -> Result<Report> {
     let mut releases = Vec::new();
     for &v in listed {
@@ -440,6 +445,7 @@ pub fn report(
             sources_jars,
             test_jars,
             evidence: BTreeMap::new(),
+            bytecode_verdict: bytecode.get(&v).map(|(verdict, link)| format!("{verdict} ({link})")),
             port_from: None,
             note: None,
         };
@@ -527,6 +533,10 @@ pub fn table(r: &Report) -> String {
                 format!("{m}: {}", parts.join(" + "))
             })
             .collect();
+        let mut evidence = evidence;
+        if let Some(b) = &row.bytecode_verdict {
+            evidence.push(format!("bytecode verdict: {b}"));
+        }
         let last = match (&row.note, evidence.is_empty()) {
             (Some(n), true) => n.clone(),
             (Some(n), false) => format!("{}; {n}", evidence.join("; ")),

@@ -770,7 +770,7 @@ fn filled_cell(row: &str, r: &RunRecord, id: &str, partials: &[(String, RunRecor
 
 /// Where `okp diff --binary --evidence` put a release's verdict from its own jars
 /// (`releases/diff-V1-V2-bytecode.{md,json}`): release -> (verdict, the markdown's path).
-fn bytecode_verdicts(evidence: &Path) -> BTreeMap<KafkaVersion, (String, String)> {
+pub fn bytecode_verdicts(evidence: &Path) -> BTreeMap<KafkaVersion, (String, String)> {
     let mut out = BTreeMap::new();
     let Ok(rd) = std::fs::read_dir(evidence.join(RELEASES_DIR)) else { return out };
     for e in rd.flatten() {

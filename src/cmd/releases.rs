@@ -33,7 +33,8 @@ pub fn run(ws: &Workspace, args: ReleasesArgs) -> Result<Outcome> {
         cache.write(&cache_file)?;
     }
     let evidence = |v, m| crate::verify::pair_evidence(&args.evidence, v, m);
-    let report = releases::report(matrix, &listed, from, metadata.last_updated.clone(), &avail, &evidence)?;
+    let bytecode = crate::verify::bytecode_verdicts(&args.evidence);
+    let report = releases::report(matrix, &listed, from, metadata.last_updated.clone(), &avail, &evidence, &bytecode)?;
     let json = crate::schema::to_json(&report);
     crate::out::print(&if super::json(args.format) { json.clone() } else { releases::table(&report) })?;
     if let Some(dir) = &args.report {
