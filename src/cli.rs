@@ -122,6 +122,14 @@ pub enum Command {
     DevCluster(DevClusterArgs),
     /// Lay out a release's sources from its Maven Central sources jars as a tree.
     Sources(SourcesArgs),
+    /// Every final Kafka release in scope on Maven Central, against the matrix: supported, not
+    /// buildable from Maven Central (no sources jars), not verified here, or missing.
+    ///
+    /// Reads Maven Central's metadata of org.apache.kafka:kafka_2.13 (through curl; cached under
+    /// the Maven local repository in okp-releases/). Exit 0 when every release in scope is in the
+    /// matrix, 1 when one is missing (--strict: also when one cannot be built from Maven Central),
+    /// 2 on bad input, 3 when Maven Central or curl fails.
+    Releases(ReleasesArgs),
     /// Compare two builds of one release class by class (e.g. Gradle against splice).
     ///
     /// A and B are jars, or build directories whose jars are paired by file name;
@@ -129,6 +137,30 @@ pub enum Command {
     /// changed are compared. Exit 0 when every class is the same program after
     /// normalisation (docs/building.md), 1 when some differ, 2 on bad input.
     CompareBuilds(CompareBuildsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ReleasesArgs {
+    /// Read only the cache of an earlier run (and the local Maven repository): no network.
+    #[arg(long)]
+    pub offline: bool,
+    /// Read this maven-metadata.xml (a recorded copy) instead of Maven Central's.
+    #[arg(long, value_name = "FILE")]
+    pub metadata: Option<PathBuf>,
+    /// Also exit 1 when a release of the matrix cannot be built from Maven Central (no sources jars).
+    #[arg(long)]
+    pub strict: bool,
+    /// Also report this release, listed or not (e.g. one announced before the metadata shows it); repeatable.
+    #[arg(long, value_name = "V")]
+    pub also: Vec<KafkaVersion>,
+    /// Where the verify runs and build proofs are (VERIFY.md's directory).
+    #[arg(long, value_name = "DIR", default_value = "evidence")]
+    pub evidence: PathBuf,
+    /// Also write the report to DIR/releases.txt and DIR/releases.json.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
 }
 
 #[derive(Args, Debug)]
@@ -800,4 +832,16 @@ pub struct DiffArgs {
     /// Where --write puts the porting worksheet (default: porting-V1-V2.md).
     #[arg(long, value_name = "FILE", requires = "write")]
     pub worksheet: Option<PathBuf>,
+    /// Also compare the two releases' own jars member by member (automatic when V2 has no sources
+    /// jar): per hook site, whether the code holding it changed; with a V2 tree, where that tree is
+    /// not the release.
+    #[arg(long)]
+    pub binary: bool,
+    /// With --write: take a V2 tree whose gradle.properties declares another version (a branch
+    /// snapshot); the entry records it.
+    #[arg(long, requires = "write")]
+    pub accept_version_mismatch: bool,
+    /// Also write the report as evidence: DIR/diff-V1-V2.md and .json, stamped with okp's version and the time.
+    #[arg(long, value_name = "DIR")]
+    pub evidence: Option<PathBuf>,
 }

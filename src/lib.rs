@@ -44,6 +44,7 @@ pub mod tx;
 pub mod build;
 pub mod bundle;
 pub mod port;
+pub mod releases;
 
 pub mod bench;
 pub mod cluster;

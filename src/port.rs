@@ -9,10 +9,13 @@
 //! similarity and by structure (same enclosing method, same class). Thin
 //! adapters read the trees and list the git commits that touched each hooked
 //! file. Rendering is in `port/render.rs`; the versions.yaml entry and the
-//! porting worksheet `--write` produces are in `port/write.rs`.
+//! porting worksheet `--write` produces are in `port/write.rs`; the verdict
+//! from the two releases' own jars (`--binary`, and a release without sources
+//! jars) is in `port/binary.rs`.
 //!
 //! Not here: which flags pick the trees (see `cli`), matching rules (see `anchor`).
 
+pub mod binary;
 pub mod render;
 pub mod write;
 
@@ -113,6 +116,10 @@ pub struct AnchorPort {
     /// Set when anchors.yaml's release range for this anchor excludes the new release.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub range_note: Option<String>,
+    /// With the bytecode comparison: the anchor's line in the new release itself, from its line
+    /// tables (the lines above are the new tree's, which may be a snapshot and not the release).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub release_line: Option<usize>,
 }
 
 impl AnchorPort {
@@ -167,6 +174,10 @@ pub struct Side {
     pub version: Option<KafkaVersion>,
     /// What the tree is (`Maven Central release 4.2.1 (...)`, `git REPO at REV (...)`).
     pub source: String,
+    /// The version the tree's gradle.properties declares, when it is not a release's sources jars
+    /// (`8.3.2-0-ccs` for a branch snapshot of Confluent's mirror).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared: Option<String>,
 }
 
 impl Side {
@@ -244,7 +255,7 @@ impl GuardPort {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// Every anchor holds and no site changed.
@@ -255,10 +266,23 @@ pub enum Verdict {
     Drift,
 }
 
+/// What the verdict rests on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Basis {
+    /// The two sides' sources, anchor by anchor.
+    Sources,
+    /// The two releases' jars alone (no source of the new release): `binary`.
+    Bytecode,
+    /// Both: the anchors in the new tree, and the members holding them in the release's jars.
+    SourcesAndBytecode,
+}
+
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct PortReport {
     pub from: Side,
     pub to: Side,
+    pub basis: Basis,
     /// The old release's patch family and modes (what `--write` gives the new release).
     pub family: String,
     pub modes: Vec<Mode>,
@@ -268,9 +292,63 @@ pub struct PortReport {
     /// The guards of the old release's hooks (anchors.yaml `guards`), compared.
     pub guards: Vec<GuardPort>,
     pub files: Vec<FilePort>,
+    /// The comparison of the two releases' jars (`--binary`, or a new release without sources jars).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub binary: Option<binary::BinaryReport>,
 }
 
 impl PortReport {
+    /// Adds the bytecode comparison: each anchor gets the release's own line, the verdict is the
+    /// worse of the two.
+    pub fn with_binary(mut self, b: binary::BinaryReport) -> PortReport {
+        for a in &mut self.anchors {
+            a.release_line = b.sites.iter().find(|s| s.anchor == a.anchor).and_then(|s| s.to_line);
+        }
+        self.verdict = self.verdict.max(b.verdict);
+        self.basis = Basis::SourcesAndBytecode;
+        self.binary = Some(b);
+        self
+    }
+
+    /// A report from the bytecode alone: no source of the new release to match the anchors in.
+    pub fn from_bytecode(
+        model_anchors: &AnchorSet,
+        rules: &Release,
+        from: Side,
+        to: Side,
+        b: binary::BinaryReport,
+    ) -> PortReport {
+        let from_version = from.version.unwrap_or(rules.version);
+        let (_, hook_list) = patch_set(model_anchors, rules, from_version);
+        let hooks = hook_list
+            .iter()
+            .map(|h| {
+                let serving: Vec<&binary::SitePort> = b.sites.iter().filter(|s| s.hooks.contains(&h.id)).collect();
+                HookPort {
+                    hook: h.id.clone(),
+                    scope: h.scope,
+                    site: h.site.clone(),
+                    anchors: serving.iter().map(|s| s.anchor.clone()).collect(),
+                    has_site: !serving.is_empty() && serving.iter().all(|s| s.verdict != binary::SiteVerdict::Gone),
+                    changed: serving.iter().any(|s| s.verdict == binary::SiteVerdict::Review),
+                }
+            })
+            .collect();
+        PortReport {
+            from,
+            to,
+            basis: Basis::Bytecode,
+            family: rules.family.clone(),
+            modes: rules.modes.clone(),
+            verdict: b.verdict,
+            anchors: Vec::new(),
+            hooks,
+            guards: Vec::new(),
+            files: Vec::new(),
+            binary: Some(b),
+        }
+    }
+
     fn verdict_of(anchors: &[AnchorPort], guards: &[GuardPort]) -> Verdict {
         if anchors.iter().any(|a| !a.carries || a.range_note.is_some()) {
             Verdict::Drift
@@ -646,6 +724,7 @@ pub fn compare(
                 Some(to) => format!("anchors.yaml ends this anchor at {to} (`to: {to}`), before {v}"),
                 None => format!("anchors.yaml starts this anchor at {} (`from`), after {v}", a.from),
             }),
+            release_line: None,
         };
         let Some(new_owned) = new_files.get(&a.file).cloned().flatten() else {
             r.note = Some(format!(
@@ -796,6 +875,8 @@ pub fn report(
     })?;
     let guarded = compare_guards(&guard_list, to.version, old, new);
     Ok(PortReport {
+        basis: Basis::Sources,
+        binary: None,
         verdict: PortReport::verdict_of(&ported, &guarded),
         hooks: hooks(&hook_list, &ported),
         guards: guarded,

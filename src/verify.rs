@@ -597,6 +597,39 @@ fn write(p: &Path, text: &str) -> Result<()> {
     std::fs::write(p, text).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))
 }
 
+/// What `evidence` holds for one (release, mode), for `okp releases`: a passing patched run (the
+/// full run `<release>-<mode>/`, else the newest passing partial run `partial/<release>-<mode>-…/`)
+/// and a passing provenance proof (`build/proof/<release>-<mode>.json`), as paths relative to it.
+pub fn pair_evidence(evidence: &Path, release: KafkaVersion, mode: Mode) -> crate::releases::PairEvidence {
+    let name = run_name(&release.to_string(), mode, Flavor::Patched);
+    let passed = |dir: &Path| RunRecord::read(dir).is_ok_and(|r| r.verdict.ok() && r.flavor == Flavor::Patched);
+    let run = if passed(&evidence.join(&name)) {
+        Some(format!("{name}/"))
+    } else {
+        // The widest partial run, as VERIFY.md shows it.
+        let mut partial: Vec<((usize, String), String)> = std::fs::read_dir(evidence.join(PARTIAL_DIR))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let dir = e.file_name().to_string_lossy().into_owned();
+                let r = RunRecord::read(&e.path()).ok()?;
+                let ours = r.release == release && r.mode == mode && r.flavor == Flavor::Patched && r.verdict.ok();
+                ours.then(|| ((r.scenarios.len(), r.written_utc), format!("{PARTIAL_DIR}/{dir}/")))
+            })
+            .collect();
+        partial.sort();
+        partial.pop().map(|(_, d)| d)
+    };
+    let rel = format!("{PROOF_DIR}/{name}.json");
+    let proof = crate::schema::read_file(&evidence.join(&rel))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<crate::build::proof::Provenance>(&b).ok())
+        .filter(|p| p.passed())
+        .map(|_| rel);
+    crate::releases::PairEvidence { run, proof }
+}
+
 /// evidence/VERIFY.md: release × scenario over every run.json in the evidence
 /// directory, each cell linking to that scenario's journal. With `pairs`, every
 /// (release, mode) of the matrix has a row, and one without a patched run here
@@ -658,7 +691,11 @@ pub fn write_matrix(evidence: &Path, pairs: Option<&[Pair]>) -> Result<()> {
         names.iter().filter_map(|name| Some((name.clone(), proof_cell(evidence, name)?))).collect();
     let partial = evidence.join(PARTIAL_DIR).join("VERIFY.md").is_file();
     let columns = [Column { header: "proof", cells: proof }, Column { header: "unit", cells: unit }];
-    crate::fsx::write_atomic(&p, matrix_page(&runs, &partials, &left_out, pairs, partial, &columns).as_bytes())
+    let bytecode = bytecode_verdicts(evidence);
+    crate::fsx::write_atomic(
+        &p,
+        matrix_page(&runs, &partials, &left_out, pairs, partial, &columns, &bytecode).as_bytes(),
+    )
 }
 
 /// A row's name on the main page: the run's directory, or for a partial run standing in for its
@@ -731,6 +768,32 @@ fn filled_cell(row: &str, r: &RunRecord, id: &str, partials: &[(String, RunRecor
     Some((o.pass, format!("[{word} {:.0}s †]({name}/{})", o.seconds, o.evidence)))
 }
 
+/// Where `okp diff --binary --evidence` put a release's verdict from its own jars
+/// (`releases/diff-V1-V2-bytecode.{md,json}`): release -> (verdict, the markdown's path).
+pub fn bytecode_verdicts(evidence: &Path) -> BTreeMap<KafkaVersion, (String, String)> {
+    let mut out = BTreeMap::new();
+    let Ok(rd) = std::fs::read_dir(evidence.join(RELEASES_DIR)) else { return out };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix("-bytecode.json").filter(|s| !s.ends_with("-tree-and")) else { continue };
+        let Ok(bytes) = crate::schema::read_file(&e.path()) else { continue };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
+        let to = v["to"]["version"].as_str().and_then(|t| t.parse::<KafkaVersion>().ok());
+        if let (Some(to), Some(verdict)) = (to, v["verdict"].as_str()) {
+            let verdict = match verdict {
+                "carries-over-review" => "carries over with review".to_string(),
+                v => v.replace('-', " "),
+            };
+            out.insert(to, (verdict, format!("{RELEASES_DIR}/{stem}-bytecode.md")));
+        }
+    }
+    out
+}
+
+/// Where `okp releases --report` and `okp diff --evidence` keep the releases' reports, below the
+/// evidence directory.
+const RELEASES_DIR: &str = "releases";
+
 fn matrix_page(
     runs: &[(String, RunRecord)],
     partials: &[(String, RunRecord)],
@@ -738,6 +801,7 @@ fn matrix_page(
     pairs: Option<&[Pair]>,
     partial: bool,
     columns: &[Column],
+    bytecode: &BTreeMap<KafkaVersion, (String, String)>,
 ) -> String {
     let columns: Vec<&Column> = columns.iter().filter(|c| !c.cells.is_empty()).collect();
     let extra = |name: &str| -> String {
@@ -824,7 +888,13 @@ fn matrix_page(
         ));
         for p in pairs.iter().filter(|p| !run(p)) {
             let name = run_name(&p.release.to_string(), p.mode, Flavor::Patched);
-            let why = if p.sources { "not run" } else { "not run (no sources jar on Maven Central)" };
+            let why = match (p.sources, bytecode.get(&p.release)) {
+                (true, _) => "not run".to_string(),
+                (false, None) => "not run (no sources jar on Maven Central)".to_string(),
+                (false, Some((verdict, link))) => format!(
+                    "not run (no sources jar on Maven Central: not built; its own jars against the release before: [{verdict}]({link}))"
+                ),
+            };
             let row = format!("| {name} | {why} | | {}{} |\n", extra(&name), vec!["–"; ids.len()].join(" | "));
             rows.push((p.release, name, row));
         }
@@ -881,10 +951,12 @@ mod tests {
         copy(from, t.path(), record::FILE_NAME);
         copy(&from.join(PARTIAL_DIR), &t.path().join(PARTIAL_DIR), record::FILE_NAME);
         copy(&from.join("unit"), &t.path().join("unit"), unit::record::FILE_NAME);
-        for e in std::fs::read_dir(from.join(PROOF_DIR)).into_iter().flatten().flatten() {
-            if e.path().extension().is_some_and(|x| x == "json") {
-                std::fs::create_dir_all(t.path().join(PROOF_DIR)).unwrap();
-                std::fs::copy(e.path(), t.path().join(PROOF_DIR).join(e.file_name())).unwrap();
+        for dir in [PROOF_DIR, RELEASES_DIR] {
+            for e in std::fs::read_dir(from.join(dir)).into_iter().flatten().flatten() {
+                if e.path().extension().is_some_and(|x| x == "json") {
+                    std::fs::create_dir_all(t.path().join(dir)).unwrap();
+                    std::fs::copy(e.path(), t.path().join(dir).join(e.file_name())).unwrap();
+                }
             }
         }
         t
@@ -1152,7 +1224,7 @@ mod tests {
         let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
         assert!(page.contains("| 3.9.2-zk | not run | | [proved](build/proof/3.9.2-zk.json) | – |"), "{page}");
         assert!(page.contains("| 3.4.0-zk | not run | |"), "{page}");
-        assert!(page.contains("| 4.2.2-kraft | not run (no sources jar on Maven Central) | |"), "{page}");
+        assert!(page.contains("| 4.2.2-kraft | not run (no sources jar on Maven Central"), "{page}");
         assert!(page.contains("| [3.9.2-kraft](3.9.2-kraft/summary.md) | pass"), "{page}");
         // The negative control of 3.9.2 zk is no patched run: it does not make the pair count as run.
         assert!(page.contains("| [3.9.2-zk-upstream](3.9.2-zk-upstream/summary.md) |"), "{page}");

@@ -12,7 +12,7 @@ const STAGES: &[(&str, &[&str])] = &[
     ("data", &["model", "patchset"]),
     ("upstream sources", &["maven", "source", "workspace"]),
     ("anchors and edits", &["anchor", "check", "report", "apply", "tx", "gitwt", "patch"]),
-    ("products", &["build", "port", "bundle"]),
+    ("products", &["build", "port", "bundle", "releases"]),
     ("live clusters", &["wire", "cluster", "scenarios", "soak", "verify", "dev_cluster", "bench", "observers"]),
     ("flags", &["cli"]),
     ("commands", &["cmd"]),

@@ -93,13 +93,22 @@ fn the_sentinel_runs_weekly_and_on_demand_and_the_compile_job_on_changes() {
     let script = runs(&s).join("\n");
     for needle in [
         "check-anchors --all",
+        "\"$OKP\" releases --strict --report okp-report",
         "diff --from \"$from\" --to \"$to\" --strict --format markdown",
-        "maven-metadata.xml",
         "GITHUB_STEP_SUMMARY",
         "exit 1",
     ] {
         assert!(script.contains(needle), "sentinel lacks `{needle}`");
     }
+    // okp releases finds the new releases: no metadata download or version arithmetic of its own.
+    for gone in ["maven-metadata.xml", "curl ", "sort -V", "awk"] {
+        assert!(!script.contains(gone), "the sentinel does `{gone}` itself instead of okp releases");
+    }
+    let fail = step_named(&s["jobs"]["sentinel"], "Fail on drift");
+    assert_eq!(
+        fail["env"]["RELEASES"], "${{ steps.releases.outputs.code }}",
+        "a missing or unbuildable release fails the job"
+    );
     assert!(steps(&s)
         .iter()
         .any(|st| st["uses"].as_str().is_some_and(|u| u.starts_with("actions/upload-artifact@"))
@@ -222,6 +231,44 @@ fn the_verify_matrix_pairs_are_those_of_versions_yaml() {
     assert!(
         listed.len() >= 53 && listed.contains(&"3.9.2-zk".to_string()) && !listed.contains(&"4.2.2-kraft".to_string())
     );
+}
+
+/// The sentinel's releases step, run here with this okp on a recorded metadata file (offline): the
+/// pairs it hands the diff step are the releases okp releases finds missing, each with the release
+/// it names to port from; its exit code goes to the step output the last step fails on.
+#[test]
+fn the_sentinel_pairs_what_okp_releases_finds_missing() {
+    let doc = load(SENTINEL);
+    let script =
+        step_named(&doc["jobs"]["sentinel"], "List the upstream releases")["run"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("okp-report")).unwrap();
+    std::os::unix::fs::symlink(repo_root().join("evidence"), dir.path().join("evidence")).unwrap();
+    // The job's okp, pointed at the recorded metadata and an empty cache (no network).
+    let wrapper = dir.path().join("okp");
+    let fixture = repo_root().join("tests/fixtures/releases/maven-metadata.xml");
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nexec {} \"$@\" --metadata {} --offline\n", env!("CARGO_BIN_EXE_okp"), fixture.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let m2 = tempfile::tempdir().unwrap();
+    let out = dir.path().join("github-output");
+    let o = Command::new("bash")
+        .args(["-eo", "pipefail", "-c", &script])
+        .current_dir(dir.path())
+        .env("OKP", &wrapper)
+        .env("EXTRA", "")
+        .env("OKP_MAVEN_REPO_LOCAL", m2.path())
+        .env("GITHUB_OUTPUT", &out)
+        .output()
+        .expect("bash");
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(std::fs::read_to_string(dir.path().join("okp-report/pairs.txt")).unwrap(), "4.3.1 4.5.0\n");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "code=1\n", "4.5.0 missing, and --strict");
+    let summary = std::fs::read_to_string(dir.path().join("okp-report/01-releases.md")).unwrap();
+    assert!(summary.starts_with("## okp releases --strict (exit 1)") && summary.contains("MISSING from the matrix"));
 }
 
 /// The Gradle check: for reference releases of versions.yaml, apache/kafka at the release tag,

@@ -6,6 +6,7 @@
 mod common;
 use common::*;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 fn diff(args: &[&str]) -> (i32, String, String) {
@@ -27,26 +28,6 @@ fn anchor<'a>(v: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
         .iter()
         .find(|a| a["anchor"] == id)
         .unwrap_or_else(|| panic!("no anchor {id} in {v}"))
-}
-
-/// A copy of the real versions.yaml without `version`'s entry, in a fresh directory.
-fn matrix_without(version: &str) -> (tempfile::TempDir, String, String) {
-    let real = std::fs::read_to_string(repo_root().join("versions.yaml")).unwrap();
-    let start = real.find(&format!("  - version: {version}\n")).unwrap();
-    // The entry ends where the next entry, or a comment above one, starts.
-    let body = &real[start..];
-    let len = body
-        .split_inclusive('\n')
-        .enumerate()
-        .skip(1)
-        .find(|(_, l)| l.starts_with("  - ") || l.starts_with("  #"))
-        .map_or(body.len(), |(i, _)| body.split_inclusive('\n').take(i).map(str::len).sum());
-    let end = start + len;
-    let entry = real[start..end].to_string();
-    let dir = tempfile::tempdir().unwrap();
-    let without = format!("{}{}", &real[..start], &real[end..]);
-    std::fs::write(dir.path().join("versions.yaml"), &without).unwrap();
-    (dir, entry, without)
 }
 
 fn write_in(dir: &Path, from: &str, to: &str, extra: &[&str]) -> (i32, String, String) {
@@ -188,12 +169,12 @@ fn bad_input_is_refused_with_what_to_do() {
     let (code, _, err) = diff(&["--from", "4.2.1", "--to", "2.6.0"]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown Kafka release 2.6.0"), "{err}");
-    let (code, _, err) = diff(&["--from", "4.2.1", "--to", "4.2.2"]);
-    assert_eq!(code, 2);
+    // A release without sources jars is compared by its own jars (below), not refused.
+    let (code, out, err) = diff(&["--from", "4.2.1", "--to", "4.2.2"]);
+    assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains("release 4.2.2: Maven Central serves 4.2.2's binary jars")
-            && err.contains("--to-source DIR or --git REPO --to-rev REV"),
-        "{err}"
+        out.starts_with("okp diff 4.2.1 -> 4.2.2 (patch family f4.0, modes kraft, from the releases' jars)"),
+        "{out}"
     );
     let (code, _, err) = diff(&["--to", "4.3.1"]);
     assert_eq!(code, 2);
@@ -214,16 +195,21 @@ fn bad_input_is_refused_with_what_to_do() {
 fn a_release_without_sources_jars_names_the_other_providers() {
     // Maven Central has 4.4.0's POM and jars but no sources jars (versions.yaml says so), nor
     // 4.4.9's (not listed: mvn is asked).
-    let (code, _, err) = diff(&["--from", "4.3.1", "--to", "4.4.0"]);
+    // Its jars are compared instead: 4.4.0 carries over with review (four sites' members changed).
+    let (code, out, err) = diff(&["--from", "4.3.1", "--to", "4.4.0", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((v["basis"].as_str(), v["verdict"].as_str()), (Some("bytecode"), Some("carries-over-review")));
+    // --write needs a tree to check the anchors in, and says which.
+    let (dir, _, before) = matrix_without("4.4.0");
+    let (code, _, err) = write_in(dir.path(), "4.3.1", "4.4.0", &[]);
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("release 4.4.0: Maven Central serves 4.4.0's binary jars and POMs but no -sources.jar")
-            && err.contains("okp diff reads a checkout instead with --to-source DIR or --git REPO --to-rev REV"),
-        "{err}"
-    );
+    assert!(err.contains("--write needs a source of 4.4.0") && err.contains("--git REPO --to-rev TAG"), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("versions.yaml")).unwrap(), before);
+    // A release Maven Central has no jars of at all.
     let (code, _, err) = diff(&["--from", "4.3.1", "--to", "4.4.9"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("release 4.4.9 has no sources jar") && err.contains("--to-source DIR"), "{err}");
+    assert!(err.contains("release 4.4.9 has no jars on Maven Central either"), "{err}");
     // Nor is it a release to port from.
     let (code, _, err) = diff(&["--from", "4.4.0", "--to", "4.3.1"]);
     assert_eq!(code, 2, "{err}");
@@ -564,4 +550,211 @@ fn every_guard_is_found_once_in_every_release_it_covers() {
     let all: std::collections::BTreeSet<String> =
         doc["guards"].as_array().unwrap().iter().map(|g| g["id"].as_str().unwrap().to_string()).collect();
     assert_eq!(seen, all);
+}
+
+/// The members of each class in `javap -c -p` output of `jar`, normalised without okp (constant
+/// pool indices, byte offsets and branch targets dropped): class -> member header -> code lines.
+fn javap(jar: &Path, classes: &[String]) -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
+    let o = std::process::Command::new("javap")
+        .args(["-c", "-p", "-cp"])
+        .arg(jar)
+        .args(classes.iter().map(|c| c.replace('/', ".")))
+        .output()
+        .expect("javap (a JDK)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let index = regex::Regex::new(r"#\d+(,\s*\d+)?").unwrap();
+    let target = regex::Regex::new(r"^(goto|if\w*|jsr)(\s+)\d+").unwrap();
+    let mut out: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    let (mut class, mut member) = (String::new(), String::new());
+    for l in text.lines() {
+        if l.starts_with("Compiled from") {
+            continue;
+        }
+        if !l.starts_with(' ') && l.ends_with('{') {
+            let decl = l.trim_end_matches('{').trim();
+            let decl = decl.split(" extends ").next().unwrap().split(" implements ").next().unwrap();
+            let decl = decl.split('<').next().unwrap();
+            class = decl.split_whitespace().last().unwrap().to_string();
+        } else if l.starts_with("  ") && !l.starts_with("   ") && l.ends_with(';') {
+            member = l.trim().to_string();
+            out.entry(class.clone()).or_default().insert(member.clone(), Vec::new());
+        } else if let Some((_, insn)) = l.trim().split_once(": ").filter(|(n, _)| n.chars().all(|c| c.is_ascii_digit()))
+        {
+            let insn =
+                target.replace(&index.replace_all(insn, "#"), "$1 X").split("//").next().unwrap().trim().to_string();
+            out.entry(class.clone()).or_default().entry(member.clone()).or_default().push(insn);
+        }
+    }
+    out
+}
+
+/// `void validateTotalNumberOfPartitions(java.util.List<…CreatePartitionsTopic>);` ->
+/// `method validateTotalNumberOfPartitions(List)`, as okp names members.
+fn okp_name(class: &str, header: &str) -> String {
+    let head = header.trim_end_matches(';');
+    let Some((before, params)) = head.split_once('(') else {
+        return format!("field {}", head.split_whitespace().last().unwrap());
+    };
+    let mut name = before.split_whitespace().last().unwrap().to_string();
+    if name == class {
+        name = "<init>".into();
+    }
+    let params = params.trim_end_matches(')').split(" throws ").next().unwrap().trim_end_matches(')');
+    let (mut depth, mut cur, mut list) = (0, String::new(), Vec::new());
+    for c in params.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            ',' if depth == 0 => list.push(std::mem::take(&mut cur)),
+            c if depth == 0 => cur.push(c),
+            _ => {}
+        }
+    }
+    if !cur.trim().is_empty() {
+        list.push(cur);
+    }
+    let simple: Vec<String> = list
+        .iter()
+        .map(|p| {
+            let p = p.trim().replace("...", "[]");
+            let base = p.trim_end_matches("[]");
+            let dims = (p.len() - base.len()) / 2;
+            format!("{}{}", base.rsplit(['.', '$']).next().unwrap(), "[]".repeat(dims))
+        })
+        .collect();
+    format!("method {name}({})", simple.join(", "))
+}
+
+#[test]
+fn the_bytecode_of_4_3_2_against_4_3_1_changes_only_replication_control_manager() {
+    let (code, out, err) = diff(&["--from", "4.3.1", "--to", "4.3.2", "--binary", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((v["basis"].as_str(), v["verdict"].as_str()), (Some("bytecode"), Some("carries-over")));
+    let b = &v["binary"];
+    let classes = b["classes"].as_array().unwrap();
+    let changed: Vec<&serde_json::Value> = classes.iter().filter(|c| c["status"] != "unchanged").collect();
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    const RCM: &str = "org/apache/kafka/controller/ReplicationControlManager";
+    assert_eq!(changed[0]["class"], RCM);
+    let list = |k: &str| -> BTreeSet<String> {
+        changed[0][k]
+            .as_array()
+            .map(|a| a.iter().map(|m| m.as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
+    };
+    // What javap says, without okp: read both releases' jars, every class okp compared.
+    let jar = |a: &str, v: &str| m2().join(format!("org/apache/kafka/{a}/{v}/{a}-{v}.jar"));
+    let names: Vec<String> = classes.iter().map(|c| c["class"].as_str().unwrap().to_string()).collect();
+    let (core, metadata): (Vec<String>, Vec<String>) = names.into_iter().partition(|c| c.starts_with("kafka/"));
+    let mut truth_added = BTreeSet::new();
+    let mut truth_changed = BTreeSet::new();
+    let mut truth_removed = BTreeSet::new();
+    for (artifact, of) in [("kafka_2.13", &core), ("kafka-metadata", &metadata)] {
+        let (a, b) = (javap(&jar(artifact, "4.3.1"), of), javap(&jar(artifact, "4.3.2"), of));
+        assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+        for (class, members) in &a {
+            let simple = class.rsplit('.').next().unwrap();
+            for (m, code) in members {
+                match b[class].get(m) {
+                    None => truth_removed.insert(format!("{class} {}", okp_name(simple, m))),
+                    Some(c) if c != code => truth_changed.insert(format!("{class} {}", okp_name(simple, m))),
+                    _ => false,
+                };
+            }
+            for m in b[class].keys().filter(|m| !members.contains_key(*m)) {
+                truth_added.insert(format!("{class} {}", okp_name(simple, m)));
+            }
+        }
+    }
+    let rcm = |s: BTreeSet<String>| -> BTreeSet<String> {
+        s.into_iter().map(|m| format!("{} {m}", RCM.replace('/', "."))).collect()
+    };
+    assert_eq!(rcm(list("added")), truth_added);
+    assert_eq!(rcm(list("changed")), truth_changed);
+    assert!(list("removed").is_empty() && truth_removed.is_empty(), "{truth_removed:?}");
+    assert!(truth_added.contains(
+        "org.apache.kafka.controller.ReplicationControlManager method validateTotalNumberOfPartitions(List)"
+    ));
+    assert!(truth_changed.contains(
+        "org.apache.kafka.controller.ReplicationControlManager method createPartitions(ControllerRequestContext, List)"
+    ));
+    // Every hook site carries, at the release's own lines: RCM's moved +30 and +35.
+    let site = |id: &str| b["sites"].as_array().unwrap().iter().find(|s| s["anchor"] == id).unwrap().clone();
+    assert!(b["sites"].as_array().unwrap().iter().all(|s| s["verdict"] == "carries"));
+    assert_eq!(
+        (
+            site("rcm.ineligible-replicas-loop")["from_line"].as_u64(),
+            site("rcm.ineligible-replicas-loop")["to_line"].as_u64()
+        ),
+        (Some(1370), Some(1400))
+    );
+    assert_eq!(site("rcm.change-reassignment-validate")["to_line"].as_u64(), Some(2304));
+    assert!(b["guards"].as_array().unwrap().iter().all(|g| g["status"] == "unchanged"));
+}
+
+#[test]
+fn write_refuses_the_4_3_1_release_commit_as_4_3_2() {
+    // A repository whose commit declares 4.3.1 (gradle.properties) and holds 4.3.1's hooked files:
+    // what the 4.3.1 release commit is to okp.
+    let t = tempfile::tempdir().unwrap();
+    let repo = t.path().join("kafka");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["config", "user.email", "test@okp.invalid"]);
+    git(&repo, &["config", "user.name", "okp test"]);
+    let tree = hooked_tree("4.3.1");
+    let files: Vec<String> = walk(&tree);
+    let refs: Vec<&str> = files.iter().map(String::as_str).collect();
+    std::fs::write(repo.join("gradle.properties"), "group=org.apache.kafka\nversion=4.3.1\n").unwrap();
+    commit_files(&repo, &tree, &refs, "Bump version to 4.3.1");
+    let (dir, _, before) = matrix_without("4.3.2");
+    let run = |extra: &[&str]| {
+        let o = okp()
+            .current_dir(dir.path())
+            .args(["diff", "--from", "4.3.1", "--to", "4.3.2", "--git"])
+            .arg(&repo)
+            .args(["--to-rev", "HEAD", "--write"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (o.status.code().unwrap(), stderr(&o))
+    };
+    let (code, err) = run(&[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("declares version 4.3.1 (gradle.properties), not 4.3.2: it is not 4.3.2's source"), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("versions.yaml")).unwrap(), before, "nothing written");
+    // Taken on purpose: recorded as what it is, with the verdict's origin, and how it takes effect.
+    let (code, err) = run(&["--accept-version-mismatch"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("takes effect") && err.contains("--versions") && err.contains("rebuild okp"), "{err}");
+    let doc: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.path().join("versions.yaml")).unwrap()).unwrap();
+    let entry = doc["releases"].as_array().unwrap().iter().find(|r| r["version"] == "4.3.2").unwrap();
+    let why = entry["no_sources_jar"].as_str().unwrap();
+    assert!(
+        why.contains("a commit declaring version 4.3.1, not 4.3.2 (taken with --accept-version-mismatch")
+            && why.contains("verdict from 4.3.2's own bytecode against 4.3.1's (okp diff --binary): carries over")
+            && why.contains("lacks ReplicationControlManager.validateTotalNumberOfPartitions(List)"),
+        "{why}"
+    );
+}
+
+/// Every file of `root` (relative paths), its marker left out.
+fn walk(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().unwrap() != ".okp-source.json" {
+                out.push(p.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
 }

@@ -418,6 +418,17 @@ struct RawMember<'a> {
 
 /// Parses and normalises a class file.
 pub fn read(bytes: &[u8]) -> R<Class> {
+    read_with_lines(bytes).map(|(c, _)| c)
+}
+
+/// The source lines of each method's code, from its `LineNumberTable` (debug information `read`
+/// drops), keyed like `Class::methods` (`name:descriptor`, javac's lambda bodies under their
+/// canonical names): sorted, each line once. A method without code or without a table has none.
+pub type LineTables = BTreeMap<String, Vec<u32>>;
+
+/// `read`, and the line tables it drops: what `okp diff --binary` needs to place a source line
+/// (an anchor, a guarded method) in a release's members, and to give a release's own line numbers.
+pub fn read_with_lines(bytes: &[u8]) -> R<(Class, LineTables)> {
     let mut r = Reader::new(bytes);
     if r.u4()? != 0xCAFE_BABE {
         return Err("not a class file (bad magic)".into());
@@ -499,12 +510,17 @@ pub fn read(bytes: &[u8]) -> R<Class> {
         }
         class.fields.insert(format!("{}:{}", f.name, f.desc), m);
     }
+    let mut lines = LineTables::new();
     for raw in methods {
         let key = format!("{}:{}", raw.name, raw.desc);
         let mut m = Member { access: raw.access, attrs: BTreeMap::new(), code: None };
         for (n, body) in &raw.attrs {
             if n == "Code" {
                 m.code = Some(code(body, &pool).map_err(|e| format!("{key}: {e}"))?);
+                let table = line_numbers(body, &pool.entries).map_err(|e| format!("{key}: {e}"))?;
+                if !table.is_empty() {
+                    lines.insert(key.clone(), table);
+                }
             } else {
                 attribute(&mut m.attrs, n, body, &pool)?;
             }
@@ -514,13 +530,41 @@ pub fn read(bytes: &[u8]) -> R<Class> {
         }
         class.methods.insert(key, m);
     }
-    canonical_lambda_names(&mut class);
+    for (old, new) in canonical_lambda_names(&mut class) {
+        if let Some(t) = lines.remove(&old) {
+            lines.insert(format!("{new}:{}", old.split_once(':').map_or("", |(_, d)| d)), t);
+        }
+    }
     if !inline_entries.is_empty() {
         // Entries for methods the class does not declare: keep them on the class.
         let rest: Vec<String> = inline_entries.into_iter().map(|(k, v)| format!("{k} {v}")).collect();
         class.attrs.insert("ScalaInlineInfo.unmatched".into(), rest.join("; "));
     }
-    Ok(class)
+    Ok((class, lines))
+}
+
+/// The lines of a Code attribute's `LineNumberTable`s (a method may carry several), sorted, once each.
+fn line_numbers(body: &[u8], pool: &[Entry]) -> R<Vec<u32>> {
+    let mut r = Reader::new(body);
+    let _max = (r.u2()?, r.u2()?);
+    let len = r.u4()? as usize;
+    r.take(len)?;
+    let handlers = r.u2()? as usize;
+    r.take(handlers * 8)?;
+    let mut out = Vec::new();
+    for (n, b) in read_attrs(&mut r, pool)? {
+        if n != "LineNumberTable" {
+            continue;
+        }
+        let mut t = Reader::new(b);
+        for _ in 0..t.u2()? {
+            let (_pc, line) = (t.u2()?, t.u2()?);
+            out.push(u32::from(line));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 /// Renames javac's lambda bodies (`lambda$createTopic$3`, synthetic) after where
@@ -531,10 +575,11 @@ pub fn read(bytes: &[u8]) -> R<Class> {
 /// whole class; newer javac counts per method), and one lambda added to a method
 /// renumbers those of every later method. The bodies' names are seen only by
 /// reflection and stack traces; every reference is renamed with them.
-fn canonical_lambda_names(class: &mut Class) {
+/// Returns the renames: old `name:descriptor` -> new name.
+fn canonical_lambda_names(class: &mut Class) -> BTreeMap<String, String> {
     let is_lambda = |k: &str, m: &Member| k.starts_with("lambda$") && m.access & 0x1000 != 0;
     if !class.methods.iter().any(|(k, m)| is_lambda(k, m)) {
-        return;
+        return BTreeMap::new();
     }
     let owner = class.name.clone();
     // old name:desc -> new name
@@ -600,6 +645,7 @@ fn canonical_lambda_names(class: &mut Class) {
         };
         class.methods.insert(key, m);
     }
+    renamed
 }
 
 /// ScalaInlineInfo: (class part, method `name:desc` -> its entry), references resolved.

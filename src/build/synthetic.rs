@@ -54,7 +54,7 @@ fn ident(c: char) -> bool {
 
 /// `text` with every whole occurrence of an internal class name in `renames`
 /// replaced (a match must not run on into a longer name).
-fn rename_classes(text: &str, renames: &BTreeMap<String, String>) -> String {
+pub fn rename_classes(text: &str, renames: &BTreeMap<String, String>) -> String {
     if renames.is_empty() || !renames.keys().any(|k| text.contains(k.as_str())) {
         return text.to_string();
     }

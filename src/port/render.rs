@@ -10,7 +10,8 @@
 
 use std::fmt::Write;
 
-use super::{AnchorPort, GuardPort, GuardStatus, PortReport, SiteStatus, Verdict};
+use super::binary::{BinaryReport, ClassStatus, MemberStatus, SiteVerdict};
+use super::{AnchorPort, Basis, GuardPort, GuardStatus, PortReport, SiteStatus, Verdict};
 
 /// Diff lines shown per site in text reports (json carries all of them).
 const MAX_DIFF_LINES: usize = 40;
@@ -66,12 +67,62 @@ pub fn render(r: &PortReport, format: DiffFormat, color: bool) -> String {
 
 fn title(r: &PortReport) -> String {
     let modes = r.modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ");
-    format!("okp diff {} -> {} (patch family {}, modes {modes})", r.from.label(), r.to.label(), r.family)
+    let basis = match r.basis {
+        Basis::Sources => "",
+        Basis::Bytecode => ", from the releases' jars",
+        Basis::SourcesAndBytecode => ", sources and the releases' jars",
+    };
+    format!("okp diff {} -> {} (patch family {}, modes {modes}{basis})", r.from.label(), r.to.label(), r.family)
+}
+
+/// The verdict from the bytecode alone, in one sentence.
+fn binary_verdict_line(r: &PortReport, b: &BinaryReport) -> String {
+    let to = r.to.label();
+    let count = |v: SiteVerdict| b.sites.iter().filter(|s| s.verdict == v).count();
+    let guards = b.guards.iter().filter(|g| g.needs_review()).count();
+    let elsewhere: usize = b
+        .classes
+        .iter()
+        .map(|c| {
+            c.added.len()
+                + c.removed.len()
+                + c.changed.len()
+                + usize::from(c.status != ClassStatus::Changed && c.status != ClassStatus::Unchanged)
+        })
+        .sum();
+    let elsewhere = if elsewhere > 0 {
+        format!("; {elsewhere} member(s) of the hooked files changed (listed above)")
+    } else {
+        String::new()
+    };
+    match b.verdict {
+        Verdict::CarriesOver => format!(
+            "carries over (bytecode): the members holding all {} hook sites and every guarded member are the same program in {to}{elsewhere}; the anchors' text is not checked (no source of {to})",
+            b.sites.len()
+        ),
+        Verdict::CarriesOverReview => format!(
+            "carries over with review (bytecode): {} of {} hook sites and {guards} guarded region(s) changed in {to}; read the changes before shipping{elsewhere}",
+            count(SiteVerdict::Review),
+            b.sites.len()
+        ),
+        Verdict::Drift => format!(
+            "DRIFT (bytecode): the members holding {} of {} hook sites are not in {to}; each needs a decision",
+            count(SiteVerdict::Gone),
+            b.sites.len()
+        ),
+    }
 }
 
 /// One sentence: what the report concludes and what to do next.
 pub fn verdict_line(r: &PortReport) -> String {
-    let to = r.to.label();
+    if let (Basis::Bytecode, Some(b)) = (r.basis, &r.binary) {
+        return binary_verdict_line(r, b);
+    }
+    // Anchors held in a tree that is not the release say so, not "in 4.3.2".
+    let to = match (&r.to.declared, r.to.version) {
+        (Some(d), Some(v)) if *d != v.to_string() => format!("the new tree (declaring {d})"),
+        _ => r.to.label(),
+    };
     let changed = r.anchors.iter().filter(|a| a.carries && a.needs_review()).count();
     let lost = r.anchors.iter().filter(|a| !a.carries || a.range_note.is_some()).count();
     let guarded = r.guards.iter().filter(|g| g.needs_review()).count();
@@ -80,7 +131,11 @@ pub fn verdict_line(r: &PortReport) -> String {
         (c, 0) => format!("the code at or calling {c} site(s) changed"),
         (c, g) => format!("the code at or calling {c} site(s) and {g} guarded region(s) changed"),
     };
-    match r.verdict {
+    let sources_verdict = match &r.binary {
+        Some(_) => PortReport::verdict_of(&r.anchors, &r.guards),
+        None => r.verdict,
+    };
+    let sources = match sources_verdict {
         Verdict::CarriesOver => format!(
             "carries over: all {} anchors hold in {to} and no code around them or guarded for them changed",
             r.anchors.len()
@@ -92,6 +147,10 @@ pub fn verdict_line(r: &PortReport) -> String {
         Verdict::Drift => {
             format!("DRIFT: {lost} of {} anchors do not carry over to {to}; each needs a decision", r.anchors.len())
         }
+    };
+    match &r.binary {
+        Some(b) => format!("{sources}. {}", binary_verdict_line(r, b)),
+        None => sources,
     }
 }
 
@@ -165,20 +224,44 @@ fn table(r: &PortReport, color: bool) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", title(r));
     let _ = writeln!(s, "  from: {}", r.from.source);
-    let _ = writeln!(s, "  to:   {}", r.to.source);
-    let _ =
-        writeln!(s, "\n{:<38} {:<10} {:<8} {:>8} {:>13}  site", "anchor", "status", "carries", "old line", "new line");
-    for a in &r.anchors {
+    let _ = writeln!(s, "  to:   {}{}", r.to.source, declared(r));
+    if r.basis != Basis::Bytecode {
+        let release = r.binary.is_some();
         let _ = writeln!(
             s,
-            "{:<38} {:<10} {:<8} {:>8} {:>13}  {}",
-            a.anchor,
-            a.status.as_str(),
-            yes(a.carries),
-            a.from_line,
-            at(a),
-            a.site.as_deref().unwrap_or("-")
+            "\n{:<38} {:<10} {:<8} {:>8} {:>13}{}  site",
+            "anchor",
+            "status",
+            "carries",
+            "old line",
+            "new line",
+            if release { format!(" {:>12}", "release line") } else { String::new() }
         );
+        for a in &r.anchors {
+            let rel = match (release, a.release_line) {
+                (false, _) => String::new(),
+                (true, Some(l)) => format!(" {l:>12}"),
+                (true, None) => format!(" {:>12}", "-"),
+            };
+            let _ = writeln!(
+                s,
+                "{:<38} {:<10} {:<8} {:>8} {:>13}{rel}  {}",
+                a.anchor,
+                a.status.as_str(),
+                yes(a.carries),
+                a.from_line,
+                at(a),
+                a.site.as_deref().unwrap_or("-")
+            );
+        }
+        if release && !r.to.source.starts_with("Maven Central release") {
+            let _ = writeln!(
+                s,
+                "  (new line: in {}; release line: in {} itself, from its jar's line tables)",
+                r.to.source,
+                r.to.label()
+            );
+        }
     }
     let _ = writeln!(s, "\n{:<30} {:<17} {:<8} anchors in {}", "hook", "scope", "site", r.from.label());
     for h in &r.hooks {
@@ -190,7 +273,9 @@ fn table(r: &PortReport, color: bool) -> String {
         let scope = serde_json::to_value(h.scope).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         let _ = writeln!(s, "{:<30} {:<17} {:<8} {}", h.hook, scope, site, h.anchors.join(", "));
     }
-    let _ = writeln!(s, "\nfiles");
+    if !r.files.is_empty() {
+        let _ = writeln!(s, "\nfiles");
+    }
     for f in &r.files {
         let what = match (f.in_from, f.in_to) {
             (true, true) if f.added + f.removed == 0 => "identical".to_string(),
@@ -253,6 +338,9 @@ fn table(r: &PortReport, color: bool) -> String {
         }
     }
     s.push_str(&guards_table(r, color));
+    if let Some(b) = &r.binary {
+        s.push_str(&binary_text(r, b, false));
+    }
     let hint = if r.verdict == Verdict::Drift { " (`okp diff --write` writes the porting worksheet)" } else { "" };
     let _ = writeln!(s, "\n{}{hint}", verdict_line(r));
     s
@@ -365,19 +453,31 @@ pub fn markdown(r: &PortReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "## {}\n", title(r));
     let _ = writeln!(s, "**{}**\n", verdict_line(r));
-    let _ = writeln!(s, "- from: {}\n- to: {}\n", r.from.source, r.to.source);
-    s.push_str("| anchor | status | carries | old line | new line | site |\n|---|---|---|---:|---:|---|\n");
-    for a in &r.anchors {
-        let _ = writeln!(
-            s,
-            "| `{}` | {} | {} | {} | {} | {} |",
-            a.anchor,
-            a.status.as_str(),
-            yes(a.carries),
-            a.from_line,
-            at(a),
-            a.site.as_deref().unwrap_or("-")
-        );
+    let _ = writeln!(s, "- from: {}\n- to: {}{}\n", r.from.source, r.to.source, declared(r));
+    if r.basis != Basis::Bytecode {
+        let release = r.binary.is_some();
+        s.push_str(if release {
+            "| anchor | status | carries | old line | new line | release line | site |\n|---|---|---|---:|---:|---:|---|\n"
+        } else {
+            "| anchor | status | carries | old line | new line | site |\n|---|---|---|---:|---:|---|\n"
+        });
+        for a in &r.anchors {
+            let rel = match (release, a.release_line) {
+                (false, _) => String::new(),
+                (true, Some(l)) => format!(" {l} |"),
+                (true, None) => " - |".to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {} | {} |{rel} {} |",
+                a.anchor,
+                a.status.as_str(),
+                yes(a.carries),
+                a.from_line,
+                at(a),
+                a.site.as_deref().unwrap_or("-")
+            );
+        }
     }
     let _ = writeln!(s, "\n| hook | site in {} | anchors in {} |\n|---|---|---|", r.to.label(), r.from.label());
     for h in &r.hooks {
@@ -393,7 +493,9 @@ pub fn markdown(r: &PortReport) -> String {
             h.anchors.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
         );
     }
-    s.push_str("\n| file | change |\n|---|---|\n");
+    if !r.files.is_empty() {
+        s.push_str("\n| file | change |\n|---|---|\n");
+    }
     for f in &r.files {
         let what = match (f.in_from, f.in_to) {
             (true, true) if f.added + f.removed == 0 => "identical".to_string(),
@@ -411,6 +513,182 @@ pub fn markdown(r: &PortReport) -> String {
         s.push_str(&evidence_md(r, a, "###"));
     }
     s.push_str(&guards_md(r, "###"));
+    if let Some(b) = &r.binary {
+        s.push_str(&binary_text(r, b, true));
+    }
+    s
+}
+
+/// `, declaring 8.3.2-0-ccs` when the new tree declares a version that is not the release's number.
+fn declared(r: &PortReport) -> String {
+    match (&r.to.declared, r.to.version) {
+        (Some(d), Some(v)) if *d != v.to_string() => format!(" (declaring version {d}, not {v})"),
+        _ => String::new(),
+    }
+}
+
+fn lines(l: Option<[u32; 2]>) -> String {
+    match l {
+        Some([a, b]) if a == b => a.to_string(),
+        Some([a, b]) => format!("{a}-{b}"),
+        None => "-".into(),
+    }
+}
+
+/// The bytecode section: the classes of the hooked and guarded files, each hook site's members,
+/// the guarded members, and (with a tree of the new release) where that tree is not the release.
+/// `md`: markdown, else terminal text.
+fn binary_text(r: &PortReport, b: &BinaryReport, md: bool) -> String {
+    let mut s = String::new();
+    let (from, to) = (r.from.label(), r.to.label());
+    let code = |x: &str| if md { format!("`{}`", md_cell(x)) } else { x.to_string() };
+    if md {
+        let _ = writeln!(s, "\n### Bytecode: {from} -> {to}\n");
+    } else {
+        let _ = writeln!(s, "\nbytecode: {from} -> {to}");
+    }
+    let _ = writeln!(
+        s,
+        "{}jars: {} -> {} (compared member by member after the provenance proofs' normalisation)",
+        if md { "- " } else { "  " },
+        b.from_jars.join(", "),
+        b.to_jars.join(", ")
+    );
+    let n = |st: ClassStatus| b.classes.iter().filter(|c| c.status == st).count();
+    let _ = writeln!(
+        s,
+        "{}classes of the hooked and guarded files: {} unchanged, {} changed, {} added, {} removed",
+        if md { "- " } else { "  " },
+        n(ClassStatus::Unchanged),
+        n(ClassStatus::Changed),
+        n(ClassStatus::Added),
+        n(ClassStatus::Removed)
+    );
+    for f in &b.not_compared {
+        let _ = writeln!(s, "{}not compared (no jar of its module): {}", if md { "- " } else { "  " }, code(f));
+    }
+    for c in b.classes.iter().filter(|c| c.status != ClassStatus::Unchanged) {
+        let status = serde_json::to_value(c.status).ok().and_then(|v| v.as_str().map(str::to_uppercase));
+        let _ = writeln!(s, "{}{} {}", if md { "\n- " } else { "  " }, status.unwrap_or_default(), code(&c.class));
+        for (sign, list) in [("+", &c.added), ("-", &c.removed), ("~", &c.changed)] {
+            for m in list {
+                let _ = writeln!(s, "{}{sign} {}", if md { "  - " } else { "      " }, code(m));
+            }
+        }
+    }
+    if md {
+        let _ = writeln!(
+            s,
+            "\n| anchor | verdict | old line | release line | members holding it |\n|---|---|---:|---:|---|"
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "\n  {:<38} {:<8} {:>8} {:>12}  members holding it",
+            "hook site", "verdict", "old line", "release line"
+        );
+    }
+    for site in &b.sites {
+        let verdict =
+            serde_json::to_value(site.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let to_line = site.to_line.map_or("-".to_string(), |l| {
+            let d = l as i64 - site.from_line as i64;
+            if d == 0 {
+                l.to_string()
+            } else {
+                format!("{l} ({d:+})")
+            }
+        });
+        let members: Vec<String> = site
+            .members
+            .iter()
+            .map(|m| {
+                let st = match m.status {
+                    MemberStatus::Unchanged => "",
+                    MemberStatus::Changed => " CHANGED",
+                    MemberStatus::Gone => " GONE",
+                };
+                format!("{}.{}{st}", m.class, m.member.trim_start_matches("method "))
+            })
+            .collect();
+        let shown = if members.len() > 3 {
+            format!("{} and {} more", members[..3].join("; "), members.len() - 3)
+        } else {
+            members.join("; ")
+        };
+        let shown = match &site.note {
+            Some(n) if members.is_empty() => n.clone(),
+            _ => shown,
+        };
+        if md {
+            let _ =
+                writeln!(s, "| `{}` | {verdict} | {} | {to_line} | {} |", site.anchor, site.from_line, md_cell(&shown));
+        } else {
+            let _ = writeln!(s, "  {:<38} {:<8} {:>8} {:>12}  {shown}", site.anchor, verdict, site.from_line, to_line);
+        }
+    }
+    let changed: Vec<_> = b.guards.iter().filter(|g| g.needs_review()).collect();
+    let _ = writeln!(
+        s,
+        "{}guarded members (anchors.yaml guards of {from}): {} unchanged, {} changed or not placed",
+        if md { "\n" } else { "\n  " },
+        b.guards.len() - changed.len(),
+        changed.len()
+    );
+    for g in changed {
+        let what = if g.changed.is_empty() { g.note.clone().unwrap_or_default() } else { g.changed.join("; ") };
+        let _ = writeln!(
+            s,
+            "{}{} {} (hook {}): {}",
+            if md { "- " } else { "    " },
+            g.status.as_str().to_uppercase(),
+            code(&g.guard),
+            g.hook,
+            what
+        );
+    }
+    if let Some(c) = &b.source_check {
+        let declared = c.declared.as_deref().map(|d| format!(", declaring {d}")).unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{}the new tree against {to}'s bytecode ({}{declared}): {} member(s) compared, {}",
+            if md { "\n" } else { "\n  " },
+            c.source,
+            c.compared,
+            if c.agrees() {
+                "no difference found (nothing compiled: text and line tables only)".to_string()
+            } else {
+                format!("{} finding(s):", c.findings.len())
+            }
+        );
+        for f in &c.findings {
+            let what = match f.finding {
+                super::binary::Finding::Lacks => {
+                    format!("the tree LACKS it ({to} has it at lines {})", lines(f.release_lines))
+                }
+                super::binary::Finding::OldShape => {
+                    format!("the tree has {from}'s text of it; {to} changed it (its lines {})", lines(f.release_lines))
+                }
+                super::binary::Finding::OtherShape => format!(
+                    "the tree's text of it differs from {from}'s; {to}'s bytecode of it is {from}'s (its lines {})",
+                    lines(f.release_lines)
+                ),
+                super::binary::Finding::BothChanged => format!(
+                    "both the tree and {to} changed it: only a build's proof tells whether they agree (its lines {})",
+                    lines(f.release_lines)
+                ),
+                super::binary::Finding::Extra => format!("the tree still defines it; {to} no longer has it"),
+            };
+            let at = f.source_line.map(|l| format!(" (tree line {l})")).unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "{}{}.{}{at}: {what}",
+                if md { "- " } else { "    " },
+                code(&f.class),
+                f.member.trim_start_matches("method ")
+            );
+        }
+    }
     s
 }
 
@@ -626,8 +904,18 @@ mod tests {
             retired: false,
         }];
         PortReport {
-            from: Side { version: Some(KafkaVersion::new(4, 1, 2)), source: "Maven Central release 4.1.2".into() },
-            to: Side { version: Some(KafkaVersion::new(4, 2, 1)), source: "Maven Central release 4.2.1".into() },
+            from: Side {
+                version: Some(KafkaVersion::new(4, 1, 2)),
+                source: "Maven Central release 4.1.2".into(),
+                declared: None,
+            },
+            to: Side {
+                version: Some(KafkaVersion::new(4, 2, 1)),
+                source: "Maven Central release 4.2.1".into(),
+                declared: None,
+            },
+            basis: super::super::Basis::Sources,
+            binary: None,
             family: "f4.1".into(),
             modes: vec![Mode::Kraft],
             verdict: PortReport::verdict_of(&anchors, &guards),

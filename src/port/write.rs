@@ -12,7 +12,7 @@ use super::{PortReport, Verdict};
 use crate::error::{Error, Failure, Outcome, Result};
 use crate::maven::Maven;
 use crate::model::{AnchorSet, Coordinate, Matrix, Origin, Release};
-use crate::source::SourceTree;
+use crate::source::{RevKind, SourceTree};
 use crate::version::KafkaVersion;
 
 /// The class whose class-file major gives `java_release` (core) and
@@ -154,6 +154,104 @@ pub fn missing_sources_jar(
     )))
 }
 
+/// Where `--write` says the new release's sources were read from, and on what its verdict rests:
+/// the tree (a release tag, a branch snapshot with its revision, a directory) and the version it
+/// declares, and the bytecode comparison when there was one. A tree declaring another version
+/// than `--to` (the 4.3.1 release commit offered as 4.3.2, a branch snapshot) is refused unless
+/// `accept_mismatch`, and then recorded as such.
+pub fn read_from(report: &PortReport, tree: &dyn SourceTree, accept_mismatch: bool) -> Result<String> {
+    let v = report.to.label();
+    let declared = tree.declared_version()?;
+    let mut s = tree.describe();
+    if !tree.is_release_sources_jar() {
+        let kind = match tree.rev_kind() {
+            Some(RevKind::Tag) => "a tag",
+            Some(RevKind::Branch) => "a branch snapshot",
+            Some(RevKind::Commit) => "a commit",
+            None => "a tree",
+        };
+        match &declared {
+            Some(d) if *d == v => s.push_str(&format!(", {kind} declaring version {d}")),
+            Some(d) if accept_mismatch => s.push_str(&format!(
+                ", {kind} declaring version {d}, not {v} (taken with --accept-version-mismatch: not {v}'s own source)"
+            )),
+            Some(d) => {
+                return Err(Error::Usage(format!(
+                    "{} declares version {d} (gradle.properties), not {v}: it is not {v}'s source, so --write \
+                     will not record it as {v}; use {v}'s release tag, or pass --accept-version-mismatch to record it \
+                     as {kind} declaring {d}",
+                    tree.describe()
+                )))
+            }
+            None if accept_mismatch => {
+                s.push_str(&format!(", {kind} declaring no version (taken with --accept-version-mismatch)"))
+            }
+            None => {
+                return Err(Error::Usage(format!(
+                    "{} declares no version (no gradle.properties version=), so nothing says it is {v}'s source; \
+                     pass --accept-version-mismatch to record it as such",
+                    tree.describe()
+                )))
+            }
+        }
+    }
+    if let Some(b) = &report.binary {
+        s.push_str(&format!("; verdict from {}", verdict_basis(report, b)));
+    }
+    Ok(s)
+}
+
+/// `4.3.2's own bytecode against 4.3.1's (okp diff --binary): carries over with review (…)`.
+fn verdict_basis(report: &PortReport, b: &super::binary::BinaryReport) -> String {
+    let verdict = match b.verdict {
+        Verdict::CarriesOver => "carries over".to_string(),
+        Verdict::CarriesOverReview => {
+            let mut what: Vec<String> = b
+                .sites
+                .iter()
+                .filter(|s| s.verdict != super::binary::SiteVerdict::Carries)
+                .map(|s| format!("site {}", s.anchor))
+                .collect();
+            what.extend(b.guards.iter().filter(|g| g.needs_review()).map(|g| format!("guard {}", g.guard)));
+            format!("carries over with review ({} changed)", what.join(", "))
+        }
+        Verdict::Drift => "drift".to_string(),
+    };
+    let elsewhere: Vec<String> = b
+        .classes
+        .iter()
+        .filter(|c| !c.added.is_empty() || !c.removed.is_empty() || !c.changed.is_empty())
+        .map(|c| {
+            let class = c.class.rsplit('/').next().unwrap_or(&c.class);
+            let members: Vec<String> = c
+                .added
+                .iter()
+                .map(|m| format!("+{m}"))
+                .chain(c.removed.iter().map(|m| format!("-{m}")))
+                .chain(c.changed.iter().map(|m| format!("~{m}")))
+                .collect();
+            format!("{class} {}", members.join(", "))
+        })
+        .collect();
+    let verdict = if elsewhere.is_empty() {
+        verdict
+    } else {
+        format!("{verdict}; changed in the hooked files: {}", elsewhere.join("; "))
+    };
+    let verdict = match &b.source_check {
+        Some(c) if !c.agrees() => {
+            let what: Vec<String> = c
+                .findings
+                .iter()
+                .map(|f| format!("{} {}.{}", f.finding.as_str(), f.class, f.member.trim_start_matches("method ")))
+                .collect();
+            format!("{verdict}; the tree against that bytecode: {}", what.join(", "))
+        }
+        _ => verdict,
+    };
+    format!("{}'s own bytecode against {}'s (okp diff --binary): {verdict}", report.to.label(), report.from.label())
+}
+
 /// The new release's entry: the old release's family, modes, jars and tasks;
 /// its own coordinates, Scala and Java release, read from Maven Central, and
 /// `no_sources_jar` when Maven Central has no sources jar of it (V2 read from `read_from`).
@@ -212,7 +310,13 @@ fn write_worksheet(report: &PortReport, t: &Targets) -> Result<()> {
 /// worksheet of the sites to review, if any changed); otherwise writes only
 /// the worksheet. versions.yaml changes only after check-anchors passed on
 /// the new release with the new entry, and then in one rename.
-pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &Targets) -> Result<Outcome> {
+pub fn write(
+    report: &PortReport,
+    to_tree: &dyn SourceTree,
+    maven: &Maven,
+    read_from: &str,
+    t: &Targets,
+) -> Result<Outcome> {
     let v =
         report.to.version.ok_or_else(|| Error::Usage("--write needs the new release's number: pass --to V2".into()))?;
     let text = std::fs::read_to_string(&t.versions).map_err(|e| {
@@ -240,7 +344,7 @@ pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &T
         .version
         .ok_or_else(|| Error::Usage("--write needs the old release's number: pass --from V1".into()))?;
     let template = matrix.require(from)?;
-    let entry = derive_entry(maven, template, v, &report.to.source)?;
+    let entry = derive_entry(maven, template, v, read_from)?;
     let new_text = insert_entry(&text, &matrix, v, &entry_text(&entry));
     let new_origin = Origin::new(format!("{} (with {v} added)", t.versions.display()), new_text.clone());
     let new_matrix = Matrix::parse(&new_origin)?;
@@ -284,6 +388,12 @@ pub fn write(report: &PortReport, to_tree: &dyn SourceTree, maven: &Maven, t: &T
     if report.verdict == Verdict::CarriesOverReview {
         write_worksheet(report, t)?;
     }
+    let file = t.versions.display();
+    crate::out::note(format!(
+        "the new entry takes effect where okp reads {file}: pass it with --versions (okp --versions {file} show \
+         --version {v}), or rebuild okp (cargo build --release): the okp binary embeds the versions.yaml it was \
+         built with, so until then `okp show --version {v}` says it does not know {v}"
+    ));
     Ok(Outcome::Done)
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{declared_from, SourceTree, MAX_SOURCE_FILE};
+use super::{declared_from, RevKind, SourceTree, MAX_SOURCE_FILE};
 use crate::error::{Error, Result};
 
 pub struct GitTree {
@@ -45,6 +45,17 @@ impl SourceTree for GitTree {
 
     fn declared_version(&self) -> Result<Option<String>> {
         declared_from(|p| self.read(p))
+    }
+
+    fn rev_kind(&self) -> Option<RevKind> {
+        let has = |r: String| self.repo.find_reference(&r).is_ok();
+        Some(if has(format!("refs/tags/{}", self.rev)) {
+            RevKind::Tag
+        } else if has(format!("refs/heads/{}", self.rev)) || has(format!("refs/remotes/origin/{}", self.rev)) {
+            RevKind::Branch
+        } else {
+            RevKind::Commit
+        })
     }
 
     fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {

@@ -40,6 +40,29 @@ pub trait SourceTree {
     /// Every file below the repository directory `dir` (repository paths, sorted), for comparing a
     /// tree with a release's sources jars; empty when there is no such directory.
     fn files_under(&self, dir: &str) -> Result<Vec<String>>;
+    /// For a git revision: whether it names a tag, a branch or a bare commit (what a port record
+    /// says it read: a release tag or a branch snapshot).
+    fn rev_kind(&self) -> Option<RevKind> {
+        None
+    }
+}
+
+/// What the revision a git tree was opened at names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RevKind {
+    Tag,
+    Branch,
+    Commit,
+}
+
+impl RevKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RevKind::Tag => "tag",
+            RevKind::Branch => "branch",
+            RevKind::Commit => "commit",
+        }
+    }
 }
 
 /// The largest source file okp reads from a tree (Kafka's largest is under 300 KB).

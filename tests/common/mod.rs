@@ -211,3 +211,23 @@ pub fn git_init_commit(dir: &Path) {
     git_in(dir, &["add", "-A"]);
     git_in(dir, &["commit", "-qm", "pristine"]);
 }
+
+/// A copy of the real versions.yaml without `version`'s entry, in a fresh directory.
+pub fn matrix_without(version: &str) -> (tempfile::TempDir, String, String) {
+    let real = std::fs::read_to_string(repo_root().join("versions.yaml")).unwrap();
+    let start = real.find(&format!("  - version: {version}\n")).unwrap();
+    // The entry ends where the next entry, or a comment above one, starts.
+    let body = &real[start..];
+    let len = body
+        .split_inclusive('\n')
+        .enumerate()
+        .skip(1)
+        .find(|(_, l)| l.starts_with("  - ") || l.starts_with("  #"))
+        .map_or(body.len(), |(i, _)| body.split_inclusive('\n').take(i).map(str::len).sum());
+    let end = start + len;
+    let entry = real[start..end].to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let without = format!("{}{}", &real[..start], &real[end..]);
+    std::fs::write(dir.path().join("versions.yaml"), &without).unwrap();
+    (dir, entry, without)
+}
