@@ -12,6 +12,11 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+/// A change an attacker makes to a build record.
+type RecordEdit = Box<dyn Fn(&mut serde_json::Value)>;
+/// A change to an upstream source file's text.
+type SourceEdit = Box<dyn Fn(&str) -> String>;
+
 fn record(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("okp-build.json")).unwrap()).unwrap()
 }
@@ -170,7 +175,7 @@ fn attacks(version: &str, mode: &str) {
     refused("garbage class", d.path(), &key, "kafka/cluster/Partition.class");
 
     // 5–9. The record edited, the jars as built.
-    let edits: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+    let edits: Vec<(&str, RecordEdit, &str)> = vec![
         (
             "emptied changed_members",
             Box::new(|r| r["provenance"]["delta"]["changed_members"] = serde_json::json!({})),
@@ -379,7 +384,7 @@ fn a_fork_change_outside_the_compiled_files_is_refused_or_recorded() {
 fn tampered_replica_manager_sources_are_refused_naming_the_member() {
     let rm = "core/src/main/scala/kafka/server/ReplicaManager.scala";
     let pristine = std::fs::read_to_string(release_tree("3.9.2").join(rm)).unwrap();
-    let cases: [(&str, Box<dyn Fn(&str) -> String>, &str); 3] = [
+    let cases: [(&str, SourceEdit, &str); 3] = [
         (
             "acks=2 accepted",
             Box::new(|s: &str| s.replacen("requiredAcks == -1 ||", "requiredAcks == -1 || requiredAcks == 2 ||", 1)),

@@ -374,7 +374,7 @@ pub(crate) fn forgive(
     if allowed.contains(&Relaxation::JavacEnumValues) {
         let values = format!("$values:()[L{};", b.name);
         let clinit = MemberId::method("<clinit>:()V");
-        let inlined = bytecode::enum_values_inlined(&b);
+        let inlined = bytecode::enum_values_inlined(b);
         let same = inlined
             .as_ref()
             .zip(a.methods.get(&clinit.key))
