@@ -100,7 +100,7 @@ impl Maven {
         };
         let (first, first_classifier) = deps.first().ok_or_else(|| Error::Source("classpath of nothing".into()))?;
         let cache = self.repo_local.join("okp-classpath").join(format!("{key}.txt"));
-        if let Ok(text) = std::fs::read_to_string(&cache) {
+        if let Ok(text) = crate::fsx::read::text(&cache, crate::fsx::read::MAX_TEXT, "classpath cache") {
             let paths: Vec<PathBuf> = std::env::split_paths(text.trim()).collect();
             if !paths.is_empty() && paths.iter().all(|p| p.is_file()) {
                 return Ok(paths);
@@ -148,7 +148,7 @@ impl Maven {
             let log = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
             return Err(classify_failure(&log, &names));
         }
-        let text = std::fs::read_to_string(&out).map_err(|e| Error::io("mvn wrote no classpath", e))?;
+        let text = crate::fsx::read::text(&out, crate::fsx::read::MAX_TEXT, "classpath mvn wrote")?;
         let mut paths: Vec<PathBuf> = std::env::split_paths(text.trim()).collect();
         // The first artifact leads, then the rest in mvn's order.
         let lead = self.ensure(&[(first.clone(), *first_classifier)])?.remove(0);

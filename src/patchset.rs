@@ -109,11 +109,7 @@ impl PatchSet {
     pub fn load(dir: Option<&std::path::Path>, model: &Model) -> Result<PatchSet, Error> {
         let file = |rel: &str| -> Result<Option<String>, Error> {
             match dir {
-                Some(d) => match std::fs::read_to_string(d.join(rel)) {
-                    Ok(t) => Ok(Some(t)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                    Err(e) => Err(Error::io(format!("cannot read {}", d.join(rel).display()), e)),
-                },
+                Some(d) => crate::fsx::read::text_if_any(&d.join(rel), crate::fsx::read::MAX_SOURCE, "patch set file"),
                 None => Ok(PATCH_FILES.iter().find(|(p, _)| *p == rel).map(|(_, c)| c.to_string())),
             }
         };

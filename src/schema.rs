@@ -125,8 +125,7 @@ pub fn read_file(path: &Path) -> Result<Vec<u8>> {
     })
 }
 
-/// The largest record okp reads (real ones are a few hundred KiB at most).
-const MAX_RECORD: u64 = 64 << 20;
+use crate::fsx::read::{read_regular, ReadError, MAX_RECORD};
 
 enum ReadRecord {
     NotRegular,
@@ -134,30 +133,15 @@ enum ReadRecord {
     Io(std::io::Error),
 }
 
-/// A record file's bytes: only a regular file, never more than `MAX_RECORD`, and nothing can block
-/// (a FIFO put where a record should be is refused before it is opened, and opened non-blocking
-/// in case one is swapped in after that).
+/// A record file's bytes through the guarded reader (`fsx::read`): only a regular file, never
+/// more than `MAX_RECORD`, and nothing can block.
 fn read_record_file(path: &Path) -> std::result::Result<Vec<u8>, ReadRecord> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let meta = std::fs::metadata(path).map_err(ReadRecord::Io)?;
-    if !meta.is_file() {
-        return Err(ReadRecord::NotRegular);
-    }
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(ReadRecord::Io)?;
-    if !f.metadata().map_err(ReadRecord::Io)?.is_file() {
-        return Err(ReadRecord::NotRegular);
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_RECORD + 1).read_to_end(&mut bytes).map_err(ReadRecord::Io)?;
-    if bytes.len() as u64 > MAX_RECORD {
-        return Err(ReadRecord::TooLarge);
-    }
-    Ok(bytes)
+    read_regular(path, MAX_RECORD).map_err(|e| match e {
+        ReadError::NotRegular(_) => ReadRecord::NotRegular,
+        ReadError::TooLarge { .. } => ReadRecord::TooLarge,
+        ReadError::Missing => ReadRecord::Io(crate::fsx::read::missing(path)),
+        ReadError::Io(e) => ReadRecord::Io(e),
+    })
 }
 
 /// A record as okp writes it: pretty JSON ending in a newline.

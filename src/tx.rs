@@ -120,7 +120,7 @@ impl Tx {
         }
         // okp's own files never show up as changes in a git work tree.
         let gi = tx.dir().join(".gitignore");
-        if std::fs::read(&gi).ok().as_deref() != Some(b"*\n") {
+        if crate::fsx::read::input_if_any(&gi, 64, ".gitignore").ok().flatten().as_deref() != Some(b"*\n") {
             tx.write(&gi, b"*\n", None)?;
         }
         Ok(tx)
@@ -292,8 +292,8 @@ impl Tx {
                 continue;
             }
             let p = self.pristine(&f.path);
-            match std::fs::read(&p) {
-                Ok(b) => {
+            match crate::fsx::read::input_if_any(&p, crate::fsx::read::MAX_SOURCE, "pristine copy")? {
+                Some(b) => {
                     if f.before_sha256.as_deref().is_some_and(|h| h != sha256(&b)) {
                         return Err(Error::Usage(format!(
                             "{} does not hold the pristine bytes recorded for {}; restore by hand",
@@ -306,8 +306,9 @@ impl Tx {
                 // Journals are written after every pristine copy is saved, so a
                 // missing copy was already put back by an earlier, interrupted
                 // recovery: the file must hold the pristine bytes.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    let now = std::fs::read(&target).ok().map(|b| sha256(&b));
+                None => {
+                    let now = crate::fsx::read::input_if_any(&target, crate::fsx::read::MAX_SOURCE, "source file")?
+                        .map(|b| sha256(&b));
                     if now.is_none() || now != f.before_sha256 {
                         return Err(Error::Usage(format!(
                             "the pristine copy of {} is missing from {} and the file is not pristine; restore it by hand",
@@ -316,7 +317,6 @@ impl Tx {
                         )));
                     }
                 }
-                Err(e) => return Err(Error::io(format!("cannot read {}", p.display()), e)),
             }
         }
         for d in created_dirs.iter().rev() {
@@ -505,7 +505,7 @@ impl Tx {
         if !force {
             let mut changed = Vec::new();
             for f in &state.files {
-                match std::fs::read(self.root.join(&f.path)) {
+                match crate::fsx::read::input(&self.root.join(&f.path), crate::fsx::read::MAX_SOURCE, "source file") {
                     Ok(b) if sha256(&b) == f.after_sha256 => {}
                     _ => changed.push(f.path.clone()),
                 }

@@ -143,8 +143,9 @@ fn changed_classes(dir: &Path) -> Option<BTreeMap<String, BTreeSet<String>>> {
 }
 
 fn classes_of(jar: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
-    let f = std::fs::File::open(jar).map_err(|e| Error::Usage(format!("{}: {e}", jar.display())))?;
-    let mut z = zip::ZipArchive::new(f).map_err(|e| Error::Usage(format!("{}: not a jar: {e}", jar.display())))?;
+    let bytes = crate::fsx::read::input(jar, crate::fsx::read::MAX_JAR, "jar")?;
+    let mut z = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+        .map_err(|e| Error::Usage(format!("{}: not a jar: {e}", jar.display())))?;
     let mut out = BTreeMap::new();
     for i in 0..z.len() {
         let mut e = z.by_index(i).map_err(|e| Error::Usage(format!("{}: {e}", jar.display())))?;

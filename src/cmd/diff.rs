@@ -237,7 +237,7 @@ fn rerun_line(files: &DataFiles, args: &DiffArgs, from: &str, to: &str) -> Strin
 }
 
 fn read(p: &Path) -> Result<String> {
-    std::fs::read_to_string(p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))
+    crate::fsx::read::text(p, crate::fsx::read::MAX_TEXT, "file")
 }
 
 /// One side of the diff: a checkout, a git revision, or a release's sources jars.

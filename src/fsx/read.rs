@@ -127,6 +127,54 @@ pub fn read_optional_text(path: &Path, cap: u64) -> Result<Option<String>, Strin
     }
 }
 
+/// The largest record, journal or state file okp reads (real ones are a few hundred KiB at most).
+pub const MAX_RECORD: u64 = 64 << 20;
+/// The largest source file okp reads from a tree (Kafka's largest is under 300 KB).
+pub const MAX_SOURCE: u64 = 8 << 20;
+/// The largest jar okp reads (kafka_2.13 is about 7 MB, a sources jar about 3 MB).
+pub const MAX_JAR: u64 = 256 << 20;
+/// The largest other text okp reads: a POM, a classpath file, a page it wrote, a test report.
+pub const MAX_TEXT: u64 = 32 << 20;
+
+/// The system's own error for a path with nothing at it ("No such file or directory (os error 2)").
+pub fn missing(path: &Path) -> std::io::Error {
+    std::fs::metadata(path).err().unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+}
+
+/// okp's one way to read an input file: a regular file of at most `cap` bytes, refused at once
+/// otherwise (exit 2, naming the file and `what`); an I/O failure of the system is exit 3.
+pub fn input(path: &Path, cap: u64, what: &str) -> crate::error::Result<Vec<u8>> {
+    read_regular(path, cap).map_err(|e| e.into_error(path, what))
+}
+
+/// `input`, or None when nothing is at `path`.
+pub fn input_if_any(path: &Path, cap: u64, what: &str) -> crate::error::Result<Option<Vec<u8>>> {
+    match read_regular(path, cap) {
+        Ok(b) => Ok(Some(b)),
+        Err(ReadError::Missing) => Ok(None),
+        Err(e) => Err(e.into_error(path, what)),
+    }
+}
+
+/// `input` as UTF-8 text.
+pub fn text(path: &Path, cap: u64, what: &str) -> crate::error::Result<String> {
+    String::from_utf8(input(path, cap, what)?).map_err(|_| crate::error::Error::Tree {
+        path: path.to_path_buf(),
+        msg: format!("cannot read the {what}: not UTF-8 text"),
+    })
+}
+
+/// `text`, or None when nothing is at `path`.
+pub fn text_if_any(path: &Path, cap: u64, what: &str) -> crate::error::Result<Option<String>> {
+    match input_if_any(path, cap, what)? {
+        None => Ok(None),
+        Some(b) => String::from_utf8(b).map(Some).map_err(|_| crate::error::Error::Tree {
+            path: path.to_path_buf(),
+            msg: format!("cannot read the {what}: not UTF-8 text"),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

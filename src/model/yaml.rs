@@ -17,9 +17,6 @@
 //! Not here: what the documents mean (model::versions, model::anchors,
 //! patchset, observers::transport).
 
-use std::fs::FileType;
-use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
@@ -67,46 +64,27 @@ impl Input {
     }
 }
 
-/// Reads `path` as `input`: a regular file of at most `input.cap()` bytes of UTF-8.
+/// Reads `path` as `input`: a regular file of at most `input.cap()` bytes of UTF-8, through the
+/// guarded reader (`fsx::read`).
 pub fn read(path: &Path, input: Input) -> Result<Origin, Error> {
+    use crate::fsx::read::{missing, read_regular, ReadError};
     let name = path.display().to_string();
     let io = |e: std::io::Error| Error::io(format!("cannot read {}{name}", input.what()), e);
-    let meta = std::fs::metadata(path).map_err(io)?;
-    regular(&name, meta.file_type(), input)?;
-    within_cap(&name, meta.len(), input)?;
-    // Non-blocking, so a FIFO swapped in after the check above cannot block the
-    // open; the opened file is checked again before it is read.
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io)?;
-    regular(&name, file.metadata().map_err(io)?.file_type(), input)?;
-    let mut bytes = Vec::new();
-    file.take(input.cap() + 1).read_to_end(&mut bytes).map_err(io)?;
-    within_cap(&name, bytes.len() as u64, input)?;
+    let bytes = read_regular(path, input.cap()).map_err(|e| match e {
+        ReadError::Missing => io(missing(path)),
+        ReadError::NotRegular(kind) => Error::Usage(format!(
+            "{name}: is {kind}, not a regular file; okp reads {} only from a regular file",
+            input.noun()
+        )),
+        ReadError::TooLarge { size, .. } => match within_cap(&name, size, input) {
+            Err(e) => e,
+            Ok(()) => io(std::io::Error::other("grew while read")),
+        },
+        ReadError::Io(e) => io(e),
+    })?;
     let text = String::from_utf8(bytes)
         .map_err(|_| io(std::io::Error::new(std::io::ErrorKind::InvalidData, "stream did not contain valid UTF-8")))?;
     Ok(Origin::new(name, text))
-}
-
-fn regular(name: &str, t: FileType, input: Input) -> Result<(), Error> {
-    if t.is_file() {
-        return Ok(());
-    }
-    let kind = if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else {
-        "a special file"
-    };
-    Err(Error::Usage(format!(
-        "{name}: is {kind}, not a regular file; okp reads {} only from a regular file",
-        input.noun()
-    )))
 }
 
 fn within_cap(name: &str, len: u64, input: Input) -> Result<(), Error> {

@@ -111,9 +111,9 @@ pub fn insert_entry(text: &str, matrix: &Matrix, v: KafkaVersion, entry: &str) -
 
 /// Reads one class's class-file major from a jar and maps it to the Java release.
 fn java_release_of(jar: &Path, class: &str) -> Result<u32> {
-    let f = std::fs::File::open(jar).map_err(|e| Error::io(format!("cannot open {}", jar.display()), e))?;
-    let mut zip =
-        zip::ZipArchive::new(f).map_err(|e| Error::Source(format!("{} is not a readable jar ({e})", jar.display())))?;
+    let bytes = crate::fsx::read::input(jar, crate::fsx::read::MAX_JAR, "jar")?;
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+        .map_err(|e| Error::Source(format!("{} is not a readable jar ({e})", jar.display())))?;
     let mut entry = zip.by_name(class).map_err(|e| Error::Source(format!("{}: no {class} ({e})", jar.display())))?;
     let mut bytes = Vec::new();
     entry.read_to_end(&mut bytes).map_err(|e| Error::io(format!("reading {class} from {}", jar.display()), e))?;
@@ -275,8 +275,7 @@ pub fn derive_entry(maven: &Maven, template: &Release, v: KafkaVersion, read_fro
     let jars = maven.ensure(&wanted)?;
     // Resolving a jar brings its POM into the local repository.
     let pom_path = jars[0].with_extension("pom");
-    let pom = std::fs::read_to_string(&pom_path)
-        .map_err(|e| Error::io(format!("cannot read the POM of {core} ({})", pom_path.display()), e))?;
+    let pom = crate::fsx::read::text(&pom_path, crate::fsx::read::MAX_TEXT, &format!("POM of {core}"))?;
     let scala = scala_from_pom(&pom)
         .ok_or_else(|| Error::Source(format!("{}: no scala-library dependency with a version", pom_path.display())))?;
     let no_sources_jar = missing_sources_jar(maven, &sources, v, read_from)?;
@@ -319,9 +318,11 @@ pub fn write(
 ) -> Result<Outcome> {
     let v =
         report.to.version.ok_or_else(|| Error::Usage("--write needs the new release's number: pass --to V2".into()))?;
-    let text = std::fs::read_to_string(&t.versions).map_err(|e| {
-        Error::io(format!("cannot read {} (--write edits it; --versions FILE names another)", t.versions.display()), e)
-    })?;
+    let text = crate::fsx::read::text(
+        &t.versions,
+        4 << 20,
+        "versions file (--write edits it; --versions FILE names another)",
+    )?;
     let origin = Origin::new(t.versions.display().to_string(), text.clone());
     let matrix = Matrix::parse(&origin)?;
     if matrix.get(v).is_some() {

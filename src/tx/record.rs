@@ -176,10 +176,9 @@ fn read<T: Record>(path: &Path, root: &Path) -> Result<Option<T>> {
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(Error::Tree { path: path.to_path_buf(), msg: "is a symlink; okp will not follow it".into() });
     }
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
+    let bytes = match crate::fsx::read::input_if_any(path, crate::fsx::read::MAX_RECORD, "okp state")? {
+        Some(b) => b,
+        None => return Ok(None),
     };
     // The schema first, so a newer okp's file is named as such rather than as damaged.
     #[derive(Deserialize)]

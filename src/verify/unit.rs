@@ -382,8 +382,9 @@ fn apply_retries(junit_root: &Path, outcomes: &mut BTreeMap<Config, Outcomes>) -
 fn classes_present(cp: &[PathBuf], classes: &[&TestClass]) -> Result<Vec<String>> {
     let mut found = Vec::new();
     for jar in cp.iter().filter(|p| p.to_string_lossy().ends_with("-test.jar")) {
-        let f = std::fs::File::open(jar).map_err(|e| Error::io(format!("cannot open {}", jar.display()), e))?;
-        let z = zip::ZipArchive::new(f).map_err(|e| Error::Source(format!("{}: not a jar ({e})", jar.display())))?;
+        let bytes = crate::fsx::read::input(jar, crate::fsx::read::MAX_JAR, "test jar")?;
+        let z = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+            .map_err(|e| Error::Source(format!("{}: not a jar ({e})", jar.display())))?;
         for c in classes {
             let entry = format!("{}.class", c.class.replace('.', "/"));
             if z.index_for_name(&entry).is_some() && !found.contains(&c.class) {
@@ -486,7 +487,7 @@ fn strip_properties(dir: &Path) -> Result<()> {
     let Ok(rd) = std::fs::read_dir(dir) else { return Ok(()) };
     for e in rd.flatten() {
         let p = e.path();
-        let text = std::fs::read_to_string(&p).map_err(|er| Error::io(format!("cannot read {}", p.display()), er))?;
+        let text = crate::fsx::read::text(&p, crate::fsx::read::MAX_TEXT, "test report")?;
         let cut = match (text.find("<properties>"), text.find("</properties>")) {
             (Some(a), Some(b)) if a < b => format!("{}{}", &text[..a], text[b + "</properties>".len()..].trim_start()),
             _ => text,
@@ -513,7 +514,7 @@ fn classpath_listing(repo: &Path, launcher: &Path, upstream: &[PathBuf], patched
         rows.push((p, "patched"));
     }
     for (p, which) in rows {
-        let bytes = std::fs::read(p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?;
+        let bytes = crate::fsx::read::input(p, crate::fsx::read::MAX_JAR, "classpath file")?;
         s.push_str(&format!("{}  {:<8}  {}\n", crate::hash::sha256(&bytes), which, show(p)));
     }
     Ok(s)

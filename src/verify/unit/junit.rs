@@ -104,7 +104,7 @@ pub fn read_dir(dir: &Path) -> Result<Vec<Case>> {
         rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "xml")).collect();
     files.sort();
     for p in files {
-        let text = std::fs::read_to_string(&p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?;
+        let text = crate::fsx::read::text(&p, crate::fsx::read::MAX_TEXT, "JUnit report")?;
         cases.extend(parse(&text).map_err(|msg| Error::Tree { path: p.clone(), msg })?);
     }
     cases.sort_by(|a, b| a.test.cmp(&b.test));
