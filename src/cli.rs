@@ -412,7 +412,8 @@ pub struct SourcesArgs {
     /// Directory to create (must not exist or be empty).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Only the files the patch set's anchors touch in this release, and the files its guards watch.
+    /// Only the files the patch set's anchors touch in this release, the files its guards watch, and
+    /// the other files a splice build's scalac reads (the Java sources of a module it recompiles Scala of).
     #[arg(long)]
     pub hooked: bool,
 }

@@ -118,11 +118,13 @@ pub struct Provenance {
 impl Provenance {
     pub const SCHEMA: u32 = 1;
 
-    /// Whether the proofs okp enforces passed: the delta proof always; the source ≡ release proof
-    /// where it is enforced, else recorded (`differences`). What `okp verify --jars` requires.
+    /// Whether both proofs passed, the source ≡ release proof enforced with no difference left
+    /// (records of older okp that recorded differences instead of refusing them do not pass). What
+    /// every consumer requires before it re-derives the jars (`recheck`).
     pub fn passed(&self) -> bool {
-        let release = self.release.passed || (!self.release.enforced && !self.release.differences.is_empty());
-        self.schema == Self::SCHEMA && release && self.delta.passed && self.release.classes_compared > 0
+        let r = &self.release;
+        let release = r.passed && r.enforced && r.differences.is_empty() && r.not_established.is_empty();
+        self.schema == Self::SCHEMA && release && self.delta.passed && r.classes_compared > 0
     }
 }
 
@@ -150,46 +152,26 @@ pub struct ReleaseProof {
     /// Members forgiven by an exception, with the kind and how often.
     pub exceptions_used: Vec<ExceptionUse>,
     pub passed: bool,
-    /// Whether a difference refuses the build for this release (`ENFORCED`); where it does not
-    /// yet, the differences are recorded here and printed, and the build goes on.
+    /// Whether a difference refuses the build: always, in records this okp writes (`enforced`).
     #[serde(default)]
     pub enforced: bool,
+    /// Differences an older okp recorded instead of refusing them (never written now; a record
+    /// holding any does not pass).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub differences: Vec<String>,
-    /// Differences in a unit whose recompile is not yet shown to reproduce any release
-    /// (`NOT_ESTABLISHED`): recorded and printed, on every release, never counted as passing
-    /// or failing; `passed` speaks for the other units.
+    /// Differences an older okp recorded apart for ReplicaManager.scala (never written now; a
+    /// record holding any does not pass).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_established: Vec<String>,
 }
 
-/// The releases on which okp has shown (evidence/build/proof/) that its recompile of the
-/// release's own sources reproduces the release's classes, up to `EXCEPTIONS`: there a
-/// difference refuses the build. On the other releases the differences a recompile shows are
-/// recorded in the build record and printed, not refused, until each is explained (found on
-/// 3.1.2: `Partition.maybeExpandIsr` keeps a boolean in a local the release's optimizer
-/// removed). A release is added here once its proof passes with its exceptions documented: every
-/// reference release but 3.1.2, 3.2.3 and 3.3.2 (that `maybeExpandIsr`), core and metrics layers,
-/// evidence/build/proof/summary.md.
-pub const ENFORCED: &[&str] = &[
-    "2.7.2", "2.8.1", "2.8.2", "3.0.2", "3.4.1", "3.5.2", "3.6.2", "3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2",
-    "4.2.1", "4.3.1",
-];
-
-/// Upstream units whose recompile is not yet shown to reproduce the release on any release: a
-/// difference there is recorded, not refused, when the sources are the release's own sources jars.
-/// ReplicaManager.scala is compiled only by the metrics layer; on 3.9.2 its `fetchMessages`
-/// differs from the release's (not yet explained).
-const NOT_ESTABLISHED: &[&str] = &["core/src/main/scala/kafka/server/ReplicaManager.scala"];
-
-fn not_established(file: &str) -> bool {
-    NOT_ESTABLISHED.contains(&file)
-}
-
-/// Whether the source ≡ release proof refuses a build of `version` from its sources jars (a
-/// build from any other tree is always refused on a difference).
-pub fn enforced(version: KafkaVersion) -> bool {
-    ENFORCED.iter().any(|v| v.parse::<KafkaVersion>().is_ok_and(|e| e == version))
+/// Whether the source ≡ release proof refuses a build of `version` on a difference: on every
+/// release. okp's recompile reproduces every release's classes up to `EXCEPTIONS` (2.7.0–4.3.1,
+/// both layers, evidence/build/proof/: since the scalac view of `splice`, every core class from
+/// 2.8.0 on byte for byte), so a difference means the sources are not the release's. Nothing is
+/// forgiven file-wide or release-wide any more; a record that says otherwise does not pass.
+pub fn enforced(_version: KafkaVersion) -> bool {
+    true
 }
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -307,37 +289,15 @@ pub fn prove_release(
         ));
     }
     proof.enforced = enforce;
-    let refused: Vec<&str> =
-        problems.iter().filter(|(f, _)| enforce && !not_established(f)).map(|(_, m)| m.as_str()).collect();
+    let refused: Vec<&str> = problems.iter().map(|(_, m)| m.as_str()).collect();
     if !refused.is_empty() {
         return Err(Error::Check(format!(
             "the sources compiled are not the release's {version} (refusing to build on them):\n  {}",
             refused.join("\n  ")
         )));
     }
-    let (unestablished, problems): (Vec<_>, Vec<_>) = problems.into_iter().partition(|(f, _)| not_established(f));
-    if !unestablished.is_empty() {
-        let u: Vec<String> = unestablished.into_iter().map(|(_, m)| m).collect();
-        crate::out::note(format!(
-            "note: a recompile of {version}'s own sources differs from its jar in a unit whose recompile is not \
-             yet established on any release (docs/building.md):\n  {}\n  (recorded in okp-build.json as \
-             not_established; the patch delta proof still holds every change to the edits)",
-            u.join("\n  ")
-        ));
-        proof.not_established.extend(u);
-    }
-    let problems: Vec<String> = problems.into_iter().map(|(_, m)| m).collect();
-    if !problems.is_empty() {
-        crate::out::note(format!(
-            "warning: the source = release proof is not established for {version}; a recompile of the \
-             release's sources differs from its jar in:\n  {}\n  (recorded in okp-build.json; the patch delta \
-             proof still holds every change to the edits)",
-            problems.join("\n  ")
-        ));
-        proof.differences.extend(problems);
-    }
-    // One call per module: the proof passes when no module's established units differ.
-    proof.passed = proof.differences.is_empty();
+    // One call per module: the proof passes when no module differs (a refusal ends the build).
+    proof.passed = enforce && proof.differences.is_empty() && proof.not_established.is_empty();
     Ok(())
 }
 

@@ -23,6 +23,7 @@ use crate::hash::sha256;
 use crate::maven::Maven;
 use crate::model::{Coordinate, Layers, Mode, Release};
 use crate::source::{SourceTree, Spec};
+use crate::version::KafkaVersion;
 use crate::workspace::Workspace;
 
 /// The registry classes every edited class must reference, per source module.
@@ -196,12 +197,15 @@ fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
 /// Java sources, for types) then javac (the Java sources), against the classpath `cp`;
 /// records the compilers in `compilers`. `dump_cds`: whether this JVM may write a
 /// missing class-data-sharing archive (only one of a build's concurrent compiles may).
+/// scalac reads the classpath and the extra sources of `view` instead (the module as the
+/// release's own scalac run saw it); javac reads `cp`.
 #[allow(clippy::too_many_arguments)]
 fn compile(
     maven: &Maven,
     release: &Release,
     module: &str,
     cp: &std::ffi::OsStr,
+    view: &ScalacView,
     src: &[PathBuf],
     classes_dir: &Path,
     javac_version: &str,
@@ -236,10 +240,13 @@ fn compile(
         }
         cmd.arg("-cp").arg(&ccp).arg("scala.tools.nsc.Main");
         let (options, note) = scalac_options(release);
-        cmd.arg("-d").arg(classes_dir).arg("-classpath").arg(cp).args(&options);
+        cmd.arg("-d").arg(classes_dir).arg("-classpath").arg(&view.classpath).args(&options);
         // Java sources of the same module are given to scalac too (it reads them for types); javac compiles them below.
-        cmd.args(&scala).args(&java);
+        cmd.args(&scala).args(&java).args(&view.java_sources).args(view.context.iter().map(|(p, _)| p));
         compilers.insert("scalac".into(), format!("{compiler} {}", options.join(" ")));
+        if let Some(n) = &view.note {
+            compilers.insert("scalac_inputs".into(), n.clone());
+        }
         if let Some(note) = note {
             compilers.insert("scalac_note".into(), note);
         }
@@ -250,6 +257,7 @@ fn compile(
             // The first compile with this scalac dumped its loaded classes; later ones map them.
             let _ = std::fs::rename(cds_staging(&archive), &archive);
         }
+        drop_classes_of(classes_dir, view.context.iter().map(|(_, k)| k))?;
     }
     if !java.is_empty() {
         let rel = if module == "metadata" {
@@ -270,6 +278,185 @@ fn compile(
         }
     }
     Ok(Ok(()))
+}
+
+/// Upstream Scala sources the release's build compiled in the same scalac run as a recompiled
+/// unit and whose in-run form decides what the optimizer makes of that unit, per release range
+/// (inclusive): `okp` compiles them beside the recompiled units and drops their classes. The
+/// release's build compiled the whole module in one run, so a method inlined from another of its
+/// files was inlined in the form it had within that run (already inlined into, not yet locally
+/// optimised), not as the optimised class file in the release jar. On 3.1.0–3.3.2
+/// `Partition.maybeExpandIsr` inlines `CoreUtils.inReadLock`, itself holding an inlined
+/// `CoreUtils.inLock`; from the in-run form the optimizer keeps the boolean result in a local
+/// (`istore 4; aconst_null; astore_2; iload 4`), from the class file it keeps it on the stack.
+/// With CoreUtils.scala in the run, Partition.class is byte-identical to the release's.
+const INLINE_CONTEXT: &[(KafkaVersion, KafkaVersion, &str)] =
+    &[(KafkaVersion::new(3, 1, 0), KafkaVersion::new(3, 3, 2), "core/src/main/scala/kafka/utils/CoreUtils.scala")];
+
+/// Whether a splice build of `version` has scalac read the upstream file `path` besides the units
+/// it recompiles, when `recompiled` are the repository paths it may recompile: the Java sources of
+/// a module with a recompiled Scala file (`scalac_view`) and `version`'s `INLINE_CONTEXT`.
+/// `okp sources --hooked` lays these out too, so that a hooked tree builds the same jars.
+pub fn scalac_reads(version: KafkaVersion, recompiled: &[&str], path: &str) -> bool {
+    let Some((module, rest)) = path.split_once('/') else { return false };
+    let scala_module =
+        recompiled.iter().any(|f| f.ends_with(".scala") && f.split_once('/').is_some_and(|(m, _)| m == module));
+    (scala_module && rest.starts_with("src/main/java/") && rest.ends_with(".java"))
+        || INLINE_CONTEXT.iter().any(|(from, to, p)| *p == path && version >= *from && version <= *to)
+}
+
+/// A module as the release's own scalac run saw it.
+struct ScalacView {
+    /// The classpath with the module's jar replaced by a copy without the classes compiled from
+    /// its Java sources.
+    classpath: std::ffi::OsString,
+    /// The module's Java sources (for types only: scalac emits nothing for them).
+    java_sources: Vec<PathBuf>,
+    /// `INLINE_CONTEXT` sources and their keys (their classes are dropped after the compile).
+    context: Vec<(PathBuf, SourceKey)>,
+    /// For the build record: what scalac read besides the recompiled units.
+    note: Option<String>,
+}
+
+/// The release's build compiles a module's Scala and Java sources in one mixed scalac run (zinc,
+/// then javac): scalac parses the Java sources for their types, and no class file of them exists
+/// yet. Its optimizer therefore cannot inline a method whose body touches a member of such a class
+/// (it cannot check the access: "defined in a Java source (mixed compilation), no bytecode is
+/// available"), where it can against the release jar. On 3.6.0–4.0.x `ReplicaManager.fetchMessages`
+/// keeps its call of `processRemoteFetch` (which calls the Java `RemoteLogManager.asyncRead`) in the
+/// release; against the whole jar okp's recompile inlined it. So scalac gets the module's Java
+/// sources from `tree` and the module jar without their classes (a class whose source `tree` lacks
+/// stays); javac still compiles against the whole jar.
+#[allow(clippy::too_many_arguments)]
+fn scalac_view(
+    version: KafkaVersion,
+    module: &str,
+    tree: &dyn SourceTree,
+    work: &Path,
+    classpath: &[PathBuf],
+    module_jar: &Path,
+    files: &[String],
+) -> Result<ScalacView> {
+    let plain = || std::env::join_paths(classpath).map_err(|e| Error::Source(format!("classpath: {e}")));
+    let mut view = ScalacView { classpath: plain()?, java_sources: Vec::new(), context: Vec::new(), note: None };
+    if !files.iter().any(|f| f.ends_with(".scala")) {
+        return Ok(view);
+    }
+    let zerr = |e: zip::result::ZipError| Error::Source(format!("{}: {e}", module_jar.display()));
+    let mut zin = zip::ZipArchive::new(
+        std::fs::File::open(module_jar).map_err(|e| Error::io(format!("cannot open {}", module_jar.display()), e))?,
+    )
+    .map_err(zerr)?;
+    // Repository path of each Java source -> the jar entries compiled from it.
+    let mut java: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for i in 0..zin.len() {
+        let mut f = zin.by_index(i).map_err(zerr)?;
+        let name = f.name().to_string();
+        if !name.ends_with(".class") {
+            continue;
+        }
+        let mut b = Vec::with_capacity(f.size() as usize);
+        std::io::Read::read_to_end(&mut f, &mut b)
+            .map_err(|e| Error::io(format!("reading {name} in {}", module_jar.display()), e))?;
+        let info =
+            classfile::parse(&b).map_err(|e| Error::Source(format!("{name} in {}: {e}", module_jar.display())))?;
+        let Some(sf) = info.source_file.filter(|sf| sf.ends_with(".java") && !sf.contains('/')) else { continue };
+        let dir = name.rsplit_once('/').map_or("", |(d, _)| d);
+        let path = if dir.is_empty() {
+            format!("{module}/src/main/java/{sf}")
+        } else {
+            format!("{module}/src/main/java/{dir}/{sf}")
+        };
+        java.entry(path).or_default().push(i);
+    }
+    let write = |root: &str, path: &str, bytes: &[u8]| -> Result<PathBuf> {
+        let p = work.join(root).join(path);
+        std::fs::create_dir_all(p.parent().unwrap_or(work))
+            .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
+        std::fs::write(&p, bytes).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+        Ok(p)
+    };
+    let mut dropped = std::collections::BTreeSet::new();
+    let mut without_source = 0;
+    for (path, entries) in &java {
+        if files.contains(path) {
+            // An edited Java file: each compile has its own version among its sources.
+            dropped.extend(entries.iter().copied());
+            continue;
+        }
+        match tree.read(path)? {
+            Some(bytes) => {
+                view.java_sources.push(write(&format!("scalac-java-{module}"), path, &bytes)?);
+                dropped.extend(entries.iter().copied());
+            }
+            None => without_source += 1,
+        }
+    }
+    for (from, to, path) in INLINE_CONTEXT {
+        if !path.starts_with(&format!("{module}/")) || version < *from || version > *to {
+            continue;
+        }
+        if files.iter().any(|f| f == path) {
+            continue;
+        }
+        let bytes = tree.read(path)?.ok_or_else(|| {
+            Error::Source(format!("{path}: not in the upstream tree (compiled beside the recompiled units)"))
+        })?;
+        let key = SourceKey::from_repo_path(path).ok_or_else(|| Error::Source(format!("{path}: not a source path")))?;
+        view.context.push((write(&format!("scalac-context-{module}"), path, &bytes)?, key));
+    }
+    let mut notes = Vec::new();
+    if !dropped.is_empty() && classpath.iter().any(|p| p == module_jar) {
+        let jar = work.join(format!("scalac-view-{module}.jar"));
+        let mut zout = zip::ZipWriter::new(
+            std::fs::File::create(&jar).map_err(|e| Error::io(format!("cannot create {}", jar.display()), e))?,
+        );
+        for i in 0..zin.len() {
+            if !dropped.contains(&i) {
+                zout.raw_copy_file(zin.by_index_raw(i).map_err(zerr)?).map_err(zerr)?;
+            }
+        }
+        zout.finish().map_err(zerr)?;
+        let cp: Vec<&Path> =
+            classpath.iter().map(|p| if p == module_jar { jar.as_path() } else { p.as_path() }).collect();
+        view.classpath = std::env::join_paths(cp).map_err(|e| Error::Source(format!("classpath: {e}")))?;
+        notes.push(format!(
+            "the {} Java sources of {module} (for types; their {} classes left off scalac's classpath, as in the release's mixed compile)",
+            view.java_sources.len(),
+            dropped.len()
+        ));
+        if without_source > 0 {
+            notes.push(format!(
+                "{without_source} Java sources of {module} not in the tree: their classes stay on scalac's classpath"
+            ));
+        }
+    } else if !view.java_sources.is_empty() {
+        // The module jar is not on the classpath as expected: read it whole, as before.
+        view.java_sources.clear();
+    }
+    if !view.context.is_empty() {
+        let names: Vec<String> =
+            view.context.iter().map(|(_, k)| format!("{}/{}", k.package_dir, k.file_name)).collect();
+        notes.push(format!("compiled in the same run, classes dropped: {}", names.join(", ")));
+    }
+    view.note = (!notes.is_empty()).then(|| format!("scalac also read: {}", notes.join("; ")));
+    Ok(view)
+}
+
+/// Removes from `dir` the classes compiled from the sources `keys` name.
+fn drop_classes_of<'a>(dir: &Path, keys: impl Iterator<Item = &'a SourceKey>) -> Result<()> {
+    let keys: Vec<&SourceKey> = keys.collect();
+    if keys.is_empty() {
+        return Ok(());
+    }
+    for (name, bytes) in classes_under(dir)? {
+        let info = classfile::parse(&bytes).map_err(|e| Error::External(format!("{name}: {e}")))?;
+        if keys.iter().any(|k| k.owns(&name, info.source_file.as_deref())) {
+            let p = dir.join(&name);
+            std::fs::remove_file(&p).map_err(|e| Error::io(format!("cannot remove {}", p.display()), e))?;
+        }
+    }
+    Ok(())
 }
 
 /// The default upstream tree of a splice build: the release's sources jars (refused, with the
@@ -428,10 +615,13 @@ pub fn splice(
             .filter(|f| plan.changes.iter().any(|c| &c.path == *f && c.before.is_some()))
             .map(|f| work.join("upstream-src").join(f))
             .collect();
+        let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
+        let view = scalac_view(release.version, module, tree, &work, &classpath, &upstream, files)?;
         // The unpatched compile is the same for every build of a release: its classes are kept in
-        // the Maven cache, keyed by the exact sources, compilers, flags and classpath.
+        // the Maven cache, keyed by the exact sources (the scalac view's too), compilers, flags and
+        // classpath.
         let cached = (prove && !upstream_src.is_empty())
-            .then(|| unpatched_cache(maven, release, module, &classpath, &upstream_src, &javac_version))
+            .then(|| unpatched_cache(maven, release, module, &classpath, &upstream_src, &view, &javac_version))
             .transpose()?;
         let hit = cached.as_ref().filter(|d| d.is_dir());
         let upstream_dir = match hit {
@@ -449,10 +639,11 @@ pub fn splice(
             let other = (prove && !upstream_src.is_empty() && hit.is_none()).then(|| {
                 s.spawn(|| {
                     let c = &mut upstream_compilers;
-                    compile(maven, release, module, &cp, &upstream_src, &upstream_dir, &javac_version, false, c)
+                    compile(maven, release, module, &cp, &view, &upstream_src, &upstream_dir, &javac_version, false, c)
                 })
             });
-            let mine = compile(maven, release, module, &cp, &src, &classes_dir, &javac_version, true, &mut compilers);
+            let mine =
+                compile(maven, release, module, &cp, &view, &src, &classes_dir, &javac_version, true, &mut compilers);
             (mine, other.map(|h| h.join()))
         });
         if let Err(f) = patched? {
@@ -473,11 +664,10 @@ pub fn splice(
         }
         seconds.insert(format!("compile-{module}"), t.elapsed().as_secs_f64());
         let compiled = classes_under(&classes_dir)?;
-        let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
         if prove {
             let t = Instant::now();
             let unpatched = classes_under(&upstream_dir)?;
-            let enforce = proof::enforced(release.version) || !tree.is_release_sources_jar();
+            let enforce = proof::enforced(release.version);
             let proved = proof::prove_module(
                 release.version,
                 enforce,
@@ -600,10 +790,11 @@ fn unpatched_cache(
     module: &str,
     classpath: &[PathBuf],
     src: &[PathBuf],
+    view: &ScalacView,
     javac_version: &str,
 ) -> Result<PathBuf> {
     use std::fmt::Write as _;
-    let mut key = String::from("okp-unpatched/1\n");
+    let mut key = String::from("okp-unpatched/2\n");
     let java = Command::new(java_bin("java"))
         .arg("-version")
         .output()
@@ -618,6 +809,13 @@ fn unpatched_cache(
     for p in classpath {
         let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         let _ = writeln!(key, "cp {} {size}", p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    }
+    // What scalac reads besides the units (`scalac_view`): their bytes shape the optimizer's inlining.
+    for p in view.java_sources.iter().chain(view.context.iter().map(|(p, _)| p)) {
+        let bytes = crate::fsx::read::input(p, crate::fsx::read::MAX_SOURCE, "source file")?;
+        let text = p.to_string_lossy();
+        let name = text.rsplit_once("/src/").map_or(text.as_ref(), |(_, r)| r);
+        let _ = writeln!(key, "view {name} {}", sha256(&bytes));
     }
     for p in src {
         let bytes = std::fs::read(p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?;
@@ -719,6 +917,110 @@ fn check_splice(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A class file `name` (internal name) whose SourceFile attribute is `source`.
+    fn class_bytes(name: &str, source: &str) -> Vec<u8> {
+        let utf = |s: &str| {
+            let mut v = vec![1u8];
+            v.extend((s.len() as u16).to_be_bytes());
+            v.extend(s.as_bytes());
+            v
+        };
+        let pool: Vec<Vec<u8>> =
+            vec![utf(name), vec![7, 0, 1], utf("java/lang/Object"), vec![7, 0, 3], utf("SourceFile"), utf(source)];
+        let mut b = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 52];
+        b.extend(((pool.len() + 1) as u16).to_be_bytes());
+        pool.into_iter().for_each(|p| b.extend(p));
+        b.extend([0, 0x21, 0, 2, 0, 4, 0, 0, 0, 0, 0, 0]);
+        b.extend([0, 1, 0, 5, 0, 0, 0, 2, 0, 6]);
+        b
+    }
+
+    struct MemTree(BTreeMap<String, Vec<u8>>);
+
+    impl SourceTree for MemTree {
+        fn describe(&self) -> String {
+            "memory".into()
+        }
+        fn declared_version(&self) -> Result<Option<String>> {
+            Ok(None)
+        }
+        fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
+            Ok(self.0.get(path).cloned())
+        }
+    }
+
+    #[test]
+    fn scalac_sees_the_module_as_its_mixed_compile_did() {
+        let t = tempfile::tempdir().unwrap();
+        let jar = t.path().join("kafka_2.13-3.2.3.jar");
+        {
+            let mut z = zip::ZipWriter::new(std::fs::File::create(&jar).unwrap());
+            let o = zip::write::SimpleFileOptions::default();
+            for (name, source) in [
+                ("kafka/x/J", "J.java"),
+                ("kafka/x/J$Inner", "J.java"),
+                ("kafka/x/Gen", "Gen.java"),
+                ("kafka/x/S", "S.scala"),
+                ("kafka/utils/CoreUtils$", "CoreUtils.scala"),
+            ] {
+                z.start_file(format!("{name}.class"), o).unwrap();
+                std::io::Write::write_all(&mut z, &class_bytes(name, source)).unwrap();
+            }
+            z.finish().unwrap();
+        }
+        let other = t.path().join("other.jar");
+        let tree = MemTree(BTreeMap::from([
+            ("core/src/main/java/kafka/x/J.java".to_string(), b"class J {}".to_vec()),
+            ("core/src/main/scala/kafka/utils/CoreUtils.scala".to_string(), b"object CoreUtils".to_vec()),
+        ]));
+        let work = t.path().join("work");
+        let files = ["core/src/main/scala/kafka/x/S.scala".to_string()];
+        let cp = [jar.clone(), other.clone()];
+
+        let v = scalac_view(KafkaVersion::new(3, 2, 3), "core", &tree, &work, &cp, &jar, &files).unwrap();
+        let view_jar = work.join("scalac-view-core.jar");
+        assert_eq!(std::env::split_paths(&v.classpath).collect::<Vec<_>>(), vec![view_jar.clone(), other.clone()]);
+        let kept: Vec<String> = jar::entries(&view_jar).unwrap().into_keys().collect();
+        // J.java's classes go (its source is given to scalac); Gen.java has no source here and stays.
+        assert_eq!(kept, ["kafka/utils/CoreUtils$.class", "kafka/x/Gen.class", "kafka/x/S.class"]);
+        assert_eq!(v.java_sources, [work.join("scalac-java-core/core/src/main/java/kafka/x/J.java")]);
+        assert_eq!(v.context.len(), 1);
+        assert_eq!(v.context[0].1.file_name, "CoreUtils.scala");
+
+        // The context is per release range; a module with no Scala unit is left alone.
+        let v = scalac_view(KafkaVersion::new(3, 4, 1), "core", &tree, &work, &cp, &jar, &files).unwrap();
+        assert!(v.context.is_empty() && v.java_sources.len() == 1);
+        let java_only = ["core/src/main/java/kafka/x/J.java".to_string()];
+        let v = scalac_view(KafkaVersion::new(3, 2, 3), "core", &tree, &work, &cp, &jar, &java_only).unwrap();
+        assert!(v.java_sources.is_empty() && v.context.is_empty() && v.note.is_none());
+        assert_eq!(std::env::split_paths(&v.classpath).collect::<Vec<_>>(), cp.to_vec());
+    }
+
+    #[test]
+    fn the_files_scalac_reads_besides_the_units() {
+        let units = ["core/src/main/scala/kafka/cluster/Partition.scala", "metadata/src/main/java/org/X.java"];
+        let v = KafkaVersion::new(3, 2, 3);
+        assert!(scalac_reads(v, &units, "core/src/main/java/kafka/server/builders/ReplicaManagerBuilder.java"));
+        assert!(scalac_reads(v, &units, "core/src/main/scala/kafka/utils/CoreUtils.scala"));
+        assert!(!scalac_reads(KafkaVersion::new(3, 4, 1), &units, "core/src/main/scala/kafka/utils/CoreUtils.scala"));
+        // metadata is compiled by javac alone; core's Scala sources are not all read.
+        assert!(!scalac_reads(v, &units, "metadata/src/main/java/org/apache/kafka/controller/Y.java"));
+        assert!(!scalac_reads(v, &units, "core/src/main/scala/kafka/server/KafkaApis.scala"));
+        assert!(!scalac_reads(v, &units, "gradle.properties"));
+    }
+
+    #[test]
+    fn context_classes_are_dropped_after_the_compile() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("kafka/utils");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("CoreUtils$.class"), class_bytes("kafka/utils/CoreUtils$", "CoreUtils.scala")).unwrap();
+        std::fs::write(d.join("Other.class"), class_bytes("kafka/utils/Other", "Other.scala")).unwrap();
+        let key = SourceKey::from_repo_path("core/src/main/scala/kafka/utils/CoreUtils.scala").unwrap();
+        drop_classes_of(t.path(), std::iter::once(&key)).unwrap();
+        assert!(!d.join("CoreUtils$.class").exists() && d.join("Other.class").exists());
+    }
 
     #[test]
     fn only_a_regular_file_counts_as_an_archive() {

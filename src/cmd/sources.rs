@@ -29,7 +29,12 @@ pub fn run(ws: &Workspace, a: SourcesArgs) -> Result<Outcome> {
             .map(|an| an.file.as_str())
             .chain(anchors.guards_for(rules, version).into_iter().map(|g| g.file.as_str()))
             .collect();
-        files.retain(|(p, _)| wanted.contains(p.as_str()));
+        // And what the splice build's scalac reads besides them (core's Java sources, …), so that a
+        // hooked tree builds the jars the sources jars build.
+        let units: Vec<&str> = wanted.iter().copied().collect();
+        files.retain(|(p, _)| {
+            wanted.contains(p.as_str()) || crate::build::splice::scalac_reads(version, &units, p.as_str())
+        });
     }
     let marker = serde_json::json!({
         "release": version.to_string(),

@@ -144,13 +144,16 @@ pub fn scrub(s: &str, tmp: &Path) -> String {
     s.replace(&tmp.display().to_string(), "[TREE]")
 }
 
-/// A tree holding only the files the anchors of `version` touch (plus the
-/// marker), laid out by `okp sources --hooked`.
+/// A tree holding only the files the anchors of `version` touch, the other files its splice
+/// build's scalac reads and the marker, laid out by `okp sources --hooked`.
 pub fn hooked_tree(version: &str) -> PathBuf {
-    // Which files are hooked follows anchors.yaml, so a cached tree is only good for the anchors it was made from.
+    // Which files are hooked follows anchors.yaml, and which others a splice build reads follows
+    // src/build/splice.rs (`scalac_reads`), so a cached tree is only good for the ones it was made from.
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    std::fs::read(repo_root().join("anchors.yaml")).unwrap().hash(&mut h);
+    for f in ["anchors.yaml", "src/build/splice.rs", "src/cmd/sources.rs"] {
+        std::fs::read(repo_root().join(f)).unwrap().hash(&mut h);
+    }
     let name = format!("hooked-{version}-{:016x}", h.finish());
     cached_output("okp-test-trees", &name, ".okp-source.json", &["sources", "--hooked", "--version", version])
 }
