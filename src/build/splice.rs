@@ -333,6 +333,7 @@ fn scalac_view(
     module: &str,
     tree: &dyn SourceTree,
     work: &Path,
+    jars: &Path,
     classpath: &[PathBuf],
     module_jar: &Path,
     files: &[String],
@@ -407,7 +408,8 @@ fn scalac_view(
     }
     let mut notes = Vec::new();
     if !dropped.is_empty() && classpath.iter().any(|p| p == module_jar) {
-        let jar = work.join(format!("scalac-view-{module}.jar"));
+        // Beside the build's staged jars, never under `--out`: a refused build leaves no jar there.
+        let jar = jars.join(format!("scalac-view-{module}.jar"));
         let mut zout = zip::ZipWriter::new(
             std::fs::File::create(&jar).map_err(|e| Error::io(format!("cannot create {}", jar.display()), e))?,
         );
@@ -616,7 +618,7 @@ pub fn splice(
             .map(|f| work.join("upstream-src").join(f))
             .collect();
         let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
-        let view = scalac_view(release.version, module, tree, &work, &classpath, &upstream, files)?;
+        let view = scalac_view(release.version, module, tree, &work, staging.path(), &classpath, &upstream, files)?;
         // The unpatched compile is the same for every build of a release: its classes are kept in
         // the Maven cache, keyed by the exact sources (the scalac view's too), compilers, flags and
         // classpath.
@@ -978,7 +980,7 @@ mod tests {
         let files = ["core/src/main/scala/kafka/x/S.scala".to_string()];
         let cp = [jar.clone(), other.clone()];
 
-        let v = scalac_view(KafkaVersion::new(3, 2, 3), "core", &tree, &work, &cp, &jar, &files).unwrap();
+        let v = scalac_view(KafkaVersion::new(3, 2, 3), "core", &tree, &work, &work, &cp, &jar, &files).unwrap();
         let view_jar = work.join("scalac-view-core.jar");
         assert_eq!(std::env::split_paths(&v.classpath).collect::<Vec<_>>(), vec![view_jar.clone(), other.clone()]);
         let kept: Vec<String> = jar::entries(&view_jar).unwrap().into_keys().collect();
@@ -989,10 +991,10 @@ mod tests {
         assert_eq!(v.context[0].1.file_name, "CoreUtils.scala");
 
         // The context is per release range; a module with no Scala unit is left alone.
-        let v = scalac_view(KafkaVersion::new(3, 4, 1), "core", &tree, &work, &cp, &jar, &files).unwrap();
+        let v = scalac_view(KafkaVersion::new(3, 4, 1), "core", &tree, &work, &work, &cp, &jar, &files).unwrap();
         assert!(v.context.is_empty() && v.java_sources.len() == 1);
         let java_only = ["core/src/main/java/kafka/x/J.java".to_string()];
-        let v = scalac_view(KafkaVersion::new(3, 2, 3), "core", &tree, &work, &cp, &jar, &java_only).unwrap();
+        let v = scalac_view(KafkaVersion::new(3, 2, 3), "core", &tree, &work, &work, &cp, &jar, &java_only).unwrap();
         assert!(v.java_sources.is_empty() && v.context.is_empty() && v.note.is_none());
         assert_eq!(std::env::split_paths(&v.classpath).collect::<Vec<_>>(), cp.to_vec());
     }
