@@ -284,6 +284,24 @@ pub struct BundleArgs {
     /// Also sign with gpg, as this key, into a detached .asc (the Apache convention).
     #[arg(long, value_name = "KEYID")]
     pub gpg_sign: Option<String>,
+    #[command(flatten)]
+    pub sources: ReleaseSourceArgs,
+}
+
+/// For a release Maven Central has no sources jar of (4.2.2, 4.3.2, 4.4.0): the tree the build
+/// read, where okp finds where its edits sit when it re-derives the jars from their bytes.
+#[derive(Args, Debug, Default)]
+pub struct ReleaseSourceArgs {
+    /// The release's sources as a tree (the one the build read with --tree), for a release
+    /// without a sources jar on Maven Central; ignored for one with.
+    #[arg(long = "tree", value_name = "DIR", conflicts_with = "source_git")]
+    pub source_tree: Option<PathBuf>,
+    /// The release's sources from a git repository at --rev (the one the build read with --git).
+    #[arg(long = "git", value_name = "REPO", requires = "source_rev")]
+    pub source_git: Option<PathBuf>,
+    /// Tag or commit of --git.
+    #[arg(long = "rev", value_name = "REV", requires = "source_git")]
+    pub source_rev: Option<String>,
 }
 
 /// Anti-replay pins, checked against the bundle's signed trusted comment (docs/bundles-safety.md).
@@ -339,6 +357,8 @@ pub struct InstallArgs {
     pub accept_local_jars: bool,
     #[command(flatten)]
     pub pins: PinArgs,
+    #[command(flatten)]
+    pub sources: ReleaseSourceArgs,
 }
 
 #[derive(Args, Debug)]

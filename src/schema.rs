@@ -85,6 +85,12 @@ impl Schema {
             path: path.to_path_buf(),
             msg: format!("not {what} of schema {}: {e}", self.current),
         };
+        if let Some(k) = duplicate_key(bytes) {
+            return Err(Error::Tree {
+                path: path.to_path_buf(),
+                msg: format!("not {what}: the key {k:?} appears twice in one object (it could mean two things)"),
+            });
+        }
         match self.found(path, bytes)? {
             Found::Current | Found::NotAnObject => serde_json::from_slice(bytes).map_err(bad),
             Found::AbsentReadAsCurrent => {
@@ -142,6 +148,63 @@ fn read_record_file(path: &Path) -> std::result::Result<Vec<u8>, ReadRecord> {
         ReadError::Missing => ReadRecord::Io(crate::fsx::read::missing(path)),
         ReadError::Io(e) => ReadRecord::Io(e),
     })
+}
+
+/// The first key any JSON object in `bytes` holds twice, or None. serde keeps one of the two
+/// values of a map silently; a file okp verifies or acts on must not mean two things (a manifest
+/// whose `files` lists a path twice, a record naming a field twice).
+pub fn duplicate_key(bytes: &[u8]) -> Option<String> {
+    use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+    struct Walk(std::cell::RefCell<Option<String>>);
+    struct Node<'a>(&'a Walk);
+    impl<'de> serde::de::DeserializeSeed<'de> for Node<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Node<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> std::result::Result<(), A::Error> {
+            let mut seen = std::collections::BTreeSet::new();
+            while let Some(k) = m.next_key::<String>()? {
+                if !seen.insert(k.clone()) && self.0 .0.borrow().is_none() {
+                    *self.0 .0.borrow_mut() = Some(k);
+                }
+                m.next_value_seed(Node(self.0))?;
+            }
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> std::result::Result<(), A::Error> {
+            while s.next_element_seed(Node(self.0))?.is_some() {}
+            Ok(())
+        }
+        fn visit_bool<E>(self, _: bool) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> std::result::Result<(), E> {
+            Ok(())
+        }
+    }
+    let walk = Walk(std::cell::RefCell::new(None));
+    let mut d = serde_json::Deserializer::from_slice(bytes);
+    let _ = serde::de::DeserializeSeed::deserialize(Node(&walk), &mut d);
+    walk.0.into_inner()
 }
 
 /// A record as okp writes it: pretty JSON ending in a newline.
@@ -238,5 +301,13 @@ mod tests {
     fn a_body_that_does_not_parse_names_the_file_and_the_record() {
         let e = S.parse::<R>(Path::new("r.json"), b"{ not json", "a test record").unwrap_err();
         assert!(e.to_string().starts_with("r.json: not a test record of schema 1: "), "{e}");
+    }
+
+    #[test]
+    fn a_key_twice_in_any_object_is_found() {
+        assert_eq!(super::duplicate_key(br#"{"a": 1, "b": {"c": [1, {"d": 2, "d": 3}]}}"#), Some("d".into()));
+        assert_eq!(super::duplicate_key(br#"{"files": {"x": 1, "x": 1}}"#), Some("x".into()));
+        assert_eq!(super::duplicate_key(br#"{"a": 1, "b": {"a": 2}, "c": [{"a": 3}]}"#), None);
+        assert_eq!(super::duplicate_key(b"not json"), None);
     }
 }

@@ -405,7 +405,7 @@ pub fn patched_jars(
                 dir.display()
             )));
         }
-        let (_, facts) = rec.read_and_recheck(ws, dir)?;
+        let (_, facts) = rec.read_and_recheck(ws, dir, None)?;
         facts.note("verify: ");
         return Ok(rec);
     }
@@ -414,7 +414,7 @@ pub fn patched_jars(
     // A record this okp cannot read (another schema, damaged) is a miss: the jars are built anew;
     // so is one without a passing provenance proof, or whose jars' bytes do not show what it says.
     match BuildRecord::read(&dir) {
-        Ok(rec) if rec.patch_set_hash == hash && rec.proven() => match rec.read_and_recheck(ws, &dir) {
+        Ok(rec) if rec.patch_set_hash == hash && rec.proven() => match rec.read_and_recheck(ws, &dir, None) {
             Ok((_, facts)) => {
                 crate::out::note(format!("verify: patched jars from the cache {}", dir.display()));
                 facts.note("verify: ");

@@ -292,13 +292,21 @@ pub fn prove_release(
     let refused: Vec<&str> = problems.iter().map(|(_, m)| m.as_str()).collect();
     if !refused.is_empty() {
         return Err(Error::Check(format!(
-            "the sources compiled are not the release's {version} (refusing to build on them):\n  {}",
+            "{NOT_THE_RELEASE} {version} (refusing to build on them):\n  {}",
             refused.join("\n  ")
         )));
     }
     // One call per module: the proof passes when no module differs (a refusal ends the build).
     proof.passed = enforce && proof.differences.is_empty() && proof.not_established.is_empty();
     Ok(())
+}
+
+/// How the source ≡ release proof's refusal begins (`is_release_refusal`).
+const NOT_THE_RELEASE: &str = "the sources compiled are not the release's";
+
+/// Whether `e` is the source ≡ release proof's refusal (not the patch delta's).
+pub fn is_release_refusal(e: &Error) -> bool {
+    matches!(e, Error::Check(m) if m.starts_with(NOT_THE_RELEASE))
 }
 
 /// What is left of `d`, the differences between a release's class `a` and a recompile `b` of its

@@ -41,7 +41,7 @@ use crate::apply;
 use crate::error::{Error, Result};
 use crate::hash::sha256;
 use crate::model::{Layer, Layers, Mode};
-use crate::source::Spec;
+use crate::source::{SourceTree, Spec};
 use crate::version::KafkaVersion;
 use crate::workspace::Workspace;
 
@@ -131,8 +131,10 @@ impl Rechecked {
     }
 }
 
-/// Re-derives the proof of `c`'s jars from their bytes (see the module's header).
-pub fn recheck(ws: &Workspace, c: &Claims) -> Result<Rechecked> {
+/// Re-derives the proof of `c`'s jars from their bytes (see the module's header), reading the
+/// release's own sources from its sources jars, or for a release Maven Central has none of, from
+/// `source` (the tree the build read: each file compiled must hash as the record says).
+pub fn recheck(ws: &Workspace, c: &Claims, source: Option<&dyn SourceTree>) -> Result<Rechecked> {
     let t0 = Instant::now();
     let what = &c.what;
     let release = ws.release(c.release)?;
@@ -145,7 +147,8 @@ pub fn recheck(ws: &Workspace, c: &Claims) -> Result<Rechecked> {
     let mut problems: Vec<String> = Vec::new();
     if eff.hash != c.patch_set_hash {
         problems.push(format!(
-            "{what}: patch_set_hash: says {}, but okp's patch set for {} {} ({}) is {}",
+            "{what}: patch_set_hash: says {}, but okp's patch set for {} {} ({}) is {} (a build of another \
+             patch set: bundle with the okp (or the --patches) that built it)",
             short(c.patch_set_hash),
             c.release,
             c.mode,
@@ -157,7 +160,10 @@ pub fn recheck(ws: &Workspace, c: &Claims) -> Result<Rechecked> {
         problems.push(format!("{what}: family: says {}, but {} is of family {}", c.family, c.release, eff.family));
     }
     match c.provenance {
-        None => problems.push(format!("{what}: provenance: none recorded")),
+        None => problems.push(format!(
+            "{what}: provenance: it holds no passing provenance proof, so nothing shows these jars are the release \
+             plus exactly our edits; build them again with this okp (`okp show --build DIR` prints what it holds)"
+        )),
         Some(p) => {
             if !p.passed() || !p.release.passed || !p.release.enforced || !p.delta.passed {
                 problems.push(format!(
@@ -182,12 +188,42 @@ pub fn recheck(ws: &Workspace, c: &Claims) -> Result<Rechecked> {
     }
 
     // Where okp's edits sit: okp's patch set applied to the release's own sources.
-    let tree = ws.open(Spec::Release {
-        version: c.release,
-        hint: "a build of a release without sources jars cannot be re-derived: nothing independent of the build \
-               says where okp's edits sit in it",
-    })?;
-    let plan = apply::plan(&eff, tree.as_ref())?;
+    let opened;
+    let tree: &dyn SourceTree = match (&release.no_sources_jar, source) {
+        (None, _) => {
+            opened = ws.open(Spec::Release { version: c.release, hint: "" })?;
+            opened.as_ref()
+        }
+        (Some(_), Some(t)) => t,
+        (Some(_), None) => {
+            return Err(Error::Usage(format!(
+                "{what}: {} has no sources jar on Maven Central, so where okp's edits sit in it comes only from the \
+                 tree the build read: name it with --tree DIR or --git REPO --rev REV",
+                c.release
+            )))
+        }
+    };
+    let plan = apply::plan(&eff, tree)?;
+    // From a tree the user names: its files compiled must be the ones the record names, byte for
+    // byte (a tree other than the build's is not re-derived against).
+    if let (Some(p), Some(_)) = (c.provenance, &release.no_sources_jar) {
+        for ch in plan.changes.iter().filter(|ch| ch.before.is_some()) {
+            let said = p.sources.iter().find(|s| s.path == ch.path).and_then(|s| s.upstream_sha256.as_deref());
+            let found = ch.before.as_deref().map(sha256);
+            if said != found.as_deref() {
+                problems.push(format!(
+                    "{what}: provenance.sources: {}: says {}, but {} holds {}",
+                    ch.path,
+                    said.map_or("nothing", short),
+                    tree.describe(),
+                    found.as_deref().map_or("nothing", short)
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(refused(what, problems));
+        }
+    }
     let mut out = Rechecked::default();
     for j in &c.jars {
         let module_files: Vec<&apply::Change> =

@@ -157,7 +157,13 @@ impl BuildRecord {
 
     /// Re-derives what the record says of the jars `bytes` (in the record's order, as `read_jars`
     /// gives them) from their bytes and okp's own data (`recheck`); `dir` names the record.
-    pub fn recheck(&self, ws: &Workspace, dir: &Path, bytes: &[Vec<u8>]) -> Result<Rechecked> {
+    pub fn recheck(
+        &self,
+        ws: &Workspace,
+        dir: &Path,
+        bytes: &[Vec<u8>],
+        source: Option<&dyn crate::source::SourceTree>,
+    ) -> Result<Rechecked> {
         let claims = Claims {
             what: dir.join(FILE_NAME).display().to_string(),
             release: self.release,
@@ -182,14 +188,19 @@ impl BuildRecord {
                 })
                 .collect(),
         };
-        recheck::recheck(ws, &claims)
+        recheck::recheck(ws, &claims, source)
     }
 
     /// Reads the jars beside the record and re-derives them (`read_jars`, `recheck`): what every
     /// consumer of a build directory calls before it uses the jars.
-    pub fn read_and_recheck(&self, ws: &Workspace, dir: &Path) -> Result<(Vec<Vec<u8>>, Rechecked)> {
+    pub fn read_and_recheck(
+        &self,
+        ws: &Workspace,
+        dir: &Path,
+        source: Option<&dyn crate::source::SourceTree>,
+    ) -> Result<(Vec<Vec<u8>>, Rechecked)> {
         let bytes = self.read_jars(dir)?;
-        let r = self.recheck(ws, dir, &bytes)?;
+        let r = self.recheck(ws, dir, &bytes, source)?;
         Ok((bytes, r))
     }
 

@@ -681,12 +681,15 @@ pub fn splice(
                 &mut provenance,
             );
             if let (Err(e), Some(dir)) = (&proved, hit) {
-                // Whatever is wrong, the cached classes are not trusted again.
-                let _ = std::fs::remove_dir_all(dir);
-                crate::out::note(format!(
-                    "the unpatched classes came from okp's cache {} (now removed); the next build compiles them afresh: {e}",
-                    dir.display()
-                ));
+                // Cached classes that are not the release's are not trusted again (a failed patch
+                // delta says nothing about them).
+                if proof::is_release_refusal(e) {
+                    let _ = std::fs::remove_dir_all(dir);
+                    crate::out::note(format!(
+                        "the unpatched classes came from okp's cache {} (now removed; the next build compiles them afresh)",
+                        dir.display()
+                    ));
+                }
             }
             proved?;
             seconds.insert(format!("proof-{module}"), t.elapsed().as_secs_f64());
@@ -746,7 +749,7 @@ pub fn splice(
                 std::fs::read(&p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))
             })
             .collect::<Result<_>>()?;
-        let facts = record.recheck(ws, out, &bytes)?;
+        let facts = record.recheck(ws, out, &bytes, Some(tree))?;
         facts.note("");
         let mut record = record;
         record.seconds.insert("recheck".into(), t.elapsed().as_secs_f64());

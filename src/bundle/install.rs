@@ -193,7 +193,14 @@ fn staging() -> Result<tempfile::TempDir> {
 }
 
 /// `okp install`: verify, lock, unpack into a private directory, run the bundle's install.sh.
-pub fn install(ws: &Workspace, file: &Path, kafka_home: &Path, trust: &Trust, flags: &ScriptFlags) -> Result<Outcome> {
+pub fn install(
+    ws: &Workspace,
+    file: &Path,
+    kafka_home: &Path,
+    trust: &Trust,
+    flags: &ScriptFlags,
+    source: Option<&dyn crate::source::SourceTree>,
+) -> Result<Outcome> {
     // From the first moment: a SIGINT okp inherited as ignored (a background job of a shell) or one
     // that comes while the bundle is checked stops the install before anything changes.
     forward_interrupts();
@@ -212,7 +219,7 @@ pub fn install(ws: &Workspace, file: &Path, kafka_home: &Path, trust: &Trust, fl
     };
     // The signature says who made the bundle, not that its jars are the release plus okp's edits:
     // that is re-derived from the jars' bytes here, before anything is changed.
-    let facts = recheck(ws, &d.file_name, &unpacked, &manifest, &id)?;
+    let facts = recheck(ws, &d.file_name, &unpacked, &manifest, &id, source)?;
     facts.note("");
     if interrupted() {
         return Ok(Outcome::Failed(Failure::Interrupted));
@@ -237,6 +244,7 @@ pub fn recheck(
     unpacked: &archive::Unpacked,
     m: &Manifest,
     id: &Identity,
+    source: Option<&dyn crate::source::SourceTree>,
 ) -> Result<Rechecked> {
     let what = format!("{} of {file_name}", super::manifest::FILE_NAME);
     let mut jars = Vec::new();
@@ -268,7 +276,7 @@ pub fn recheck(
         provenance: m.provenance.as_deref(),
         jars,
     };
-    crate::build::recheck::recheck(ws, &claims)
+    crate::build::recheck::recheck(ws, &claims, source)
 }
 
 /// `okp rollback`: okp's own rollback.sh (which reads only the install record), under the lock.

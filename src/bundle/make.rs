@@ -29,6 +29,8 @@ pub struct Options<'a> {
     pub key: &'a Path,
     pub out: &'a Path,
     pub gpg_key: Option<&'a str>,
+    /// For a release without a sources jar: the tree the build read (`recheck`).
+    pub source: Option<&'a dyn crate::source::SourceTree>,
 }
 
 /// What was written.
@@ -55,24 +57,23 @@ fn jar_entry(jar: &[u8], name: &str) -> Option<Vec<u8>> {
 
 /// Reads the build record and checks it against the jars beside it, the matrix, and what the
 /// jars' bytes show (`BuildRecord::read_and_recheck`: nothing the record says is taken on trust).
-fn inputs(ws: &Workspace, dir: &Path, target: Target) -> Result<layout::Inputs> {
+fn inputs(
+    ws: &Workspace,
+    dir: &Path,
+    target: Target,
+    source: Option<&dyn crate::source::SourceTree>,
+) -> Result<layout::Inputs> {
     let model = &ws.model;
     let rec = BuildRecord::read(dir)?;
-    // Only jars shown to be the release plus exactly our edits are shipped: the jars' bytes must show
-    // what the record says, re-derived here with okp's own data (release, mode, layers, the jar set,
-    // the patch-set hash, every entry and member, and that the recorded proof passed, enforced).
-    let (bytes, facts) = rec.read_and_recheck(ws, dir)?;
-    facts.note("");
-    let provenance = rec.provenance.clone().ok_or_else(|| Error::Check("no provenance (a defect in okp)".into()))?;
-    let (release_v, mode) = (rec.release, rec.mode);
-    let release = model.matrix.require(release_v)?;
-    let id = Identity { release: release_v, mode, target };
-    // These values end up inside install.sh: only hex may pass.
+    // The record's values that end up inside install.sh, checked for form first (bad input, exit 2):
+    // only hex, plain jar names, coordinates of the release.
     if !is_sha256(&rec.patch_set_hash) {
-        return Err(bad(dir, format!("patch_set_hash `{}` is not a sha256", rec.patch_set_hash)));
+        return Err(bad(
+            dir,
+            format!("patch_set_hash `{}` is not a sha256", crate::out::one_line(&rec.patch_set_hash)),
+        ));
     }
-    let mut jars = Vec::new();
-    for (j, bytes) in rec.jars.iter().zip(bytes) {
+    for j in &rec.jars {
         if !is_sha256(&j.upstream_sha256) || !is_sha256(&j.sha256) {
             return Err(bad(dir, format!("jar {}: sha256 values must be 64 lower-case hex digits", j.splice.jar)));
         }
@@ -80,13 +81,25 @@ fn inputs(ws: &Workspace, dir: &Path, target: Target) -> Result<layout::Inputs> 
         let expected_name = format!("{}-{}.jar", coord.artifact, coord.version);
         if j.splice.jar != expected_name
             || !record::plain_file_name(&j.splice.jar)
-            || coord.version != release_v.to_string()
+            || coord.version != rec.release.to_string()
         {
             return Err(bad(
                 dir,
                 format!("jar {} does not match its upstream {} of release {}", j.splice.jar, j.upstream, rec.release),
             ));
         }
+    }
+    // Only jars shown to be the release plus exactly our edits are shipped: the jars' bytes must show
+    // what the record says, re-derived here with okp's own data (release, mode, layers, the jar set,
+    // the patch-set hash, every entry and member, and that the recorded proof passed, enforced).
+    let (bytes, facts) = rec.read_and_recheck(ws, dir, source)?;
+    facts.note("");
+    let provenance = rec.provenance.clone().ok_or_else(|| Error::Check("no provenance (a defect in okp)".into()))?;
+    let (release_v, mode) = (rec.release, rec.mode);
+    let release = model.matrix.require(release_v)?;
+    let id = Identity { release: release_v, mode, target };
+    let mut jars = Vec::new();
+    for (j, bytes) in rec.jars.iter().zip(bytes) {
         jars.push(JarInput {
             file_name: j.splice.jar.clone(),
             bytes,
@@ -148,7 +161,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 pub fn make(ws: &Workspace, o: &Options) -> Result<Made> {
-    let inputs = inputs(ws, o.build_dir, o.target)?;
+    let inputs = inputs(ws, o.build_dir, o.target, o.source)?;
     // The key signs the provenance inside the bundle as well as the bundle: loaded before anything
     // is laid out, so a wrong password leaves no half-made bundle.
     let sk = sign::load_secret(o.key)?;

@@ -149,6 +149,11 @@ impl Manifest {
                 )]);
             }
         }
+        if let Some(k) = crate::schema::duplicate_key(bytes) {
+            return Err(vec![format!(
+                "{FILE_NAME}: the key {k:?} appears twice in one object (refused: it could mean two things)"
+            )]);
+        }
         let m: Manifest = serde_json::from_slice(bytes).map_err(|e| vec![format!("{FILE_NAME}: {e}")])?;
         let id = m.validate()?;
         Ok((m, id))

@@ -62,10 +62,11 @@ pub fn bundle(
     key: &Path,
     out: Option<&Path>,
     gpg_key: Option<&str>,
+    source: Option<&dyn crate::source::SourceTree>,
 ) -> Result<Outcome> {
     let out = out.unwrap_or(build_dir);
     let t = std::time::Instant::now();
-    let made = make::make(ws, &make::Options { build_dir, target, key, out, gpg_key })?;
+    let made = make::make(ws, &make::Options { build_dir, target, key, out, gpg_key, source })?;
     print(&format!("{}\n", made.bundle.display()))?;
     for s in &made.sidecars {
         eprintln!("okp: wrote {}", s.display());
@@ -111,8 +112,9 @@ pub fn install(
     kafka_home: &Path,
     trust: &Trust<'_>,
     flags: &ScriptFlags,
+    source: Option<&dyn crate::source::SourceTree>,
 ) -> Result<Outcome> {
-    install::install(ws, file, kafka_home, trust, flags)
+    install::install(ws, file, kafka_home, trust, flags, source)
 }
 
 /// `okp rollback`: okp's own rollback.sh, which reads what install recorded.

@@ -178,6 +178,13 @@ pub fn comment_fields(comment: &str) -> std::collections::BTreeMap<String, Strin
     comment.split('\t').filter_map(|kv| kv.split_once(':')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
+/// A key the trusted comment holds twice (`file:a\tfile:b`): such a comment is refused, since a
+/// reader that takes the first value and one that takes the last would see two bundles.
+pub fn duplicate_comment_field(comment: &str) -> Option<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    comment.split('\t').filter_map(|kv| kv.split_once(':')).map(|(k, _)| k).find(|k| !seen.insert(*k)).map(String::from)
+}
+
 /// Signs `data`; the result is the text of a `.minisig` file.
 pub fn sign(sk: &SecretKey, data: &[u8], trusted: &str) -> Result<String> {
     let pk = PublicKey::from_secret_key(sk).map_err(|e| crypto("cannot derive the public key", e))?;
@@ -321,5 +328,11 @@ mod tests {
         assert!(verify(&other.pk, b"bundle bytes", &sig).is_err());
         let edited = sig.replace("target:linux-x86_64", "target:linux-aarch64");
         assert!(verify(&kp.pk, b"bundle bytes", &edited).is_err());
+    }
+
+    #[test]
+    fn a_trusted_comment_naming_a_field_twice_is_found() {
+        assert_eq!(duplicate_comment_field("file:a.tar.gz\trelease:3.9.2\tfile:b.tar.gz"), Some("file".into()));
+        assert_eq!(duplicate_comment_field("file:a.tar.gz\trelease:3.9.2"), None);
     }
 }

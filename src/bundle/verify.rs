@@ -150,6 +150,9 @@ pub fn verify(i: &Inputs) -> Outcome {
     };
     if i.pins.any() {
         let r = match &comment {
+            Some(c) if sign::duplicate_comment_field(c).is_some() => {
+                Err("the trusted comment names a field twice: pins are not checked against it".into())
+            }
             Some(c) => i.pins.check(&sign::comment_fields(c)),
             None => Err("not checked against a good signature: pins hold only for a verified bundle".into()),
         };
@@ -232,6 +235,7 @@ pub fn verify(i: &Inputs) -> Outcome {
 
     if let Some(c) = &comment {
         let f = sign::comment_fields(c);
+        let twice = sign::duplicate_comment_field(c);
         let mut want = vec![
             ("file", i.file_name.to_string()),
             ("okp-bundle", m.name.clone()),
@@ -244,11 +248,14 @@ pub fn verify(i: &Inputs) -> Outcome {
         if f.contains_key("okp_version") {
             want.push(("okp_version", m.okp_version.clone()));
         }
-        let wrong: Vec<String> = want
+        let mut wrong: Vec<String> = want
             .iter()
             .filter(|(k, v)| f.get(*k) != Some(v))
             .map(|(k, v)| format!("{k} is {:?}, expected {v}", f.get(*k).map(String::as_str).unwrap_or("(missing)")))
             .collect();
+        if let Some(k) = twice {
+            wrong.insert(0, format!("it names {k:?} twice (each reader could take another value)"));
+        }
         push(
             &mut checks,
             "trusted comment",

@@ -4,8 +4,9 @@
 //! (`bundle::verify`), making a bundle (`bundle::make`).
 
 use crate::bundle::{self as lib, Pins, ScriptFlags, Trust};
-use crate::cli::{BundleArgs, InstallArgs, KeygenArgs, PinArgs, RollbackArgs, VerifyBundleArgs};
+use crate::cli::{BundleArgs, InstallArgs, KeygenArgs, PinArgs, ReleaseSourceArgs, RollbackArgs, VerifyBundleArgs};
 use crate::error::{Outcome, Result};
+use crate::source::{SourceTree, Spec};
 use crate::workspace::Workspace;
 
 pub fn keygen(a: KeygenArgs) -> Result<Outcome> {
@@ -13,7 +14,17 @@ pub fn keygen(a: KeygenArgs) -> Result<Outcome> {
 }
 
 pub fn bundle(ws: &Workspace, a: BundleArgs) -> Result<Outcome> {
-    lib::bundle(ws, &a.build, a.target, &a.key, a.out.as_deref(), a.gpg_sign.as_deref())
+    let source = release_source(ws, &a.sources)?;
+    lib::bundle(ws, &a.build, a.target, &a.key, a.out.as_deref(), a.gpg_sign.as_deref(), source.as_deref())
+}
+
+/// The tree `--tree`/`--git --rev` name, opened, if any.
+fn release_source(ws: &Workspace, a: &ReleaseSourceArgs) -> Result<Option<Box<dyn SourceTree>>> {
+    match (&a.source_tree, &a.source_git, &a.source_rev) {
+        (Some(d), _, _) => Ok(Some(ws.open(Spec::Dir(d))?)),
+        (None, Some(repo), Some(rev)) => Ok(Some(ws.open(Spec::Git { repo, rev })?)),
+        _ => Ok(None),
+    }
 }
 
 pub fn verify_bundle(a: VerifyBundleArgs) -> Result<Outcome> {
@@ -29,7 +40,8 @@ pub fn install(ws: &Workspace, a: InstallArgs) -> Result<Outcome> {
     };
     let pins = pins(a.pins);
     let trust = Trust { pubkey: a.pubkey.as_deref(), allow_unverified: a.allow_unverified, pins: &pins };
-    lib::install(ws, &a.bundle, &a.kafka_home, &trust, &flags)
+    let source = release_source(ws, &a.sources)?;
+    lib::install(ws, &a.bundle, &a.kafka_home, &trust, &flags, source.as_deref())
 }
 
 fn pins(a: PinArgs) -> Pins {

@@ -12,7 +12,7 @@ pub fn show(ws: &Workspace, a: ShowArgs) -> Result<Outcome> {
     if let Some(dir) = &a.build {
         let rec = crate::build::record::BuildRecord::read(dir)?;
         // Nothing the record says is shown as fact before the jars' bytes are re-derived.
-        let derived = rec.read_and_recheck(ws, dir).map(|(_, facts)| facts);
+        let derived = rec.read_and_recheck(ws, dir, None).map(|(_, facts)| facts);
         let text = match super::json(a.format) {
             true => serde_json::to_string_pretty(&rec).unwrap_or_default() + "\n",
             false => crate::build::show::render(&rec, dir, &crate::build::show::release_hashes(ws, &rec)),

@@ -138,6 +138,11 @@ fn message(e: &serde_saphyr::Error) -> String {
         Ok(r) => r.replace_all(&text, "").into_owned(),
         Err(_) => text.into_owned(),
     };
+    // The library's advice to its own callers is not the user's to follow: say what is wrong.
+    let text = text.replace(", set DuplicateKeyPolicy in Options if acceptable", " (a key may appear once)").replace(
+        "multiple YAML documents detected; use from_str_multiple or from_str_multiple_with_options",
+        "more than one YAML document (a `---` line): okp reads one document per file",
+    );
     // The message may quote the file's text: never pass control characters to a terminal.
     text.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect()
 }
@@ -205,5 +210,16 @@ mod tests {
         assert!(read(&big, Input::Data).is_ok(), "the data cap is 4 MiB");
         let e = read(&dir.path().join("missing.yaml"), Input::Nodes).unwrap_err().to_string();
         assert!(e.starts_with("cannot read the nodes file "), "{e}");
+    }
+
+    #[test]
+    fn the_librarys_advice_to_its_callers_does_not_leak() {
+        let e = err("a: 1\na: 2\n");
+        assert!(
+            e.contains("duplicate mapping key: a (a key may appear once)") && !e.contains("DuplicateKeyPolicy"),
+            "{e}"
+        );
+        let e = err("a: 1\n---\na: 2\n");
+        assert!(e.contains("okp reads one document per file") && !e.contains("from_str_multiple"), "{e}");
     }
 }

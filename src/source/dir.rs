@@ -54,8 +54,7 @@ impl SourceTree for DirTree {
         if !inside {
             return Err(Error::Tree {
                 path: p,
-                msg: "a symbolic link that leaves the tree (or one that leads nowhere): okp reads a tree's own files only"
-                    .into(),
+                msg: "a symlink that leaves the tree (or leads nowhere): okp reads a tree's own files only".into(),
             });
         }
         match crate::fsx::read::read_regular(&p, MAX_SOURCE_FILE) {

@@ -83,10 +83,11 @@ pub fn differences_from_release(
         if compiled.contains(&path.as_str()) {
             continue;
         }
+        // A file the tree lacks is no change: the release's own class is what the jar keeps (a tree
+        // of the hooked files alone, `okp sources --hooked`, builds).
         match tree.read(&path)? {
-            None => out.push(format!("{path} (missing)")),
             Some(b) if b != bytes => out.push(format!("{path} (differs)")),
-            Some(_) => {}
+            _ => {}
         }
     }
     for module in release.modules() {

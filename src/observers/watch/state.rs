@@ -70,10 +70,8 @@ impl State {
 
 /// The state at `path`; a missing file is a first run (an empty state).
 pub fn load(path: &Path) -> Result<State> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::new(None)),
-        Err(e) => return Err(Error::io(format!("cannot read the watchdog's state file {}", path.display()), e)),
+    let Some(text) = crate::fsx::read::text_if_any(path, crate::fsx::read::MAX_RECORD, "watchdog's state file")? else {
+        return Ok(State::new(None));
     };
     parse(&path.display().to_string(), &text)
 }
@@ -90,10 +88,21 @@ pub fn parse(name: &str, text: &str) -> Result<State> {
         ),
     }
     };
-    let state: State = serde_json::from_str(text).map_err(|e| damaged(e.line(), e.column(), e.to_string()))?;
-    if state.schema != SCHEMA {
-        return Err(damaged(1, 1, format!("schema {:?}, expected {SCHEMA:?}", state.schema)));
+    // The schema first: a state of another okp is named as such, not as a missing field.
+    #[derive(serde::Deserialize)]
+    struct Head {
+        schema: Option<serde_json::Value>,
     }
+    if let Ok(Head { schema }) = serde_json::from_str::<Head>(text) {
+        if schema.as_ref().and_then(|v| v.as_str()) != Some(SCHEMA) {
+            let found = schema.map(|v| v.to_string()).unwrap_or_else(|| "(none)".into());
+            return Err(damaged(1, 1, format!("schema {found}, expected {SCHEMA:?} (written by another okp?)")));
+        }
+    }
+    if let Some(k) = crate::schema::duplicate_key(text.as_bytes()) {
+        return Err(damaged(1, 1, format!("the key {k:?} appears twice in one object")));
+    }
+    let state: State = serde_json::from_str(text).map_err(|e| damaged(e.line(), e.column(), e.to_string()))?;
     let mut seen = std::collections::BTreeSet::new();
     for p in &state.promoted {
         if p.broker < 0 || !seen.insert(p.broker) {
