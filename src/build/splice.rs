@@ -953,6 +953,10 @@ mod tests {
         fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
             Ok(self.0.get(path).cloned())
         }
+        fn files_under(&self, dir: &str) -> Result<Vec<String>> {
+            let prefix = format!("{}/", dir.trim_end_matches('/'));
+            Ok(self.0.keys().filter(|k| k.starts_with(&prefix)).cloned().collect())
+        }
     }
 
     #[test]
