@@ -745,8 +745,7 @@ fn proof_cell(evidence: &Path, run: &str) -> Option<String> {
         .ok()
         .and_then(|b| serde_json::from_slice::<crate::build::proof::Provenance>(&b).ok());
     Some(match read {
-        Some(p) if p.passed() && p.release.differences.is_empty() => format!("[proved]({rel})"),
-        Some(p) if p.passed() => format!("[proved, {} recorded]({rel})", p.release.differences.len()),
+        Some(p) if p.passed() => format!("[proved]({rel})"),
         Some(_) => format!("[NOT proved]({rel})"),
         None => format!("[unreadable]({rel})"),
     })
@@ -812,7 +811,7 @@ fn matrix_page(
     let gates: Vec<&str> = scenarios::SCENARIOS.iter().filter(|s| s.gate).map(|s| s.id).collect();
     s.push_str(&format!("Each cell links to the scenario's journal (every command and its output). `-upstream` rows are negative controls on unpatched jars: their gate scenarios ({}) are expected to FAIL.\n\n", gates.join(", ")));
     if columns.iter().any(|c| c.header == "proof") {
-        s.push_str(&format!("The `proof` column is the provenance proof of an `okp build` of the same release and mode (`{PROOF_DIR}/<pair>.json`, okp's provenance.json, written by `scripts/proof-evidence.sh`): the patch delta passed, and the source = release proof either equal or with its differences recorded ([summary]({PROOF_DIR}/summary.md)).\n\n"));
+        s.push_str(&format!("The `proof` column is the provenance proof of an `okp build` of the same release and mode (`{PROOF_DIR}/<pair>.json`, okp's provenance.json, written by `scripts/proof-evidence.sh`): the patch delta passed, and the sources compiled give the release's own classes, nothing forgiven beyond the release's named exceptions ([summary]({PROOF_DIR}/summary.md)).\n\n"));
     }
     if columns.iter().any(|c| c.header == "unit") {
         s.push_str("The `unit` column is `okp unit-tests` on the same release and mode: Kafka's own unit tests of the hooked classes on upstream jars, patched jars, and patched jars with observers ([evidence/unit](unit/)).\n\n");
@@ -974,7 +973,7 @@ mod tests {
             |start: &str| page.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {page}"));
         assert!(row("| [3.9.2-zk]").contains("| [proved](build/proof/3.9.2-zk.json) |"), "{page}");
         assert!(row("| 2.7.0-zk | not run").contains("| [proved](build/proof/2.7.0-zk.json) |"), "{page}");
-        assert!(row("| [3.1.2-zk]").contains("| [proved, 1 recorded](build/proof/3.1.2-zk.json) |"), "{page}");
+        assert!(row("| [3.1.2-zk]").contains("| [proved](build/proof/3.1.2-zk.json) |"), "{page}");
         assert!(row("| 4.4.0-kraft |").contains("| – | – |"), "no proof, no unit run: {page}");
         // Damaged or not a proof: said so, never a pass.
         std::fs::write(t.path().join(PROOF_DIR).join("3.9.2-zk.json"), "{").unwrap();

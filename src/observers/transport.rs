@@ -706,7 +706,7 @@ mod tests {
             ("just text\n", "1:1", "; the file holds string \"just text\""),
             ("- 4\n", "1:3", "expected mapping"),
             ("- {id: 4, path: /x\n", "1:3", "unclosed bracket"),
-            ("---\n- {id: 4, path: /x}\n---\n- {id: 5, path: /y}\n", "4:1", "multiple YAML documents"),
+            ("---\n- {id: 4, path: /x}\n---\n- {id: 5, path: /y}\n", "4:1", "more than one YAML document"),
         ];
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("nodes.yaml");
