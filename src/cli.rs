@@ -467,6 +467,10 @@ pub struct NodeFiles {
     /// With --transport command: replaces a node's file atomically with stdin, e.g. 'ssh {host} "cat > {path}.okp-tmp && mv {path}.okp-tmp {path}"'.
     #[arg(long, value_name = "TEMPLATE")]
     pub write_cmd: Option<String>,
+    /// With --transport command: seconds one template run may take before okp kills it (and
+    /// everything it started) and names the node (default 30; 1 to 3600).
+    #[arg(long, value_name = "S")]
+    pub transport_timeout: Option<u64>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -525,7 +529,7 @@ pub struct ObserversWatchArgs {
     /// Let the watchdog run at all (rule 1: without it, or `enable: true` in --config, it refuses to start).
     #[arg(long)]
     pub enable: bool,
-    /// A YAML file of settings, each key a flag's name (enable, bootstrap, nodes, transport, read-cmd, write-cmd, policy, max-lag, interval, cooldown, confirm-interval, timeout, state, audit-log, dry-run); flags win.
+    /// A YAML file of settings, each key a flag's name (enable, bootstrap, nodes, transport, read-cmd, write-cmd, transport-timeout, policy, max-lag, interval, cooldown, confirm-interval, timeout, state, audit-log, dry-run); flags win.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Trace every decision (and run the pre-checks), write nothing: no observer.ids, no state.
