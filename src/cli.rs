@@ -117,6 +117,14 @@ pub enum Command {
     /// evidence/bench/broker/<release>-<mode>/). Judges no time. Exit 0 when
     /// measured, 2 on bad input, 3 when Java, Maven or a port is unavailable.
     Bench(BenchArgs),
+    /// Start a local patched cluster to try observers by hand, in the foreground, until Ctrl-C.
+    ///
+    /// ZooKeeper (or three KRaft controllers) and brokers 1-4 on 127.0.0.1, broker 4 the observer
+    /// of topic `demo`. Prints the bootstrap address, the nodes file and the next commands to
+    /// try (okp observers status/promote/demote, the release's console producer and consumer).
+    /// Ctrl-C or SIGTERM stops every process it started and removes its directory (exit 130).
+    /// Exit 2 on bad input, 3 when Java, Maven or a port is unavailable.
+    Playground(PlaygroundArgs),
     /// Development aid for the integration tests: a patched cluster kept up until stdin closes.
     #[command(hide = true)]
     DevCluster(DevClusterArgs),
@@ -567,6 +575,19 @@ pub struct ObserversWatchArgs {
     /// One JSON line per decision, appended (default /var/log/okp/observer-watch.log).
     #[arg(long, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct PlaygroundArgs {
+    /// The release (default 3.9.2).
+    #[arg(long, value_name = "V", default_value = "3.9.2")]
+    pub version: KafkaVersion,
+    /// zk or kraft (default: zk where the release has it, else kraft).
+    #[arg(long, value_name = "M")]
+    pub mode: Option<Mode>,
+    /// The playground's directory (new or empty; default: a new one under the temp directory), removed at the end.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -14,7 +14,7 @@
 //!   `bundle` (signed bundles, install, rollback)
 //! - live clusters: `wire` (Kafka protocol client), `cluster`, `scenarios`,
 //!   `verify`, `dev_cluster`, `bench`, `observers`, `hosts` (separate hosts in
-//!   network namespaces over ssh)
+//!   network namespaces over ssh), `playground` (a local cluster to try by hand)
 //! - the command line: `cli` (flags only), `cmd` (one module per command)
 //!
 //! A module imports only modules listed before its own line, or its own
@@ -52,6 +52,7 @@ pub mod cluster;
 pub mod dev_cluster;
 pub mod hosts;
 pub mod observers;
+pub mod playground;
 pub mod scenarios;
 pub mod soak;
 pub mod verify;

@@ -15,7 +15,7 @@ const STAGES: &[(&str, &[&str])] = &[
     ("products", &["build", "port", "bundle", "releases"]),
     (
         "live clusters",
-        &["wire", "cluster", "scenarios", "soak", "verify", "dev_cluster", "bench", "observers", "hosts"],
+        &["wire", "cluster", "scenarios", "soak", "verify", "dev_cluster", "bench", "observers", "hosts", "playground"],
     ),
     ("flags", &["cli"]),
     ("commands", &["cmd"]),

@@ -20,7 +20,7 @@
 //! Not here: Kafka on these hosts (`hosts::cluster`), what is asserted (`scenarios`).
 
 pub mod cluster;
-mod netns;
+pub(crate) mod netns;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -80,13 +80,15 @@ pub fn output_within(program: &str, argv: &[String], timeout: Duration) -> Resul
     Ok((code, o.join().unwrap_or_default(), e.join().unwrap_or_default()))
 }
 
-/// Whether something in namespace `ns` listens on TCP `port` (`ss` is not needed: /proc).
+/// Whether something in namespace `ns` listens on TCP `port`, IPv4 or IPv6 (`ss` is not needed: /proc).
 pub fn listening(ns: &str, port: u16) -> bool {
-    let Ok(out) = Command::new("ip").args(["netns", "exec", ns, "cat", "/proc/net/tcp"]).output() else {
+    // A JVM listens on an IPv6 socket (an IPv4-mapped address), which only /proc/net/tcp6 lists.
+    let Ok(out) = Command::new("ip").args(["netns", "exec", ns, "cat", "/proc/net/tcp", "/proc/net/tcp6"]).output()
+    else {
         return false;
     };
     let want = format!(":{port:04X}");
-    String::from_utf8_lossy(&out.stdout).lines().skip(1).any(|l| {
+    String::from_utf8_lossy(&out.stdout).lines().any(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
         f.len() > 3 && f[1].ends_with(&want) && f[3] == "0A"
     })
