@@ -57,7 +57,8 @@ fi
 # ansible-core for the Ansible role (contrib/ansible/okp_observer) run by HOSTS and its tests:
 # pinned, the last release for this Python 3.11 (2.20 and later need 3.12), into the same venv.
 ANSIBLE_CORE_VERSION=2.19.14
-if ! "$venv/bin/ansible-playbook" --version 2>/dev/null | grep -q "core $ANSIBLE_CORE_VERSION"; then
+if ! "$venv/bin/python" -c "import sys, importlib.metadata as m
+sys.exit(m.version('ansible-core') != '$ANSIBLE_CORE_VERSION')" 2>/dev/null; then
   echo "setup: installing ansible-core $ANSIBLE_CORE_VERSION into $venv" >&2
   "$venv/bin/pip" install -q "ansible-core==$ANSIBLE_CORE_VERSION"
 fi

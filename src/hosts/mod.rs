@@ -286,11 +286,7 @@ impl Topology {
             auth = self.dir.join("authorized_keys").display(),
         );
         write(&h.dir.join("sshd_config"), &config)?;
-        let public = std::fs::read_to_string(key.with_extension("pub"))
-            .map_err(|e| Error::io(format!("cannot read {}", key.display()), e))?;
-        let mut parts = public.split_whitespace();
-        let (kind, b64) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
-        Ok(format!("{},{} {kind} {b64}\n", h.name, h.addr))
+        known_line(h)
     }
 
     /// The argv that runs `argv` on host `h`: in its namespace (with its /etc/hosts), in a UTS
@@ -315,27 +311,7 @@ impl Topology {
     /// Starts (or restarts) `name`'s sshd and waits until it answers ssh from the operator host.
     pub fn start_sshd(&mut self, name: &str) -> Result<()> {
         self.stop_sshd(name);
-        let h = self.host(name)?.clone();
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(h.dir.join("sshd.log"))
-            .map_err(|e| Error::io("cannot open sshd.log", e))?;
-        let err = log.try_clone().map_err(|e| Error::io("cannot duplicate a log handle", e))?;
-        let argv = Topology::on_host(
-            &h,
-            &[SSHD.into(), "-D".into(), "-e".into(), "-f".into(), h.dir.join("sshd_config").display().to_string()],
-        );
-        use std::os::unix::process::CommandExt;
-        let child = Command::new("ip")
-            .args(&argv)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .map_err(|e| Error::External(format!("cannot start sshd on {name} ({e})")))?;
-        self.sshd.insert(name.to_string(), child);
+        let h = self.spawn_sshd(name)?;
         let t0 = Instant::now();
         loop {
             let o = self.ssh_run(name, "true", Duration::from_secs(10))?;
@@ -352,6 +328,30 @@ impl Topology {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// Starts `name`'s sshd in its namespace and hostname (its output to `sshd.log`), not waiting.
+    fn spawn_sshd(&mut self, name: &str) -> Result<Host> {
+        use std::os::unix::process::CommandExt;
+        let h = self.host(name)?.clone();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(h.dir.join("sshd.log"))
+            .map_err(|e| Error::io("cannot open sshd.log", e))?;
+        let err = log.try_clone().map_err(|e| Error::io("cannot duplicate a log handle", e))?;
+        let config = h.dir.join("sshd_config").display().to_string();
+        let argv = Topology::on_host(&h, &[SSHD.into(), "-D".into(), "-e".into(), "-f".into(), config]);
+        let child = Command::new("ip")
+            .args(&argv)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| Error::External(format!("cannot start sshd on {name} ({e})")))?;
+        self.sshd.insert(name.to_string(), child);
+        Ok(h)
     }
 
     /// `ssh root@name CMD` from the operator host with the run's options: (exit code, stdout,
@@ -395,47 +395,15 @@ impl Topology {
         self.sshd_start_unchecked(name)
     }
 
-    /// Puts the run's known_hosts line for `name` back to the host's current key.
+    /// Writes the run's known_hosts again from every host's current key (after `rekey`).
     pub fn trust_current_key(&mut self) -> Result<()> {
-        let mut known = String::new();
-        for h in &self.hosts {
-            let public = std::fs::read_to_string(h.dir.join("ssh_host_ed25519_key.pub"))
-                .map_err(|e| Error::io("cannot read a host key", e))?;
-            let mut parts = public.split_whitespace();
-            known.push_str(&format!(
-                "{},{} {} {}\n",
-                h.name,
-                h.addr,
-                parts.next().unwrap_or_default(),
-                parts.next().unwrap_or_default()
-            ));
-        }
-        write(&self.known_hosts(), &known)
+        let known: Vec<String> = self.hosts.iter().map(known_line).collect::<Result<_>>()?;
+        write(&self.known_hosts(), &known.concat())
     }
 
     /// Starts sshd without asking it (its key is no longer the one known).
     fn sshd_start_unchecked(&mut self, name: &str) -> Result<()> {
-        let h = self.host(name)?.clone();
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(h.dir.join("sshd.log"))
-            .map_err(|e| Error::io("cannot open sshd.log", e))?;
-        let err = log.try_clone().map_err(|e| Error::io("cannot duplicate a log handle", e))?;
-        let argv = Topology::on_host(
-            &h,
-            &[SSHD.into(), "-D".into(), "-e".into(), "-f".into(), h.dir.join("sshd_config").display().to_string()],
-        );
-        use std::os::unix::process::CommandExt;
-        let child = Command::new("ip")
-            .args(&argv)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .map_err(|e| Error::External(format!("cannot start sshd on {name} ({e})")))?;
-        self.sshd.insert(name.to_string(), child);
+        let h = self.spawn_sshd(name)?;
         // Listening is enough here: the handshake would fail on the key, as it must.
         let t0 = Instant::now();
         while !netns::listening(&h.ns, 22) {
@@ -482,6 +450,15 @@ impl Drop for Topology {
     fn drop(&mut self) {
         self.teardown();
     }
+}
+
+/// `host`'s known_hosts line: its name and address, its current host key.
+fn known_line(h: &Host) -> Result<String> {
+    let key = h.dir.join("ssh_host_ed25519_key.pub");
+    let public = std::fs::read_to_string(&key).map_err(|e| Error::io(format!("cannot read {}", key.display()), e))?;
+    let mut parts = public.split_whitespace();
+    let (kind, b64) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+    Ok(format!("{},{} {kind} {b64}\n", h.name, h.addr))
 }
 
 fn host(run: u8, dir: &Path, name: &str, octet: u8) -> Host {

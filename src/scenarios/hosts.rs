@@ -285,8 +285,10 @@ fn roll(hc: &mut HostCluster, o: &mut Outcome, note: &mut dyn FnMut(&str)) -> Re
     let r = recap(&text);
     o.fact("roll", serde_json::json!({"exit": rc, "seconds": round(secs), "recap": r}));
     o.check(
-        "Ansible roll again: exit 0, every broker installed, b1 and b2 left as they were (already installed)",
-        rc == 0 && (1..=4).all(|id| installed(hc, id)) && text.contains("is already installed"),
+        "Ansible roll again: exit 0, every broker installed, b1 and b2 left as they were (already installed: nothing changed, not restarted)",
+        rc == 0
+            && (1..=4).all(|id| installed(hc, id))
+            && ["b1", "b2"].iter().all(|h| r.iter().any(|(x, line)| x == h && line.contains("changed=0"))),
         format!("exit {rc}; recap {r:?}"),
     );
     let (s, secs) = hc.wait_state("obs", Duration::from_secs(60), |s| !s.isr.contains(&4) && s.isr.len() == 3);
@@ -340,6 +342,47 @@ fn observers(hc: &HostCluster, sub: &[&str], nodes: &Path, timeout_s: u64) -> Re
     ))
 }
 
+/// A fault on one host, and how it is lifted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Stopped,
+    LinkDown,
+    Frozen,
+    Rekeyed,
+    /// Reached through the host's port whose sessions sleep: nothing to set.
+    Stalled,
+    /// The directory of observer.ids read-only as the host's sshd sees it.
+    ReadOnly,
+}
+
+impl Fault {
+    fn label(self) -> &'static str {
+        match self {
+            Fault::Stopped => "sshd stopped",
+            Fault::LinkDown => "link down",
+            Fault::Frozen => "sshd frozen (SIGSTOP)",
+            Fault::Rekeyed => "changed host key",
+            Fault::Stalled => "session stalls after login",
+            Fault::ReadOnly => "read-only directory on the last host written",
+        }
+    }
+
+    /// Puts the fault on `host` (`on`), or lifts it.
+    fn set(self, t: &mut crate::hosts::Topology, host: &str, dir: &Path, on: bool) -> Result<()> {
+        match (self, on) {
+            (Fault::Stopped, true) => t.stop_sshd(host),
+            (Fault::Stopped, false) => t.start_sshd(host)?,
+            (Fault::LinkDown, up) => t.link(host, !up)?,
+            (Fault::Frozen, frozen) => t.freeze_sshd(host, frozen)?,
+            (Fault::Rekeyed, true) => t.rekey(host)?,
+            (Fault::Rekeyed, false) => t.trust_current_key()?,
+            (Fault::Stalled, _) => {}
+            (Fault::ReadOnly, ro) => t.read_only(host, dir, ro)?,
+        }
+        Ok(())
+    }
+}
+
 /// Part 2 and 3: promote, demote, each fault, and the watchdog, over ssh.
 fn observers_over_ssh(hc: &mut HostCluster, o: &mut Outcome, note: &mut dyn FnMut(&str), nodes: &Path) -> Result<()> {
     let as_before = files(hc);
@@ -372,30 +415,24 @@ fn observers_over_ssh(hc: &mut HostCluster, o: &mut Outcome, note: &mut dyn FnMu
     let stalled = hc.topo.dir.join("nodes-stalled.yaml");
     crate::fsx::write_atomic(&stalled, hc.nodes_yaml().replace("host: b2,", "host: b2-stall,").as_bytes())?;
     let mut table = Vec::new();
-    type Fault = (&'static str, String, &'static str, f64);
-    let faults: Vec<Fault> = vec![
-        ("sshd stopped", "b2".into(), "Connection refused", 10.0),
-        ("link down", "b3".into(), "exited with 255", 15.0),
-        ("sshd frozen (SIGSTOP)", first_broker_host.clone(), "banner exchange", 15.0),
-        ("changed host key", quorum_host.clone(), "Host key verification failed", 10.0),
-        ("session stalls after login", "b2-stall".into(), "did not finish within 10 s", 20.0),
-        ("read-only directory on the last host written", last.clone(), "Read-only file system", 40.0),
+    let faults = [
+        (Fault::Stopped, "b2".to_string(), "Connection refused", 10.0),
+        (Fault::LinkDown, "b3".into(), "exited with 255", 15.0),
+        (Fault::Frozen, first_broker_host.clone(), "banner exchange", 15.0),
+        (Fault::Rekeyed, quorum_host.clone(), "Host key verification failed", 10.0),
+        (Fault::Stalled, "b2".into(), "did not finish within 10 s", 20.0),
+        (Fault::ReadOnly, last.clone(), "Read-only file system", 40.0),
     ];
-    for (what, host, needle, bound) in faults {
-        let base = host.trim_end_matches("-stall").to_string();
-        match what {
-            "sshd stopped" => hc.topo.stop_sshd(&base),
-            "link down" => hc.topo.link(&base, false)?,
-            "sshd frozen (SIGSTOP)" => hc.topo.freeze_sshd(&base, true)?,
-            "changed host key" => hc.topo.rekey(&base)?,
-            "read-only directory on the last host written" => hc.topo.read_only(&base, &ids_dir, true)?,
-            _ => {}
-        }
-        let file = if host.ends_with("-stall") { &stalled } else { nodes };
+    for (fault, base, needle, bound) in faults {
+        fault.set(&mut hc.topo, &base, &ids_dir, true)?;
+        // The stalled host is reached through its `-stall` name (its port whose sessions sleep).
+        let (host, file) =
+            if fault == Fault::Stalled { (format!("{base}-stall"), stalled.as_path()) } else { (base.clone(), nodes) };
         let (rc, _, err, secs) = observers(hc, &["promote", "--broker", "4", "--timeout", "60"], file, 10)?;
         let after = files(hc);
         let same = after == as_before;
         let named = err.contains(&format!(" ({host}:")) && err.contains(needle);
+        let what = fault.label();
         note(&format!("FAULT {what} on {host}: okp observers promote --broker 4 exit {rc} in {secs:.1} s\n{err}\n  files after: {}", show(&after)));
         o.check(
             &format!("fault `{what}` on {host}: exit 3 naming {host} ({needle}) within {bound} s; every node's observer.ids as before"),
@@ -405,16 +442,7 @@ fn observers_over_ssh(hc: &mut HostCluster, o: &mut Outcome, note: &mut dyn FnMu
         table.push(
             serde_json::json!({"fault": what, "host": host, "exit": rc, "seconds": round(secs), "all_as_before": same}),
         );
-        match what {
-            "sshd stopped" => hc.topo.start_sshd(&base)?,
-            "link down" => hc.topo.link(&base, true)?,
-            "sshd frozen (SIGSTOP)" => hc.topo.freeze_sshd(&base, false)?,
-            "changed host key" => {
-                hc.topo.trust_current_key()?;
-            }
-            "read-only directory on the last host written" => hc.topo.read_only(&base, &ids_dir, false)?,
-            _ => {}
-        }
+        fault.set(&mut hc.topo, &base, &ids_dir, false)?;
     }
     o.fact("faults", table);
 
