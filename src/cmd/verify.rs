@@ -146,11 +146,8 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     let ids: Vec<String> = if !args.scenarios.is_empty() {
         args.scenarios.clone()
     } else {
-        scenarios::SCENARIOS
-            .iter()
-            .filter(|s| (s.gate || !args.upstream) && !scenarios::OPT_IN.contains(&s.id))
-            .map(|s| s.id.to_string())
-            .collect()
+        let flavor = if args.upstream { Flavor::Upstream } else { Flavor::Patched };
+        scenarios::default_suite(flavor).map(|s| s.id.to_string()).collect()
     };
     // With --jars the build record says which layers the jars carry.
     let layers = match &args.jars {

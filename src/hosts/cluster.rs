@@ -291,16 +291,17 @@ impl HostCluster {
         let ip = PathBuf::from("ip");
         if self.mode == Mode::Kraft {
             let id = format!("okp-hosts-{}-{}", self.topo.run, std::process::id());
-            // A cluster id: 22 characters of URL-safe base64, as kafka-storage random-uuid prints.
+            // A cluster id (URL-safe base64 of 16 bytes, as Kafka's Uuid), from the run and this process.
             let raw = crate::hash::sha256(id.as_bytes());
             let mut bytes = [0u8; 16];
             for (i, b) in bytes.iter_mut().enumerate() {
                 *b = u8::from_str_radix(&raw[i * 2..i * 2 + 2], 16).unwrap_or(0);
             }
-            bytes[0] &= 0x7f; // never a leading '-' (the storage tool would read it as an option)
-            let cluster_id = <ct_codecs::Base64UrlSafeNoPadding as ct_codecs::Encoder>::encode_to_string(bytes)
-                .map_err(|e| Error::Source(format!("cluster id: {e}")))?;
-            let cluster_id = if cluster_id.starts_with('-') { format!("A{}", &cluster_id[1..]) } else { cluster_id };
+            // The top bit clear: the first base64 character is never `-`, which the storage tool
+            // would read as an option.
+            bytes[0] &= 0x7f;
+            let cluster_id = crate::cluster::cluster_id(bytes)?
+                .ok_or_else(|| Error::Source("a cluster id starting with `-`".into()))?;
             for i in 0..self.nodes.len() {
                 let cfg = self.nodes[i].host.dir.join("server.properties").display().to_string();
                 let out = self.tools.run(

@@ -137,6 +137,12 @@ pub fn lanes(selected: &[&'static Scenario], lanes: usize, mode: Mode) -> Vec<Ve
 /// on separate hosts and takes about five minutes, as long as a whole pair's suite.
 pub const OPT_IN: &[&str] = &["HOSTS"];
 
+/// The suite a run of `flavor` takes when `--scenarios` names none: every scenario but the
+/// opt-in ones (an upstream run: the gates only). What "the whole suite" means in the evidence.
+pub fn default_suite(flavor: Flavor) -> impl Iterator<Item = &'static Scenario> {
+    SCENARIOS.iter().filter(move |s| (s.gate || flavor == Flavor::Patched) && !OPT_IN.contains(&s.id))
+}
+
 /// Why scenario `id` cannot run on this machine, if it cannot (HOSTS: namespaces, sshd, root).
 pub fn unavailable(id: &str) -> Option<String> {
     (id == "HOSTS").then(crate::hosts::available).and_then(|r| r.err())
