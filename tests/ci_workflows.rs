@@ -377,10 +377,14 @@ fn the_hosts_job_runs_the_fault_tests_and_hosts_on_both_pairs_as_root() {
     let doc = load(HOSTS);
     well_shaped(&doc);
     let job = &doc["jobs"]["hosts"];
-    let pairs: Vec<&str> = job["strategy"]["matrix"]["pair"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    let pairs: Vec<&str> =
+        job["strategy"]["matrix"]["pair"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
     assert_eq!(pairs, ["3.9.2 zk", "4.3.1 kraft"]);
     let tests = step_named(job, "The transport's fault tests")["run"].as_str().unwrap();
-    assert!(tests.contains("sudo") && tests.contains("--test hosts") && tests.contains("--test ansible_role"), "{tests}");
+    assert!(
+        tests.contains("sudo") && tests.contains("--test hosts") && tests.contains("--test ansible_role"),
+        "{tests}"
+    );
     let pg = step_named(job, "okp playground")["run"].as_str().unwrap();
     assert!(pg.contains("--test playground -- --ignored"), "{pg}");
     let run = step_named(job, "Scenario HOSTS")["run"].as_str().unwrap();

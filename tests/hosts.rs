@@ -85,6 +85,7 @@ fn every_read_fault_names_its_host_within_bounded_time_and_changes_nothing() {
     }
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let mut t = Topology::create(&HOSTS).unwrap();
+    t.connect_timeout = 2;
     let (nodes, _) = setup(&t, false);
 
     // Healthy: every file read over ssh (by name, through the operator host's /etc/hosts), so
@@ -98,7 +99,7 @@ fn every_read_fault_names_its_host_within_bounded_time_and_changes_nothing() {
     let mut table = Vec::new();
     let mut fault = |t: &mut Topology, what: &str, needle: &str, bound: f64| {
         let before = files(t);
-        let (o, secs) = status(t, &nodes, 8);
+        let (o, secs) = status(t, &nodes, 6);
         let err = stderr(&o);
         table.push(format!("{what}: exit {:?} in {secs:.1} s", o.status.code()));
         assert_eq!(o.status.code(), Some(3), "{what}: {err}");
@@ -124,22 +125,22 @@ fn every_read_fault_names_its_host_within_bounded_time_and_changes_nothing() {
     assert!(!stderr(&o).contains("observer.ids"), "b2 healthy again: {}", stderr(&o));
 
     // A host that authenticates and then runs nothing (its port whose sessions sleep): okp's own
-    // deadline (--transport-timeout 8) ends it.
+    // deadline (--transport-timeout 4) ends it.
     let stalled = t.dir.join("nodes-stalled.yaml");
     std::fs::write(&stalled, std::fs::read_to_string(&nodes).unwrap().replace("host: b2}", "host: b2-stall}")).unwrap();
     let before = files(&t);
-    let (o, secs) = status(&t, &stalled, 8);
+    let (o, secs) = status(&t, &stalled, 4);
     let err = stderr(&o);
     table.push(format!("session stalls after login: exit {:?} in {secs:.1} s", o.status.code()));
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("broker 2 (b2-stall:") && err.contains("did not finish within 8 s"), "{err}");
-    assert!((8.0..14.0).contains(&secs), "{secs:.1} s");
+    assert!(err.contains("broker 2 (b2-stall:") && err.contains("did not finish within 4 s"), "{err}");
+    assert!((4.0..10.0).contains(&secs), "{secs:.1} s");
     assert_eq!(files(&t), before);
 
     // Two hosts down: both named in one error, in the time of one.
     t.stop_sshd("b1");
     t.freeze_sshd("b3", true).unwrap();
-    let (o, secs) = status(&t, &nodes, 8);
+    let (o, secs) = status(&t, &nodes, 6);
     let err = stderr(&o);
     table.push(format!("b1 stopped and b3 frozen: exit {:?} in {secs:.1} s", o.status.code()));
     assert!(err.contains("cannot read observer.ids of 2 of 3 nodes; nothing was written"), "{err}");
@@ -176,7 +177,8 @@ fn a_write_that_fails_on_one_host_leaves_every_host_as_before() {
         return;
     }
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
-    let t = Topology::create(&HOSTS).unwrap();
+    let mut t = Topology::create(&HOSTS).unwrap();
+    t.connect_timeout = 2;
     let (_, nodes) = setup(&t, true);
 
     // Healthy: promote 4 (remove it) on every host, demote it back.

@@ -87,6 +87,8 @@ pub struct Topology {
     pub hosts: Vec<Host>,
     /// The operator host's namespace, where ssh, okp and ansible-playbook run.
     pub ctl: Host,
+    /// ssh's ConnectTimeout in the run's templates, seconds (default 5).
+    pub connect_timeout: u32,
     hub: String,
     /// Processes started in the hosts (sshd), by host name.
     sshd: BTreeMap<String, Child>,
@@ -143,6 +145,7 @@ impl Topology {
             dir,
             sshd: BTreeMap::new(),
             torn_down: false,
+            connect_timeout: 5,
         };
         t.hosts = names.iter().enumerate().map(|(i, n)| host(run, &t.dir, n, 11 + i as u8)).collect();
         match t.build() {
@@ -241,9 +244,10 @@ impl Topology {
     /// timeout, the run's key.
     pub fn ssh(&self) -> String {
         format!(
-            "ssh -F {} -o BatchMode=yes -o UserKnownHostsFile={} -o StrictHostKeyChecking=yes -o ConnectTimeout=5 -i {} -l root",
+            "ssh -F {} -o BatchMode=yes -o UserKnownHostsFile={} -o StrictHostKeyChecking=yes -o ConnectTimeout={} -i {} -l root",
             self.ssh_config().display(),
             self.known_hosts().display(),
+            self.connect_timeout,
             self.key().display()
         )
     }
