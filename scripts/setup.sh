@@ -22,6 +22,12 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v jq >/dev/null 2>&1 || need+=(jq)
 # unzip lists and extracts jar entries in tests/build.rs, independently of okp.
 command -v unzip >/dev/null 2>&1 || need+=(unzip)
+# The HOSTS scenario and tests/hosts.rs: separate hosts in network namespaces (iproute2), each
+# with a hostname of its own (unshare, nsenter: util-linux) and Debian's OpenSSH server.
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
 # python3 with venv and pip for the PyPI checkers below.
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ((${#need[@]})); then
@@ -47,6 +53,25 @@ sys.exit(m.version('cyclonedx-python-lib') != '$CYCLONEDX_VERSION' or m.version(
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q "check-jsonschema==$CHECK_JSONSCHEMA_VERSION" \
     "cyclonedx-python-lib[json-validation]==$CYCLONEDX_VERSION" "PyNaCl==$PYNACL_VERSION"
+fi
+# ansible-core for the Ansible role (contrib/ansible/okp_observer) run by HOSTS and its tests:
+# pinned, the last release for this Python 3.11 (2.20 and later need 3.12), into the same venv.
+ANSIBLE_CORE_VERSION=2.19.14
+if ! "$venv/bin/python" -c "import sys, importlib.metadata as m
+sys.exit(m.version('ansible-core') != '$ANSIBLE_CORE_VERSION')" 2>/dev/null; then
+  echo "setup: installing ansible-core $ANSIBLE_CORE_VERSION into $venv" >&2
+  "$venv/bin/pip" install -q "ansible-core==$ANSIBLE_CORE_VERSION"
+fi
+# ansible-lint in a virtualenv of its own (its dependencies are many and must not move the
+# checkers above); the role's lint test is skipped where it did not install.
+ANSIBLE_LINT_VERSION=25.12.2
+lint_venv="$HOME/.local/share/okp/lint-venv"
+if ! "$lint_venv/bin/python" -c "import sys, importlib.metadata as m
+sys.exit(m.version('ansible-lint') != '$ANSIBLE_LINT_VERSION')" 2>/dev/null; then
+  echo "setup: installing ansible-lint $ANSIBLE_LINT_VERSION into $lint_venv" >&2
+  { python3 -m venv "$lint_venv" \
+      && "$lint_venv/bin/pip" install -q "ansible-lint==$ANSIBLE_LINT_VERSION" "ansible-core==$ANSIBLE_CORE_VERSION"; } \
+    || echo "setup: ansible-lint did not install; the role's lint test will say it is skipped" >&2
 fi
 command -v cargo >/dev/null 2>&1 || { echo "setup: cargo is missing; install Rust (rustup or apt-get install cargo)" >&2; exit 2; }
 # rustfmt and clippy: .ci/run checks formatting and lints before the tests.

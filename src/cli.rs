@@ -117,6 +117,14 @@ pub enum Command {
     /// evidence/bench/broker/<release>-<mode>/). Judges no time. Exit 0 when
     /// measured, 2 on bad input, 3 when Java, Maven or a port is unavailable.
     Bench(BenchArgs),
+    /// Start a local patched cluster to try observers by hand, in the foreground, until Ctrl-C.
+    ///
+    /// ZooKeeper (or three KRaft controllers) and brokers 1-4 on 127.0.0.1, broker 4 the observer
+    /// of topic `demo`. Prints the bootstrap address, the nodes file and the next commands to
+    /// try (okp observers status/promote/demote, the release's console producer and consumer).
+    /// Ctrl-C or SIGTERM stops every process it started and removes its directory (exit 130).
+    /// Exit 2 on bad input, 3 when Java, Maven or a port is unavailable.
+    Playground(PlaygroundArgs),
     /// Development aid for the integration tests: a patched cluster kept up until stdin closes.
     #[command(hide = true)]
     DevCluster(DevClusterArgs),
@@ -488,6 +496,10 @@ pub struct NodeFiles {
     /// With --transport command: replaces a node's file atomically with stdin, e.g. 'ssh {host} "cat > {path}.okp-tmp && mv {path}.okp-tmp {path}"'.
     #[arg(long, value_name = "TEMPLATE")]
     pub write_cmd: Option<String>,
+    /// With --transport command: seconds one template run may take before okp kills it (and
+    /// everything it started) and names the node (default 30; 1 to 3600).
+    #[arg(long, value_name = "S")]
+    pub transport_timeout: Option<u64>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -546,7 +558,7 @@ pub struct ObserversWatchArgs {
     /// Let the watchdog run at all (rule 1: without it, or `enable: true` in --config, it refuses to start).
     #[arg(long)]
     pub enable: bool,
-    /// A YAML file of settings, each key a flag's name (enable, bootstrap, nodes, transport, read-cmd, write-cmd, policy, max-lag, interval, cooldown, confirm-interval, timeout, state, audit-log, dry-run); flags win.
+    /// A YAML file of settings, each key a flag's name (enable, bootstrap, nodes, transport, read-cmd, write-cmd, transport-timeout, policy, max-lag, interval, cooldown, confirm-interval, timeout, state, audit-log, dry-run); flags win.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Trace every decision (and run the pre-checks), write nothing: no observer.ids, no state.
@@ -584,6 +596,19 @@ pub struct ObserversWatchArgs {
     /// One JSON line per decision, appended (default /var/log/okp/observer-watch.log).
     #[arg(long, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct PlaygroundArgs {
+    /// The release (default 3.9.2).
+    #[arg(long, value_name = "V", default_value = "3.9.2")]
+    pub version: KafkaVersion,
+    /// zk or kraft (default: zk where the release has it, else kraft).
+    #[arg(long, value_name = "M")]
+    pub mode: Option<Mode>,
+    /// The playground's directory (new or empty; default: a new one under the temp directory), removed at the end.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -13,7 +13,8 @@
 //! - products: `build` (splice, Gradle), `port` (diff to a new release),
 //!   `bundle` (signed bundles, install, rollback)
 //! - live clusters: `wire` (Kafka protocol client), `cluster`, `scenarios`,
-//!   `verify`, `dev_cluster`, `bench`, `observers`
+//!   `verify`, `dev_cluster`, `bench`, `observers`, `hosts` (separate hosts in
+//!   network namespaces over ssh), `playground` (a local cluster to try by hand)
 //! - the command line: `cli` (flags only), `cmd` (one module per command)
 //!
 //! A module imports only modules listed before its own line, or its own
@@ -49,7 +50,9 @@ pub mod releases;
 pub mod bench;
 pub mod cluster;
 pub mod dev_cluster;
+pub mod hosts;
 pub mod observers;
+pub mod playground;
 pub mod scenarios;
 pub mod soak;
 pub mod verify;

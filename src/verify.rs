@@ -56,8 +56,7 @@ pub fn pairs(matrix: &Matrix) -> Vec<Pair> {
 /// the ids it ran (`S4`, `S4-S7`), or `without-` the ids it left out when that is shorter.
 pub fn placement(name: &str, flavor: Flavor, selected: &[&str]) -> PathBuf {
     let has = |id: &str| selected.iter().any(|s| s.eq_ignore_ascii_case(id));
-    let full: Vec<&str> =
-        scenarios::SCENARIOS.iter().filter(|s| s.gate || flavor == Flavor::Patched).map(|s| s.id).collect();
+    let full: Vec<&str> = scenarios::default_suite(flavor).map(|s| s.id).collect();
     let missing: Vec<&str> = full.iter().copied().filter(|id| !has(id)).collect();
     if missing.is_empty() {
         return PathBuf::from(name);
@@ -810,6 +809,7 @@ fn matrix_page(
     let mut s = String::from("# okp verify: release × scenario\n\nWritten by `okp verify` after every run, from the `run.json` files in this directory. ");
     let gates: Vec<&str> = scenarios::SCENARIOS.iter().filter(|s| s.gate).map(|s| s.id).collect();
     s.push_str(&format!("Each cell links to the scenario's journal (every command and its output). `-upstream` rows are negative controls on unpatched jars: their gate scenarios ({}) are expected to FAIL.\n\n", gates.join(", ")));
+    s.push_str(&format!("Opt-in scenarios ({}: `okp verify --scenarios ID`, docs/hosts.md) are no part of the suite a row is counted against; their cells come from partial runs (†).\n\n", scenarios::OPT_IN.join(", ")));
     if columns.iter().any(|c| c.header == "proof") {
         s.push_str(&format!("The `proof` column is the provenance proof of an `okp build` of the same release and mode (`{PROOF_DIR}/<pair>.json`, okp's provenance.json, written by `scripts/proof-evidence.sh`): the patch delta passed, and the sources compiled give the release's own classes, nothing forgiven beyond the release's named exceptions ([summary]({PROOF_DIR}/summary.md)).\n\n"));
     }
@@ -831,6 +831,8 @@ fn matrix_page(
                     format!("[{} {:.0}s]({name}/{})", if o.pass { "pass" } else { "FAIL" }, o.seconds, o.evidence)
                 }
                 None => match filled_cell(name, r, id, partials) {
+                    // An opt-in scenario (HOSTS) is no part of the suite a row is counted against.
+                    Some((_, cell)) if scenarios::OPT_IN.contains(id) => cell,
                     Some((pass, cell)) => {
                         filled += 1;
                         filled_failed += usize::from(!pass);
@@ -842,13 +844,14 @@ fn matrix_page(
             .collect();
         // A row of fewer scenarios than today's suite says so: a partial run, or a run of the
         // whole suite as it was before scenarios were added to it; cells from other runs say so.
-        let suite = scenarios::SCENARIOS.iter().filter(|s| s.gate || r.flavor == Flavor::Patched).count();
-        let shown = r.scenarios.len() + filled;
+        let suite = scenarios::default_suite(r.flavor).count();
+        let ran = r.scenarios.iter().filter(|o| !scenarios::OPT_IN.contains(&o.id.as_str())).count();
+        let shown = ran + filled;
         let mut notes = Vec::new();
         if name.starts_with(PARTIAL_DIR) {
             notes.push("partial".to_string());
-        } else if pairs.is_some() && r.scenarios.len() < suite {
-            notes.push(format!("an older suite of {}", r.scenarios.len()));
+        } else if pairs.is_some() && ran < suite {
+            notes.push(format!("an older suite of {ran}"));
         }
         if filled > 0 {
             notes.push(format!("+{filled} from partial runs †"));
@@ -856,7 +859,7 @@ fn matrix_page(
         if filled_failed > 0 {
             notes.push(format!("{filled_failed} of those FAILED"));
         }
-        if pairs.is_some() && (name.starts_with(PARTIAL_DIR) || filled > 0 || r.scenarios.len() < suite) {
+        if pairs.is_some() && (name.starts_with(PARTIAL_DIR) || filled > 0 || ran < suite) {
             notes.push(format!("{shown} of {suite} shown"));
         }
         let verdict = if notes.is_empty() {
@@ -1085,8 +1088,9 @@ mod tests {
 
     #[test]
     fn a_run_of_fewer_scenarios_than_the_suite_is_placed_apart() {
-        let all: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).collect();
+        let all: Vec<&str> = scenarios::default_suite(Flavor::Patched).map(|s| s.id).collect();
         assert_eq!(placement("4.3.1-kraft", Flavor::Patched, &all), Path::new("4.3.1-kraft"));
+        assert_eq!(placement("3.9.2-zk", Flavor::Patched, &["HOSTS"]), Path::new("partial/3.9.2-zk-HOSTS"));
         assert_eq!(placement("4.3.1-kraft", Flavor::Patched, &["S4"]), Path::new("partial/4.3.1-kraft-S4"));
         assert_eq!(placement("4.3.1-kraft", Flavor::Patched, &["s7", "S4"]), Path::new("partial/4.3.1-kraft-S7-S4"));
         let core: Vec<&str> = all.iter().copied().filter(|id| *id != "MET").collect();
@@ -1119,7 +1123,7 @@ mod tests {
         }
         let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
         let row = page.lines().find(|l| l.starts_with("| [4.3.0-kraft]")).unwrap_or_else(|| panic!("{page}"));
-        let suite = scenarios::SCENARIOS.len();
+        let suite = scenarios::default_suite(Flavor::Patched).count();
         assert!(
             row.starts_with(&format!(
                 "| [4.3.0-kraft](partial/4.3.0-kraft-S7-S4/summary.md) | pass (partial; 2 of {suite} shown) |"
@@ -1154,7 +1158,7 @@ mod tests {
         let row = page.lines().find(|l| l.starts_with("| [4.3.1-kraft]")).unwrap_or_else(|| panic!("{page}"));
         let s7 = full.scenarios.iter().find(|o| o.id == "S7").map(|o| o.seconds).unwrap_or_default();
         assert!(row.contains(&format!("[FAIL {s7:.0}s †](partial/4.3.1-kraft-S7/S7.txt)")), "{row}");
-        let (ran, suite) = (base.scenarios.len(), scenarios::SCENARIOS.len());
+        let (ran, suite) = (base.scenarios.len(), scenarios::default_suite(Flavor::Patched).count());
         assert!(
             row.contains(&format!(
                 "| pass (an older suite of {ran}; +1 from partial runs †; 1 of those FAILED; {} of {suite} shown) |",

@@ -13,7 +13,10 @@ const STAGES: &[(&str, &[&str])] = &[
     ("upstream sources", &["maven", "source", "workspace"]),
     ("anchors and edits", &["anchor", "check", "report", "apply", "tx", "gitwt", "patch"]),
     ("products", &["build", "port", "bundle", "releases"]),
-    ("live clusters", &["wire", "cluster", "scenarios", "soak", "verify", "dev_cluster", "bench", "observers"]),
+    (
+        "live clusters",
+        &["wire", "cluster", "scenarios", "soak", "verify", "dev_cluster", "bench", "observers", "hosts", "playground"],
+    ),
     ("flags", &["cli"]),
     ("commands", &["cmd"]),
 ];

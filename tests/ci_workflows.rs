@@ -16,6 +16,7 @@ const COMPILE: &str = "ci/okp-compile-matrix.yml";
 const UNIT: &str = "ci/okp-unit-tests.yml";
 const VERIFY: &str = "ci/okp-verify-matrix.yml";
 const GRADLE: &str = "ci/okp-gradle-check.yml";
+const HOSTS: &str = "ci/okp-hosts.yml";
 
 fn load(path: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
@@ -29,7 +30,7 @@ fn workflows() -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "yml"))
         .collect();
     v.sort();
-    assert_eq!(v.len(), 5, "{v:?}");
+    assert_eq!(v.len(), 6, "{v:?}");
     v
 }
 
@@ -366,4 +367,27 @@ fn shellcheck_accepts_every_run_script() {
         .output()
         .expect("shellcheck (scripts/setup.sh installs it)");
     assert!(o.status.success(), "{}", stdout(&o));
+}
+
+/// The hosts job: root (sudo) for the namespaces, the fast fault tests and the role's checks, the
+/// playground's ignored test once, then scenario HOSTS on exactly 3.9.2 zk and 4.3.1 kraft, its
+/// evidence uploaded whatever happened.
+#[test]
+fn the_hosts_job_runs_the_fault_tests_and_hosts_on_both_pairs_as_root() {
+    let doc = load(HOSTS);
+    well_shaped(&doc);
+    let job = &doc["jobs"]["hosts"];
+    let pairs: Vec<&str> =
+        job["strategy"]["matrix"]["pair"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    assert_eq!(pairs, ["3.9.2 zk", "4.3.1 kraft"]);
+    let tests = step_named(job, "The transport's fault tests")["run"].as_str().unwrap();
+    assert!(
+        tests.contains("sudo") && tests.contains("--test hosts") && tests.contains("--test ansible_role"),
+        "{tests}"
+    );
+    let pg = step_named(job, "okp playground")["run"].as_str().unwrap();
+    assert!(pg.contains("--test playground -- --ignored"), "{pg}");
+    let run = step_named(job, "Scenario HOSTS")["run"].as_str().unwrap();
+    assert!(run.contains("sudo") && run.contains("okp verify --scenarios HOSTS"), "{run}");
+    assert_eq!(step_named(job, "Upload the evidence")["if"], "always()");
 }

@@ -36,7 +36,7 @@ pub const RACK_SELECTOR: &str = "org.apache.kafka.common.replica.RackAwareReplic
 /// The rack of broker `id` in okp verify's clusters: each broker has its own.
 /// A KRaft cluster id from 16 random bytes (URL-safe base64, as Kafka's `Uuid`), or None for
 /// one that starts with '-' and would be read as an option on the storage tool's command line.
-fn cluster_id(raw: [u8; 16]) -> Result<Option<String>> {
+pub(crate) fn cluster_id(raw: [u8; 16]) -> Result<Option<String>> {
     let id = <ct_codecs::Base64UrlSafeNoPadding as ct_codecs::Encoder>::encode_to_string(raw)
         .map_err(|e| Error::Source(format!("cluster id: {e}")))?;
     Ok((!id.starts_with('-')).then_some(id))

@@ -13,6 +13,7 @@ mod dev_cluster;
 mod diff;
 mod observers;
 mod patch;
+mod playground;
 mod releases;
 mod sources;
 mod unit_tests;
@@ -41,6 +42,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Verify(a) => verify::run(&ws()?, a),
         Command::UnitTests(a) => unit_tests::run(&ws()?, a),
         Command::DevCluster(a) => dev_cluster::run(&ws()?, a),
+        Command::Playground(a) => playground::run(&ws()?, a),
         Command::Sources(a) => sources::run(&ws()?, a),
         Command::Releases(a) => releases::run(&ws()?, a),
         Command::CompareBuilds(a) => build::compare(a),

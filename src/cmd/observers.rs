@@ -54,6 +54,7 @@ fn watch(a: ObserversWatchArgs) -> Result<Outcome> {
         transport: a.files.transport.map(kind),
         read_cmd: a.files.read_cmd.clone(),
         write_cmd: a.files.write_cmd.clone(),
+        transport_timeout: a.files.transport_timeout,
         policy: a.policy,
         max_lag: a.max_lag,
         interval: a.interval,
@@ -70,7 +71,8 @@ fn watch(a: ObserversWatchArgs) -> Result<Outcome> {
         || !f.controller_node.is_empty()
         || f.transport.is_some()
         || f.read_cmd.is_some()
-        || f.write_cmd.is_some();
+        || f.write_cmd.is_some()
+        || f.transport_timeout.is_some();
     let files = match &file {
         Some(c) if !flags_name_nodes => NodeFiles {
             node: vec![],
@@ -82,6 +84,7 @@ fn watch(a: ObserversWatchArgs) -> Result<Outcome> {
             }),
             read_cmd: c.read_cmd.clone(),
             write_cmd: c.write_cmd.clone(),
+            transport_timeout: c.transport_timeout,
         },
         _ => a.files,
     };
@@ -115,12 +118,20 @@ fn resolve(f: &NodeFiles) -> Result<(Vec<NodeSpec>, Transport)> {
     for n in &f.controller_node {
         nodes.push(t::parse_node_flag(n, NodeRole::Controller)?);
     }
+    let timeout = match f.transport_timeout {
+        None => t::DEFAULT_TIMEOUT,
+        Some(s @ 1..=3600) => std::time::Duration::from_secs(s),
+        Some(s) => return Err(Error::Usage(format!("--transport-timeout {s}: expected 1 to 3600 seconds"))),
+    };
     let transport = match (f.transport.unwrap_or(TransportKind::Local), &f.read_cmd, &f.write_cmd) {
-        (TransportKind::Local, None, None) => Transport::Local,
+        (TransportKind::Local, None, None) if f.transport_timeout.is_none() => Transport::Local,
+        (TransportKind::Local, None, None) => {
+            return Err(Error::Usage("--transport-timeout needs --transport command".into()))
+        }
         (TransportKind::Local, _, _) => {
             return Err(Error::Usage("--read-cmd and --write-cmd need --transport command".into()))
         }
-        (TransportKind::Command, Some(r), Some(w)) => Transport::Command { read: r.clone(), write: w.clone() },
+        (TransportKind::Command, Some(r), Some(w)) => Transport::Command { read: r.clone(), write: w.clone(), timeout },
         (TransportKind::Command, _, _) => {
             return Err(Error::Usage("--transport command needs both --read-cmd and --write-cmd".into()))
         }

@@ -146,7 +146,8 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     let ids: Vec<String> = if !args.scenarios.is_empty() {
         args.scenarios.clone()
     } else {
-        scenarios::SCENARIOS.iter().filter(|s| s.gate || !args.upstream).map(|s| s.id.to_string()).collect()
+        let flavor = if args.upstream { Flavor::Upstream } else { Flavor::Patched };
+        scenarios::default_suite(flavor).map(|s| s.id.to_string()).collect()
     };
     // With --jars the build record says which layers the jars carry.
     let layers = match &args.jars {
@@ -174,13 +175,25 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
                 }
                 note(format!("verify: scenario {} left out: it needs the {l} layer", s.id));
             }
-            _ if s.id == "ROLL" && args.upstream => {
-                return Err(Error::Usage(
-                    "scenario ROLL rolls okp's bundle on and off: an --upstream run has no bundle".into(),
+            _ if scenarios::unavailable(s.id).is_some() => {
+                note(format!(
+                    "verify: scenario {} skipped: {}",
+                    s.id,
+                    scenarios::unavailable(s.id).unwrap_or_default()
                 ));
+            }
+            _ if (s.id == "ROLL" || s.id == "HOSTS") && args.upstream => {
+                return Err(Error::Usage(format!(
+                    "scenario {} rolls okp's bundle: an --upstream run has no bundle",
+                    s.id
+                )));
             }
             _ => selected.push(s),
         }
+    }
+    if selected.is_empty() && explicit {
+        note("verify: no scenario left to run");
+        return Ok(Outcome::Done);
     }
     if args.lag_ms < 500 || args.session_ms < 1000 {
         return Err(Error::Usage("--lag-ms must be at least 500 and --session-ms at least 1000".into()));

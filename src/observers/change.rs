@@ -188,16 +188,7 @@ pub struct Prepared {
 /// Reads every node's file (in write order) and the cluster, and runs the
 /// pre-checks. Nothing is written. A broker the cluster does not know is bad input.
 pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Prepared> {
-    super::transport::check_nodes(nodes)?;
-    let mut edits = Vec::new();
-    for n in write_order(nodes, a.direction) {
-        let before = transport.read(&n)?;
-        let after = match a.direction {
-            Direction::Promote => idfile::without_id(&before, a.broker),
-            Direction::Demote => idfile::with_id(&before, a.broker),
-        };
-        edits.push(Edit { node: n, before, after });
-    }
+    let mut prepared = plan_files(nodes, transport, a.broker, a.direction)?;
     let snap = view::snapshot(
         &a.bootstrap,
         None,
@@ -212,8 +203,69 @@ pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Pr
             ids(&known)
         )));
     }
-    let refusals = prechecks(&snap, a.broker, a.direction, a.for_unclean);
-    Ok(Prepared { broker: a.broker, direction: a.direction, edits, refusals })
+    prepared.refusals = prechecks(&snap, a.broker, a.direction, a.for_unclean);
+    Ok(prepared)
+}
+
+/// Every node's file and what it becomes, in write order, with no pre-check (the cluster is
+/// not asked). Every node is read, at once, before anything is written: a node whose file
+/// cannot be read (a host down, stalled, or with a changed key) stops the change with every
+/// such node named, and no file anywhere has changed.
+pub fn plan_files(nodes: &[NodeSpec], transport: &Transport, broker: i32, direction: Direction) -> Result<Prepared> {
+    super::transport::check_nodes(nodes)?;
+    let order = write_order(nodes, direction);
+    let texts = read_every(&order, transport)?;
+    let edits = order
+        .into_iter()
+        .zip(texts)
+        .map(|(node, before)| {
+            let after = match direction {
+                Direction::Promote => idfile::without_id(&before, broker),
+                Direction::Demote => idfile::with_id(&before, broker),
+            };
+            Edit { node, before, after }
+        })
+        .collect();
+    Ok(Prepared { broker, direction, edits, refusals: Vec::new() })
+}
+
+/// Every node's file in `nodes`' order, or an error naming every node that could not be read
+/// (one node: its own error, whose kind decides the exit code; a missing file is bad input).
+pub fn read_every(nodes: &[NodeSpec], transport: &Transport) -> Result<Vec<String>> {
+    let mut texts = Vec::new();
+    let mut failed = Vec::new();
+    for r in read_all(nodes, transport) {
+        match r {
+            Ok(t) => texts.push(t),
+            Err(e) => failed.push(e),
+        }
+    }
+    match failed.len() {
+        0 => Ok(texts),
+        1 => Err(failed.remove(0)),
+        k => {
+            let external = failed.iter().any(|e| e.failure() == Failure::External);
+            let lines: Vec<String> = failed.iter().map(|e| format!("  {e}")).collect();
+            let msg = format!(
+                "cannot read observer.ids of {k} of {} nodes; nothing was written:\n{}",
+                nodes.len(),
+                lines.join("\n")
+            );
+            Err(if external { Error::External(msg) } else { Error::Usage(msg) })
+        }
+    }
+}
+
+/// Every node's file, read at once (one thread per node), in `nodes`' order: a change waits
+/// for the slowest host, not for the sum of them.
+fn read_all(nodes: &[NodeSpec], transport: &Transport) -> Vec<Result<String>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = nodes.iter().map(|n| scope.spawn(move || transport.read(n))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::External("a read of observer.ids panicked".into()))))
+            .collect()
+    })
 }
 
 impl Prepared {
@@ -301,8 +353,16 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
 
 /// Writes the files that change, in the plan's order, each read back; between
 /// the controllers and the brokers it waits the nodes' re-read interval.
+///
+/// All or nothing: when a write fails (the host went down or stalled since it was read, its
+/// directory is read-only, the read-back differs), every node already written is written back
+/// to the bytes it had, newest first, and so is the failing node when a read shows it holds the
+/// new bytes. The error then says, node by node, that every file is as before; only when a node
+/// cannot be put back (or cannot be read after its failed write) does it name that node as
+/// changed or unknown.
 pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
     let mut last_role = None;
+    let mut written: Vec<&Edit> = Vec::new();
     for e in p.edits.iter().filter(|e| e.before != e.after) {
         if last_role.is_some_and(|r| r != e.node.role) {
             eprintln!(
@@ -312,20 +372,116 @@ pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
             );
             std::thread::sleep(REREAD + Duration::from_millis(500));
         }
-        transport.write(&e.node, &e.after)?;
-        let back = transport.read(&e.node)?;
-        if back != e.after {
-            return Err(Error::External(format!(
-                "{}: read back {} after writing {}; the file is being changed by something else",
-                e.node.label(),
-                quoted(&back),
-                quoted(&e.after)
-            )));
+        if let Err(why) = write_one(transport, e) {
+            return Err(undo(transport, p, &written, e, why));
         }
         eprintln!("okp: wrote {}", e.node.label());
+        written.push(e);
         last_role = Some(e.node.role);
     }
     Ok(())
+}
+
+/// One node's write and its read-back.
+fn write_one(transport: &Transport, e: &Edit) -> Result<()> {
+    transport.write(&e.node, &e.after)?;
+    let back = transport.read(&e.node)?;
+    if back != e.after {
+        return Err(Error::External(format!(
+            "{}: read back {} after writing {}; the file is being changed by something else",
+            e.node.label(),
+            quoted(&back),
+            quoted(&e.after)
+        )));
+    }
+    Ok(())
+}
+
+/// Where one node's file stands after a failed change.
+enum After {
+    /// Never written, or written and put back: the bytes it had.
+    AsBefore(&'static str),
+    /// Holds the new bytes: putting them back failed.
+    Changed(Error),
+    /// Its own write failed and it could not be read afterwards.
+    Unknown(Error),
+}
+
+/// Puts back every node written before `failed`'s write failed with `why` (and `failed` itself
+/// if it holds the new bytes), newest first; the error names every node's state.
+fn undo(transport: &Transport, p: &Prepared, written: &[&Edit], failed: &Edit, why: Error) -> Error {
+    let verb = p.direction.verb();
+    eprintln!("okp: {verb} broker {}: {why}", p.broker);
+    let put_back = |e: &Edit| -> After {
+        match transport.write(&e.node, &e.before).and_then(|_| transport.read(&e.node)) {
+            Ok(back) if back == e.before => After::AsBefore("put back"),
+            Ok(back) => After::Changed(Error::External(format!(
+                "read back {} after putting back {}",
+                quoted(&back),
+                quoted(&e.before)
+            ))),
+            Err(err) => After::Changed(err),
+        }
+    };
+    let own = match transport.read(&failed.node) {
+        Ok(now) if now == failed.before => After::AsBefore("not changed"),
+        Ok(now) if now == failed.after => put_back(failed),
+        Ok(now) => After::Changed(Error::External(format!(
+            "holds {}, neither its old {} nor the new {}",
+            quoted(&now),
+            quoted(&failed.before),
+            quoted(&failed.after)
+        ))),
+        Err(err) => After::Unknown(err),
+    };
+    let mut states: Vec<(&Edit, After)> = vec![(failed, own)];
+    for e in written.iter().rev() {
+        let s = put_back(e);
+        if matches!(s, After::AsBefore(_)) {
+            eprintln!("okp: put back {}", e.node.label());
+        }
+        states.push((e, s));
+    }
+    let untouched = p
+        .edits
+        .iter()
+        .filter(|e| e.before != e.after && !std::ptr::eq(*e, failed) && !written.iter().any(|w| std::ptr::eq(*w, *e)))
+        .count();
+    let all_back = states.iter().all(|(_, s)| matches!(s, After::AsBefore(_)));
+    let mut msg = if all_back {
+        format!(
+            "{verb} broker {} failed on {}; every node's observer.ids is as before ({} put back, {untouched} never written): {why}",
+            p.broker,
+            failed.node.label(),
+            states.iter().filter(|(_, s)| matches!(s, After::AsBefore("put back"))).count()
+        )
+    } else {
+        format!(
+            "{verb} broker {} failed on {} and NOT every node's observer.ids is as before: {why}",
+            p.broker,
+            failed.node.label()
+        )
+    };
+    for (e, s) in &states {
+        let line = match s {
+            After::AsBefore(how) => format!("{}: as before ({how})", e.node.label()),
+            After::Changed(err) => format!(
+                "{}: CHANGED, holds the new {} (putting back its {} failed: {err}); fix it by hand",
+                e.node.label(),
+                quoted(&e.after),
+                quoted(&e.before)
+            ),
+            After::Unknown(err) => format!(
+                "{}: UNKNOWN, its write failed and it cannot be read ({err}); it holds its old {} or the new {}",
+                e.node.label(),
+                quoted(&e.before),
+                quoted(&e.after)
+            ),
+        };
+        msg.push_str("\n  ");
+        msg.push_str(&line);
+    }
+    Error::External(msg)
 }
 
 /// Polls Metadata until the change is visible: promote → N in the ISR of every
@@ -432,10 +588,8 @@ pub fn observer_set(
     if nodes.is_empty() {
         return Ok(view::ObserverSet::given(None, "nowhere: pass --observers, --observers-file or the nodes' files (--node, --nodes) to know which replicas are observers".into()));
     }
-    let mut read = Vec::new();
-    for n in nodes {
-        read.push((n.label(), transport.read(n)?));
-    }
+    let texts = read_every(nodes, transport)?;
+    let read: Vec<(String, String)> = nodes.iter().map(|n| n.label()).zip(texts).collect();
     Ok(view::ObserverSet::from_files(&read))
 }
 
@@ -493,6 +647,44 @@ mod tests {
         );
         let silent = snap(vec![part("rf3", None, &[1, 4], &[1], &[(1, 1200)])], &[1, 4]);
         assert_eq!(prechecks(&silent, 4, Direction::Promote, false)[0].rule, Rule::Unknown);
+    }
+
+    /// A write that fails on the third node: the two written before it are put back, and the
+    /// error says so node by node (a shell template that refuses one directory stands in for
+    /// a read-only disk; tests/hosts.rs does it over ssh with a read-only mount).
+    #[test]
+    fn a_failed_write_puts_back_every_node_written_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let nodes: Vec<NodeSpec> = (1..=3)
+            .map(|id| {
+                let d = dir.path().join(format!("b{id}"));
+                std::fs::create_dir_all(&d).unwrap();
+                std::fs::write(d.join("observer.ids"), "# observers\n4\n").unwrap();
+                NodeSpec { id, role: NodeRole::Broker, path: d.join("observer.ids").display().to_string(), host: None }
+            })
+            .collect();
+        let transport = Transport::Command {
+            read: "cat {path}".into(),
+            write: "case {path} in */b3/*) echo 'No space left on device' >&2; exit 1;; esac; cat > {path}".into(),
+            timeout: Duration::from_secs(10),
+        };
+        let p = plan_files(&nodes, &transport, 4, Direction::Promote).unwrap();
+        let e = write(&transport, &p).unwrap_err().to_string();
+        assert!(e.starts_with("promote broker 4 failed on broker 3"), "{e}");
+        assert!(e.contains("every node's observer.ids is as before (2 put back, 0 never written)"), "{e}");
+        assert!(e.contains("No space left on device"), "{e}");
+        for n in &nodes {
+            assert_eq!(std::fs::read_to_string(&n.path).unwrap(), "# observers\n4\n", "{}", n.path);
+        }
+        // Unreadable nodes are all named before anything is written.
+        let gone = Transport::Command {
+            read: "case {path} in */b1/*|*/b2/*) echo unreachable >&2; exit 255;; esac; cat {path}".into(),
+            write: "cat > {path}".into(),
+            timeout: Duration::from_secs(10),
+        };
+        let e = plan_files(&nodes, &gone, 4, Direction::Promote).err().unwrap().to_string();
+        assert!(e.starts_with("cannot read observer.ids of 2 of 3 nodes; nothing was written"), "{e}");
+        assert!(e.contains("broker 1 (") && e.contains("broker 2 (") && !e.contains("broker 3 ("), "{e}");
     }
 
     #[test]

@@ -23,6 +23,7 @@ use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Location, Spanned};
@@ -333,8 +334,14 @@ pub enum Transport {
     Command {
         read: String,
         write: String,
+        /// Each template run is killed (its whole process group) after this long.
+        timeout: Duration,
     },
 }
+
+/// How long one template run may take unless `--transport-timeout` says otherwise: an ssh
+/// with `ConnectTimeout=5` to a host that is down ends well before it.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `template` with `{host}`, `{path}` and `{id}` replaced, in one pass: the
 /// text after a placeholder is scanned next, never the value put in its place.
@@ -369,35 +376,105 @@ fn first_chars(s: &str, n: usize) -> String {
     }
 }
 
-/// `sh -c cmd` with stdout and stderr each kept to `cap` + 1 bytes: a read
-/// template that never stops printing (`cat /dev/zero` on the far side) is
-/// killed once stdout passes the cap, and stderr is closed past it, instead of
-/// filling okp's memory or keeping it waiting.
-fn output_capped(cmd: &str, cap: u64) -> std::io::Result<std::process::Output> {
+/// What a template printed and how it ended.
+struct Ran {
+    /// None: killed at the deadline (or past the stdout cap).
+    status: Option<std::process::ExitStatus>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    timed_out: bool,
+}
+
+/// Signals the process group `pgid` (the template's `sh` and everything it started: ssh).
+fn kill_group(pgid: i32) {
+    // SAFETY: kill(2) with a negative pid signals the process group this module created for the template.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// `sh -c cmd` in a process group of its own, `input` on its stdin (else /dev/null), stdout kept
+/// to `cap` + 1 bytes and stderr to 64 KiB. At `deadline` (or once stdout passes the cap) the
+/// whole group is killed: `sh`, the `ssh` it started, anything else of the template's. So a
+/// host that accepts the connection and then answers nothing (a stopped sshd, a command that
+/// sleeps) costs at most `deadline`, and a read that never stops printing (`cat /dev/zero` on
+/// the far side) is cut, instead of filling okp's memory or keeping it waiting.
+fn run_sh(cmd: &str, input: Option<&[u8]>, cap: u64, deadline: Duration) -> std::io::Result<Ran> {
     use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::sync::mpsc;
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(cmd)
-        .stdin(Stdio::null())
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()?;
+    let pgid = child.id() as i32;
+    let t0 = Instant::now();
+    if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), input) {
+        let bytes = bytes.to_vec();
+        // A far side that never reads must not block okp: the writer is a thread of its own.
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+    }
+    let (out_tx, out_rx) = mpsc::channel();
+    let mut out_pipe = child.stdout.take().expect("piped");
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let _ = (&mut out_pipe).take(cap + 1).read_to_end(&mut kept);
+        if kept.len() as u64 > cap {
+            kill_group(pgid);
+        }
+        let _ = out_tx.send(kept);
+    });
+    let (err_tx, err_rx) = mpsc::channel();
     let mut err_pipe = child.stderr.take().expect("piped");
-    let err = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         let mut kept = Vec::new();
         // Past the cap the pipe is closed: a writer that goes on gets EPIPE, okp never waits on it.
-        let _ = (&mut err_pipe).take(cap + 1).read_to_end(&mut kept);
-        kept
+        let _ = (&mut err_pipe).take(STDERR_CAP).read_to_end(&mut kept);
+        let _ = err_tx.send(kept);
     });
-    let mut stdout = Vec::new();
-    let read = child.stdout.take().expect("piped").take(cap + 1).read_to_end(&mut stdout);
-    if stdout.len() as u64 > cap {
-        let _ = child.kill();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break Some(s);
+        }
+        if t0.elapsed() >= deadline {
+            timed_out = true;
+            kill_group(pgid);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // What the template left running in its group (a backgrounded ssh) holds the pipes open: end it.
+    kill_group(pgid);
+    let grace = Duration::from_secs(2);
+    let stdout = out_rx.recv_timeout(grace).unwrap_or_default();
+    let stderr = err_rx.recv_timeout(grace).unwrap_or_default();
+    let status = if stdout.len() as u64 > cap { None } else { status };
+    Ok(Ran { status, stdout, stderr, timed_out })
+}
+
+/// The stderr okp keeps of a template (ssh's messages are a few lines).
+const STDERR_CAP: u64 = 64 << 10;
+
+/// What stderr says, for a message: its last two lines that say something (ssh's banner of `@`
+/// and its blank lines left out), cut to 600 characters. ssh ends with its reason (`Connection
+/// refused`, `Host key verification failed.`), a remote command with its own.
+fn stderr_summary(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> =
+        text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.chars().all(|c| c == '@')).collect();
+    let last = &lines[lines.len().saturating_sub(2)..];
+    if last.is_empty() {
+        return "(nothing on stderr)".into();
     }
-    let status = child.wait()?;
-    read?;
-    let stderr = err.join().unwrap_or_default();
-    Ok(std::process::Output { status, stdout, stderr })
+    first_chars(&last.join(" | "), 600)
 }
 
 /// The largest observer.ids okp reads (a real one is a few lines); a FIFO or a
@@ -422,9 +499,9 @@ impl Transport {
                     Err(e) => Err(Error::Usage(format!("{}: cannot read observer.ids: {e}", n.label()))),
                 }
             }
-            Transport::Command { read, .. } => {
+            Transport::Command { read, timeout, .. } => {
                 let cmd = fill(read, n);
-                let out = output_capped(&cmd, MAX_IDS_FILE)
+                let out = run_sh(&cmd, None, MAX_IDS_FILE, *timeout)
                     .map_err(|e| Error::External(format!("cannot run sh for `{cmd}` ({e})")))?;
                 if out.stdout.len() as u64 > MAX_IDS_FILE {
                     return Err(Error::Usage(format!(
@@ -432,15 +509,23 @@ impl Transport {
                         n.label()
                     )));
                 }
-                if !out.status.success() {
+                if out.timed_out {
                     return Err(Error::External(format!(
-                        "reading observer.ids of {}: `{cmd}` exited with {}: {}",
+                        "reading observer.ids of {}: `{cmd}` did not finish within {} s (--transport-timeout) and was killed: the host is down, unreachable or not answering; stderr: {}",
                         n.label(),
-                        out.status.code().map(|c| c.to_string()).unwrap_or_else(|| "a signal".into()),
-                        first_chars(String::from_utf8_lossy(&out.stderr).trim(), 1000)
+                        timeout.as_secs(),
+                        stderr_summary(&out.stderr)
                     )));
                 }
-                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+                match out.status {
+                    Some(s) if s.success() => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+                    s => Err(Error::External(format!(
+                        "reading observer.ids of {}: `{cmd}` exited with {}: {}",
+                        n.label(),
+                        s.and_then(|s| s.code()).map(|c| c.to_string()).unwrap_or_else(|| "a signal".into()),
+                        stderr_summary(&out.stderr)
+                    ))),
+                }
             }
         }
     }
@@ -449,30 +534,27 @@ impl Transport {
     pub fn write(&self, n: &NodeSpec, text: &str) -> Result<()> {
         match self {
             Transport::Local => write_replacing(Path::new(&n.path), text.as_bytes()),
-            Transport::Command { write, .. } => {
+            Transport::Command { write, timeout, .. } => {
                 let cmd = fill(write, n);
-                let mut child = Command::new("sh")
-                    .arg("-c")
-                    .arg(&cmd)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
+                let out = run_sh(&cmd, Some(text.as_bytes()), STDERR_CAP, *timeout)
                     .map_err(|e| Error::External(format!("cannot run sh for `{cmd}` ({e})")))?;
-                if let Some(mut stdin) = child.stdin.take() {
-                    stdin
-                        .write_all(text.as_bytes())
-                        .map_err(|e| Error::External(format!("writing to `{cmd}`: {e}")))?;
-                }
-                let out = child.wait_with_output().map_err(|e| Error::External(format!("waiting for `{cmd}`: {e}")))?;
-                if !out.status.success() {
+                if out.timed_out {
                     return Err(Error::External(format!(
-                        "writing observer.ids of {}: `{cmd}` failed: {}",
+                        "writing observer.ids of {}: `{cmd}` did not finish within {} s (--transport-timeout) and was killed: the host is down, unreachable or not answering; stderr: {}",
                         n.label(),
-                        first_chars(String::from_utf8_lossy(&out.stderr).trim(), 1000)
+                        timeout.as_secs(),
+                        stderr_summary(&out.stderr)
                     )));
                 }
-                Ok(())
+                match out.status {
+                    Some(s) if s.success() => Ok(()),
+                    s => Err(Error::External(format!(
+                        "writing observer.ids of {}: `{cmd}` exited with {}: {}",
+                        n.label(),
+                        s.and_then(|s| s.code()).map(|c| c.to_string()).unwrap_or_else(|| "a signal".into()),
+                        stderr_summary(&out.stderr)
+                    ))),
+                }
             }
         }
     }
@@ -591,7 +673,11 @@ mod tests {
 
     #[test]
     fn a_read_template_that_never_stops_printing_is_cut_at_the_cap() {
-        let t = |read: &str| Transport::Command { read: read.into(), write: "cat > /dev/null".into() };
+        let t = |read: &str| Transport::Command {
+            read: read.into(),
+            write: "cat > /dev/null".into(),
+            timeout: DEFAULT_TIMEOUT,
+        };
         let e = t("yes 4").read(&node("h", "/p")).unwrap_err().to_string();
         assert!(e.contains("printed more than 1048576 bytes"), "{e}");
         let e = t("head -c 2000000 /dev/zero; echo gone >&2; exit 1").read(&node("h", "/p")).unwrap_err().to_string();
@@ -602,6 +688,46 @@ mod tests {
         assert!(e.contains("exited with ") && e.len() < 2000, "{}", &e[..300.min(e.len())]);
         let e = t("echo 4; echo why >&2; exit 3").read(&node("h", "/p")).unwrap_err().to_string();
         assert!(e.contains("exited with 3: why"), "{e}");
+    }
+
+    /// A host that answers nothing (here: a template that sleeps) costs the deadline, not
+    /// forever, and whatever the template started in the background dies with it; a template
+    /// that leaves a child holding stdout open is not waited for.
+    #[test]
+    fn a_template_that_hangs_is_killed_at_the_deadline_with_everything_it_started() {
+        let t = |read: &str, write: &str| Transport::Command {
+            read: read.into(),
+            write: write.into(),
+            timeout: Duration::from_secs(1),
+        };
+        let hung = t("sleep 30 & sleep 30; echo 4", "sleep 30");
+        let t0 = Instant::now();
+        let e = hung.read(&node("h", "/p")).unwrap_err().to_string();
+        assert!(e.contains("did not finish within 1 s (--transport-timeout) and was killed"), "{e}");
+        let e = hung.write(&node("h", "/p"), "4\n").unwrap_err().to_string();
+        assert!(
+            e.contains("writing observer.ids of broker 4 (h:/p)") && e.contains("did not finish within 1 s"),
+            "{e}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(6), "{:?}", t0.elapsed());
+        let lingering = t("(sleep 30 &); echo 4", "cat > /dev/null");
+        let t0 = Instant::now();
+        assert_eq!(lingering.read(&node("h", "/p")).unwrap(), "4\n");
+        assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn stderr_is_summed_up_by_its_last_lines_without_sshs_banner() {
+        let changed = b"@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\nIT IS POSSIBLE THAT SOMEONE IS DOING SOMETHING NASTY!\nHost key for b2 has changed and you have requested strict checking.\nHost key verification failed.\n";
+        assert_eq!(
+            stderr_summary(changed),
+            "Host key for b2 has changed and you have requested strict checking. | Host key verification failed."
+        );
+        assert_eq!(stderr_summary(b"\n\n"), "(nothing on stderr)");
+        assert_eq!(
+            stderr_summary(b"ssh: connect to host b2 port 22: Connection refused\n"),
+            "ssh: connect to host b2 port 22: Connection refused"
+        );
     }
 
     #[test]

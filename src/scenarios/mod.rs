@@ -9,6 +9,7 @@
 mod auto;
 mod elections;
 mod failures;
+mod hosts;
 mod metrics;
 mod promotion;
 mod reassign;
@@ -72,6 +73,8 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "REASSIGN", title: "reassignment under acks=all load: observer-only targets refused; the observer added (never in the ISR, whole log), primary 3 moved out and back, the observer removed", gate: true, run: reassign::reassign },
     // Edges: elections and leader balance (docs/contract.md). Last: it restarts the nodes that can be controller, twice.
     Scenario { id: "PREF", title: "preferred election of an observer leader keeps a leader; auto rebalance with an observer first: no leader change, imbalance 0", gate: true, run: elections::pref },
+    // Opt-in (`--scenarios HOSTS`): its own cluster on separate hosts (network namespaces, sshd), operated over ssh and Ansible.
+    Scenario { id: "HOSTS", title: "separate hosts over real ssh: an Ansible roll of the bundle under acks=all writes (a damaged jar on one host rolled back); promote, demote, watch over ssh; a host down, unreachable, frozen, stalled, re-keyed, read-only: each named in bounded time, every observer.ids as before", gate: false, run: hosts::hosts },
     Scenario { id: "ROLL", title: "rolling adoption with the shipped bundle: back to the release's jars, okp install one node at a time under acks=all writes, observer named, okp rollback rolling; runs last", gate: false, run: roll::roll },
 ];
 
@@ -82,7 +85,8 @@ pub const SCENARIOS: &[Scenario] = &[
 /// depends on it.
 fn typical_seconds(id: &str, mode: Mode) -> u32 {
     // (id, ZooKeeper, KRaft)
-    const TYPICAL: [(&str, u32, u32); 20] = [
+    const TYPICAL: [(&str, u32, u32); 21] = [
+        ("HOSTS", 300, 330),
         ("ROLL", 70, 117),
         ("PREF", 65, 71),
         ("REASSIGN", 82, 64),
@@ -127,6 +131,21 @@ pub fn lanes(selected: &[&'static Scenario], lanes: usize, mode: Mode) -> Vec<Ve
         l.sort_by_key(|s| order(s));
     }
     out
+}
+
+/// Scenarios a run takes only when `--scenarios` names them: HOSTS builds a cluster of its own
+/// on separate hosts and takes about five minutes, as long as a whole pair's suite.
+pub const OPT_IN: &[&str] = &["HOSTS"];
+
+/// The suite a run of `flavor` takes when `--scenarios` names none: every scenario but the
+/// opt-in ones (an upstream run: the gates only). What "the whole suite" means in the evidence.
+pub fn default_suite(flavor: Flavor) -> impl Iterator<Item = &'static Scenario> {
+    SCENARIOS.iter().filter(move |s| (s.gate || flavor == Flavor::Patched) && !OPT_IN.contains(&s.id))
+}
+
+/// Why scenario `id` cannot run on this machine, if it cannot (HOSTS: namespaces, sshd, root).
+pub fn unavailable(id: &str) -> Option<String> {
+    (id == "HOSTS").then(crate::hosts::available).and_then(|r| r.err())
 }
 
 /// Scenarios that need an optional layer of the patch set in the jars.

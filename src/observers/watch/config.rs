@@ -44,6 +44,7 @@ pub struct File {
     pub transport: Option<TransportName>,
     pub read_cmd: Option<String>,
     pub write_cmd: Option<String>,
+    pub transport_timeout: Option<u64>,
     pub policy: Option<Policy>,
     pub max_lag: Option<i64>,
     pub interval: Option<u64>,

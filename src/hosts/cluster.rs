@@ -1,0 +1,497 @@
+//! A Kafka cluster across a run's hosts: ZooKeeper on host `zk` (or KRaft controllers on
+//! `c101`–`c103`) and brokers 1–4 on `b1`–`b4`, each process inside its host's namespace
+//! (`ip netns exec`, its own hostname) listening on the host's address with the usual ports
+//! (2181, 9093, 9092). Each host has its own Kafka home laid out like the binary distribution
+//! (`cluster::homes`), its own observer.ids (`KAFKA_OBSERVER_IDS_FILE`), its data and logs.
+//!
+//! The brokers run under a stand-in for a service manager (`bin/okp-broker-service`: runs the
+//! broker, and again when it ends), so a restart is what an operator's tooling does on a real
+//! host (`bin/okp-restart-broker`, which Ansible calls over ssh): the JVM ends and comes back
+//! with the jars now in `libs/`. The controllers and ZooKeeper run the bundle from the start; the
+//! brokers start on the release's own jars and get the bundle from a roll (Ansible).
+//!
+//! Everything that talks to the cluster (tools, clients, okp's probe) runs on the operator host
+//! (`hosts::in_netns`). Not here: the hosts (`hosts`), what is asserted (`scenarios::hosts`).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{Host, Topology};
+use crate::cluster::homes::{self, Bundle};
+use crate::cluster::node::{Node, Role};
+use crate::cluster::runtime::Runtime;
+use crate::cluster::tools::{self, Runner, Tool};
+use crate::error::{Error, Result};
+use crate::model::Mode;
+
+pub const BROKER_PORT: u16 = 9092;
+const CONTROLLER_PORT: u16 = 9093;
+const ZK_PORT: u16 = 2181;
+
+/// The host names of a cluster in `mode`: the quorum first, then brokers 1–4.
+pub fn host_names(mode: Mode) -> Vec<&'static str> {
+    match mode {
+        Mode::Zk => vec!["zk", "b1", "b2", "b3", "b4"],
+        Mode::Kraft => vec!["c101", "c102", "c103", "b1", "b2", "b3", "b4"],
+    }
+}
+
+/// The stand-in service manager: the broker in the foreground, again whenever it ends.
+const SERVICE: &str = "#!/bin/sh
+# okp's test hosts have no service manager: this loop is the broker's service. It runs the
+# broker, writes its pid, and runs it again (with the jars then in libs/) whenever it ends.
+here=$(cd \"$(dirname \"$0\")/..\" && pwd)
+while :; do
+  \"$@\" &
+  echo $! > \"$here/broker.pid\"
+  wait $!
+  sleep 1
+done
+";
+
+/// What Ansible runs over ssh to restart the broker of a test host.
+const RESTART: &str = "#!/bin/sh
+# Restarts this test host's broker, as `systemctl restart kafka` would: ends the JVM (SIGTERM,
+# a controlled shutdown) and waits until it is gone; the service loop starts it again.
+here=$(cd \"$(dirname \"$0\")/..\" && pwd)
+pid=$(cat \"$here/broker.pid\") || exit 1
+kill -TERM \"$pid\" 2>/dev/null || exit 0
+i=0
+while kill -0 \"$pid\" 2>/dev/null; do
+  i=$((i + 1)); [ \"$i\" -gt 600 ] && kill -KILL \"$pid\"
+  sleep 0.1
+done
+";
+
+/// One node: its host, its process, and its Kafka home.
+pub struct HostNode {
+    pub host: Host,
+    pub node: Node,
+    pub home: PathBuf,
+}
+
+pub struct HostCluster {
+    pub mode: Mode,
+    pub topo: Topology,
+    pub rt: Runtime,
+    pub nodes: Vec<HostNode>,
+    /// The release's tools, run on the operator host.
+    pub tools: Runner,
+    pub bundle: Bundle,
+    /// okp's Java client classes (producer and reader of `client.rs`).
+    pub client_classes: PathBuf,
+    pub cluster_id: Option<String>,
+    /// What happened, line by line, for the scenario's journal.
+    pub log: Vec<String>,
+}
+
+impl HostCluster {
+    /// Makes the hosts, lays out a Kafka home on each (the bundle installed on the quorum's),
+    /// starts the cluster and waits until every node is ready. Brokers run the release's jars.
+    pub fn up(mode: Mode, rt: Runtime, bundle: Bundle, client_classes: PathBuf, lag_ms: u64) -> Result<HostCluster> {
+        crate::cluster::node::install_interrupt_handler();
+        let topo = Topology::create(&host_names(mode))?;
+        let (server_log, tool_log) = rt.write_logging(&topo.dir)?;
+        let classes = tools::resolve(&rt.class_index()?);
+        let scratch = topo.dir.join("tools");
+        std::fs::create_dir_all(&scratch).map_err(|e| Error::io("cannot create the tools' directory", e))?;
+        let tool_jvm = vec![
+            "-Xms16m".into(),
+            "-Xmx128m".into(),
+            "-XX:+UseSerialGC".into(),
+            "-XX:TieredStopAtLevel=1".into(),
+            "-Xlog:disable".into(),
+            "-Xlog:all=warning:stderr".into(),
+            tool_log,
+        ];
+        let tools = Runner::new(rt.java.clone(), rt.classpath_string(), tool_jvm, classes, scratch);
+        let mut c = HostCluster {
+            mode,
+            topo,
+            rt,
+            nodes: Vec::new(),
+            tools,
+            bundle,
+            client_classes,
+            cluster_id: None,
+            log: Vec::new(),
+        };
+        c.configure(&server_log, lag_ms)?;
+        c.start_all()?;
+        Ok(c)
+    }
+
+    fn note(&mut self, s: String) {
+        self.log.push(s);
+    }
+
+    fn addr(&self, name: &str) -> String {
+        self.topo.host(name).map(|h| h.addr.clone()).unwrap_or_default()
+    }
+
+    /// `HOST:9092` of every broker.
+    pub fn bootstrap(&self) -> String {
+        self.brokers()
+            .iter()
+            .map(|id| format!("{}:{BROKER_PORT}", self.addr(&format!("b{id}"))))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    pub fn brokers(&self) -> Vec<i32> {
+        self.nodes.iter().filter(|n| n.node.role == Role::Broker).map(|n| n.node.id).collect()
+    }
+
+    /// Every node that reads an observer.ids (brokers, KRaft controllers).
+    pub fn kafka_nodes(&self) -> Vec<&HostNode> {
+        self.nodes.iter().filter(|n| n.node.role != Role::ZooKeeper).collect()
+    }
+
+    pub fn node(&self, id: i32) -> Result<&HostNode> {
+        self.nodes
+            .iter()
+            .find(|n| n.node.id == id && n.node.role != Role::ZooKeeper)
+            .ok_or_else(|| Error::Usage(format!("no node {id}")))
+    }
+
+    fn node_mut(&mut self, id: i32) -> Result<&mut HostNode> {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.node.id == id && n.node.role != Role::ZooKeeper)
+            .ok_or_else(|| Error::Usage(format!("no node {id}")))
+    }
+
+    pub fn observer_file(n: &HostNode) -> PathBuf {
+        n.host.dir.join("observer.ids")
+    }
+
+    /// The nodes file of this cluster for `okp observers` and the Ansible inventory's hosts:
+    /// each node by its host name, its observer.ids path on that host.
+    pub fn nodes_yaml(&self) -> String {
+        let mut s =
+            String::from("# okp's test hosts: every node's observer.ids, reached over ssh as root@<host>.\nnodes:\n");
+        for n in self.kafka_nodes() {
+            let role = if n.node.role == Role::Controller { "controller" } else { "broker" };
+            s.push_str(&format!(
+                "  - {{id: {}, role: {role}, host: {}, path: {}}}\n",
+                n.node.id,
+                n.host.name,
+                HostCluster::observer_file(n).display()
+            ));
+        }
+        s
+    }
+
+    fn configure(&mut self, server_log: &str, lag_ms: u64) -> Result<()> {
+        let server_class = self.tools.class(Tool::Server)?.to_string();
+        let jvm: Vec<String> = crate::cluster::SERVER_HEAP_GC
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["-Djava.awt.headless=true".to_string(), server_log.to_string()])
+            .collect();
+        let voters = crate::cluster::CONTROLLERS
+            .iter()
+            .map(|id| format!("{id}@{}:{CONTROLLER_PORT}", self.addr(&format!("c{id}"))))
+            .collect::<Vec<_>>()
+            .join(",");
+        let hosts = self.topo.hosts.clone();
+        for h in hosts {
+            let data = h.dir.join("data");
+            std::fs::create_dir_all(&data).map_err(|e| Error::io(format!("cannot create {}", data.display()), e))?;
+            let home = h.dir.join("kafka");
+            homes::lay_out(&self.rt, &home)?;
+            let (role, id, config, class) = if h.name == "zk" {
+                let cfg = format!(
+                    "dataDir={}\nclientPort={ZK_PORT}\nclientPortAddress={}\ntickTime=500\nmaxClientCnxns=0\nadmin.enableServer=false\n",
+                    data.display(),
+                    h.addr
+                );
+                (Role::ZooKeeper, 0, ("zoo.cfg", cfg), self.tools.class(Tool::ZooKeeper)?.to_string())
+            } else if let Some(id) = h.name.strip_prefix('c').and_then(|i| i.parse::<i32>().ok()) {
+                let props = format!(
+                    "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={voters}\ncontroller.listener.names=CONTROLLER\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT\nlisteners=CONTROLLER://{}:{CONTROLLER_PORT}\nlog.dirs={}\nnum.io.threads=2\nnum.network.threads=2\nbackground.threads=2\nbroker.session.timeout.ms=4000\nbroker.heartbeat.interval.ms=1000\n",
+                    h.addr,
+                    data.display()
+                );
+                (Role::Controller, id, ("server.properties", props), server_class.clone())
+            } else {
+                let id: i32 =
+                    h.name.trim_start_matches('b').parse().map_err(|_| Error::Usage(format!("host {}", h.name)))?;
+                let mut props = match self.mode {
+                    Mode::Zk => format!(
+                        "broker.id={id}\nzookeeper.connect={}:{ZK_PORT}\nzookeeper.session.timeout.ms=4000\n",
+                        self.addr("zk")
+                    ),
+                    Mode::Kraft => format!(
+                        "process.roles=broker\nnode.id={id}\ncontroller.quorum.voters={voters}\ncontroller.listener.names=CONTROLLER\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\ninter.broker.listener.name=PLAINTEXT\nbroker.session.timeout.ms=4000\nbroker.heartbeat.interval.ms=1000\n"
+                    ),
+                };
+                props.push_str(&format!(
+                    "listeners=PLAINTEXT://{a}:{BROKER_PORT}\nadvertised.listeners=PLAINTEXT://{a}:{BROKER_PORT}\nlog.dirs={}\n",
+                    data.display(),
+                    a = h.addr
+                ));
+                props.push_str(&format!(
+                    "num.partitions=1\ndefault.replication.factor=3\noffsets.topic.replication.factor=3\noffsets.topic.num.partitions=4\ntransaction.state.log.replication.factor=3\ntransaction.state.log.min.isr=2\ntransaction.state.log.num.partitions=4\ngroup.initial.rebalance.delay.ms=0\nauto.leader.rebalance.enable=false\nreplica.lag.time.max.ms={lag_ms}\nreplica.fetch.wait.max.ms=200\nnum.network.threads=2\nnum.io.threads=2\nnum.replica.fetchers=1\nbackground.threads=2\nlog.cleaner.enable=false\ncontrolled.shutdown.enable=true\n"
+                ));
+                (Role::Broker, id, ("server.properties", props), server_class.clone())
+            };
+            let cfg = h.dir.join(config.0);
+            crate::fsx::write_atomic(&cfg, config.1.as_bytes())?;
+            let mut argv: Vec<String> = Vec::new();
+            if role == Role::Broker {
+                let service = home.join("bin/okp-broker-service");
+                let restart = home.join("bin/okp-restart-broker");
+                for (p, text) in [(&service, SERVICE), (&restart, RESTART)] {
+                    crate::fsx::write_atomic(p, text.as_bytes())?;
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))
+                        .map_err(|e| Error::io(format!("cannot make {} executable", p.display()), e))?;
+                }
+                argv.push(service.display().to_string());
+            }
+            argv.push(self.rt.java.display().to_string());
+            argv.extend(jvm.iter().cloned());
+            argv.push(class);
+            argv.push(cfg.display().to_string());
+            let argv = Topology::on_host(&h, &argv);
+            let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), h.dir.join("observer.ids").display().to_string())];
+            std::fs::write(h.dir.join("observer.ids"), "4\n").map_err(|e| Error::io("cannot write observer.ids", e))?;
+            let port = match role {
+                Role::ZooKeeper => ZK_PORT,
+                Role::Controller => CONTROLLER_PORT,
+                Role::Broker => BROKER_PORT,
+            };
+            let node = Node::new(&h.name, role, id, port, h.dir.clone(), argv, env);
+            // The quorum runs the bundle from the start; brokers get it from the roll.
+            if role == Role::Controller {
+                self.install(&home)?;
+            }
+            self.nodes.push(HostNode { host: h, node, home });
+        }
+        Ok(())
+    }
+
+    /// `okp install` of the run's bundle into `home`, verified against its key.
+    fn install(&mut self, home: &Path) -> Result<()> {
+        let (h, pubkey, archive) = (
+            home.display().to_string(),
+            self.bundle.pubkey.display().to_string(),
+            self.bundle.archive.display().to_string(),
+        );
+        let ran = homes::okp(&self.bundle.okp, &["install", "--kafka-home", &h, "--pubkey", &pubkey, &archive])?;
+        self.note(format!("$ {}\n  exit {}\n  {}", ran.command, ran.rc, ran.stdout.trim().replace('\n', "\n  ")));
+        if !ran.ok() {
+            return Err(Error::External(format!("okp install into {h} failed (rc {}): {}", ran.rc, ran.stderr.trim())));
+        }
+        Ok(())
+    }
+
+    fn start_all(&mut self) -> Result<()> {
+        let ip = PathBuf::from("ip");
+        if self.mode == Mode::Kraft {
+            let id = format!("okp-hosts-{}-{}", self.topo.run, std::process::id());
+            // A cluster id (URL-safe base64 of 16 bytes, as Kafka's Uuid), from the run and this process.
+            let raw = crate::hash::sha256(id.as_bytes());
+            let mut bytes = [0u8; 16];
+            for (i, b) in bytes.iter_mut().enumerate() {
+                *b = u8::from_str_radix(&raw[i * 2..i * 2 + 2], 16).unwrap_or(0);
+            }
+            // The top bit clear: the first base64 character is never `-`, which the storage tool
+            // would read as an option.
+            bytes[0] &= 0x7f;
+            let cluster_id = crate::cluster::cluster_id(bytes)?
+                .ok_or_else(|| Error::Source("a cluster id starting with `-`".into()))?;
+            for i in 0..self.nodes.len() {
+                let cfg = self.nodes[i].host.dir.join("server.properties").display().to_string();
+                let out = self.tools.run(
+                    Tool::Storage,
+                    &["format".into(), "-t".into(), cluster_id.clone(), "-c".into(), cfg],
+                    None,
+                    Duration::from_secs(120),
+                )?;
+                if !out.ok() {
+                    return Err(Error::External(format!(
+                        "formatting {} failed (rc {}): {}",
+                        self.nodes[i].host.name,
+                        out.rc,
+                        out.stderr.lines().last().unwrap_or("")
+                    )));
+                }
+            }
+            self.cluster_id = Some(cluster_id);
+        }
+        let order: Vec<usize> = (0..self.nodes.len()).collect();
+        for i in order.iter().copied() {
+            let cp = homes::classpath(&self.rt, &self.nodes[i].home);
+            self.nodes[i].node.start(&ip, &cp)?;
+            if self.nodes[i].node.role == Role::ZooKeeper {
+                // ZooKeeper logs at WARN: it is ready when it listens on its host's address.
+                let t0 = Instant::now();
+                while !super::netns::listening(&self.nodes[i].host.ns, ZK_PORT) {
+                    if t0.elapsed() > Duration::from_secs(60) || !self.nodes[i].node.is_running() {
+                        return Err(Error::External(format!(
+                            "ZooKeeper on {} did not listen on {}:{ZK_PORT} within 60 s; last lines:\n{}",
+                            self.nodes[i].host.name,
+                            self.nodes[i].host.addr,
+                            self.nodes[i].node.tail(20)
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+        let servers: Vec<usize> = order.into_iter().filter(|i| self.nodes[*i].node.role != Role::ZooKeeper).collect();
+        for i in servers {
+            let marker = self.ready_marker(self.nodes[i].node.role);
+            let secs = self.nodes[i].node.wait_ready(marker, Duration::from_secs(120))?;
+            let line = format!(
+                "{} ready on {} in {:.1} s",
+                self.nodes[i].host.name,
+                self.nodes[i].host.addr,
+                secs.as_secs_f64()
+            );
+            self.note(line);
+        }
+        Ok(())
+    }
+
+    fn ready_marker(&self, role: Role) -> &'static str {
+        match (role, self.mode) {
+            (Role::ZooKeeper, _) => "binding to port",
+            (_, Mode::Zk) => "] started (kafka.server.KafkaServer)",
+            (_, Mode::Kraft) => "Kafka Server started",
+        }
+    }
+
+    /// Creates `topic` with `assignment` (`1:2:3:4`) and configs, from the operator host.
+    pub fn create_topic(&mut self, topic: &str, assignment: &str, configs: &[&str]) -> Result<()> {
+        let mut a: Vec<String> =
+            ["--bootstrap-server", &self.bootstrap(), "--create", "--topic", topic, "--replica-assignment", assignment]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        for c in configs {
+            a.push("--config".into());
+            a.push(c.to_string());
+        }
+        let out = self.tools.run(Tool::Topics, &a, None, Duration::from_secs(60))?;
+        if !out.ok() {
+            return Err(Error::External(format!("creating {topic} failed (rc {}): {}", out.rc, out.stderr.trim())));
+        }
+        Ok(())
+    }
+
+    /// Partition 0 of `topic` as the first broker that answers has it (okp's probe).
+    pub fn state(&self, topic: &str) -> Option<crate::wire::PartitionState> {
+        self.bootstrap()
+            .split(',')
+            .find_map(|b| crate::wire::Probe::connect_to(b).and_then(|mut p| p.partition(topic, 0)))
+    }
+
+    /// Waits up to `timeout` until `pred` holds for `topic`: the state and the seconds it took.
+    pub fn wait_state(
+        &self,
+        topic: &str,
+        timeout: Duration,
+        pred: impl Fn(&crate::wire::PartitionState) -> bool,
+    ) -> (Option<crate::wire::PartitionState>, f64) {
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.state(topic).filter(|s| pred(s)) {
+                return (Some(s), t0.elapsed().as_secs_f64());
+            }
+            if t0.elapsed() > timeout {
+                return (None, t0.elapsed().as_secs_f64());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// A continuous acks=all producer of okp's client on the operator host.
+    pub fn producer(&self, topic: &str, name: &str, interval_ms: u64) -> Result<crate::cluster::client::Client> {
+        let cp = format!("{}:{}", self.rt.classpath_string(), self.client_classes.display());
+        let args: Vec<String> = vec![
+            "produce".into(),
+            self.bootstrap(),
+            topic.into(),
+            name.into(),
+            "false".into(),
+            interval_ms.to_string(),
+        ];
+        crate::cluster::client::Client::spawn(
+            name,
+            &self.rt.java,
+            &self.tools.jvm,
+            &cp,
+            &args,
+            &self.topo.dir.join(format!("client-{name}.err")),
+            Instant::now(),
+        )
+    }
+
+    /// Every value of `topic` partition 0 from its start (okp's reader, no group).
+    pub fn read_all(&self, topic: &str, max: usize) -> Result<Vec<String>> {
+        let cp = format!("{}:{}", self.rt.classpath_string(), self.client_classes.display());
+        let args: Vec<String> = vec!["read".into(), self.bootstrap(), topic.into(), max.to_string(), "5000".into()];
+        let c = crate::cluster::client::Client::spawn(
+            "read",
+            &self.rt.java,
+            &self.tools.jvm,
+            &cp,
+            &args,
+            &self.topo.dir.join("client-read.err"),
+            Instant::now(),
+        )?;
+        let (lines, _) = c.stop(Duration::from_secs(120));
+        Ok(lines
+            .iter()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.text.split('\t').collect();
+                (f.first() == Some(&"read") && f.len() >= 5).then(|| f[4].to_string())
+            })
+            .collect())
+    }
+
+    /// Stops node `id` and its service (SIGTERM to its process group).
+    pub fn stop(&mut self, id: i32) -> Result<()> {
+        self.node_mut(id)?.node.stop(Duration::from_secs(60));
+        Ok(())
+    }
+
+    /// Starts node `id` again and waits until it is ready.
+    pub fn start(&mut self, id: i32) -> Result<f64> {
+        let marker = self.ready_marker(self.node(id)?.node.role);
+        let cp = homes::classpath(&self.rt, &self.node(id)?.home);
+        let n = self.node_mut(id)?;
+        n.node.start(Path::new("ip"), &cp)?;
+        Ok(n.node.wait_ready(marker, Duration::from_secs(120))?.as_secs_f64())
+    }
+
+    /// The lines of every node's log that name observer.ids (evidence of what each node read).
+    pub fn observer_log_lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for n in &self.nodes {
+            for l in n.node.whole_log().lines() {
+                if l.contains("OBSERVER AUDIT") || l.contains("Observer broker ids changed") {
+                    out.push(format!("{}: {l}", n.host.name));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every node stopped, then the hosts removed.
+    pub fn down(&mut self) {
+        for n in &mut self.nodes {
+            n.node.kill9();
+        }
+        self.topo.teardown();
+    }
+}
+
+impl Drop for HostCluster {
+    fn drop(&mut self) {
+        self.down();
+    }
+}

@@ -1,0 +1,193 @@
+//! `okp playground`: a local patched cluster to try observers by hand. The machinery of `okp
+//! verify` (and of the tests' hidden `okp dev-cluster`) made first class: ZooKeeper (or three
+//! KRaft controllers) and brokers 1–4 on 127.0.0.1, broker 4 the observer of topic `demo`
+//! (1:2:3:4, min.insync.replicas=2), in the foreground. It prints the bootstrap address, writes
+//! a nodes file and wrappers for the release's own console producer, consumer and kafka-topics,
+//! prints the next commands to try, and on Ctrl-C (SIGINT or SIGTERM) stops every process it
+//! started and removes its directory.
+//!
+//! Not here: the cluster (`cluster`), the observers commands it suggests (`observers`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::cluster::journal::Journal;
+use crate::cluster::runtime::Runtime;
+use crate::cluster::tools::Tool;
+use crate::cluster::{Cluster, Timers};
+use crate::error::{Error, Failure, Outcome, Result};
+use crate::model::{Layers, Mode, Release};
+use crate::out::sh_word;
+use crate::workspace::Workspace;
+
+/// The topic the playground makes: broker 4 an observer of it.
+pub const TOPIC: &str = "demo";
+
+static STOP: AtomicBool = AtomicBool::new(false);
+static UP: AtomicBool = AtomicBool::new(false);
+
+/// Ctrl-C / SIGTERM: before the cluster is up, every process is killed at once (the start is not
+/// waited for); once it is up, the foreground loop stops it in order.
+fn install_stop_handler() {
+    let _ = ctrlc::set_handler(|| {
+        if UP.load(Ordering::SeqCst) {
+            STOP.store(true, Ordering::SeqCst);
+        } else {
+            eprintln!("\nokp: playground: interrupted while starting: stopping every process it started");
+            crate::cluster::node::kill_all_registered();
+            std::process::exit(130);
+        }
+    });
+}
+
+pub fn run(ws: &Workspace, release: Release, mode: Mode, dir: Option<PathBuf>) -> Result<Outcome> {
+    install_stop_handler();
+    let (dir, made) = match dir {
+        Some(d) => {
+            if d.exists() && std::fs::read_dir(&d).map(|mut e| e.next().is_some()).unwrap_or(true) {
+                return Err(Error::Usage(format!("--dir {}: exists and is not empty", d.display())));
+            }
+            std::fs::create_dir_all(&d).map_err(|e| Error::io(format!("cannot create {}", d.display()), e))?;
+            (d, true)
+        }
+        None => {
+            let d = tempfile::Builder::new()
+                .prefix("okp-playground-")
+                .tempdir()
+                .map_err(|e| Error::io("cannot create the playground's directory", e))?
+                .keep();
+            (d, true)
+        }
+    };
+    let t0 = Instant::now();
+    eprintln!("okp: playground: Kafka {} ({mode}) with the observer patch set, in {}", release.version, dir.display());
+    let build = crate::verify::patched_jars(ws, &release, mode, &Layers::all(), None)?;
+    let rt = Runtime::assemble(&ws.maven, release.version, Some(&build))?;
+    let journal = Journal::new(&dir.join("journal"), &dir);
+    let timers = Timers { lag_ms: 10_000, session_ms: 6_000 };
+    let cluster = Cluster::up(mode, rt, timers, &dir.join("cluster"), None, journal, crate::cluster::Homes::Shared);
+    let mut c = match cluster {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("okp: playground: the cluster did not start; its logs are in {}", dir.display());
+            return Err(e);
+        }
+    };
+    UP.store(true, Ordering::SeqCst);
+    let outs = c.create_topics(&[(TOPIC, "1:2:3:4", &["min.insync.replicas=2"])])?;
+    if let Some(o) = outs.iter().find(|o| !o.ok()) {
+        c.down();
+        return Err(Error::External(format!("creating topic {TOPIC} failed (rc {}): {}", o.rc, o.stderr.trim())));
+    }
+    let (s, _) = c.wait_state(TOPIC, Duration::from_secs(60), |s| s.leader.is_some(), |_| {})?;
+    if s.is_none() {
+        c.down();
+        return Err(Error::External(format!("topic {TOPIC} has no leader 60 s after its creation")));
+    }
+    let bootstrap = c.bootstrap(&[]);
+    let nodes = dir.join("nodes.yaml");
+    crate::fsx::write_atomic(&nodes, nodes_yaml(&c).as_bytes())?;
+    let bin = dir.join("bin");
+    write_tools(&c, &bin)?;
+    let text = guide(&bootstrap, &nodes, &bin, t0.elapsed().as_secs_f64());
+    crate::out::print(&text)?;
+    let _ = std::io::stdout().flush();
+    // The foreground: the cluster until Ctrl-C; a node that dies is said once.
+    let mut said_dead = std::collections::BTreeSet::new();
+    while !STOP.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(200));
+        for id in c.kafka_nodes() {
+            if !c.node_mut(id).is_running() && said_dead.insert(id) {
+                eprintln!(
+                    "okp: playground: {} has exited; its log: {}",
+                    c.node(id).name,
+                    c.node(id).log_path().display()
+                );
+            }
+        }
+    }
+    eprintln!("\nokp: playground: stopping every process it started");
+    c.down();
+    drop(c);
+    if made {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    eprintln!("okp: playground: stopped; {} removed", dir.display());
+    Ok(Outcome::Failed(Failure::Interrupted))
+}
+
+/// Every node's observer.ids, for `okp observers --nodes`.
+fn nodes_yaml(c: &Cluster) -> String {
+    let mut s = String::from("# okp playground: every node's observer.ids (local files).\nnodes:\n");
+    for id in c.kafka_nodes() {
+        let n = c.node(id);
+        let role = if n.role == crate::cluster::node::Role::Controller { "controller" } else { "broker" };
+        s.push_str(&format!("  - {{id: {id}, role: {role}, path: {}}}\n", n.observer_file().display()));
+    }
+    s
+}
+
+/// `bin/kafka-console-producer.sh`, `kafka-console-consumer.sh`, `kafka-topics.sh`: the release's
+/// own tool classes on the cluster's classpath, as the distribution's scripts would run them.
+fn write_tools(c: &Cluster, bin: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    for (name, tool) in [
+        ("kafka-console-producer.sh", Tool::Producer),
+        ("kafka-console-consumer.sh", Tool::Consumer),
+        ("kafka-topics.sh", Tool::Topics),
+    ] {
+        let class = c.tools.class(tool)?;
+        let script = format!(
+            "#!/bin/sh\n# okp playground: the release's own {} ({class}), as the distribution's bin/{name} runs it.\nCLASSPATH={} exec {} -Xmx256m -Dlog4j.configuration=file:/dev/null -Dlog4j2.configurationFile=/dev/null {class} \"$@\"\n",
+            tool.label(),
+            sh_word(&c.rt.classpath_string()),
+            sh_word(&c.rt.java.display().to_string()),
+        );
+        let path = bin.join(name);
+        crate::fsx::write_atomic(&path, script.as_bytes())?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::io(format!("cannot make {} executable", path.display()), e))?;
+    }
+    Ok(())
+}
+
+/// What the playground prints once it is up: where it is and what to try next.
+pub fn guide(bootstrap: &str, nodes: &Path, bin: &Path, secs: f64) -> String {
+    let first = bootstrap.split(',').next().unwrap_or(bootstrap);
+    let n = nodes.display();
+    let b = bin.display();
+    format!(
+        "okp playground up in {secs:.0} s: brokers 1-4, broker 4 is an observer of topic {TOPIC} (replicas 1,2,3,4; min.insync.replicas=2)\n\
+         \n  bootstrap   {bootstrap}\n  nodes file  {n}\n\
+         \nTry:\n\
+         \x20 okp observers status  --bootstrap {first} --nodes {n} --topic {TOPIC}\n\
+         \x20 {b}/kafka-console-producer.sh --bootstrap-server {first} --topic {TOPIC} --producer-property acks=all\n\
+         \x20 {b}/kafka-console-consumer.sh --bootstrap-server {first} --topic {TOPIC} --from-beginning\n\
+         \x20 okp observers promote --broker 4 --bootstrap {first} --nodes {n}   # 4 joins the ISR\n\
+         \x20 okp observers demote  --broker 4 --bootstrap {first} --nodes {n}   # 4 leaves it again\n\
+         \nCtrl-C stops every process and removes the directory.\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guide_names_the_bootstrap_the_nodes_file_and_every_next_command() {
+        let g = guide("127.0.0.1:20001,127.0.0.1:20002", Path::new("/p/nodes.yaml"), Path::new("/p/bin"), 41.2);
+        for want in [
+            "bootstrap   127.0.0.1:20001,127.0.0.1:20002",
+            "okp observers status  --bootstrap 127.0.0.1:20001 --nodes /p/nodes.yaml --topic demo",
+            "okp observers promote --broker 4 --bootstrap 127.0.0.1:20001 --nodes /p/nodes.yaml",
+            "okp observers demote  --broker 4",
+            "/p/bin/kafka-console-producer.sh --bootstrap-server 127.0.0.1:20001 --topic demo",
+            "/p/bin/kafka-console-consumer.sh --bootstrap-server 127.0.0.1:20001 --topic demo --from-beginning",
+            "Ctrl-C stops every process",
+        ] {
+            assert!(g.contains(want), "{want}\n{g}");
+        }
+    }
+}
