@@ -242,8 +242,7 @@ pub fn recheck(ws: &Workspace, c: &Claims, source: Option<&dyn SourceTree>) -> R
             continue;
         }
         let upstream_path = ws.maven.ensure(&[(coord.clone(), None)])?.remove(0);
-        let upstream_bytes = std::fs::read(&upstream_path)
-            .map_err(|e| Error::io(format!("cannot read {}", upstream_path.display()), e))?;
+        let upstream_bytes = crate::fsx::read::input(&upstream_path, crate::fsx::read::MAX_JAR, "upstream jar")?;
         let upstream_sha = sha256(&upstream_bytes);
         if j.upstream_sha256 != upstream_sha {
             problems.push(format!(

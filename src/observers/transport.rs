@@ -582,7 +582,7 @@ fn write_replacing(path: &Path, bytes: &[u8]) -> Result<()> {
         f.set_permissions(std::fs::Permissions::from_mode(mode))?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
+        crate::fsx::sync_dir(dir)
     })();
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);

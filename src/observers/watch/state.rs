@@ -155,6 +155,10 @@ pub fn lock(state: &Path) -> Result<Lock> {
             path,
             msg: "the watchdog's lock file is not a regular file: refused (remove it; okp creates its own)".into(),
         }),
+        Err(LockRefusal::Gone) => Err(Error::Tree {
+            path,
+            msg: "the watchdog's lock directory was removed while okp locked it: nothing was changed".into(),
+        }),
         Err(LockRefusal::Held(holder)) => {
             let holder = crate::out::one_line(&holder);
             let who = if holder.is_empty() {
