@@ -391,7 +391,7 @@ fn short(h: &str) -> &str {
 
 fn refused(what: &str, problems: Vec<String>) -> Error {
     let n = problems.len();
-    let shown: Vec<String> = problems.into_iter().take(20).map(|p| crate::out::one_line(&p)).collect();
+    let shown: Vec<String> = problems.into_iter().take(20).map(|p| crate::escape::one_line(&p)).collect();
     Error::Check(format!(
         "the jars are not what {what} says, re-derived from their bytes with okp's own data ({n} finding(s); \
          refusing them):\n  {}",

@@ -500,7 +500,7 @@ fn fork_check(
     if differs.is_empty() {
         return Ok(differs);
     }
-    let shown: Vec<String> = differs.iter().take(20).map(|d| crate::out::one_line(d)).collect();
+    let shown: Vec<String> = differs.iter().take(20).map(|d| crate::escape::one_line(d)).collect();
     let more = if differs.len() > 20 { format!("\n  … and {} more", differs.len() - 20) } else { String::new() };
     if !allow_modified {
         return Err(Error::Usage(format!(

@@ -474,7 +474,7 @@ fn stderr_summary(stderr: &[u8]) -> String {
     if last.is_empty() {
         return "(nothing on stderr)".into();
     }
-    first_chars(&last.join(" | "), 600)
+    crate::escape::one_line(&first_chars(&last.join(" | "), 600))
 }
 
 /// The largest observer.ids okp reads (a real one is a few lines); a FIFO or a
