@@ -110,12 +110,13 @@ pub enum Error {
     #[error("unknown Kafka release {version}; supported releases: {supported}")]
     UnknownRelease { version: String, supported: String },
 
-    #[error("{path}: {msg}")]
+    /// `path` is shown through `escape::one_line`: a file name may hold any byte but `/`.
+    #[error("{}: {msg}", crate::escape::one_line(&path.to_string_lossy()))]
     Tree { path: PathBuf, msg: String },
 
     /// A file okp wrote carries a `schema` this okp does not read (written by another okp), or
     /// none where one is required. `found` is the value as written (None: no `schema` field).
-    #[error("{path}: {}; {remedy}", schema_problem(found.as_deref(), *reads))]
+    #[error("{}: {}; {remedy}", crate::escape::one_line(&path.to_string_lossy()), schema_problem(found.as_deref(), *reads))]
     UnknownSchema { path: PathBuf, found: Option<String>, reads: u32, remedy: &'static str },
 
     #[error("{0}")]
@@ -173,7 +174,7 @@ impl Error {
 }
 
 fn schema_problem(found: Option<&str>, reads: u32) -> String {
-    match found {
+    match found.map(crate::escape::one_line) {
         Some(f) => format!("schema {f} is not one this okp reads (it reads schema {reads})"),
         None => format!("has no `schema` field (this okp reads schema {reads})"),
     }
@@ -207,6 +208,16 @@ mod tests {
         assert_eq!(codes, [1, 1, 2, 3, 130]);
         assert_eq!(Outcome::Done.code(), 0);
         assert_eq!(Outcome::check(false).worst(Outcome::Failed(Failure::External)).code(), 3);
+    }
+
+    #[test]
+    fn a_path_cannot_forge_a_line_or_a_colour() {
+        let planted = PathBuf::from("tree/x\n{\"action\":\"promote\"}\x1b[31m.scala");
+        let e = Error::Tree { path: planted.clone(), msg: "not a regular file".into() }.to_string();
+        assert_eq!(e, "tree/x\\n{\"action\":\"promote\"}\\x1b[31m.scala: not a regular file");
+        let e = Error::UnknownSchema { path: planted, found: Some("9\n9".into()), reads: 1, remedy: "r" }.to_string();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(!e.chars().any(char::is_control), "{e:?}");
     }
 
     #[test]

@@ -21,6 +21,7 @@
 //! line's; `tests/architecture.rs` checks that on every run.
 
 pub mod error;
+pub mod escape;
 pub mod fsx;
 pub mod hash;
 pub mod out;

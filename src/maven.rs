@@ -21,17 +21,17 @@ pub struct Maven {
 }
 
 impl Maven {
-    /// Configured from the environment: OKP_MAVEN_REPO_LOCAL, OKP_MVN, OKP_MAVEN_SETTINGS.
-    pub fn from_env() -> Maven {
-        let repo_local = std::env::var_os("OKP_MAVEN_REPO_LOCAL").map(PathBuf::from).unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-            home.join(".m2").join("repository")
-        });
-        Maven {
+    /// Configured from the environment: OKP_MAVEN_REPO_LOCAL, OKP_MVN, OKP_MAVEN_SETTINGS. The
+    /// local repository defaults to `~/.m2/repository`, `~` being HOME or, when HOME is unset or
+    /// empty, the user's home in the password database (as mvn's Java finds it); with neither,
+    /// okp refuses (exit 2) rather than fill the current directory with a `.m2/`.
+    pub fn from_env() -> Result<Maven> {
+        let repo_local = repo_local(std::env::var_os("OKP_MAVEN_REPO_LOCAL"), std::env::var_os("HOME"), passwd_home)?;
+        Ok(Maven {
             repo_local,
             mvn: std::env::var("OKP_MVN").unwrap_or_else(|_| "mvn".to_string()),
             settings: std::env::var_os("OKP_MAVEN_SETTINGS").map(PathBuf::from),
-        }
+        })
     }
 
     pub fn path(&self, c: &Coordinate, classifier: Option<&str>) -> PathBuf {
@@ -198,6 +198,43 @@ impl Maven {
 
 /// Turns mvn's failure output into a sentence: unreachable repository (exit 3)
 /// versus an artifact that does not exist (an input error, exit 2).
+/// The local repository: `explicit` (OKP_MAVEN_REPO_LOCAL), else `.m2/repository` under `home`
+/// (HOME) or, when that is unset or empty, under what `passwd` finds.
+fn repo_local(
+    explicit: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+    passwd: impl FnOnce() -> Option<PathBuf>,
+) -> Result<PathBuf> {
+    if let Some(dir) = explicit.filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let home = home.filter(|h| !h.is_empty()).map(PathBuf::from).or_else(passwd).ok_or_else(|| {
+        Error::Usage(
+            "cannot tell where the Maven local repository is: HOME is not set and this user has no home directory in the password database; set HOME, or OKP_MAVEN_REPO_LOCAL to the repository (okp will not make a .m2/ in the current directory)".into(),
+        )
+    })?;
+    Ok(home.join(".m2").join("repository"))
+}
+
+/// The current user's home directory in the password database (getpwuid_r), if it names one.
+fn passwd_home() -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = vec![0 as libc::c_char; 16 << 10];
+    // SAFETY: an all-zero passwd is a valid value of a plain C struct; getpwuid_r fills it.
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is to memory this function owns for the call; `buf.len()` is its size.
+    let rc = unsafe { libc::getpwuid_r(libc::getuid(), &mut pw, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() || pw.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: pw_dir points into `buf`, NUL-terminated by getpwuid_r, alive until this returns.
+    let dir = unsafe { std::ffi::CStr::from_ptr(pw.pw_dir) };
+    let dir = std::path::Path::new(std::ffi::OsStr::from_bytes(dir.to_bytes()));
+    // An empty or relative entry would put the repository under the current directory again.
+    dir.is_absolute().then(|| dir.to_path_buf())
+}
+
 fn classify_failure(log: &str, wanted: &str) -> Error {
     let errors: Vec<&str> = log
         .lines()
@@ -248,6 +285,27 @@ fn pom_xml(items: &[&(Coordinate, Option<&str>)], out: &std::path::Path) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_home_the_repository_is_the_passwd_home_or_a_refusal_never_the_current_directory() {
+        let none = || None;
+        let os = |s: &str| Some(std::ffi::OsString::from(s));
+        assert_eq!(repo_local(os("/r"), os("/h"), none).unwrap(), PathBuf::from("/r"));
+        assert_eq!(repo_local(None, os("/h"), none).unwrap(), PathBuf::from("/h/.m2/repository"));
+        // HOME unset or empty: the password database's home.
+        for home in [None, os("")] {
+            let got = repo_local(None, home, || Some(PathBuf::from("/home/kafka"))).unwrap();
+            assert_eq!(got, PathBuf::from("/home/kafka/.m2/repository"));
+        }
+        // Neither: refused as bad input, naming the way out.
+        let e = repo_local(os(""), None, none).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(msg.contains("set HOME, or OKP_MAVEN_REPO_LOCAL"), "{msg}");
+        // This process's user has an entry (its home is absolute, never "").
+        let mine = passwd_home().expect("the test user has a passwd entry");
+        assert!(mine.is_absolute(), "{}", mine.display());
+    }
 
     #[test]
     fn classifies_unreachable_and_absent() {

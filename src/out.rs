@@ -22,20 +22,16 @@ pub fn print(s: &str) -> Result<()> {
     }
 }
 
-/// A note or progress line on stderr: `okp: <msg>`.
+/// A note or progress line on stderr: `okp: <msg>`, no control character but its own line breaks
+/// (`escape::lines`).
 pub fn note(msg: impl std::fmt::Display) {
-    eprintln!("okp: {msg}");
+    eprintln!("okp: {}", crate::escape::lines(&msg.to_string()));
 }
 
-/// A value from a file or another program as one line of plain text: control characters (a
-/// planted escape sequence or line break) are shown escaped, never sent to the terminal.
-pub fn one_line(v: &str) -> String {
-    v.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect()
-}
-
-/// The line `main` prints for an error that ends a command.
+/// The line `main` prints for an error that ends a command: no control character but its own line
+/// breaks (`escape::lines`); a value from outside inside it is escaped where it was embedded.
 pub fn error_line(e: &Error) -> String {
-    format!("okp: error: {e}")
+    format!("okp: error: {}", crate::escape::lines(&e.to_string()))
 }
 
 /// One word of a command line okp prints for a user to run, quoted for sh where it needs it
@@ -51,4 +47,18 @@ pub fn sh_word(s: &str) -> String {
 pub fn stdout_styled() -> bool {
     use std::io::IsTerminal;
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_error_line_keeps_its_own_line_breaks_and_no_other_control() {
+        let e = Error::Check("refused:\n  - a \x1b[31mred\x1b[0m word\r".into());
+        assert_eq!(error_line(&e), "okp: error: refused:\n  - a \\x1b[31mred\\x1b[0m word\\r");
+        // A value embedded where it came from outside stays on its line.
+        let e = Error::External(format!("cannot reach {}", crate::escape::one_line("b:1\n{\"action\":\"promote\"}")));
+        assert_eq!(error_line(&e).lines().count(), 1);
+    }
 }

@@ -102,7 +102,7 @@ fn release_check(
         Ok(t) => t,
         Err(e) => {
             // One line of plain text: the state records it and `okp status` prints it.
-            let why: String = format!("{e}").chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+            let why = crate::escape::one_line(&e.to_string());
             eprintln!(
                 "okp: warning: cannot tell whether the {} upstream files okp edits are Kafka {version}'s own: {why}",
                 edited.len()

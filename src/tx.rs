@@ -550,7 +550,7 @@ fn existing_ancestor(dir: &Path) -> PathBuf {
 }
 
 fn sync_dir(dir: Option<&Path>) {
-    if let Some(d) = dir.and_then(|d| std::fs::File::open(d).ok()) {
-        let _ = d.sync_all();
+    if let Some(d) = dir {
+        let _ = crate::fsx::sync_dir(d);
     }
 }

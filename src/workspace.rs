@@ -36,11 +36,11 @@ impl Workspace {
     /// Loads and validates the model; the patch set waits for its first use.
     pub fn load(files: &DataFiles) -> Result<Workspace> {
         let model = Model::load(files.versions.as_deref(), files.anchors.as_deref())?;
-        Ok(Workspace::with_model(model, files.clone()))
+        Workspace::with_model(model, files.clone())
     }
 
-    pub fn with_model(model: Model, files: DataFiles) -> Workspace {
-        Workspace { model, maven: Maven::from_env(), files, patch_set: OnceLock::new() }
+    pub fn with_model(model: Model, files: DataFiles) -> Result<Workspace> {
+        Ok(Workspace { model, maven: Maven::from_env()?, files, patch_set: OnceLock::new() })
     }
 
     /// The patch set (edits.yaml and our sources), loaded and checked against the model once.

@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// The stages, bottom to top, as docs/architecture.md draws them.
 const STAGES: &[(&str, &[&str])] = &[
-    ("foundations", &["error", "out", "fsx", "hash", "schema", "version"]),
+    ("foundations", &["error", "escape", "out", "fsx", "hash", "schema", "version"]),
     ("data", &["model", "patchset"]),
     ("upstream sources", &["maven", "source", "workspace"]),
     ("anchors and edits", &["anchor", "check", "report", "apply", "tx", "gitwt", "patch"]),
@@ -26,32 +26,73 @@ fn stage_of(module: &str) -> Option<usize> {
 }
 
 /// The text of a Rust file without comments and string literals (so a path in a
-/// message or a doc comment is not an import).
+/// message or a doc comment is not an import, and braces in text do not count).
 fn code_only(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let b = text.as_bytes();
+    let c: Vec<char> = text.chars().collect();
     let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'/' && b.get(i + 1) == Some(&b'/') {
-            while i < b.len() && b[i] != b'\n' {
+    while i < c.len() {
+        if c[i] == '/' && c.get(i + 1) == Some(&'/') {
+            while i < c.len() && c[i] != '\n' {
                 i += 1;
             }
-        } else if b[i] == b'"' {
+        } else if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+            i += 2;
+            while i < c.len() && !(c[i] == '*' && c.get(i + 1) == Some(&'/')) {
+                i += 1;
+            }
+            i += 2;
+        } else if c[i] == 'r' && !ident_before(&c, i) && matches!(c.get(i + 1), Some('"' | '#')) {
+            // A raw string r"…", r#"…"#: no escapes, ends at the quote and as many hashes.
+            let mut j = i + 1;
+            while c.get(j) == Some(&'#') {
+                j += 1;
+            }
+            if c.get(j) != Some(&'"') {
+                out.push(c[i]);
+                i += 1;
+                continue;
+            }
+            let hashes = j - i - 1;
+            j += 1;
+            while j < c.len() && !(c[j] == '"' && (1..=hashes).all(|k| c.get(j + k) == Some(&'#'))) {
+                j += 1;
+            }
+            i = j + 1 + hashes;
+            out.push_str("\"\"");
+        } else if c[i] == '"' {
             i += 1;
-            while i < b.len() && b[i] != b'"' {
-                i += if b[i] == b'\\' { 2 } else { 1 };
+            while i < c.len() && c[i] != '"' {
+                i += if c[i] == '\\' { 2 } else { 1 };
             }
             i += 1;
             out.push_str("\"\"");
-        } else if b[i] == b'\'' && b.get(i + 2) == Some(&b'\'') {
-            // a char literal such as '"'
+        } else if c[i] == '\'' && c.get(i + 1) == Some(&'\\') {
+            // an escaped char literal such as '\'' or '\u{1b}'
+            i += 3;
+            while i < c.len() && c[i] != '\'' {
+                i += 1;
+            }
+            i += 1;
+        } else if c[i] == '\'' && c.get(i + 2) == Some(&'\'') {
+            // a char literal such as '"' or '{'
             i += 3;
         } else {
-            out.push(b[i] as char);
+            out.push(c[i]);
             i += 1;
         }
     }
     out
+}
+
+/// Whether `c[at]` continues an identifier (`br"…"` counts as a raw string's start, not as one).
+fn ident_before(c: &[char], at: usize) -> bool {
+    let ident = |k: usize| c[k].is_alphanumeric() || c[k] == '_';
+    match at {
+        0 => false,
+        1 => ident(0) && c[0] != 'b',
+        _ => ident(at - 1) && (c[at - 1] != 'b' || ident(at - 2)),
+    }
 }
 
 /// Top-level module → the top-level modules its files name through `crate::`.
@@ -170,4 +211,171 @@ fn only_commands_name_the_command_layer() {
         .map(|(k, _)| k)
         .collect();
     assert!(offenders.is_empty(), "modules below the command layer that import it: {offenders:?}");
+}
+
+/// Where a raw read, open or lock may still be written outside src/fsx: directories whose owners
+/// are moving them onto fsx now. This list must shrink to nothing; never add to it.
+const NOT_YET_ON_FSX: &[&str] = &["cluster/", "verify.rs", "verify/", "scenarios/", "hosts/"];
+
+/// The one file outside src/fsx that may still call `libc::flock` (cluster's port-block lock).
+/// This list must shrink to nothing; never add to it.
+const FLOCK_NOT_YET_ON_FSX: &[&str] = &["cluster/mod.rs"];
+
+/// The raw calls that bypass fsx's guarded reader (regular file only, a cap, never blocking):
+/// reading a whole file, opening one for reading, and okp's one lock.
+const RAW_IO: &[&str] = &["fs::read(", "read_to_string(", "File::open(", ".read(true)", "libc::flock"];
+
+/// `code` (already `code_only`) without the items under `#[cfg(test)]`, and the names of the
+/// modules declared there without a body (`#[cfg(test)] mod tests;`: a file that is test code).
+fn without_test_code(code: &str) -> (String, Vec<String>) {
+    const ATTR: &str = "#[cfg(test)]";
+    let mut out = String::with_capacity(code.len());
+    let mut test_files = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find(ATTR) {
+        out.push_str(&rest[..at]);
+        let item = &rest[at + ATTR.len()..];
+        // The item ends at its first `;` outside brackets, or at the end of its first block.
+        let (mut depth, mut end) = (0i32, item.len());
+        for (k, ch) in item.char_indices() {
+            match ch {
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                ';' if depth == 0 => {
+                    end = k + 1;
+                    break;
+                }
+                '{' if depth == 0 => {
+                    let mut braces = 0;
+                    for (m, b) in item[k..].char_indices() {
+                        match b {
+                            '{' => braces += 1,
+                            '}' => braces -= 1,
+                            _ => {}
+                        }
+                        if braces == 0 {
+                            end = k + m + 1;
+                            break;
+                        }
+                    }
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let head: Vec<&str> = item[..end].split_whitespace().collect();
+        if let Some(name) = head.windows(2).find(|w| w[0] == "mod").map(|w| w[1]) {
+            if let Some(name) = name.strip_suffix(';') {
+                test_files.push(name.to_string());
+            }
+        }
+        rest = &item[end..];
+    }
+    out.push_str(rest);
+    (out, test_files)
+}
+
+/// Every .rs file under src/ (relative path, text).
+fn sources() -> Vec<(String, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().and_then(|x| x.to_str()) == Some("rs") {
+                let rel = p.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+                files.push((rel, std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The raw calls in the non-test code of `files` outside src/fsx and outside `allowed`, as
+/// `path: call` lines.
+fn raw_io_outside_fsx(files: &[(String, String)], allowed: &[&str]) -> Vec<String> {
+    let mut code = Vec::new();
+    let mut test_files = BTreeSet::new();
+    for (rel, text) in files {
+        let (kept, tests) = without_test_code(&code_only(text));
+        // `mod x;` in a/mod.rs or a.rs names a/x.rs (or a/x/mod.rs).
+        let dir = rel.strip_suffix("mod.rs").map(str::to_string).unwrap_or_else(|| rel.replace(".rs", "/"));
+        let dir = if rel == "lib.rs" || rel == "main.rs" { String::new() } else { dir };
+        for t in tests {
+            test_files.insert(format!("{dir}{t}.rs"));
+            test_files.insert(format!("{dir}{t}/"));
+        }
+        code.push((rel, kept));
+    }
+    let mut found = Vec::new();
+    for (rel, kept) in code {
+        let is_test = test_files.iter().any(|t| rel == t || (t.ends_with('/') && rel.starts_with(t.as_str())));
+        if rel.starts_with("fsx/") || is_test || allowed.iter().any(|a| rel == *a || rel.starts_with(a)) {
+            continue;
+        }
+        for call in RAW_IO {
+            if kept.contains(call) {
+                found.push(format!("src/{rel}: {call}"));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn inputs_are_read_and_locks_taken_through_fsx_only() {
+    let found = raw_io_outside_fsx(&sources(), NOT_YET_ON_FSX);
+    assert!(
+        found.is_empty(),
+        "raw reads, opens or locks outside src/fsx (read through fsx::read::input/text/open_input, lock \
+         through fsx::lock_file):\n{}",
+        found.join("\n")
+    );
+    // flock has a narrower exception: one file, the test clusters' port-block lock, whose owners
+    // are moving it onto fsx::lock_file now. This list must shrink to nothing too.
+    let flocks: Vec<String> = raw_io_outside_fsx(&sources(), FLOCK_NOT_YET_ON_FSX)
+        .into_iter()
+        .filter(|l| l.ends_with("libc::flock"))
+        .collect();
+    assert!(flocks.is_empty(), "flock outside src/fsx (take locks through fsx::lock_file):\n{}", flocks.join("\n"));
+}
+
+#[test]
+fn the_raw_io_check_sees_a_planted_call_and_ignores_tests_and_text() {
+    let planted = |body: &str| vec![("observers/x.rs".to_string(), body.to_string())];
+    for call in [
+        "fn f() { let _ = std::fs::read_to_string(p); }",
+        "fn f() { let _ = std::fs::read(p); }",
+        "fn f() { let _ = File::open(p); }",
+        "fn f() { let _ = OpenOptions::new().read(true).open(p); }",
+        "fn f() { unsafe { libc::flock(fd, 2) }; }",
+        // Code after a test module is still code.
+        "#[cfg(test)]\nmod tests { fn t() {} }\nfn f() { let _ = std::fs::read(p); }",
+        // A test-only constant ends at its `;`, not at the next block.
+        "impl T {\n #[cfg(test)]\n const A: [u8; 2] = [1, 2];\n fn f() { let _ = std::fs::read(p); }\n}",
+    ] {
+        assert_eq!(raw_io_outside_fsx(&planted(call), &[]).len(), 1, "not seen: {call}");
+    }
+    for fine in [
+        "#[cfg(test)]\nmod tests {\n fn t() { let _ = std::fs::read_to_string(p); let c = '{'; }\n}",
+        "fn f() { note(\"std::fs::read(\"); } // File::open(",
+        "/* libc::flock */ fn f() { let s = r#\"File::open(\"#; }",
+    ] {
+        assert!(raw_io_outside_fsx(&planted(fine), &[]).is_empty(), "seen in tests or text: {fine}");
+    }
+    // A test module in its own file (`#[cfg(test)] mod tests;`) is test code too.
+    let files = vec![
+        ("bundle/attest/mod.rs".to_string(), "#[cfg(test)]\nmod tests;\n".to_string()),
+        ("bundle/attest/tests.rs".to_string(), "fn t() { let _ = std::fs::read(p); }".to_string()),
+    ];
+    assert!(raw_io_outside_fsx(&files, &[]).is_empty());
+    // The allowlist and src/fsx are excluded, nothing else.
+    let at = |rel: &str| vec![(rel.to_string(), "fn f() { let _ = std::fs::read(p); }".to_string())];
+    assert!(raw_io_outside_fsx(&at("fsx/read.rs"), &[]).is_empty());
+    assert!(raw_io_outside_fsx(&at("cluster/mod.rs"), NOT_YET_ON_FSX).is_empty());
+    assert_eq!(raw_io_outside_fsx(&at("clusters.rs"), NOT_YET_ON_FSX).len(), 1);
 }

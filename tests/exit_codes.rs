@@ -67,6 +67,8 @@ fn refused_inputs_exit_as_documented() {
     let full = d.join("full");
     std::fs::create_dir(&full).unwrap();
     std::fs::write(full.join("x"), "x").unwrap();
+    let fifo = d.join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let existing_key = d.join("k");
     std::fs::write(d.join("k.key"), "x").unwrap();
     let s = |p: &std::path::Path| p.display().to_string();
@@ -86,6 +88,7 @@ fn refused_inputs_exit_as_documented() {
         (vec!["verify".into(), "--soak".into(), "10m".into()], 2, "--seed"),
         (vec!["compare-builds".into(), s(&d.join("nope")), s(&not_a_tree)], 2, "no such jar or directory"),
         (vec!["compare-builds".into(), s(&not_a_tree), s(&not_a_tree)], 2, "no jar there"),
+        (vec!["compare-builds".into(), s(&fifo), s(&fifo)], 2, "neither a regular file nor a directory"),
         (vec!["verify".into(), "--merge".into(), "--evidence".into(), s(&d.join("nope"))], 2, "no such directory"),
         (vec!["verify".into(), "--merge".into(), "--evidence".into(), s(&not_a_tree)], 0, ""),
         (
@@ -161,4 +164,54 @@ fn refused_inputs_exit_as_documented() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A Kafka installation as rollback checks it: bin/kafka-run-class.sh and libs/ with one jar.
+fn kafka_home(d: &std::path::Path) -> std::path::PathBuf {
+    let home = d.join("kafka");
+    std::fs::create_dir_all(home.join("bin")).unwrap();
+    std::fs::create_dir_all(home.join("libs")).unwrap();
+    std::fs::write(home.join("bin/kafka-run-class.sh"), "").unwrap();
+    std::fs::write(home.join("libs/kafka_2.13-3.9.2.jar"), "patched").unwrap();
+    home
+}
+
+/// docs/exit-codes.md: rollback refuses what okp never leaves with exit 2 and changes nothing,
+/// neither in the installation nor through a link out of it.
+#[test]
+fn rollback_refuses_a_symlinked_state_or_a_missing_backup_with_exit_2() {
+    let t = tempfile::tempdir().unwrap();
+    let rollback = |home: &std::path::Path| okp().arg("rollback").arg("--kafka-home").arg(home).output().unwrap();
+
+    // .okp-observer as a link to elsewhere, holding a "backup" equal to the jar in libs/: once
+    // deleted through the link, then exit 3.
+    let home = kafka_home(t.path());
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join("backup")).unwrap();
+    std::fs::write(elsewhere.join("backup/kafka_2.13-3.9.2.jar"), "patched").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, home.join(".okp-observer")).unwrap();
+    let o = rollback(&home);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a symbolic link or not a directory"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nothing was changed"), "{}", stderr(&o));
+    assert!(elsewhere.join("backup/kafka_2.13-3.9.2.jar").is_file(), "a file was removed through the link");
+
+    // An install record whose backup was deleted: refused before anything is written.
+    std::fs::remove_file(home.join(".okp-observer")).unwrap();
+    std::fs::create_dir_all(home.join(".okp-observer/backup")).unwrap();
+    let (original, patched) = ("0".repeat(64), "1".repeat(64));
+    std::fs::write(
+        home.join(".okp-observer/installed"),
+        format!(
+            "bundle=okp-observer-3.9.2-kraft\nrelease=3.9.2\nmode=kraft\ntarget=linux-x86_64\npatch_set={}\njar=kafka_2.13-3.9.2.jar {original} {patched}\n",
+            "a".repeat(64)
+        ),
+    )
+    .unwrap();
+    let before = snapshot(&home);
+    let o = rollback(&home);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("backup") && stderr(&o).contains("is missing"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nothing was changed"), "{}", stderr(&o));
+    assert_eq!(snapshot(&home), before, "the installation changed");
 }

@@ -111,12 +111,21 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison> {
 }
 
 /// The jars of a side: the file itself, or every `*.jar` directly in the directory, by file name.
+/// Anything else (a FIFO, a device, nothing) is refused in okp's words before anything is opened.
 fn jars_of(p: &Path) -> Result<BTreeMap<String, PathBuf>> {
     let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    if p.is_file() {
-        return Ok(BTreeMap::from([(name(p), p.to_path_buf())]));
+    let refuse = |what: &str| Error::Tree {
+        path: p.to_path_buf(),
+        msg: format!("{what}: compare-builds takes a jar or a directory of jars (a build's --out)"),
+    };
+    match std::fs::metadata(p) {
+        Ok(m) if m.is_file() => return Ok(BTreeMap::from([(name(p), p.to_path_buf())])),
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(refuse("neither a regular file nor a directory")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(refuse("no such file or directory")),
+        Err(e) => return Err(Error::io(format!("cannot look at {}", p.display()), e)),
     }
-    let rd = std::fs::read_dir(p).map_err(|e| Error::Usage(format!("{}: {e}", p.display())))?;
+    let rd = std::fs::read_dir(p).map_err(|e| Error::io(format!("cannot list {}", p.display()), e))?;
     let jars: BTreeMap<String, PathBuf> = rd
         .flatten()
         .map(|e| e.path())

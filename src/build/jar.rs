@@ -59,10 +59,9 @@ pub fn splice(
     compiled: &BTreeMap<String, Vec<u8>>,
 ) -> Result<SpliceReport> {
     let zerr = |e: zip::result::ZipError| Error::Source(format!("{}: {e}", upstream.display()));
-    let mut zin = zip::ZipArchive::new(
-        File::open(upstream).map_err(|e| Error::io(format!("cannot open {}", upstream.display()), e))?,
-    )
-    .map_err(zerr)?;
+    let mut zin =
+        zip::ZipArchive::new(crate::fsx::read::open_input(upstream, crate::fsx::read::MAX_JAR, "upstream jar")?)
+            .map_err(zerr)?;
     let tmp = out.with_extension("jar.okp-tmp");
     let mut zout =
         zip::ZipWriter::new(File::create(&tmp).map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?);
@@ -129,7 +128,7 @@ fn write_entry<W: Write + std::io::Seek>(
 
 /// Every entry of a jar with its bytes (for checks).
 pub fn entries(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
-    let f = File::open(path).map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
+    let f = crate::fsx::read::open_input(path, crate::fsx::read::MAX_JAR, "jar")?;
     read_entries(f, &path.display().to_string())
 }
 

@@ -836,9 +836,8 @@ pub fn inputs(
             patched_sha256: sha256(&c.after),
         })
         .collect();
-    let file_sha = |p: &Path| -> Result<String> {
-        Ok(sha256(&std::fs::read(p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?))
-    };
+    let file_sha =
+        |p: &Path| -> Result<String> { Ok(sha256(&crate::fsx::read::input(p, crate::fsx::read::MAX_JAR, "jar")?)) };
     // The sources jars are recorded only when they are what was read (a build from a checkout
     // or a git revision names its tree above, and may have no sources jar at all: 4.4.0).
     for c in release.sources.values().filter(|_| tree.is_release_sources_jar()) {

@@ -242,8 +242,7 @@ pub fn recheck(ws: &Workspace, c: &Claims, source: Option<&dyn SourceTree>) -> R
             continue;
         }
         let upstream_path = ws.maven.ensure(&[(coord.clone(), None)])?.remove(0);
-        let upstream_bytes = std::fs::read(&upstream_path)
-            .map_err(|e| Error::io(format!("cannot read {}", upstream_path.display()), e))?;
+        let upstream_bytes = crate::fsx::read::input(&upstream_path, crate::fsx::read::MAX_JAR, "upstream jar")?;
         let upstream_sha = sha256(&upstream_bytes);
         if j.upstream_sha256 != upstream_sha {
             problems.push(format!(
@@ -392,7 +391,7 @@ fn short(h: &str) -> &str {
 
 fn refused(what: &str, problems: Vec<String>) -> Error {
     let n = problems.len();
-    let shown: Vec<String> = problems.into_iter().take(20).map(|p| crate::out::one_line(&p)).collect();
+    let shown: Vec<String> = problems.into_iter().take(20).map(|p| crate::escape::one_line(&p)).collect();
     Error::Check(format!(
         "the jars are not what {what} says, re-derived from their bytes with okp's own data ({n} finding(s); \
          refusing them):\n  {}",

@@ -136,7 +136,7 @@ impl BuildRecord {
             if !plain_file_name(name) {
                 return Err(Error::Tree {
                     path: dir.join(FILE_NAME),
-                    msg: format!("jar `{}` is not a plain jar file name", crate::out::one_line(name)),
+                    msg: format!("jar `{}` is not a plain jar file name", crate::escape::one_line(name)),
                 });
             }
             let path = dir.join(name);
@@ -147,7 +147,7 @@ impl BuildRecord {
                 return Err(Error::Check(format!(
                     "{}: sha256 {got}, but {FILE_NAME} records {}: the jar changed after the build",
                     path.display(),
-                    crate::out::one_line(&j.sha256)
+                    crate::escape::one_line(&j.sha256)
                 )));
             }
             out.push(bytes);

@@ -76,7 +76,7 @@ pub fn render(rec: &BuildRecord, dir: &Path, release: &BTreeMap<String, String>)
 }
 
 fn clean(v: &str) -> String {
-    crate::out::one_line(v)
+    crate::escape::one_line(v)
 }
 
 fn provenance(s: &mut String, p: &Provenance, release: &BTreeMap<String, String>) {
@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn values_from_the_record_cannot_reach_the_terminal_as_control_characters() {
-        assert_eq!(clean("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\\nc");
+        assert_eq!(clean("a\u{1b}[31mb\nc"), "a\\x1b[31mb\\nc");
         assert_eq!(clean("method fetch(int)"), "method fetch(int)");
     }
 }

@@ -79,21 +79,22 @@ fn show(cmd: &Command) -> String {
 
 /// Every .class file under `dir` as (jar entry name, bytes).
 fn classes_under(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
-    fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> std::io::Result<()> {
-        for e in std::fs::read_dir(d)? {
-            let p = e?.path();
+    fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
+        let listing = |e| Error::io(format!("reading classes in {}", d.display()), e);
+        for e in std::fs::read_dir(d).map_err(listing)? {
+            let p = e.map_err(listing)?.path();
             if p.is_dir() {
                 walk(root, &p, out)?;
             } else if p.extension().is_some_and(|x| x == "class") {
                 let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy().replace('\\', "/");
-                out.insert(rel, std::fs::read(&p)?);
+                out.insert(rel, crate::fsx::read::input(&p, crate::fsx::read::MAX_CLASS, "compiled class")?);
             }
         }
         Ok(())
     }
     let mut out = BTreeMap::new();
     if dir.exists() {
-        walk(dir, dir, &mut out).map_err(|e| Error::io(format!("reading classes in {}", dir.display()), e))?;
+        walk(dir, dir, &mut out)?;
     }
     Ok(out)
 }
@@ -344,10 +345,9 @@ fn scalac_view(
         return Ok(view);
     }
     let zerr = |e: zip::result::ZipError| Error::Source(format!("{}: {e}", module_jar.display()));
-    let mut zin = zip::ZipArchive::new(
-        std::fs::File::open(module_jar).map_err(|e| Error::io(format!("cannot open {}", module_jar.display()), e))?,
-    )
-    .map_err(zerr)?;
+    let mut zin =
+        zip::ZipArchive::new(crate::fsx::read::open_input(module_jar, crate::fsx::read::MAX_JAR, "module jar")?)
+            .map_err(zerr)?;
     // Repository path of each Java source -> the jar entries compiled from it.
     let mut java: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for i in 0..zin.len() {
@@ -500,7 +500,7 @@ fn fork_check(
     if differs.is_empty() {
         return Ok(differs);
     }
-    let shown: Vec<String> = differs.iter().take(20).map(|d| crate::out::one_line(d)).collect();
+    let shown: Vec<String> = differs.iter().take(20).map(|d| crate::escape::one_line(d)).collect();
     let more = if differs.len() > 20 { format!("\n  … and {} more", differs.len() - 20) } else { String::new() };
     if !allow_modified {
         return Err(Error::Usage(format!(
@@ -703,8 +703,8 @@ pub fn splice(
         let report = jar::splice(&upstream, &dest, &keys, &compiled)?;
         check_splice(&upstream, &dest, &report, module, files, &plan, &compiled)?;
         seconds.insert(format!("splice-{module}"), t.elapsed().as_secs_f64());
-        let up_bytes = std::fs::read(&upstream).map_err(|e| Error::io("cannot read the upstream jar", e))?;
-        let new_bytes = std::fs::read(&dest).map_err(|e| Error::io("cannot read the spliced jar", e))?;
+        let up_bytes = crate::fsx::read::input(&upstream, crate::fsx::read::MAX_JAR, "upstream jar")?;
+        let new_bytes = crate::fsx::read::input(&dest, crate::fsx::read::MAX_JAR, "spliced jar")?;
         jars.push(JarResult {
             module: module.clone(),
             upstream: coord.to_string(),
@@ -745,8 +745,7 @@ pub fn splice(
             .jars
             .iter()
             .map(|j| {
-                let p = staging.path().join(&j.splice.jar);
-                std::fs::read(&p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))
+                crate::fsx::read::input(&staging.path().join(&j.splice.jar), crate::fsx::read::MAX_JAR, "spliced jar")
             })
             .collect::<Result<_>>()?;
         let facts = record.recheck(ws, out, &bytes, Some(tree))?;
@@ -823,7 +822,7 @@ fn unpatched_cache(
         let _ = writeln!(key, "view {name} {}", sha256(&bytes));
     }
     for p in src {
-        let bytes = std::fs::read(p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?;
+        let bytes = crate::fsx::read::input(p, crate::fsx::read::MAX_SOURCE, "source file")?;
         // The repository path: where the build directory is does not shape the classes.
         let text = p.to_string_lossy();
         let repo_path = text.rsplit_once("/upstream-src/").map_or(text.as_ref(), |(_, r)| r);

@@ -34,6 +34,10 @@ pub fn lock(home: &Path) -> Result<HomeLock> {
         Ok(lock) => Ok(HomeLock { lock }),
         Err(LockRefusal::Not(NotALockFile::Symlink)) => Err(not_ours("a symbolic link")),
         Err(LockRefusal::Not(NotALockFile::NotRegular)) => Err(not_ours("not a regular file")),
+        Err(LockRefusal::Gone) => Err(Error::Tree {
+            path: home.to_path_buf(),
+            msg: "the installation's directory went away while okp locked it; nothing was changed".into(),
+        }),
         Err(LockRefusal::Held(pid)) => {
             let holder = match pid.parse::<i32>() {
                 Ok(pid) if alive(pid) => format!("pid {pid}"),

@@ -70,7 +70,7 @@ fn inputs(
     if !is_sha256(&rec.patch_set_hash) {
         return Err(bad(
             dir,
-            format!("patch_set_hash `{}` is not a sha256", crate::out::one_line(&rec.patch_set_hash)),
+            format!("patch_set_hash `{}` is not a sha256", crate::escape::one_line(&rec.patch_set_hash)),
         ));
     }
     for j in &rec.jars {

@@ -21,7 +21,7 @@ pub fn run(files: &DataFiles, args: DiffArgs) -> Result<Outcome> {
     // --write edits a versions.yaml: diff against that same file's matrix.
     let ws = if args.write && files.versions.is_none() {
         let model = Model::load(Some(&versions_file), files.anchors.as_deref())?;
-        Workspace::with_model(model, files.clone())
+        Workspace::with_model(model, files.clone())?
     } else {
         Workspace::load(files)?
     };

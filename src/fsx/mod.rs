@@ -48,19 +48,58 @@ pub enum NotALockFile {
     NotRegular,
 }
 
+/// How many times `lock_file` starts again on a lock file its holder removed as it was taken.
+const LOCK_ROUNDS: usize = 100;
+
+/// flock(2) on `file`, again when a signal interrupts it: Ok(false) when `nonblocking` and another
+/// process holds the lock.
+fn flock(file: &std::fs::File, nonblocking: bool) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let op = if nonblocking { libc::LOCK_EX | libc::LOCK_NB } else { libc::LOCK_EX };
+    loop {
+        // SAFETY: flock on a descriptor the caller owns for the duration of the call; no memory is shared.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EWOULDBLOCK) if nonblocking => return Ok(false),
+            _ => return Err(e),
+        }
+    }
+}
+
+/// The pid text the holder of `file`'s lock wrote. It writes it right after taking the lock, so an
+/// empty file gets a moment (200 ms at most) before it counts as "not written".
+fn holder_pid(mut file: &std::fs::File) -> String {
+    use std::io::{Read, Seek};
+    for _ in 0..20 {
+        let mut pid = String::new();
+        let _ = file.rewind().and_then(|_| file.take(32).read_to_string(&mut pid));
+        if !pid.trim().is_empty() {
+            return pid.trim().to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    String::new()
+}
+
 /// Takes the lock on `path` (created if missing). With `wait`, blocks while another holds it and
-/// calls `waiting` once with the holder's pid text first; without, returns `Ok(Err(pid text))` at
-/// once. A symbolic link or a non-regular file at `path` is refused before any locking.
+/// calls `waiting` once with the holder's pid text first; without, returns `Ok(Err(Held(pid text)))`
+/// at once. A symbolic link or a non-regular file at `path` is refused before any locking, and
+/// nothing at `path` is ever followed, read past 32 bytes or waited on (O_NOFOLLOW, O_NONBLOCK).
+/// This is okp's one `flock`: every lock okp takes (a tree's `.okp/lock`, an installation's
+/// `.okp-observer.lock`, the watchdog's `STATE.lock`, a build's `--out`) is taken here.
 pub fn lock_file(
     path: &Path,
     wait: bool,
     waiting: &mut dyn FnMut(&str),
 ) -> Result<std::result::Result<FileLock, LockRefusal>> {
-    use std::io::{Read, Seek};
-    use std::os::fd::AsRawFd;
+    use std::io::Seek;
     use std::os::unix::fs::OpenOptionsExt;
     let mut noted = false;
-    loop {
+    for _ in 0..LOCK_ROUNDS {
         let mut file = match std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -72,31 +111,29 @@ pub fn lock_file(
         {
             Ok(f) => f,
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Err(LockRefusal::Not(NotALockFile::Symlink))),
+            // O_NONBLOCK on a FIFO no one reads fails at once (ENXIO) instead of waiting for a reader.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                return Ok(Err(LockRefusal::Not(NotALockFile::NotRegular)))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Err(LockRefusal::Gone)),
             Err(e) => return Err(Error::io(format!("cannot open the lock file {}", path.display()), e)),
         };
         let meta = file.metadata().map_err(|e| Error::io(format!("cannot stat {}", path.display()), e))?;
         if !meta.is_file() {
             return Ok(Err(LockRefusal::Not(NotALockFile::NotRegular)));
         }
-        // SAFETY: flock on a descriptor this function owns; no memory is shared.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(Error::io(format!("cannot lock {}", path.display()), e));
-            }
-            let mut pid = String::new();
-            let _ = (&file).take(32).read_to_string(&mut pid);
+        let lock_err = |e| Error::io(format!("cannot lock {}", path.display()), e);
+        if !flock(&file, true).map_err(lock_err)? {
+            let pid = holder_pid(&file);
             if !wait {
-                return Ok(Err(LockRefusal::Held(pid.trim().to_string())));
+                return Ok(Err(LockRefusal::Held(pid)));
             }
             if !noted {
-                waiting(pid.trim());
+                waiting(&pid);
                 noted = true;
             }
-            // SAFETY: as above; this call blocks until the holder releases or dies.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-                return Err(Error::io(format!("cannot lock {}", path.display()), std::io::Error::last_os_error()));
-            }
+            // Blocks until the holder releases or dies.
+            flock(&file, false).map_err(lock_err)?;
         }
         // The holder before us removes the file on its way out: a lock on a file no one else will
         // open is no lock. Start again on the file the path names now.
@@ -110,6 +147,21 @@ pub fn lock_file(
             .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
         return Ok(Ok(FileLock { file, path: path.to_path_buf() }));
     }
+    Err(Error::Tree {
+        path: path.to_path_buf(),
+        msg: "kept being replaced while okp tried to lock it; try again".into(),
+    })
+}
+
+/// fsync of a directory (after a rename into it, so the new name survives a crash). Opened as a
+/// directory only (O_DIRECTORY) and never waited on, so whatever else sits at `dir` is refused.
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(dir)?
+        .sync_all()
 }
 
 /// Opens a log for appending, creating it (0644) when missing: never through a symbolic link at
@@ -139,6 +191,9 @@ pub enum LockRefusal {
     /// Another process holds it (the pid it wrote, as text, possibly empty).
     Held(String),
     Not(NotALockFile),
+    /// The directory that should hold the lock file is not there (its last holder may have
+    /// removed it on the way out: a caller that made it can make it again and retry).
+    Gone,
 }
 
 impl FileLock {
@@ -177,6 +232,9 @@ pub fn lock_dir(dir: &Path, name: &str) -> Result<FileLock> {
         Ok(l) => Ok(l),
         Err(LockRefusal::Not(NotALockFile::Symlink)) => {
             Err(Error::Tree { path, msg: "a symbolic link, not okp's lock file".into() })
+        }
+        Err(LockRefusal::Gone) => {
+            Err(Error::Tree { path, msg: "its directory was removed while okp locked it".into() })
         }
         Err(_) => Err(Error::Tree { path, msg: "not a regular file, so not okp's lock file".into() }),
     }

@@ -133,6 +133,9 @@ pub const MAX_RECORD: u64 = 64 << 20;
 pub const MAX_SOURCE: u64 = 8 << 20;
 /// The largest jar okp reads (kafka_2.13 is about 7 MB, a sources jar about 3 MB).
 pub const MAX_JAR: u64 = 256 << 20;
+/// The largest class file okp reads from a compiler's output (Kafka's largest is under 200 KB;
+/// the class-file format's 64 KiB limits keep real ones far below this).
+pub const MAX_CLASS: u64 = 16 << 20;
 /// The largest other text okp reads: a POM, a classpath file, a page it wrote, a test report.
 pub const MAX_TEXT: u64 = 32 << 20;
 
@@ -145,6 +148,12 @@ pub fn missing(path: &Path) -> std::io::Error {
 /// otherwise (exit 2, naming the file and `what`); an I/O failure of the system is exit 3.
 pub fn input(path: &Path, cap: u64, what: &str) -> crate::error::Result<Vec<u8>> {
     read_regular(path, cap).map_err(|e| e.into_error(path, what))
+}
+
+/// `input` left unread: the open file, for a reader that takes only what it needs (a jar's
+/// central directory and the entries it asks for). The same refusals as `input`.
+pub fn open_input(path: &Path, cap: u64, what: &str) -> crate::error::Result<File> {
+    open_regular(path, cap).map_err(|e| e.into_error(path, what))
 }
 
 /// `input`, or None when nothing is at `path`.

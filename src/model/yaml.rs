@@ -144,7 +144,7 @@ fn message(e: &serde_saphyr::Error) -> String {
         "more than one YAML document (a `---` line): okp reads one document per file",
     );
     // The message may quote the file's text: never pass control characters to a terminal.
-    text.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect()
+    crate::escape::one_line(&text)
 }
 
 #[cfg(test)]

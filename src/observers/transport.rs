@@ -474,7 +474,7 @@ fn stderr_summary(stderr: &[u8]) -> String {
     if last.is_empty() {
         return "(nothing on stderr)".into();
     }
-    first_chars(&last.join(" | "), 600)
+    crate::escape::one_line(&first_chars(&last.join(" | "), 600))
 }
 
 /// The largest observer.ids okp reads (a real one is a few lines); a FIFO or a
@@ -582,7 +582,7 @@ fn write_replacing(path: &Path, bytes: &[u8]) -> Result<()> {
         f.set_permissions(std::fs::Permissions::from_mode(mode))?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
+        crate::fsx::sync_dir(dir)
     })();
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);

@@ -78,7 +78,7 @@ fn metadata(bootstrap: &[String], topic: Option<&str>) -> Result<(probe::Metadat
     }
     Err(Error::External(format!(
         "no bootstrap server answered a Metadata request (tried {}); okp speaks PLAINTEXT only",
-        bootstrap.join(", ")
+        bootstrap.iter().map(|b| crate::escape::one_line(b)).collect::<Vec<_>>().join(", ")
     )))
 }
 
@@ -174,7 +174,7 @@ fn ignored_in(node: &str, text: &str) -> Option<String> {
         .map(|x| {
             let cut: String = x.chars().take(40).collect();
             let more = if cut.len() < x.len() { "…" } else { "" };
-            format!("`{}{more}`", cut.escape_debug())
+            format!("`{}{more}`", crate::escape::one_line(&cut))
         })
         .collect();
     if t.len() > SHOWN {
@@ -472,7 +472,7 @@ pub(crate) mod tests {
         let hostile = ObserverSet::from_files(&[("b1".into(), format!("\x1b[2J{} a b c d e f g h i", "9".repeat(60)))]);
         assert_eq!(
             hostile.ignored,
-            vec![format!("b1: `\\u{{1b}}[2J{}…`, `a`, `b`, `c`, `d`, `e`, `f`, `g`, and 2 more", "9".repeat(36))]
+            vec![format!("b1: `\\x1b[2J{}…`, `a`, `b`, `c`, `d`, `e`, `f`, `g`, and 2 more", "9".repeat(36))]
         );
         let one = ObserverSet::from_file("file /etc/kafka/observer.ids".into(), "banana 4");
         assert_eq!(

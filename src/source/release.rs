@@ -29,7 +29,7 @@ impl ReleaseTree {
         let paths = maven.ensure(&wanted)?;
         let mut jars = BTreeMap::new();
         for ((dir, coord), path) in sources.iter().zip(paths) {
-            let f = File::open(&path).map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
+            let f = crate::fsx::read::open_input(&path, crate::fsx::read::MAX_JAR, "sources jar")?;
             let zip = zip::ZipArchive::new(f).map_err(|e| {
                 Error::Source(format!(
                     "{} is not a readable jar ({e}); delete it so okp fetches it again",

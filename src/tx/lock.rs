@@ -1,4 +1,4 @@
-//! One okp at a time per tree: `<tree>/.okp/lock`, held with flock(2) for
+//! One okp at a time per tree: `<tree>/.okp/lock`, held with flock(2) (`fsx::lock_file`) for
 //! as long as a command works on the tree, and holding the holder's pid for
 //! the message another okp prints when it finds the lock taken.
 //!
@@ -7,20 +7,19 @@
 //! behind it. The flock is what counts, not the file: the kernel drops it
 //! when its holder exits, however it exits, so a killed okp's lock is free
 //! without anyone cleaning up. Before the lock file, `.okp/.gitignore` (`*`)
-//! is created, so the directory never shows up in `git status`; when a
-//! command leaves a tree that carries no patch set, the holder removes the
-//! lock file, `.gitignore` and `.okp/` before letting go, and a newcomer that
+//! is created, so the directory never shows up in `git status`; the holder
+//! removes the lock file before letting go, and when a command leaves a tree
+//! that carries no patch set, `.gitignore` and `.okp/` too; a newcomer that
 //! locked a file that was removed meanwhile starts again with the new one.
 //!
 //! Not here: what the holder does with the tree (see `tx`).
 
-use std::fs::{File, OpenOptions};
-use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::fsx::{FileLock, LockRefusal, NotALockFile};
 use crate::model::confine::STATE_DIR;
 
 /// The files that may be in `.okp/` when the tree carries no patch set.
@@ -29,8 +28,8 @@ const GITIGNORE: &str = ".gitignore";
 
 /// A held lock; dropping it lets go (and tidies `.okp/` away when it is otherwise empty).
 pub struct Lock {
-    /// Held open for the flock; closing it (when the Lock drops) lets go.
-    _file: File,
+    /// The flock (`fsx::lock_file`); dropping it removes the lock file, then lets go.
+    lock: Option<FileLock>,
     dir: PathBuf,
 }
 
@@ -39,42 +38,26 @@ impl Lock {
     pub fn acquire(root: &Path) -> Result<Lock> {
         let dir = root.join(STATE_DIR);
         let path = dir.join(LOCK);
-        // Each round ends with the lock, a refusal, or a lock file its holder removed as we took it.
+        // Each round ends with the lock, a refusal, or `.okp/` removed by its last holder as we took it.
         for _ in 0..100 {
             state_dir(&dir)?;
-            let file = match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o644)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-                .open(&path)
-            {
-                Ok(f) if f.metadata().is_ok_and(|m| m.is_file()) => f,
-                Ok(_) => return Err(Error::Tree { path, msg: "is not a regular file; okp will not use it".into() }),
+            match crate::fsx::lock_file(&path, false, &mut |_| {})? {
+                Ok(lock) => return Ok(Lock { lock: Some(lock), dir }),
                 // The holder removed .okp/ as it finished: start again.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                Err(LockRefusal::Gone) => continue,
+                Err(LockRefusal::Not(NotALockFile::Symlink)) => {
                     return Err(Error::Tree { path, msg: "is a symlink; okp will not follow it".into() })
                 }
-                Err(e) => return Err(Error::io(format!("cannot create {}", path.display()), e)),
-            };
-            if !try_flock(&file).map_err(|e| Error::io(format!("cannot lock {}", path.display()), e))? {
-                return Err(Error::Tree {
-                    path: root.to_path_buf(),
-                    msg: format!(
-                        "another okp (pid {}) is working on this tree; try again when it has finished",
-                        holder(&file)
-                    ),
-                });
-            }
-            if is_linked_at(&file, &path) {
-                let me = format!("{}\n", std::process::id());
-                let recorded =
-                    file.set_len(0).and_then(|()| std::os::unix::fs::FileExt::write_all_at(&file, me.as_bytes(), 0));
-                recorded.map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
-                return Ok(Lock { _file: file, dir });
+                Err(LockRefusal::Not(NotALockFile::NotRegular)) => {
+                    return Err(Error::Tree { path, msg: "is not a regular file; okp will not use it".into() })
+                }
+                Err(LockRefusal::Held(pid)) => {
+                    let pid = pid.parse::<u32>().map_or("unknown".to_string(), |p| p.to_string());
+                    return Err(Error::Tree {
+                        path: root.to_path_buf(),
+                        msg: format!("another okp (pid {pid}) is working on this tree; try again when it has finished"),
+                    });
+                }
             }
         }
         Err(Error::Tree { path, msg: "kept being replaced while okp tried to lock it; try again".into() })
@@ -93,7 +76,8 @@ impl Drop for Lock {
             let _ = std::fs::remove_file(self.dir.join(LOCK));
             let _ = std::fs::remove_dir(&self.dir);
         }
-        // Closing `file`, right after this, drops the flock.
+        // The FileLock removes the lock file if it is still there and still its own, then lets go.
+        drop(self.lock.take());
     }
 }
 
@@ -133,44 +117,6 @@ fn state_dir(dir: &Path) -> Result<()> {
     }
 }
 
-/// flock(LOCK_EX | LOCK_NB): Ok(false) when another process holds it.
-fn try_flock(f: &File) -> std::io::Result<bool> {
-    loop {
-        // SAFETY: flock on a file descriptor `f` owns for the duration of the call.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(true);
-        }
-        let e = std::io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EWOULDBLOCK) => return Ok(false),
-            _ => return Err(e),
-        }
-    }
-}
-
-/// Whether `path` still names the file `f` is open on (its holder may have unlinked it).
-fn is_linked_at(f: &File, path: &Path) -> bool {
-    match (f.metadata(), std::fs::symlink_metadata(path)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
-/// The holder's pid as it recorded it; it writes it right after taking the lock, so wait a moment for it.
-fn holder(f: &File) -> String {
-    for _ in 0..20 {
-        let mut s = String::new();
-        let mut r = f;
-        let read = std::io::Seek::seek(&mut r, std::io::SeekFrom::Start(0)).and_then(|_| r.read_to_string(&mut s));
-        if let Some(pid) = read.ok().and_then(|_| s.trim().parse::<u32>().ok()) {
-            return pid.to_string();
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    "unknown".into()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,7 +146,8 @@ mod tests {
         let b = soon().expect("free again after the drop");
         std::fs::write(t.path().join(".okp/state.json"), "{}").unwrap();
         drop(b);
-        assert!(t.path().join(".okp/lock").exists(), "a tree with state keeps its .okp/");
+        assert!(t.path().join(".okp/state.json").exists(), "a tree with state keeps its .okp/");
+        assert!(!t.path().join(".okp/lock").exists(), "the lock file goes with its holder");
         drop(soon().expect("free again after the drop"));
     }
 

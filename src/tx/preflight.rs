@@ -37,17 +37,23 @@ pub struct Need {
 /// Tries a temporary file in each directory; the first that refuses is the error.
 pub fn writable(dirs: &[PathBuf]) -> Result<()> {
     for d in dirs {
-        probe(d).map_err(|e| {
-            Error::io(
-                format!(
-                    "cannot write in {} (okp tries every directory before changing anything; nothing was changed)",
-                    d.display()
-                ),
-                e,
-            )
-        })?;
+        probe(d).map_err(|e| not_writable(d, e))?;
     }
     Ok(())
+}
+
+/// A directory that refused the probe. One okp may not write in (permissions, an ACL, an immutable
+/// directory) is the environment failing, as a read-only or full filesystem is (exit 3,
+/// docs/exit-codes.md); anything else (the directory vanished) keeps its I/O kind.
+fn not_writable(d: &Path, e: std::io::Error) -> Error {
+    let context = format!(
+        "cannot write in {} (okp tries every directory before changing anything; nothing was changed)",
+        d.display()
+    );
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied => Error::External(format!("{context}: {e}")),
+        _ => Error::io(context, e),
+    }
 }
 
 fn probe(dir: &Path) -> std::io::Result<()> {
@@ -120,6 +126,22 @@ mod tests {
         assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
         let e = writable(&[t.path().join("missing")]).unwrap_err().to_string();
         assert!(e.contains("cannot write in") && e.contains("missing"), "{e}");
+    }
+
+    /// docs/exit-codes.md: a directory okp may not write in is the environment failing (3), like
+    /// a read-only or full filesystem; root cannot be refused by permission bits, so the mapping
+    /// is tested on the errors the probe meets.
+    #[test]
+    fn a_directory_okp_may_not_write_in_is_an_environment_failure() {
+        let d = Path::new("/src/kafka/core");
+        for (errno, code) in
+            [(libc::EACCES, 3), (libc::EPERM, 3), (libc::EROFS, 3), (libc::ENOSPC, 3), (libc::ENOENT, 2)]
+        {
+            let e = not_writable(d, std::io::Error::from_raw_os_error(errno));
+            assert_eq!(e.exit_code(), code, "errno {errno}: {e}");
+            assert!(e.to_string().contains("cannot write in /src/kafka/core"), "{e}");
+            assert!(e.to_string().contains("nothing was changed"), "{e}");
+        }
     }
 
     #[test]

@@ -70,9 +70,16 @@ remove_leftovers() {
 
 # find_record: sets $record to the install record in $state (installed, or
 # installing when an install was interrupted), empty when there is none.
-# Refuses what okp never leaves: both records, or one that is not a regular file.
+# Refuses what okp never leaves: $state or its backup/ as a symbolic link or
+# anything but a directory (a script never works through a link to elsewhere),
+# both records, or one that is not a regular file.
 find_record() {
   record=''
+  for d in "$state" "$state/backup"; do
+    if [ -L "$d" ] || { [ -e "$d" ] && [ ! -d "$d" ]; }; then
+      refuse "$d is a symbolic link or not a directory; okp makes it a plain directory: inspect it by hand"
+    fi
+  done
   for r in "$state/installed" "$state/installing"; do
     if [ -L "$r" ] || { [ -e "$r" ] && [ ! -f "$r" ]; }; then
       refuse "$r is not a regular file; okp did not write it: inspect $state by hand"

@@ -70,7 +70,8 @@ while read -r jar original patched; do
   [ -n "$jar" ] || continue
   have=$(sha256_of "$libs/$jar")
   [ "$have" = "$original" ] && continue
-  [ -f "$state/backup/$jar" ] || fail "libs/$jar is not the original and its backup $state/backup/$jar is missing"
+  [ -f "$state/backup/$jar" ] ||
+    refuse "libs/$jar is not the original and its backup $state/backup/$jar is missing: restore the backup, or put the original jar in libs/ by hand"
   backup=$(sha256_of "$state/backup/$jar")
   [ "$backup" = "$original" ] ||
     refuse "the backup of $jar is damaged (sha256 $backup, recorded $original)"

@@ -79,10 +79,15 @@ impl Audit {
         Ok(Audit { file, path: path.to_path_buf(), dry_run, max_lag })
     }
 
-    /// Appends one line (one `write`, then fsync) and echoes it on stderr.
+    /// Appends one line (one `write`, then fsync) and echoes it on stderr. The reason may quote
+    /// text from outside (a node's transport stderr, a `--bootstrap` value, a file): it is written
+    /// through `escape::one_line`, so no value carries a line break or a terminal control into the
+    /// log or the journal (JSON would escape C0 controls, but not DEL and C1, and a reader of the
+    /// decoded value would meet them raw).
     pub fn write(&mut self, line: &Line) -> Result<()> {
+        let line = Line { reason: crate::escape::one_line(&line.reason), ..line.clone() };
         let mut text =
-            serde_json::to_string(line).map_err(|e| Error::External(format!("cannot encode an audit line: {e}")))?;
+            serde_json::to_string(&line).map_err(|e| Error::External(format!("cannot encode an audit line: {e}")))?;
         text.push('\n');
         self.file.write_all(text.as_bytes()).and_then(|_| self.file.sync_data()).map_err(|e| {
             Error::io(
@@ -170,6 +175,24 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
         let e = Audit::open(&fifo, false, 0).err().expect("refused at once, not blocked");
         assert!(e.to_string().contains("not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn a_reason_from_outside_cannot_forge_a_line_or_a_colour() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("audit.log");
+        let mut a = Audit::open(&p, false, 0).unwrap();
+        // As a node's transport stderr or a --bootstrap value would bring it.
+        let forged = "b1:9092\n{\"action\":\"promote\"}\n\x1b[31mred\u{9b}2J";
+        a.event("error", format!("cannot reach {forged}")).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(!text.trim_end().chars().any(char::is_control), "{text:?}");
+        let line: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(line["action"], "error");
+        let reason = line["reason"].as_str().unwrap();
+        assert_eq!(reason, "cannot reach b1:9092\\n{\"action\":\"promote\"}\\n\\x1b[31mred\\u{9b}2J");
+        assert!(!reason.chars().any(char::is_control), "the decoded value carries no control either");
     }
 
     #[test]

@@ -155,8 +155,12 @@ pub fn lock(state: &Path) -> Result<Lock> {
             path,
             msg: "the watchdog's lock file is not a regular file: refused (remove it; okp creates its own)".into(),
         }),
+        Err(LockRefusal::Gone) => Err(Error::Tree {
+            path,
+            msg: "the watchdog's lock directory was removed while okp locked it: nothing was changed".into(),
+        }),
         Err(LockRefusal::Held(holder)) => {
-            let holder = crate::out::one_line(&holder);
+            let holder = crate::escape::one_line(&holder);
             let who = if holder.is_empty() {
                 "another process (pid not yet written)".to_string()
             } else {
