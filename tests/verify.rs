@@ -234,7 +234,7 @@ fn bad_input_is_refused_before_anything_starts() {
         ),
         (
             &["verify", "--version", "3.9.2", "--upstream", "--scenarios", "ROLL"],
-            "scenario ROLL rolls okp's bundle on and off: an --upstream run has no bundle",
+            "scenario ROLL rolls okp's bundle: an --upstream run has no bundle",
         ),
         (&["verify", "--version", "3.9.2", "--layer", "gauges"], "invalid value 'gauges' for '--layer <L>'"),
         (&["verify", "--version", "3.9.2", "--lanes", "5"], "invalid value '5' for '--lanes <N>'"),
