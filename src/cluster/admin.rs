@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::tools::{self, Output, PartitionState, Tool};
-use super::{args, client, resident, write, Cluster};
+use super::{args, client, resident, Cluster};
 use crate::error::{Error, Result};
 use crate::model::Mode;
 
@@ -230,7 +230,7 @@ impl Cluster {
             list.join(",")
         );
         let file = self.run_dir.join("tools").join(format!("reassign-{topic}-{}.json", list.join("-")));
-        write(&file, &json)?;
+        crate::fsx::write_atomic(&file, json.as_bytes())?;
         let boot = self.bootstrap(&[]);
         let path = file.display().to_string();
         let mut a = args(&["--bootstrap-server", &boot, "--reassignment-json-file", &path]);

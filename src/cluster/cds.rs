@@ -12,6 +12,27 @@ use super::tools::Tool;
 use super::{args, server_cds, server_heap_gc, Cluster, BROKERS, CONTROLLERS};
 use crate::error::Result;
 
+/// A class-data-sharing archive for the JVMs that run `what` on the JDK whose `java -version`
+/// first line is `java_version`: (path, true) when it must still be dumped; None with OKP_NO_CDS
+/// or when the cache directory cannot be made. Keyed by the JDK, since an archive only serves the
+/// JVM that wrote it. Only a regular file counts as there: a link or a FIFO at the path is dumped
+/// over, and staging files a killed okp left beside it are removed first.
+pub(super) fn archive(maven: &crate::maven::Maven, java_version: &str, what: &str) -> Option<(PathBuf, bool)> {
+    if std::env::var_os("OKP_NO_CDS").is_some() {
+        return None;
+    }
+    let key: String =
+        java_version.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).collect();
+    let dir = maven.repo_local.join("okp-cds");
+    crate::fsx::create_dir(&dir).ok()?;
+    let archive = dir.join(format!("{what}-{key}.jsa"));
+    let exists = crate::fsx::is_regular_file(&archive);
+    if !exists {
+        crate::fsx::sweep_stale_staging(&archive);
+    }
+    Some((archive, !exists))
+}
+
 /// Where the servers' class-data-sharing archive stands in this cluster.
 pub(super) enum ServerCds {
     /// None for this runtime (server_cds.rs; the reason was journaled).
@@ -32,7 +53,7 @@ impl Cluster {
     /// (tool start-up dominates a suite's wall time).
     pub(super) fn train_tool_cds(&mut self) {
         let Some((archive, true)) = self.rt.tool_cds.clone() else { return };
-        let staging = crate::build::splice::cds_staging(&archive);
+        let staging = crate::fsx::staging(&archive);
         let boot = self.bootstrap(&[]);
         self.tools.jvm.push(format!("-XX:ArchiveClassesAtExit={}", staging.display()));
         let out = self.tools.run(

@@ -48,12 +48,12 @@ pub fn compile(java: &Path, classpath: &str, dir: &Path) -> Result<PathBuf> {
     let src = dir.join("src");
     let classes = dir.join("classes");
     for d in [&src, &classes] {
-        std::fs::create_dir_all(d).map_err(|e| Error::io(format!("cannot create {}", d.display()), e))?;
+        crate::fsx::create_dir(d)?;
     }
     let mut files = Vec::new();
     for (name, text) in [("OkpSoakClient.java", SOURCE), ("OkpToolBatch.java", BATCH_SOURCE)] {
         let file = src.join(name);
-        std::fs::write(&file, text).map_err(|e| Error::io(format!("cannot write {}", file.display()), e))?;
+        crate::fsx::write_atomic(&file, text.as_bytes())?;
         files.push(file);
     }
     let out = Command::new(&javac)
@@ -243,7 +243,7 @@ impl crate::cluster::Cluster {
             return Ok(dir.join("classes"));
         }
         let local = self.run_dir.join("okp-client");
-        if std::fs::create_dir_all(&cache).is_err() {
+        if crate::fsx::create_dir(&cache).is_err() {
             if !complete(&local.join("classes")) {
                 compile(&self.rt.java, &self.tools.classpath, &local)?;
             }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::node::{Node, Role};
 use super::tools::Tool;
-use super::{mkdir, rack_of, write, Cluster, BROKERS, CONTROLLERS, RACK_SELECTOR};
+use super::{rack_of, Cluster, BROKERS, CONTROLLERS, RACK_SELECTOR};
 use crate::error::{Error, Result};
 use crate::model::Mode;
 
@@ -19,27 +19,27 @@ impl Cluster {
         let mut nodes = Vec::new();
         if self.mode == Mode::Zk {
             let dir = self.run_dir.join("zk");
-            mkdir(&dir.join("data"))?;
+            crate::fsx::create_dir(&dir.join("data"))?;
             let cfg = format!(
                 "dataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\ntickTime=500\nmaxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n",
                 dir.join("data").display(),
                 self.base_port
             );
-            write(&dir.join("zoo.cfg"), &cfg)?;
+            crate::fsx::write_atomic(&dir.join("zoo.cfg"), cfg.as_bytes())?;
             let zk_class = self.tools.class(Tool::ZooKeeper)?.to_string();
             let argv = self.server_argv(&zk_class, &dir.join("zoo.cfg"));
             nodes.push(Node::new("zk", Role::ZooKeeper, 0, self.base_port, dir, argv, vec![]));
         } else {
             for id in CONTROLLERS {
                 let dir = self.run_dir.join(format!("c{id}"));
-                mkdir(&dir.join("data"))?;
+                crate::fsx::create_dir(&dir.join("data"))?;
                 let port = self.controller_port(id);
                 let props = format!(
                     "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={voters}\ncontroller.listener.names=CONTROLLER\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT\nlisteners=CONTROLLER://127.0.0.1:{port}\nlog.dirs={}\nnum.io.threads=2\nnum.network.threads=2\nbackground.threads=2\nbroker.session.timeout.ms={}\nbroker.heartbeat.interval.ms=1000\n",
                     dir.join("data").display(),
                     self.timers.session_ms
                 );
-                write(&dir.join("server.properties"), &props)?;
+                crate::fsx::write_atomic(&dir.join("server.properties"), props.as_bytes())?;
                 let mut argv = self.server_argv(&server_class, &dir.join("server.properties"));
                 argv.splice(0..0, self.jmx_flags(id));
                 let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), dir.join("observer.ids").display().to_string())];
@@ -61,7 +61,7 @@ impl Cluster {
     /// The node of broker `id`: its directory, server.properties and command line.
     pub(super) fn broker_node(&self, id: i32, server_class: &str, voters: &str) -> Result<Node> {
         let dir = self.run_dir.join(format!("b{id}"));
-        mkdir(&dir.join("data"))?;
+        crate::fsx::create_dir(&dir.join("data"))?;
         let port = self.broker_port(id);
         let mut props = String::new();
         if self.mode == Mode::Zk {
@@ -86,7 +86,7 @@ impl Cluster {
             "num.partitions=1\ndefault.replication.factor=3\noffsets.topic.replication.factor=3\noffsets.topic.num.partitions=4\ntransaction.state.log.replication.factor=3\ntransaction.state.log.min.isr=2\ntransaction.state.log.num.partitions=4\ngroup.initial.rebalance.delay.ms=0\nauto.leader.rebalance.enable=false\nreplica.lag.time.max.ms={}\nreplica.fetch.wait.max.ms=200\nnum.network.threads=2\nnum.io.threads=2\nnum.replica.fetchers=1\nbackground.threads=2\nnum.recovery.threads.per.data.dir=1\nlog.cleaner.enable=false\nlog.flush.offset.checkpoint.interval.ms=1000\n",
             self.timers.lag_ms
         ));
-        write(&dir.join("server.properties"), &props)?;
+        crate::fsx::write_atomic(&dir.join("server.properties"), props.as_bytes())?;
         let mut argv = self.server_argv(server_class, &dir.join("server.properties"));
         // JMX on loopback only (MET); the extra broker of MULTI has no port of its own for it.
         if BROKERS.contains(&id) {
@@ -109,11 +109,10 @@ impl Cluster {
     pub fn set_server_overrides(&mut self, id: i32, lines: &[&str]) -> Result<()> {
         const MARK: &str = "# okp scenario overrides (until the scenario restores this node)\n";
         let path = self.node(id).dir.join("server.properties");
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        let text = crate::fsx::read::text(&path, crate::fsx::read::MAX_TEXT, "server.properties")?;
         let own = text.split_once(MARK).map_or(text.as_str(), |(own, _)| own).to_string();
         let new = if lines.is_empty() { own } else { format!("{own}{MARK}{}\n", lines.join("\n")) };
-        write(&path, &new)?;
+        crate::fsx::write_atomic(&path, new.as_bytes())?;
         let name = self.node(id).name.clone();
         self.journal.note(&format!("{name} server.properties overrides := {lines:?}"));
         Ok(())
@@ -127,9 +126,7 @@ impl Cluster {
                 std::fs::remove_dir_all(&path)
                     .map_err(|e| Error::io(format!("cannot remove {}", path.display()), e))?;
             }
-            let tmp = path.with_extension("ids.tmp");
-            write(&tmp, content)?;
-            std::fs::rename(&tmp, &path).map_err(|e| Error::io(format!("cannot rename onto {}", path.display()), e))?;
+            crate::fsx::write_atomic(&path, content.as_bytes())?;
         }
         self.observers_changed_at = Some(Instant::now());
         let names: Vec<String> = ids.iter().map(|i| self.node(*i).name.clone()).collect();

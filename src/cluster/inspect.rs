@@ -15,7 +15,7 @@ impl Cluster {
 
     /// Size and sha256 of a replica's first segment (None when it has none).
     pub fn segment_digest(&self, broker: i32, topic: &str) -> Option<(u64, String)> {
-        let bytes = std::fs::read(self.segment(broker, topic)).ok()?;
+        let bytes = crate::fsx::read::read_regular(&self.segment(broker, topic), crate::fsx::read::MAX_LOG).ok()?;
         Some((bytes.len() as u64, crate::hash::sha256(&bytes)))
     }
 
@@ -37,7 +37,11 @@ impl Cluster {
         let mut m = BTreeMap::new();
         for n in &mut self.nodes {
             if let Some(pid) = n.pid() {
-                if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+                let status = crate::fsx::read::read_optional_text(
+                    std::path::Path::new(&format!("/proc/{pid}/status")),
+                    crate::fsx::read::MAX_TEXT,
+                );
+                if let Ok(Some(s)) = status {
                     if let Some(kb) = s.lines().find_map(|l| {
                         l.strip_prefix("VmRSS:").and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
                     }) {

@@ -318,11 +318,23 @@ pub(crate) fn cluster_id(raw: [u8; 16]) -> Result<Option<String>> {
     Ok((!id.starts_with('-')).then_some(id))
 }
 
+/// Fills `buf` from the kernel's random source (getrandom(2): no file to open, nothing to block
+/// once the pool is initialised at boot).
 fn getrandom(buf: &mut [u8]) -> Result<()> {
-    use std::io::Read;
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(buf))
-        .map_err(|e| Error::io("cannot read /dev/urandom", e))
+    let mut filled = 0;
+    while filled < buf.len() {
+        // SAFETY: the kernel writes at most `buf.len() - filled` bytes into the unfilled tail of `buf`.
+        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(Error::io("cannot read random bytes (getrandom)", e));
+        }
+        filled += n as usize;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

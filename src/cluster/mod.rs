@@ -159,7 +159,7 @@ impl Cluster {
         let index = rt.class_index()?;
         let classes = tools::resolve(&index);
         let scratch = run_dir.join("tools");
-        std::fs::create_dir_all(&scratch).map_err(|e| Error::io(format!("cannot create {}", scratch.display()), e))?;
+        crate::fsx::create_dir(&scratch)?;
         let runner = Runner::new(rt.java.clone(), rt.classpath_string(), tool_jvm, classes, scratch);
         let mut c = Cluster {
             mode,
@@ -224,12 +224,4 @@ impl Cluster {
 
 pub fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
-}
-
-fn mkdir(p: &Path) -> Result<()> {
-    std::fs::create_dir_all(p).map_err(|e| Error::io(format!("cannot create {}", p.display()), e))
-}
-
-fn write(p: &Path, text: &str) -> Result<()> {
-    std::fs::write(p, text).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))
 }

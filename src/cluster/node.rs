@@ -6,7 +6,6 @@
 //! stop everything okp started. Not for tool calls: see tools.rs.
 
 use std::collections::BTreeSet;
-use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -147,11 +146,7 @@ impl Node {
             return Ok(());
         }
         let log = self.log_path();
-        let out = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .map_err(|e| Error::io(format!("cannot open {}", log.display()), e))?;
+        let out = crate::fsx::open_append(&log).map_err(|e| Error::io(format!("cannot open {}", log.display()), e))?;
         self.log_mark = out.metadata().map(|m| m.len()).unwrap_or(0);
         let err = out.try_clone().map_err(|e| Error::io("cannot duplicate a log handle", e))?;
         let mut cmd = Command::new(java);
@@ -210,16 +205,18 @@ impl Node {
 
     pub fn log_since_start(&self) -> String {
         let mut s = String::new();
-        if let Ok(mut f) = File::open(self.log_path()) {
+        if let Ok(mut f) = crate::fsx::read::open_regular(&self.log_path(), crate::fsx::read::MAX_LOG) {
             if f.seek(SeekFrom::Start(self.log_mark)).is_ok() {
-                let _ = f.read_to_string(&mut s);
+                let mut b = Vec::new();
+                let _ = f.take(crate::fsx::read::MAX_LOG).read_to_end(&mut b);
+                s = String::from_utf8_lossy(&b).into_owned();
             }
         }
         s
     }
 
     pub fn whole_log(&self) -> String {
-        std::fs::read(self.log_path()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
+        crate::fsx::read::lossy_text(&self.log_path(), crate::fsx::read::MAX_LOG)
     }
 
     pub fn tail(&self, n: usize) -> String {

@@ -69,27 +69,18 @@ pub const PORT_BLOCK: u16 = 17;
 /// process however it ends.
 pub struct PortBlock {
     pub base: u16,
-    _lock: std::fs::File,
+    _lock: crate::fsx::FileLock,
 }
 
 impl PortBlock {
     /// Claims the block at `base` if no other cluster holds it and its ports all bind now.
     fn claim(base: u16) -> Option<PortBlock> {
-        use std::os::fd::AsRawFd;
         let dir = std::env::temp_dir().join("okp-port-blocks");
-        std::fs::create_dir_all(&dir).ok()?;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join(format!("{base}.lock")))
-            .ok()?;
-        // SAFETY: flock(2) on a descriptor this function owns; non-blocking.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return None;
-        }
+        crate::fsx::create_dir(&dir).ok()?;
+        // Held, a link or not a regular file: not ours to take.
+        let lock = crate::fsx::lock_file(&dir.join(format!("{base}.lock")), false, &mut |_| {}).ok()?.ok()?;
         let free = (0..PORT_BLOCK).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok());
-        free.then_some(PortBlock { base, _lock: file })
+        free.then_some(PortBlock { base, _lock: lock })
     }
 }
 
@@ -131,10 +122,14 @@ pub(super) fn free_port_block(requested: Option<u16>) -> Result<PortBlock> {
 
 /// The first port of the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), 32768 if unreadable.
 fn ephemeral_low() -> u16 {
-    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|t| t.split_whitespace().next().and_then(|x| x.parse().ok()))
-        .unwrap_or(32768)
+    crate::fsx::read::read_optional_text(
+        std::path::Path::new("/proc/sys/net/ipv4/ip_local_port_range"),
+        crate::fsx::read::MAX_TEXT,
+    )
+    .ok()
+    .flatten()
+    .and_then(|t| t.split_whitespace().next().and_then(|x| x.parse().ok()))
+    .unwrap_or(32768)
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use super::tools::Tool;
-use super::{args, client, write, Cluster};
-use crate::error::{Error, Result};
+use super::{args, client, Cluster};
+use crate::error::Result;
 
 pub struct Produced {
     /// The records acknowledged (all of them when the producer reported no error; none otherwise).
@@ -60,7 +60,7 @@ impl Cluster {
     ) -> Result<Produced> {
         let values: Vec<String> = (0..n).map(|i| format!("{tag}-{i:06}")).collect();
         let input = self.run_dir.join("tools").join(format!("input-{tag}.txt"));
-        write(&input, &(values.join("\n") + "\n"))?;
+        crate::fsx::write_atomic(&input, (values.join("\n") + "\n").as_bytes())?;
         let boot = self.bootstrap(exclude);
         let mut a = args(&[
             "--bootstrap-server",
@@ -165,7 +165,7 @@ impl Cluster {
         let classes = self.okp_client_classes()?;
         let classpath = format!("{}:{}", self.tools.classpath, classes.display());
         let logs = self.run_dir.join("okp-client");
-        std::fs::create_dir_all(&logs).map_err(|e| Error::io(format!("cannot create {}", logs.display()), e))?;
+        crate::fsx::create_dir(&logs)?;
         let err = logs.join(format!("{name}.err"));
         self.journal.note(&format!("okp client {name} started: OkpSoakClient {}", args.join(" ")));
         client::Client::spawn(name, &self.rt.java, &self.tools.jvm, &classpath, args, &err, t0)

@@ -203,7 +203,10 @@ impl Runner {
         let fo = File::create(&out).map_err(|e| Error::io(format!("cannot create {}", out.display()), e))?;
         let fe = File::create(&err).map_err(|e| Error::io(format!("cannot create {}", err.display()), e))?;
         let input = match stdin {
-            Some(p) => Stdio::from(File::open(p).map_err(|e| Error::io(format!("cannot open {}", p.display()), e))?),
+            Some(p) => Stdio::from(
+                crate::fsx::read::open_regular(p, crate::fsx::read::MAX_TEXT)
+                    .map_err(|e| e.into_error(p, "tool's input"))?,
+            ),
             None => Stdio::null(),
         };
         let mut argv: Vec<String> = vec!["java".into()];
@@ -321,7 +324,7 @@ impl Running {
             }
         };
         node::unregister(pid);
-        let read = |p: &Path| std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        let read = |p: &Path| crate::fsx::read::lossy_text(p, crate::fsx::read::MAX_TEXT);
         let out = Output {
             argv: self.argv.clone(),
             rc,
