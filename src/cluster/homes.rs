@@ -70,9 +70,9 @@ pub fn okp_binary() -> Result<PathBuf> {
 pub fn make_bundle(rt: &Runtime, data: &DataFiles, dir: &Path) -> Result<(Bundle, Vec<Ran>)> {
     let okp_bin = okp_binary()?;
     let Some((_, patched, _)) = rt.swapped.first() else {
-        return Err(Error::Usage("a bundle needs a patched build".into()));
+        return Err(Error::Harness("a bundle needs a patched build".into()));
     };
-    let build = patched.parent().ok_or_else(|| Error::Usage(format!("{}: no build directory", patched.display())))?;
+    let build = patched.parent().ok_or_else(|| Error::Harness(format!("{}: no build directory", patched.display())))?;
     crate::fsx::create_dir(dir)?;
     let prefix = dir.join("verify-key");
     let s = |p: &Path| p.display().to_string();
@@ -132,7 +132,7 @@ pub fn lay_out(rt: &Runtime, home: &Path) -> Result<Vec<String>> {
     for jar in upstream_classpath(rt) {
         let name = jar.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if !seen.insert(name.clone()) {
-            return Err(Error::Source(format!("two jars named {name} on the runtime classpath")));
+            return Err(Error::Harness(format!("two jars named {name} on the runtime classpath")));
         }
         let to = libs.join(&name);
         let replaced = rt.swapped.iter().any(|(up, _, _)| up == &jar);

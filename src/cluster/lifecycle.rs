@@ -26,7 +26,7 @@ impl Cluster {
         self.nodes.push(node);
         self.set_observers(&[id], observers)?;
         if self.mode == Mode::Kraft {
-            let id_str = self.cluster_id.clone().ok_or_else(|| Error::Source("the KRaft cluster has no id".into()))?;
+            let id_str = self.cluster_id.clone().ok_or_else(|| Error::Harness("the KRaft cluster has no id".into()))?;
             let cfg = self.node(id).dir.join("server.properties").display().to_string();
             let out = self.tools.run(
                 Tool::Storage,
@@ -76,6 +76,7 @@ impl Cluster {
             while TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_millis(200))
                 .is_err()
             {
+                super::node::check_interrupt()?;
                 if t0.elapsed() > Duration::from_secs(30) {
                     let zk = self.node_mut_by_role(Role::ZooKeeper)?;
                     return Err(Error::External(format!(
@@ -199,7 +200,7 @@ impl Cluster {
 
     /// `okp install` (verifying the bundle against its key) or `okp rollback` on `home`, journaled.
     pub fn okp_on_home(&mut self, action: &str, home: &Path) -> Result<homes::Ran> {
-        let b = self.bundle.clone().ok_or_else(|| Error::Usage("no bundle: an upstream run installs none".into()))?;
+        let b = self.bundle.clone().ok_or_else(|| Error::Harness("no bundle: an upstream run installs none".into()))?;
         let h = home.display().to_string();
         let (archive, pubkey) = (b.archive.display().to_string(), b.pubkey.display().to_string());
         let args: Vec<&str> = match action {
@@ -314,7 +315,7 @@ impl Drop for Cluster {
 /// one that starts with '-' and would be read as an option on the storage tool's command line.
 pub(crate) fn cluster_id(raw: [u8; 16]) -> Result<Option<String>> {
     let id = <ct_codecs::Base64UrlSafeNoPadding as ct_codecs::Encoder>::encode_to_string(raw)
-        .map_err(|e| Error::Source(format!("cluster id: {e}")))?;
+        .map_err(|e| Error::Harness(format!("cluster id: {e}")))?;
     Ok((!id.starts_with('-')).then_some(id))
 }
 

@@ -207,7 +207,7 @@ impl Cluster {
     }
 
     fn node_mut_by_role(&mut self, role: Role) -> Result<&mut Node> {
-        self.nodes.iter_mut().find(|n| n.role == role).ok_or_else(|| Error::Source(format!("no {role:?} node")))
+        self.nodes.iter_mut().find(|n| n.role == role).ok_or_else(|| Error::Harness(format!("no {role:?} node")))
     }
 
     pub fn node(&self, id: i32) -> &Node {

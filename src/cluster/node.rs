@@ -4,12 +4,17 @@
 //! Every JVM runs in its own process group, and its pid sits in a process-wide
 //! registry until it has been reaped, so the Ctrl-C handler (and Drop) can
 //! stop everything okp started. Not for tool calls: see tools.rs.
+//!
+//! Ctrl-C and SIGTERM do not end the process from here: the handler stops every registered
+//! process and raises a flag; from then on a start, a tool call or a wait returns
+//! `Error::Interrupted`, which the command returns to `main` (exit 130).
 
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -18,9 +23,32 @@ use crate::error::{Error, Result};
 /// Process groups okp started and has not reaped yet.
 static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
+/// Whether Ctrl-C or SIGTERM arrived (with `install_interrupt_handler`).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Registers a process group okp started. One started after an interrupt (it raced the
+/// handler's sweep) is killed at once.
 pub fn register(pid: i32) {
     if let Ok(mut l) = LIVE.lock() {
         l.insert(pid);
+    }
+    if interrupted() {
+        kill_all_registered();
+    }
+}
+
+/// Whether the run was interrupted (Ctrl-C or SIGTERM after `install_interrupt_handler`).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// `Err(Error::Interrupted)` once the run was interrupted: what every start, tool call and wait
+/// checks, so the command unwinds to `main` and exits 130.
+pub fn check_interrupt() -> Result<()> {
+    if interrupted() {
+        Err(Error::Interrupted)
+    } else {
+        Ok(())
     }
 }
 
@@ -47,14 +75,16 @@ pub fn kill_all_registered() {
     }
 }
 
-/// Installs the Ctrl-C / SIGTERM handler once: kill what we started, exit 130.
+/// Installs the Ctrl-C / SIGTERM handler once: raise the flag (`check_interrupt`) and kill what
+/// we started; the command then unwinds with `Error::Interrupted`.
 pub fn install_interrupt_handler() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = ctrlc::set_handler(|| {
-            eprintln!("\nokp: interrupted: stopping every process this run started");
+            if !INTERRUPTED.swap(true, Ordering::SeqCst) {
+                crate::out::note("interrupted: stopping every process this run started");
+            }
             kill_all_registered();
-            std::process::exit(130);
         });
     });
 }
@@ -142,6 +172,7 @@ impl Node {
 
     /// Starts the process (stdout and stderr appended to stdout.log). Does not wait.
     pub fn start(&mut self, java: &Path, classpath: &str) -> Result<()> {
+        check_interrupt()?;
         if self.is_running() {
             return Ok(());
         }
@@ -179,6 +210,7 @@ impl Node {
     pub fn wait_ready(&mut self, marker: &str, timeout: Duration) -> Result<Duration> {
         let t0 = Instant::now();
         loop {
+            check_interrupt()?;
             if self.log_since_start().contains(marker) {
                 return Ok(t0.elapsed());
             }

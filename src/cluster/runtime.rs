@@ -317,7 +317,7 @@ fn check_one_binding(cp: &[PathBuf], v: &str) -> Result<()> {
     if bindings.len() == 1 {
         Ok(())
     } else {
-        Err(Error::Source(format!(
+        Err(Error::Harness(format!(
             "the {v} runtime classpath has {} SLF4J bindings ({}); expected exactly one",
             bindings.len(),
             bindings.join(", ")

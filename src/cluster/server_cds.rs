@@ -54,7 +54,7 @@ fn harmless(entry: &str) -> bool {
 /// The entries (classes and resources, not directories) of a jar.
 fn entries(jar: &Path) -> Result<BTreeSet<String>> {
     let f = crate::fsx::read::open_regular(jar, crate::fsx::read::MAX_JAR).map_err(|e| e.into_error(jar, "jar"))?;
-    let z = zip::ZipArchive::new(f).map_err(|e| Error::Source(format!("{}: not a jar ({e})", jar.display())))?;
+    let z = zip::ZipArchive::new(f).map_err(|e| Error::Harness(format!("{}: not a jar ({e})", jar.display())))?;
     Ok(z.file_names().filter(|n| !n.ends_with('/')).map(str::to_string).collect())
 }
 
@@ -159,7 +159,7 @@ pub fn dump(java: &Path, jvm: &[String], plan: &Plan, lists: &[PathBuf], scratch
     crate::fsx::sweep_stale_staging(&plan.archive);
     let staging = plan.archive.with_extension(format!("jsa.{}.{}.tmp", std::process::id(), unique()));
     let cp = std::env::join_paths(&plan.shared)
-        .map_err(|e| Error::Source(format!("a shared jar's path cannot be on a classpath ({e})")))?;
+        .map_err(|e| Error::Harness(format!("a shared jar's path cannot be on a classpath ({e})")))?;
     let mut cmd = Command::new(java);
     cmd.args(jvm)
         .arg("-Xshare:dump")

@@ -170,7 +170,7 @@ impl Runner {
 
     pub fn class(&self, t: Tool) -> Result<&str> {
         self.classes.get(&t).map(|(c, _)| c.as_str()).ok_or_else(|| {
-            Error::Source(format!("this release has no {} tool (looked for {})", t.label(), t.candidates().join(", ")))
+            Error::Harness(format!("this release has no {} tool (looked for {})", t.label(), t.candidates().join(", ")))
         })
     }
 
@@ -182,7 +182,9 @@ impl Runner {
     /// Runs `class` with the release's classpath, `extra` (a directory of okp's own classes)
     /// appended, and the tools' JVM options.
     pub fn run_class(&mut self, class: &str, extra: &Path, args: &[String], timeout: Duration) -> Result<Output> {
-        Ok(self.spawn_class(class, Some(extra), args, None)?.finish(timeout))
+        let out = self.spawn_class(class, Some(extra), args, None)?.finish(timeout);
+        node::check_interrupt()?;
+        Ok(out)
     }
 
     fn spawn_class(
@@ -192,6 +194,7 @@ impl Runner {
         args: &[String],
         stdin: Option<&Path>,
     ) -> Result<Running> {
+        node::check_interrupt()?;
         let class = class.to_string();
         let classpath = match extra {
             Some(dir) => format!("{}:{}", self.classpath, dir.display()),
@@ -237,18 +240,24 @@ impl Runner {
             a.extend(call.iter().cloned());
         }
         let out = self.spawn_class(client::BATCH_CLASS, Some(extra), &a, None)?.finish(timeout);
+        node::check_interrupt()?;
         Ok(split_batch(&out, calls))
     }
 
+    /// Runs tool `t` (in the resident JVM when it may) and waits for it, killing it at `timeout`.
+    /// A call the interrupt cut short is `Error::Interrupted`, not a tool's failure.
     pub fn run(&mut self, t: Tool, args: &[String], stdin: Option<&Path>, timeout: Duration) -> Result<Output> {
-        if stdin.is_none() && t.resident() {
-            if let Some(classes) = self.resident_classes.clone() {
+        node::check_interrupt()?;
+        let resident = if stdin.is_none() && t.resident() { self.resident_classes.clone() } else { None };
+        let out = match resident {
+            Some(classes) => {
                 let class = self.class(t)?.to_string();
-                return Ok(self.run_resident(&classes, &class, args, timeout));
+                self.run_resident(&classes, &class, args, timeout)
             }
-        }
-        let r = self.spawn(t, args, stdin)?;
-        Ok(r.finish(timeout))
+            None => self.spawn(t, args, stdin)?.finish(timeout),
+        };
+        node::check_interrupt()?;
+        Ok(out)
     }
 
     /// Ends the resident tool JVM, if there is one (the cluster's teardown).

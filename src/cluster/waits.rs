@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::tools::PartitionState;
-use super::Cluster;
+use super::{node, Cluster};
 use crate::error::Result;
 
 impl Cluster {
@@ -17,6 +17,7 @@ impl Cluster {
         }
         let t0 = Instant::now();
         while t0.elapsed() < timeout {
+            node::check_interrupt()?;
             let views = self.broker_views(topic);
             if !views.is_empty() && views.iter().all(|(_, v)| v.is_none()) {
                 self.journal.note(&format!("{topic}: no broker lists it"));
@@ -36,6 +37,9 @@ impl Cluster {
     pub fn wait_brokers_known(&mut self, timeout: Duration) -> Option<Vec<i32>> {
         let t0 = Instant::now();
         loop {
+            if node::interrupted() {
+                return None;
+            }
             let running = self.running_brokers();
             let ids: Vec<i32> = running.iter().map(|(id, _)| *id).collect();
             type View = (Vec<i32>, std::collections::BTreeSet<String>);
@@ -99,6 +103,7 @@ impl Cluster {
         let t0 = Instant::now();
         let mut last_seen: Option<PartitionState> = None;
         loop {
+            node::check_interrupt()?;
             let probed = self.probe_state(topic);
             if let Some(s) = &probed {
                 each(s);
@@ -150,6 +155,7 @@ impl Cluster {
         let mut seen: Vec<(usize, Vec<String>)> = vec![(0, Vec::new()); topics.len()];
         let mut last: Vec<Option<PartitionState>> = vec![None; topics.len()];
         while t0.elapsed() < hold {
+            node::check_interrupt()?;
             for (i, topic) in topics.iter().enumerate() {
                 let Some(s) = self.probe_state(topic) else { continue };
                 seen[i].0 += 1;
@@ -192,7 +198,7 @@ impl Cluster {
             if a.is_some() && a == b {
                 return (true, t0.elapsed().as_secs_f64());
             }
-            if t0.elapsed() > timeout {
+            if t0.elapsed() > timeout || node::interrupted() {
                 return (false, t0.elapsed().as_secs_f64());
             }
             std::thread::sleep(Duration::from_millis(200));

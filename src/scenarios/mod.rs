@@ -427,6 +427,10 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
     let mut outcomes = Vec::new();
     let run: Vec<&Scenario> = SCENARIOS.iter().filter(|s| selected.iter().any(|x| x.id == s.id)).collect();
     for (i, s) in run.iter().enumerate() {
+        // Ctrl-C: every process is stopped; the command returns Error::Interrupted.
+        if crate::cluster::node::interrupted() {
+            break;
+        }
         ctx.last = i + 1 == run.len();
         let stem = s.id.to_string();
         ctx.c.journal.begin(&stem, &format!("{} — {}", s.id, s.title));
