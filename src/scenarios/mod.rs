@@ -461,6 +461,11 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
         if r.is_ok() {
             r = cross_check(ctx.c, &mut o);
         }
+        // Cut short by Ctrl-C: no verdict on it (the run writes no evidence).
+        if crate::cluster::node::interrupted() {
+            ctx.c.journal.note(&format!("{} interrupted after {:.1} s", s.id, t0.elapsed().as_secs_f64()));
+            break;
+        }
         o.seconds = round(t0.elapsed().as_secs_f64());
         if let Err(e) = r {
             o.error = Some(e.to_string());
