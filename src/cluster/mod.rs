@@ -4,7 +4,8 @@
 //! stdout.log, observer.ids), so scenarios can give nodes different files.
 //!
 //! The cluster owns every process it starts and stops them all in `down`, in
-//! Drop, and from the Ctrl-C handler. The typed helpers here (describe,
+//! Drop, and from the Ctrl-C handler (`node`: the run then unwinds with
+//! `Error::Interrupted`, exit 130). The typed helpers here (describe,
 //! produce, consume, …) run the release's own tools and write each command and
 //! its output to the run's journal, which becomes the evidence.
 //!
@@ -22,6 +23,8 @@
 //! Beside them, the parts that are not `Cluster` methods: one process (`node`), the tool runner
 //! (`tools`, `resident`), okp's Java client (`client`), the journal (`journal`), the runtime
 //! classpath (`runtime`), per-node Kafka homes (`homes`), the servers' CDS archive (`server_cds`).
+//!
+//! Not here: what a scenario asserts (`scenarios`), files' primitives (`fsx`).
 
 mod admin;
 mod cds;
