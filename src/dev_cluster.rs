@@ -77,8 +77,29 @@ pub fn hold(
     reply("ready");
     let mut seq = 0;
     let mut failed = false;
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { break };
+    // Commands come from stdin on a thread of their own, so Ctrl-C or SIGTERM (every process
+    // already stopped by the handler) ends the loop while no command arrives.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        let line = match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(line) => line,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if crate::cluster::node::interrupted() {
+                    c.down();
+                    return Err(Error::Interrupted);
+                }
+                continue;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         let words: Vec<&str> = line.split_whitespace().collect();
         if words.first() == Some(&"down") {
             break;

@@ -130,6 +130,12 @@ pub enum Error {
     #[error("{0}")]
     External(String),
 
+    /// okp's test harness could not set up or drive a cluster it started (a KRaft cluster without
+    /// an id, a tool the release lacks, a runtime classpath it cannot use): nothing the user typed
+    /// is wrong, so not bad input. Exit 3.
+    #[error("{0}")]
+    Harness(String),
+
     /// Anchors no longer hold, found while doing something else (a build): drift, exit 1.
     #[error("{0}")]
     Drift(String),
@@ -154,7 +160,7 @@ impl Error {
     /// The failure kind this error is.
     pub fn failure(&self) -> Failure {
         match self {
-            Error::External(_) => Failure::External,
+            Error::External(_) | Error::Harness(_) => Failure::External,
             Error::Drift(_) => Failure::Drift,
             Error::Check(_) => Failure::CheckFailed,
             Error::Interrupted => Failure::Interrupted,
@@ -227,6 +233,7 @@ mod tests {
         let missing = Error::io("cannot read x", std::io::Error::from(std::io::ErrorKind::NotFound));
         assert_eq!(missing.exit_code(), 2);
         assert_eq!(Error::Interrupted.exit_code(), 130);
+        assert_eq!(Error::Harness("the KRaft cluster has no id".into()).exit_code(), 3);
         assert_eq!(Failure::of_script_status(Some(2)), Some(Failure::BadInput));
         assert_eq!(Failure::of_script_status(Some(9)), Some(Failure::External));
     }

@@ -205,6 +205,8 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
             .collect()
     });
     seconds.insert("scenarios".into(), scenarios::round(t.elapsed().as_secs_f64()));
+    // An interrupted run writes no evidence: its clusters stop (Drop) on the way to exit 130.
+    crate::cluster::node::check_interrupt()?;
     let lane_records: Vec<record::Lane> = if lanes > 1 {
         per_lane
             .iter()

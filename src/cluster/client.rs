@@ -48,12 +48,12 @@ pub fn compile(java: &Path, classpath: &str, dir: &Path) -> Result<PathBuf> {
     let src = dir.join("src");
     let classes = dir.join("classes");
     for d in [&src, &classes] {
-        std::fs::create_dir_all(d).map_err(|e| Error::io(format!("cannot create {}", d.display()), e))?;
+        crate::fsx::create_dir(d)?;
     }
     let mut files = Vec::new();
     for (name, text) in [("OkpSoakClient.java", SOURCE), ("OkpToolBatch.java", BATCH_SOURCE)] {
         let file = src.join(name);
-        std::fs::write(&file, text).map_err(|e| Error::io(format!("cannot write {}", file.display()), e))?;
+        crate::fsx::write_atomic(&file, text.as_bytes())?;
         files.push(file);
     }
     let out = Command::new(&javac)
@@ -221,6 +221,52 @@ pub fn parse(text: &str) -> Option<Said> {
         ["note", text] => Some(Said::Note(text.to_string())),
         ["done"] => Some(Said::Done),
         _ => None,
+    }
+}
+
+impl crate::cluster::Cluster {
+    /// okp's own Java classes (`OkpSoakClient`, `OkpToolBatch`), compiled against the release's
+    /// classpath once per (release, JDK, sources) and kept in the Maven cache (compiled beside
+    /// it, then renamed into place, so a kill or a second okp leaves either nothing or all of
+    /// it); in the run directory when the cache cannot be written. Their directory.
+    pub fn okp_client_classes(&mut self) -> Result<PathBuf> {
+        let complete = |classes: &Path| {
+            [CLASS, BATCH_CLASS].iter().all(|c| classes.join(format!("{}.class", c.replace('.', "/"))).is_file())
+        };
+        let key = crate::hash::sha256(
+            format!("{}\0{}\0{}", self.rt.version, self.rt.java_version, sources_digest()).as_bytes(),
+        );
+        let name = format!("{}-{}", self.rt.version, &key[..16]);
+        let cache = self.rt.client_cache.clone();
+        let dir = cache.join(&name);
+        if complete(&dir.join("classes")) {
+            return Ok(dir.join("classes"));
+        }
+        let local = self.run_dir.join("okp-client");
+        if crate::fsx::create_dir(&cache).is_err() {
+            if !complete(&local.join("classes")) {
+                compile(&self.rt.java, &self.tools.classpath, &local)?;
+            }
+            return Ok(local.join("classes"));
+        }
+        let staging = cache.join(format!(".{name}.tmp.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&staging);
+        if let Err(e) = compile(&self.rt.java, &self.tools.classpath, &staging) {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+        if std::fs::rename(&staging, &dir).is_err() {
+            // Another okp put it there first (or the cache is damaged): theirs if whole.
+            let _ = std::fs::remove_dir_all(&staging);
+            if !complete(&dir.join("classes")) {
+                return Err(Error::External(format!(
+                    "{} is there but incomplete: delete it and run again",
+                    dir.display()
+                )));
+            }
+        }
+        self.journal.note(&format!("okp's Java classes compiled into {}", dir.display()));
+        Ok(dir.join("classes"))
     }
 }
 

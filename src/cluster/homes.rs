@@ -70,10 +70,10 @@ pub fn okp_binary() -> Result<PathBuf> {
 pub fn make_bundle(rt: &Runtime, data: &DataFiles, dir: &Path) -> Result<(Bundle, Vec<Ran>)> {
     let okp_bin = okp_binary()?;
     let Some((_, patched, _)) = rt.swapped.first() else {
-        return Err(Error::Usage("a bundle needs a patched build".into()));
+        return Err(Error::Harness("a bundle needs a patched build".into()));
     };
-    let build = patched.parent().ok_or_else(|| Error::Usage(format!("{}: no build directory", patched.display())))?;
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    let build = patched.parent().ok_or_else(|| Error::Harness(format!("{}: no build directory", patched.display())))?;
+    crate::fsx::create_dir(dir)?;
     let prefix = dir.join("verify-key");
     let s = |p: &Path| p.display().to_string();
     let mut log = Vec::new();
@@ -120,20 +120,19 @@ pub fn lay_out(rt: &Runtime, home: &Path) -> Result<Vec<String>> {
     let libs = home.join("libs");
     let bin = home.join("bin");
     for d in [&libs, &bin] {
-        std::fs::create_dir_all(d).map_err(|e| Error::io(format!("cannot create {}", d.display()), e))?;
+        crate::fsx::create_dir(d)?;
     }
     let launcher = bin.join("kafka-run-class.sh");
-    std::fs::write(
+    crate::fsx::write_atomic(
         &launcher,
-        "#!/bin/sh\n# Stand-in for the distribution's launcher: okp verify starts the JVM itself\n# with libs/ on the classpath. Present because install.sh checks for it.\nexit 64\n",
-    )
-    .map_err(|e| Error::io(format!("cannot write {}", launcher.display()), e))?;
+        b"#!/bin/sh\n# Stand-in for the distribution's launcher: okp verify starts the JVM itself\n# with libs/ on the classpath. Present because install.sh checks for it.\nexit 64\n",
+    )?;
     let mut seen = std::collections::BTreeSet::new();
     let mut copied = Vec::new();
     for jar in upstream_classpath(rt) {
         let name = jar.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if !seen.insert(name.clone()) {
-            return Err(Error::Source(format!("two jars named {name} on the runtime classpath")));
+            return Err(Error::Harness(format!("two jars named {name} on the runtime classpath")));
         }
         let to = libs.join(&name);
         let replaced = rt.swapped.iter().any(|(up, _, _)| up == &jar);
@@ -178,7 +177,9 @@ pub fn replaced_jar_digests(rt: &Runtime, home: &Path) -> Vec<(String, String)> 
         .filter_map(|(up, _, _)| up.file_name())
         .map(|n| {
             let p = home.join("libs").join(n);
-            let digest = std::fs::read(&p).map(|b| crate::hash::sha256(&b)).unwrap_or_else(|_| "unreadable".into());
+            let digest = crate::fsx::read::read_regular(&p, crate::fsx::read::MAX_JAR)
+                .map(|b| crate::hash::sha256(&b))
+                .unwrap_or_else(|e| format!("unreadable ({e})"));
             (n.to_string_lossy().into_owned(), digest)
         })
         .collect()

@@ -5,7 +5,7 @@
 //! Long outputs are cut to their head and tail, with the full line count and
 //! sha256, so evidence stays readable and small.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -33,7 +33,7 @@ impl Journal {
     /// others), stamped from `t0`, the run's start, so the lanes' stamps compare.
     /// `run_dir` is the run's own directory (a lane's nodes live below it), written `$RUN`.
     pub fn for_lane(dir: &Path, run_dir: &Path, lane: usize, t0: Instant) -> Journal {
-        let _ = std::fs::create_dir_all(dir);
+        let _ = crate::fsx::create_dir(dir);
         let mut j = Journal {
             dir: dir.to_path_buf(),
             run_dir: run_dir.display().to_string(),
@@ -58,7 +58,7 @@ impl Journal {
     /// Starts a new section file `<stem>.txt`.
     pub fn begin(&mut self, stem: &str, title: &str) {
         self.name = format!("{stem}.txt");
-        self.file = OpenOptions::new().create(true).append(true).open(self.dir.join(&self.name)).ok();
+        self.file = crate::fsx::open_append(&self.dir.join(&self.name)).ok();
         self.write(&format!("# {title}\n"));
     }
 

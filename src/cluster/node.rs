@@ -4,13 +4,17 @@
 //! Every JVM runs in its own process group, and its pid sits in a process-wide
 //! registry until it has been reaped, so the Ctrl-C handler (and Drop) can
 //! stop everything okp started. Not for tool calls: see tools.rs.
+//!
+//! Ctrl-C and SIGTERM do not end the process from here: the handler stops every registered
+//! process and raises a flag; from then on a start, a tool call or a wait returns
+//! `Error::Interrupted`, which the command returns to `main` (exit 130).
 
 use std::collections::BTreeSet;
-use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -19,9 +23,32 @@ use crate::error::{Error, Result};
 /// Process groups okp started and has not reaped yet.
 static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
+/// Whether Ctrl-C or SIGTERM arrived (with `install_interrupt_handler`).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Registers a process group okp started. One started after an interrupt (it raced the
+/// handler's sweep) is killed at once.
 pub fn register(pid: i32) {
     if let Ok(mut l) = LIVE.lock() {
         l.insert(pid);
+    }
+    if interrupted() {
+        kill_all_registered();
+    }
+}
+
+/// Whether the run was interrupted (Ctrl-C or SIGTERM after `install_interrupt_handler`).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// `Err(Error::Interrupted)` once the run was interrupted: what every start, tool call and wait
+/// checks, so the command unwinds to `main` and exits 130.
+pub fn check_interrupt() -> Result<()> {
+    if interrupted() {
+        Err(Error::Interrupted)
+    } else {
+        Ok(())
     }
 }
 
@@ -48,14 +75,16 @@ pub fn kill_all_registered() {
     }
 }
 
-/// Installs the Ctrl-C / SIGTERM handler once: kill what we started, exit 130.
+/// Installs the Ctrl-C / SIGTERM handler once: raise the flag (`check_interrupt`) and kill what
+/// we started; the command then unwinds with `Error::Interrupted`.
 pub fn install_interrupt_handler() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = ctrlc::set_handler(|| {
-            eprintln!("\nokp: interrupted: stopping every process this run started");
+            if !INTERRUPTED.swap(true, Ordering::SeqCst) {
+                crate::out::note("interrupted: stopping every process this run started");
+            }
             kill_all_registered();
-            std::process::exit(130);
         });
     });
 }
@@ -143,15 +172,12 @@ impl Node {
 
     /// Starts the process (stdout and stderr appended to stdout.log). Does not wait.
     pub fn start(&mut self, java: &Path, classpath: &str) -> Result<()> {
+        check_interrupt()?;
         if self.is_running() {
             return Ok(());
         }
         let log = self.log_path();
-        let out = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .map_err(|e| Error::io(format!("cannot open {}", log.display()), e))?;
+        let out = crate::fsx::open_append(&log).map_err(|e| Error::io(format!("cannot open {}", log.display()), e))?;
         self.log_mark = out.metadata().map(|m| m.len()).unwrap_or(0);
         let err = out.try_clone().map_err(|e| Error::io("cannot duplicate a log handle", e))?;
         let mut cmd = Command::new(java);
@@ -184,6 +210,7 @@ impl Node {
     pub fn wait_ready(&mut self, marker: &str, timeout: Duration) -> Result<Duration> {
         let t0 = Instant::now();
         loop {
+            check_interrupt()?;
             if self.log_since_start().contains(marker) {
                 return Ok(t0.elapsed());
             }
@@ -210,16 +237,18 @@ impl Node {
 
     pub fn log_since_start(&self) -> String {
         let mut s = String::new();
-        if let Ok(mut f) = File::open(self.log_path()) {
+        if let Ok(mut f) = crate::fsx::read::open_regular(&self.log_path(), crate::fsx::read::MAX_LOG) {
             if f.seek(SeekFrom::Start(self.log_mark)).is_ok() {
-                let _ = f.read_to_string(&mut s);
+                let mut b = Vec::new();
+                let _ = f.take(crate::fsx::read::MAX_LOG).read_to_end(&mut b);
+                s = String::from_utf8_lossy(&b).into_owned();
             }
         }
         s
     }
 
     pub fn whole_log(&self) -> String {
-        std::fs::read(self.log_path()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
+        crate::fsx::read::lossy_text(&self.log_path(), crate::fsx::read::MAX_LOG)
     }
 
     pub fn tail(&self, n: usize) -> String {

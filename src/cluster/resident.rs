@@ -154,7 +154,7 @@ impl Resident {
 
     /// The last lines of the JVM's own stderr, for an error message.
     fn tail(&self) -> String {
-        let text = std::fs::read(&self.err).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        let text = crate::fsx::read::lossy_text(&self.err, crate::fsx::read::MAX_TEXT);
         let lines: Vec<&str> = text.lines().collect();
         let tail = lines[lines.len().saturating_sub(10)..].join("\n");
         if tail.is_empty() {

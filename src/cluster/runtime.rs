@@ -121,12 +121,12 @@ impl Runtime {
         // whose jars changed since the dump (verify's cached patched jars are rebuilt in place
         // when their record lacks a proof), and that refusal once cost three scenarios.
         let digest = jar_identity(&classpath, "");
-        let tool_cds = crate::build::splice::cds_archive(maven, &format!("kafka-tools-{v}-{}", &digest[..16]));
+        let tool_cds = super::cds::archive(maven, &java_version, &format!("kafka-tools-{v}-{}", &digest[..16]));
         let server_cds = {
             let replaced: Vec<PathBuf> = swapped.iter().map(|(_, patched, _)| patched.clone()).collect();
             let shared: Vec<PathBuf> = classpath.iter().filter(|p| !replaced.contains(p)).cloned().collect();
             let digest = jar_identity(&shared, &super::SERVER_HEAP_GC.join(" "));
-            match crate::build::splice::cds_archive(maven, &format!("kafka-server-{v}-{}", &digest[..16])) {
+            match super::cds::archive(maven, &java_version, &format!("kafka-server-{v}-{}", &digest[..16])) {
                 Some((archive, _)) => super::server_cds::plan(&classpath, &replaced, archive),
                 None => Err("no class-data-sharing archive for the servers (OKP_NO_CDS, or no cache directory)".into()),
             }
@@ -167,7 +167,8 @@ impl Runtime {
     pub fn class_index(&self) -> Result<BTreeMap<String, String>> {
         let mut index = BTreeMap::new();
         for jar in &self.classpath {
-            let f = std::fs::File::open(jar).map_err(|e| Error::io(format!("cannot open {}", jar.display()), e))?;
+            let f = crate::fsx::read::open_regular(jar, crate::fsx::read::MAX_JAR)
+                .map_err(|e| e.into_error(jar, "runtime classpath's jar"))?;
             let Ok(z) = zip::ZipArchive::new(f) else { continue };
             let name = jar.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             for entry in z.file_names() {
@@ -195,8 +196,8 @@ impl Runtime {
         };
         let s = dir.join("log-server.properties");
         let t = dir.join("log-tool.properties");
-        std::fs::write(&s, server).map_err(|e| Error::io(format!("cannot write {}", s.display()), e))?;
-        std::fs::write(&t, tool).map_err(|e| Error::io(format!("cannot write {}", t.display()), e))?;
+        crate::fsx::write_atomic(&s, server.as_bytes())?;
+        crate::fsx::write_atomic(&t, tool.as_bytes())?;
         Ok((format!("-D{prop}=file:{}", s.display()), format!("-D{prop}=file:{}", t.display())))
     }
 }
@@ -285,7 +286,8 @@ fn log4j2_version(maven: &Maven, v: KafkaVersion) -> Result<String> {
         // The POM arrives with the runtime classpath; fetch it alone on a cold cache.
         let _ = maven.classpath(&server);
     }
-    let text = std::fs::read_to_string(&pom).unwrap_or_default();
+    let text =
+        crate::fsx::read::read_optional_text(&pom, crate::fsx::read::MAX_TEXT).ok().flatten().unwrap_or_default();
     Ok(pom_dependency_version(&text, "log4j-core").unwrap_or_else(|| LOG4J2_FALLBACK.to_string()))
 }
 
@@ -315,7 +317,7 @@ fn check_one_binding(cp: &[PathBuf], v: &str) -> Result<()> {
     if bindings.len() == 1 {
         Ok(())
     } else {
-        Err(Error::Source(format!(
+        Err(Error::Harness(format!(
             "the {v} runtime classpath has {} SLF4J bindings ({}); expected exactly one",
             bindings.len(),
             bindings.join(", ")

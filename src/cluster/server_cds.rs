@@ -53,8 +53,8 @@ fn harmless(entry: &str) -> bool {
 
 /// The entries (classes and resources, not directories) of a jar.
 fn entries(jar: &Path) -> Result<BTreeSet<String>> {
-    let f = std::fs::File::open(jar).map_err(|e| Error::io(format!("cannot open {}", jar.display()), e))?;
-    let z = zip::ZipArchive::new(f).map_err(|e| Error::Source(format!("{}: not a jar ({e})", jar.display())))?;
+    let f = crate::fsx::read::open_regular(jar, crate::fsx::read::MAX_JAR).map_err(|e| e.into_error(jar, "jar"))?;
+    let z = zip::ZipArchive::new(f).map_err(|e| Error::Harness(format!("{}: not a jar ({e})", jar.display())))?;
     Ok(z.file_names().filter(|n| !n.ends_with('/')).map(str::to_string).collect())
 }
 
@@ -89,7 +89,7 @@ impl Plan {
     /// Whether the archive is there to map: a regular file, not a link (a FIFO there would
     /// hang every server's JVM at start).
     pub fn ready(&self) -> bool {
-        crate::build::splice::is_regular_file(&self.archive)
+        crate::fsx::is_regular_file(&self.archive)
     }
 
     /// The JVM flags that map the archive (ignored by the JVM when it does not fit).
@@ -147,10 +147,8 @@ pub struct Dumped {
 /// the servers' heap and GC flags, so the archive's settings match theirs.
 pub fn dump(java: &Path, jvm: &[String], plan: &Plan, lists: &[PathBuf], scratch: &Path) -> Result<Dumped> {
     let t0 = Instant::now();
-    let texts: Vec<String> = lists
-        .iter()
-        .map(|p| std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default())
-        .collect();
+    let texts: Vec<String> =
+        lists.iter().map(|p| crate::fsx::read::lossy_text(p, crate::fsx::read::MAX_TEXT)).collect();
     let merged = merge_lists(&texts);
     let classes = merged.lines().filter(|l| !l.starts_with('@')).count();
     if classes == 0 {
@@ -158,10 +156,10 @@ pub fn dump(java: &Path, jvm: &[String], plan: &Plan, lists: &[PathBuf], scratch
     }
     let list = scratch.join("server-cds.classlist");
     crate::fsx::write_atomic(&list, merged.as_bytes())?;
-    crate::build::splice::sweep_stale_cds_staging(&plan.archive);
+    crate::fsx::sweep_stale_staging(&plan.archive);
     let staging = plan.archive.with_extension(format!("jsa.{}.{}.tmp", std::process::id(), unique()));
     let cp = std::env::join_paths(&plan.shared)
-        .map_err(|e| Error::Source(format!("a shared jar's path cannot be on a classpath ({e})")))?;
+        .map_err(|e| Error::Harness(format!("a shared jar's path cannot be on a classpath ({e})")))?;
     let mut cmd = Command::new(java);
     cmd.args(jvm)
         .arg("-Xshare:dump")
@@ -181,7 +179,7 @@ pub fn dump(java: &Path, jvm: &[String], plan: &Plan, lists: &[PathBuf], scratch
     super::node::unregister(pid);
     let out = out.map_err(|e| Error::External(format!("java -Xshare:dump: {e}")))?;
     let log = scratch.join("server-cds.dump.log");
-    let _ = std::fs::write(&log, [&out.stdout[..], &out.stderr[..]].concat());
+    let _ = crate::fsx::write_atomic(&log, &[&out.stdout[..], &out.stderr[..]].concat());
     if !out.status.success() || !staging.is_file() {
         let _ = std::fs::remove_file(&staging);
         return Err(Error::External(format!(

@@ -52,6 +52,10 @@ pub fn run(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     std::thread::scope(|scope| {
         for _ in 0..args.jobs.min(pairs.len().max(1) as u16) {
             scope.spawn(|| loop {
+                // After Ctrl-C no further pair starts (the ones running unwind with Interrupted).
+                if crate::cluster::node::interrupted() {
+                    break;
+                }
                 let Some((i, &(v, m))) = queue.lock().unwrap_or_else(|e| e.into_inner()).next() else { break };
                 let each = VerifyArgs {
                     version: Some(v),
@@ -74,6 +78,7 @@ pub fn run(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
             });
         }
     });
+    crate::cluster::node::check_interrupt()?;
     let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut worst = Outcome::Done;
     let mut table = format!("okp verify --all: {} pairs, {} at once\n\n", pairs.len(), args.jobs);

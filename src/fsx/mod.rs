@@ -3,6 +3,10 @@
 //! temporary file beside the target, then a rename, so a reader sees the old bytes or the new
 //! ones, never half.
 //!
+//! Also the small file primitives every stage shares: `create_dir`, `is_regular_file`, the
+//! per-process `staging` name of a file published by rename and the sweep of stale ones, the
+//! lock (`lock_file`) and the append-only log (`open_append`).
+//!
 //! Not here: multi-file transactions with a journal (`tx`), trees laid out
 //! from archives (`source`, `bundle::archive`).
 
@@ -25,6 +29,45 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
     tmp.persist(path).map_err(|e| Error::io(format!("cannot write {}", path.display()), e.error))?;
     Ok(())
+}
+
+/// Creates `dir` and its parents when missing (`mkdir -p`), with okp's error naming the directory.
+pub fn create_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))
+}
+
+/// A regular file at `path` itself: not a symbolic link (which could point anywhere), not a FIFO
+/// (a JVM that maps it would hang), not a directory.
+pub fn is_regular_file(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
+}
+
+/// Where this process writes a new `target` that a rename publishes whole (`NAME.PID.tmp`
+/// beside it): private to the process, so two okp processes never write one file.
+pub fn staging(target: &Path) -> std::path::PathBuf {
+    let mut name = target.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}.tmp", std::process::id()));
+    target.with_file_name(name)
+}
+
+/// Removes the staging files of `target` left by an okp that was killed while writing it
+/// (`NAME.PID.tmp` of `staging`, or `NAME.PID.N.tmp`, whose PID no longer runs).
+pub fn sweep_stale_staging(target: &Path) {
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name().and_then(|n| n.to_str())) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(name)).and_then(|r| r.strip_prefix('.')) else {
+            continue;
+        };
+        let Some(pid) = rest.strip_suffix(".tmp").and_then(|r| r.split('.').next()).and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// An exclusive `flock` on a lock file, held until dropped. The holder writes its pid into the
@@ -243,6 +286,39 @@ pub fn lock_dir(dir: &Path, name: &str) -> Result<FileLock> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_regular_file_itself_counts() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("a.jsa");
+        let link = t.path().join("b.jsa");
+        assert!(!is_regular_file(&file));
+        std::fs::write(&file, b"x").unwrap();
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(is_regular_file(&file));
+        assert!(!is_regular_file(&link));
+        assert!(!is_regular_file(t.path()));
+    }
+
+    #[test]
+    fn staging_files_of_dead_processes_are_swept_and_nothing_else() {
+        let t = tempfile::tempdir().unwrap();
+        let target = t.path().join("kafka-server-4.3.1-x.jsa");
+        assert_eq!(
+            staging(&target).file_name().unwrap().to_str().unwrap(),
+            format!("kafka-server-4.3.1-x.jsa.{}.tmp", std::process::id())
+        );
+        let dead = t.path().join("kafka-server-4.3.1-x.jsa.999999999.0.tmp");
+        let live = t.path().join(format!("kafka-server-4.3.1-x.jsa.{}.0.tmp", std::process::id()));
+        let other = t.path().join("kafka-tools-4.3.1-x.jsa.999999999.0.tmp");
+        let dead_plain = t.path().join("kafka-server-4.3.1-x.jsa.999999999.tmp");
+        for f in [&target, &dead, &live, &other, &dead_plain] {
+            std::fs::write(f, b"x").unwrap();
+        }
+        sweep_stale_staging(&target);
+        assert!(!dead.exists() && !dead_plain.exists());
+        assert!(target.exists() && live.exists() && other.exists());
+    }
 
     #[test]
     fn a_second_holder_waits_for_the_first() {

@@ -139,6 +139,21 @@ pub const MAX_CLASS: u64 = 16 << 20;
 /// The largest other text okp reads: a POM, a classpath file, a page it wrote, a test report.
 pub const MAX_TEXT: u64 = 32 << 20;
 
+/// The largest log okp reads whole: a server's stdout.log, a partition's log segment (Kafka's
+/// default segment is 1 GiB; a test cluster's are a few MB).
+pub const MAX_LOG: u64 = 1 << 30;
+
+/// A log or a process's output as text (invalid UTF-8 replaced) for what okp shows and greps,
+/// never for a decision: empty when nothing is at `path`, a one-line note saying why when
+/// something is there that okp refuses (not a regular file, over `cap`) or cannot read.
+pub fn lossy_text(path: &Path, cap: u64) -> String {
+    match read_regular(path, cap) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(ReadError::Missing) => String::new(),
+        Err(e) => format!("(okp did not read {}: {e})", path.display()),
+    }
+}
+
 /// The system's own error for a path with nothing at it ("No such file or directory (os error 2)").
 pub fn missing(path: &Path) -> std::io::Error {
     std::fs::metadata(path).err().unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))

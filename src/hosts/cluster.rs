@@ -401,7 +401,7 @@ impl HostCluster {
             if let Some(s) = self.state(topic).filter(|s| pred(s)) {
                 return (Some(s), t0.elapsed().as_secs_f64());
             }
-            if t0.elapsed() > timeout {
+            if t0.elapsed() > timeout || crate::cluster::node::interrupted() {
                 return (None, t0.elapsed().as_secs_f64());
             }
             std::thread::sleep(Duration::from_millis(200));

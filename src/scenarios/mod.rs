@@ -427,6 +427,10 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
     let mut outcomes = Vec::new();
     let run: Vec<&Scenario> = SCENARIOS.iter().filter(|s| selected.iter().any(|x| x.id == s.id)).collect();
     for (i, s) in run.iter().enumerate() {
+        // Ctrl-C: every process is stopped; the command returns Error::Interrupted.
+        if crate::cluster::node::interrupted() {
+            break;
+        }
         ctx.last = i + 1 == run.len();
         let stem = s.id.to_string();
         ctx.c.journal.begin(&stem, &format!("{} — {}", s.id, s.title));
@@ -456,6 +460,11 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
         let mut r = (s.run)(&mut ctx, &mut o);
         if r.is_ok() {
             r = cross_check(ctx.c, &mut o);
+        }
+        // Cut short by Ctrl-C: no verdict on it (the run writes no evidence).
+        if crate::cluster::node::interrupted() {
+            ctx.c.journal.note(&format!("{} interrupted after {:.1} s", s.id, t0.elapsed().as_secs_f64()));
+            break;
         }
         o.seconds = round(t0.elapsed().as_secs_f64());
         if let Err(e) = r {

@@ -208,6 +208,7 @@ fn drive(c: &mut Cluster, o: &Options) -> Result<History> {
     let mut held: Vec<Held> = Vec::new();
     let mut next = 0;
     while t0.elapsed() < o.duration {
+        crate::cluster::node::check_interrupt()?;
         // Heal what is due, then start what is due.
         let now = t0.elapsed();
         let (due, keep): (Vec<Held>, Vec<Held>) = held.into_iter().partition(|h| h.until <= now);

@@ -477,6 +477,7 @@ impl Jvm<'_> {
             }
         };
         node::unregister(pid);
+        node::check_interrupt()?;
         Ok(Ran { rc, timed_out, seconds: t0.elapsed().as_secs_f64(), log })
     }
 }
