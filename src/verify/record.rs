@@ -158,6 +158,7 @@ impl RunRecord {
 mod tests {
     use super::*;
     use crate::scenarios::Check;
+    use crate::verify::{record, tests::evidence};
 
     fn sample() -> RunRecord {
         let outcome = Outcome {
@@ -249,5 +250,30 @@ mod tests {
             }
         }
         assert!(seen >= 40, "only {seen} evidence runs found");
+    }
+
+    /// A run of several lanes says which lane ran each scenario; a one-lane run's file has neither
+    /// field, like every run written before lanes, and both read back the same.
+    #[test]
+    fn lanes_are_written_only_for_a_run_of_several_and_read_back() {
+        // MET's cluster runs under evidence/met-cluster/ were written before lanes.
+        let older = evidence().join("met-cluster").join("2.7.2-zk");
+        let text = std::fs::read_to_string(older.join(record::FILE_NAME)).unwrap();
+        assert!(!text.contains("\"lane"), "an older run names no lane");
+        let mut r = RunRecord::read(&older).unwrap();
+        assert!(r.lanes.is_empty() && r.scenarios.iter().all(|o| o.lane.is_none()));
+        let one = serde_json::to_string(&r).unwrap();
+        assert!(!one.contains("\"lanes\"") && !one.contains("\"lane\""), "a one-lane run names no lane");
+        r.lanes = vec![record::Lane {
+            lane: 2,
+            scenarios: vec!["S1".into()],
+            base_port: 20017,
+            cluster_id: None,
+            seconds: 1.5,
+        }];
+        r.scenarios[0].lane = Some(2);
+        let two = serde_json::to_string(&r).unwrap();
+        assert!(two.contains("\"lanes\"") && two.contains("\"lane\":2"), "{two}");
+        assert_eq!(serde_json::from_str::<RunRecord>(&two).unwrap(), r);
     }
 }

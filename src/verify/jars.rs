@@ -1,0 +1,69 @@
+//! The jars under test: `--jars DIR` (re-checked against its build record) or a cached splice build.
+//!
+//! Not here: building (`build::splice`), the runtime classpath (`cluster::runtime`).
+
+use std::path::Path;
+
+use crate::build::record::BuildRecord;
+use crate::build::splice;
+use crate::error::{Error, Result};
+use crate::model::{Layers, Mode, Release};
+use crate::workspace::Workspace;
+
+/// Patched jars: `--jars DIR` (a build's output), else a splice build cached
+/// per release, mode and patch-set hash (a changed patch set builds anew).
+pub fn patched_jars(
+    ws: &Workspace,
+    release: &Release,
+    mode: Mode,
+    layers: &Layers,
+    jars: Option<&Path>,
+) -> Result<BuildRecord> {
+    if let Some(dir) = jars {
+        let rec = BuildRecord::read(dir)?;
+        if rec.release != release.version || rec.mode != mode {
+            return Err(Error::Usage(format!(
+                "{}: built for {} {}, not {} {}",
+                dir.display(),
+                rec.release,
+                rec.mode,
+                release.version,
+                mode
+            )));
+        }
+        if !rec.proven() {
+            return Err(Error::Check(format!(
+                "{}: okp-build.json holds no passing provenance proof, so nothing shows these jars are the \
+                 release plus exactly our edits; build them again with this okp",
+                dir.display()
+            )));
+        }
+        let (_, facts) = rec.read_and_recheck(ws, dir, None)?;
+        facts.note("verify: ");
+        return Ok(rec);
+    }
+    let hash = ws.patch_set()?.effective(&ws.model, release, release.version, mode, layers).hash;
+    let dir = ws.maven.repo_local.join("okp-verify-jars").join(format!("{}-{}-{}", release.version, mode, &hash[..16]));
+    // A record this okp cannot read (another schema, damaged) is a miss: the jars are built anew;
+    // so is one without a passing provenance proof, or whose jars' bytes do not show what it says.
+    match BuildRecord::read(&dir) {
+        Ok(rec) if rec.patch_set_hash == hash && rec.proven() => match rec.read_and_recheck(ws, &dir, None) {
+            Ok((_, facts)) => {
+                crate::out::note(format!("verify: patched jars from the cache {}", dir.display()));
+                facts.note("verify: ");
+                return Ok(rec);
+            }
+            Err(e) => crate::out::note(format!("verify: cached jars not used ({e})")),
+        },
+        Err(e) if dir.exists() => eprintln!("okp: verify: cached jars not used ({e})"),
+        _ => {}
+    }
+    eprintln!("okp: verify: building the patched jars of {} {} (splice)", release.version, mode);
+    let upstream = splice::release_sources(ws, release)?;
+    match splice::splice(ws, release, mode, layers, upstream.as_ref(), &dir, false)? {
+        splice::SpliceOutcome::Built(rec) => Ok(*rec),
+        splice::SpliceOutcome::CompileFailed(f) => {
+            Err(Error::Check(format!("the {} build failed to compile {}:\n{}", release.version, f.module, f.output)))
+        }
+    }
+}
