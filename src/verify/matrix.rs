@@ -168,9 +168,6 @@ fn proof_cell(evidence: &Path, run: &str) -> Option<String> {
     })
 }
 
-/// The VERIFY.md page of `runs` (name, record), of the runs `left_out` (name, why), and,
-/// with `pairs`, of the matrix's pairs that have no patched run here.
-/// `columns`: the proof and unit-tests columns (a cell per row name, where there is one).
 /// The cell of scenario `id` for a row whose own run did not run it: from the newest other
 /// partial run of the same pair and flavor that did, marked `†`; None when no run did.
 fn filled_cell(row: &str, r: &RunRecord, id: &str, partials: &[(String, RunRecord)]) -> Option<(bool, String)> {
@@ -210,6 +207,9 @@ pub fn bytecode_verdicts(evidence: &Path) -> BTreeMap<KafkaVersion, (String, Str
 /// evidence directory.
 pub(super) const RELEASES_DIR: &str = "releases";
 
+/// The VERIFY.md page of `runs` (name, record), of the runs `left_out` (name, why), and,
+/// with `pairs`, of the matrix's pairs that have no patched run here.
+/// `columns`: the proof and unit-tests columns (a cell per row name, where there is one).
 fn matrix_page(
     runs: &[(String, RunRecord)],
     partials: &[(String, RunRecord)],

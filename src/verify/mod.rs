@@ -4,8 +4,22 @@
 //! run.json with every number, a summary page per run and one matrix page
 //! over every run in the evidence directory.
 //!
+//! The stages, in the order a run takes them (`run::run` drives them):
+//!
+//! - `plan`: the matrix's pairs, a run's name, its lanes and port blocks, where its evidence goes;
+//! - `jars`: the jars under test (`--jars DIR` or the cached splice build), each re-checked
+//!   against its build record (`build::recheck`) before use;
+//! - `run`: the runtime, a cluster per lane, the suite on each, teardown, the run's record;
+//! - `record`: run.json, the typed record every later stage reads;
+//! - `render`: one run's terminal table and summary.md;
+//! - `publish`: the run's files staged, then moved into the evidence directory (a partial run
+//!   under `partial/`), then the pages written again;
+//! - `matrix`: VERIFY.md over every run, with the proof and unit columns.
+//!
+//! `unit` (`okp unit-tests`) shares the jars stage and adds the unit column.
+//!
 //! Not here: processes and tools (cluster/), what is asserted (scenarios/),
-//! run.json's schema (`record`).
+//! which scenarios and pairs a command asks for (`cmd::verify`).
 
 pub mod jars;
 pub mod matrix;

@@ -1,12 +1,16 @@
-//! Which runs: the matrix's (release, mode) pairs, a run's name, and where its evidence goes.
+//! What a run is before anything starts: the matrix's (release, mode) pairs, a run's name, its
+//! lanes with their port blocks, and where its evidence goes.
 //!
-//! Not here: the lanes a suite is split into (`scenarios::lanes`), the scenarios a run takes (`cmd::verify`).
+//! Not here: how the suite is shared among lanes (`scenarios::lanes`), the scenarios a run takes
+//! (`cmd::verify`).
 
 use std::path::{Path, PathBuf};
 
 use super::{Pair, PARTIAL_DIR};
+use crate::cluster::PORT_BLOCK;
+use crate::error::{Error, Result};
 use crate::model::{Matrix, Mode};
-use crate::scenarios::{self, Flavor};
+use crate::scenarios::{self, Flavor, Scenario};
 
 /// Every (release, mode) of the matrix, in versions.yaml's order.
 pub fn pairs(matrix: &Matrix) -> Vec<Pair> {
@@ -44,9 +48,59 @@ pub fn run_name(release: &str, mode: Mode, flavor: Flavor) -> String {
     }
 }
 
+/// One lane of a run: the scenarios its cluster runs, and its port block when `--base-port` names
+/// the first.
+pub struct LanePlan {
+    pub scenarios: Vec<&'static Scenario>,
+    pub base_port: Option<u16>,
+}
+
+/// The `lanes` lanes of a run of `selected` (at least one, even with no scenario): lane N takes the
+/// port block `PORT_BLOCK` × (N − 1) above `base_port`; refused when one would pass port 65535.
+pub fn lanes(
+    selected: &[&'static Scenario],
+    lanes: usize,
+    mode: Mode,
+    base_port: Option<u16>,
+) -> Result<Vec<LanePlan>> {
+    let mut split = scenarios::lanes(selected, lanes, mode);
+    if split.is_empty() {
+        split.push(Vec::new());
+    }
+    (0..split.len() as u16)
+        .zip(split)
+        .map(|(i, scenarios)| {
+            let base_port = match base_port {
+                None => None,
+                Some(b) => Some(
+                    b.checked_add(PORT_BLOCK * i)
+                        .filter(|base| base.checked_add(PORT_BLOCK - 1).is_some())
+                        .ok_or_else(|| {
+                            Error::Usage(format!("--base-port {b}: lane {}'s ports would pass port 65535", i + 1))
+                        })?,
+                ),
+            };
+            Ok(LanePlan { scenarios, base_port })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_lane_takes_the_port_block_after_the_one_before() {
+        let suite: Vec<&'static Scenario> = scenarios::default_suite(Flavor::Patched).collect();
+        let two = lanes(&suite, 2, Mode::Zk, Some(20000)).unwrap();
+        assert_eq!(two.iter().map(|l| l.base_port).collect::<Vec<_>>(), [Some(20000), Some(20000 + PORT_BLOCK)]);
+        assert_eq!(two.iter().map(|l| l.scenarios.len()).sum::<usize>(), suite.len());
+        assert!(lanes(&suite, 2, Mode::Zk, None).unwrap().iter().all(|l| l.base_port.is_none()));
+        let e = lanes(&suite, 2, Mode::Zk, Some(65510)).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("--base-port 65510: lane 2's ports would pass port 65535"), "{e}");
+        let none = lanes(&[], 2, Mode::Zk, None).unwrap();
+        assert!(none.len() == 1 && none[0].scenarios.is_empty(), "a run of no scenario still has its lane");
+    }
 
     #[test]
     fn a_run_of_fewer_scenarios_than_the_suite_is_placed_apart() {

@@ -6,8 +6,19 @@
 use std::path::{Path, PathBuf};
 
 use super::matrix::write_matrix;
+use super::record::RunRecord;
+use super::render::summary_page;
 use super::{Pair, PARTIAL_DIR};
 use crate::error::{Error, Result};
+
+/// Writes a finished run into its staging directory, beside its journals: run.json, summary.md
+/// and observer-audit.txt (where the run directory's path is written `$RUN`).
+pub fn stage(staging: &Path, record: &RunRecord, audit: &[String], run_dir: &Path) -> Result<()> {
+    record.write(staging)?;
+    write(&staging.join("summary.md"), &summary_page(record))?;
+    let run_str = run_dir.display().to_string();
+    write(&staging.join("observer-audit.txt"), &(audit.join("\n").replace(&run_str, "$RUN") + "\n"))
+}
 
 /// Publishes a run's `staging` directory as `evidence/<at>` (see `placement`) and writes the
 /// VERIFY.md pages: the partial runs' own page when `at` is under `partial/`, and the main
@@ -63,7 +74,7 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn write(p: &Path, text: &str) -> Result<()> {
+fn write(p: &Path, text: &str) -> Result<()> {
     std::fs::write(p, text).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))
 }
 

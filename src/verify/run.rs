@@ -1,17 +1,21 @@
-//! One run: the jars, the runtime, a cluster per lane, the suite on each, teardown, the record.
+//! One run, stage by stage: the lanes (`plan`), the jars under test (`jars`), the release's
+//! runtime, a cluster per lane started at once, the suite on each at once, teardown, then the
+//! record of it all, its pages (`render`) and its place in the evidence directory (`publish`).
 //!
-//! Not here: the page layouts (`render`, `matrix`), where the evidence goes (`publish`).
+//! Not here: processes and tools (cluster/), what is asserted (scenarios/), the page layouts
+//! (`render`, `matrix`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::jars::patched_jars;
-use super::plan::{pairs, placement, run_name};
-use super::publish::{write, write_evidence};
+use super::plan::{self, pairs, placement, run_name, LanePlan};
+use super::publish::{self, write_evidence};
 use super::record::{self, RunRecord, RunVerdict, SwappedJar};
-use super::render::{summary_page, terminal_table};
+use super::render::terminal_table;
 use super::Options;
+use crate::build::record::BuildRecord;
 use crate::cluster::journal::Journal;
 use crate::cluster::runtime::Runtime;
 use crate::cluster::{Cluster, Timers};
@@ -22,41 +26,21 @@ use crate::workspace::Workspace;
 
 pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     let t_suite = Instant::now();
-    let maven = &ws.maven;
-    let version = opts.release.version;
-    let name = run_name(&version.to_string(), opts.mode, opts.flavor);
+    let name = run_name(&opts.release.version.to_string(), opts.mode, opts.flavor);
     let mut seconds: BTreeMap<String, f64> = BTreeMap::new();
 
-    // 1. The jars under test.
-    let t = Instant::now();
-    let build = match opts.flavor {
-        Flavor::Upstream => None,
-        Flavor::Patched => Some(patched_jars(ws, &opts.release, opts.mode, &opts.layers, opts.jars.as_deref())?),
-    };
-    seconds.insert("jars".into(), scenarios::round(t.elapsed().as_secs_f64()));
+    // 1. The lanes, and each one's port block when --base-port names the first: checked before
+    // anything is built or written.
+    let lanes = plan::lanes(&opts.scenarios, opts.lanes, opts.mode, opts.base_port)?;
 
-    // 2. The runtime: the release's classpath with the patched jars swapped in.
-    let t = Instant::now();
-    let rt = Runtime::assemble(maven, version, build.as_ref())?;
-    seconds.insert("classpath".into(), scenarios::round(t.elapsed().as_secs_f64()));
+    // 2. The jars under test.
+    let build = timed(&mut seconds, "jars", || match opts.flavor {
+        Flavor::Upstream => Ok(None),
+        Flavor::Patched => patched_jars(ws, &opts.release, opts.mode, &opts.layers, opts.jars.as_deref()).map(Some),
+    })?;
 
-    // The lanes, and each one's port block when --base-port names the first: checked before
-    // anything is written.
-    let mut plan = scenarios::lanes(&opts.scenarios, opts.lanes, opts.mode);
-    if plan.is_empty() {
-        plan.push(Vec::new());
-    }
-    let lanes = plan.len();
-    let base_ports: Vec<Option<u16>> = (0..lanes as u16)
-        .map(|i| match opts.base_port {
-            None => Ok(None),
-            Some(b) => b
-                .checked_add(crate::cluster::PORT_BLOCK * i)
-                .filter(|base| base.checked_add(crate::cluster::PORT_BLOCK - 1).is_some())
-                .map(Some)
-                .ok_or_else(|| Error::Usage(format!("--base-port {b}: lane {}'s ports would pass port 65535", i + 1))),
-        })
-        .collect::<Result<_>>()?;
+    // 3. The runtime: the release's classpath with the patched jars swapped in.
+    let rt = timed(&mut seconds, "classpath", || Runtime::assemble(&ws.maven, opts.release.version, build.as_ref()))?;
 
     let run_dir = tempfile::Builder::new()
         .prefix(&format!("okp-verify-{name}-"))
@@ -66,160 +50,25 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     let staging = run_dir.join("evidence");
     eprintln!("okp: verify {name}: run directory {}", run_dir.display());
 
-    // 3. The clusters, one per lane, each with the shared topics; started at once.
-    let t = Instant::now();
-    // A patched run installs the signed bundle okp ships into a Kafka home per node.
-    let (bundle, bundling) = match opts.flavor {
-        Flavor::Patched => {
-            let (b, log) = crate::cluster::homes::make_bundle(&rt, &ws.files, &run_dir.join("bundle"))?;
-            (Some(b), log)
-        }
-        Flavor::Upstream => (None, Vec::new()),
-    };
-    let t_journal = Instant::now();
-    let mut started: Vec<Result<Cluster>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..lanes)
-            .map(|i| {
-                let lane = LaneStart {
-                    lane: i + 1,
-                    mode: opts.mode,
-                    rt: rt.clone(),
-                    timers: opts.timers.clone(),
-                    dir: if i == 0 { run_dir.clone() } else { run_dir.join(format!("lane-{}", i + 1)) },
-                    base_port: base_ports[i],
-                    journal: Journal::for_lane(&staging, &run_dir, i + 1, t_journal),
-                    bundle: bundle.clone(),
-                };
-                let bundling = &bundling;
-                scope.spawn(move || start_lane(lane, bundling))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(Error::External("a lane's start-up panicked".into()))))
-            .collect()
-    });
-    seconds.insert("cluster_up".into(), scenarios::round(t.elapsed().as_secs_f64()));
-    if let Some(i) = started.iter().position(|r| r.is_err()) {
-        // Every cluster that did start is stopped (Drop) before the error goes up.
-        let e = started.swap_remove(i).err().unwrap_or_else(|| Error::External("a lane did not start".into()));
-        drop(started);
-        eprintln!("okp: verify {name}: set-up failed; logs kept in {}", run_dir.display());
-        return Err(e);
-    }
-    let mut clusters: Vec<Cluster> = started.into_iter().flatten().collect();
+    // 4. The clusters, one per lane, each with the shared topics; started at once.
+    let mut clusters =
+        timed(&mut seconds, "cluster_up", || start_clusters(ws, &opts, &name, &rt, &lanes, &run_dir, &staging))?;
     let rss_after_start = lane_keyed(clusters.iter_mut().map(|c| c.rss()).collect());
 
-    // 4. The suite: each lane's scenarios on its own cluster, the lanes at once.
-    let t = Instant::now();
-    let flavor = opts.flavor;
-    let per_lane: Vec<(Vec<Outcome>, f64)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = clusters
-            .iter_mut()
-            .zip(&plan)
-            .enumerate()
-            .map(|(i, (c, selected))| {
-                let lane = (lanes > 1).then_some(i as u8 + 1);
-                let h = scope.spawn(move || {
-                    let t = Instant::now();
-                    let o = scenarios::run_suite(c, flavor, selected, lane);
-                    (o, scenarios::round(t.elapsed().as_secs_f64()))
-                });
-                (h, selected, lane)
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|(h, selected, lane)| h.join().unwrap_or_else(|_| (lane_panicked(selected, lane), 0.0)))
-            .collect()
-    });
-    seconds.insert("scenarios".into(), scenarios::round(t.elapsed().as_secs_f64()));
+    // 5. The suite: each lane's scenarios on its own cluster, the lanes at once.
+    let (outcomes, lane_records) = timed(&mut seconds, "scenarios", || run_lanes(&mut clusters, &lanes, opts.flavor));
     // An interrupted run writes no evidence: its clusters stop (Drop) on the way to exit 130.
     crate::cluster::node::check_interrupt()?;
-    let lane_records: Vec<record::Lane> = if lanes > 1 {
-        per_lane
-            .iter()
-            .zip(&plan)
-            .zip(&clusters)
-            .enumerate()
-            .map(|(i, (((_, secs), selected), c))| record::Lane {
-                lane: i as u8 + 1,
-                scenarios: selected.iter().map(|s| s.id.to_string()).collect(),
-                base_port: c.base_port,
-                cluster_id: c.cluster_id.clone(),
-                seconds: *secs,
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let mut outcomes: Vec<Outcome> = per_lane.into_iter().flat_map(|(o, _)| o).collect();
-    let order = |id: &str| scenarios::SCENARIOS.iter().position(|s| s.id == id).unwrap_or(usize::MAX);
-    outcomes.sort_by_key(|o| order(&o.id));
-    let needles = ["OBSERVER AUDIT", "Observer broker ids changed", "Cannot read observer ids", "observer ids"];
-    let mut audit = Vec::new();
-    for (i, c) in clusters.iter().enumerate() {
-        let lines = c.grep_logs(&needles);
-        audit.extend(lines.into_iter().map(|l| if i == 0 { l } else { format!("lane {}: {l}", i + 1) }));
-    }
-    let rss_end = lane_keyed(clusters.iter_mut().map(|c| c.rss()).collect());
-    let t = Instant::now();
-    std::thread::scope(|scope| {
-        for (i, c) in clusters.iter_mut().enumerate() {
-            scope.spawn(move || {
-                let (stem, title) = crate::cluster::journal::lane_section("teardown", "teardown", i + 1);
-                c.journal.begin(&stem, &title);
-                c.down();
-            });
-        }
-    });
-    seconds.insert("teardown".into(), scenarios::round(t.elapsed().as_secs_f64()));
+    let audit = audit_lines(&clusters);
+    let rss_at_end = lane_keyed(clusters.iter_mut().map(|c| c.rss()).collect());
+    timed(&mut seconds, "teardown", || teardown(&mut clusters));
     seconds.insert("total".into(), scenarios::round(t_suite.elapsed().as_secs_f64()));
-    let cluster = &clusters[0];
 
-    // 5. Verdict and evidence.
-    let verdict = Verdict::of(opts.flavor, &outcomes).verdict();
-    let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let record = RunRecord {
-        schema: record::SCHEMA.current,
-        okp_version: env!("CARGO_PKG_VERSION").to_string(),
-        written_utc: crate::report::utc_now(),
-        release: version,
-        mode: opts.mode,
-        family: opts.release.family.clone(),
-        flavor: opts.flavor,
-        verdict,
-        java: cluster.rt.java_version.clone(),
-        patch_set_hash: build.as_ref().map(|b| b.patch_set_hash.clone()),
-        layers: build.as_ref().map(|b| b.layers.clone()),
-        jars: cluster
-            .rt
-            .swapped
-            .iter()
-            .map(|(up, p, sha)| SwappedJar { upstream: file_name(up), patched: file_name(p), sha256: sha.clone() })
-            .collect(),
-        classpath_jars: cluster.rt.classpath.len(),
-        logging_added: cluster.rt.added.clone(),
-        classpath_left_out: cluster.rt.left_out.clone(),
-        tool_classes: cluster
-            .tools
-            .classes
-            .iter()
-            .map(|(t, (c, jar))| (t.label().to_string(), format!("{c} ({jar})")))
-            .collect(),
-        timers: opts.timers,
-        cluster_id: cluster.cluster_id.clone(),
-        rss_mib_after_start: rss_after_start,
-        rss_mib_at_end: rss_end,
-        seconds,
-        lanes: lane_records,
-        scenarios: outcomes,
-    };
-    let summary = summary_page(&record);
-    record.write(&staging)?;
-    write(&staging.join("summary.md"), &summary)?;
-    let run_str = run_dir.display().to_string();
-    write(&staging.join("observer-audit.txt"), &(audit.join("\n").replace(&run_str, "$RUN") + "\n"))?;
+    // 6. The record, its pages, and its place in the evidence directory.
+    let measured = Measured { seconds, rss_after_start, rss_at_end, lanes: lane_records, outcomes };
+    let record = record_of(&opts, build.as_ref(), &clusters[0], measured);
+    let verdict = record.verdict;
+    publish::stage(&staging, &record, &audit, &run_dir)?;
     let ids: Vec<&str> = opts.scenarios.iter().map(|s| s.id).collect();
     let dest =
         write_evidence(&staging, &opts.evidence, &placement(&name, opts.flavor, &ids), &pairs(&ws.model.matrix))?;
@@ -236,6 +85,199 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         crate::out::print(&terminal_table(&name, &record, &dest))?;
     }
     Ok(Exit::check(verdict.ok()))
+}
+
+/// Runs one phase of the run and records its wall time under `phase` in run.json's `seconds`.
+fn timed<T>(seconds: &mut BTreeMap<String, f64>, phase: &str, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let out = f();
+    seconds.insert(phase.into(), scenarios::round(t.elapsed().as_secs_f64()));
+    out
+}
+
+/// Starts every lane's cluster at once; a patched run first makes the bundle each node installs.
+/// When one lane fails, every cluster that did start is stopped (Drop) before the error goes up.
+fn start_clusters(
+    ws: &Workspace,
+    opts: &Options,
+    name: &str,
+    rt: &Runtime,
+    lanes: &[LanePlan],
+    run_dir: &Path,
+    staging: &Path,
+) -> Result<Vec<Cluster>> {
+    // A patched run installs the signed bundle okp ships into a Kafka home per node.
+    let (bundle, bundling) = match opts.flavor {
+        Flavor::Patched => {
+            let (b, log) = crate::cluster::homes::make_bundle(rt, &ws.files, &run_dir.join("bundle"))?;
+            (Some(b), log)
+        }
+        Flavor::Upstream => (None, Vec::new()),
+    };
+    let t_journal = Instant::now();
+    let mut started: Vec<Result<Cluster>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = lanes
+            .iter()
+            .enumerate()
+            .map(|(i, plan)| {
+                let lane = LaneStart {
+                    lane: i + 1,
+                    mode: opts.mode,
+                    rt: rt.clone(),
+                    timers: opts.timers.clone(),
+                    dir: if i == 0 { run_dir.to_path_buf() } else { run_dir.join(format!("lane-{}", i + 1)) },
+                    base_port: plan.base_port,
+                    journal: Journal::for_lane(staging, run_dir, i + 1, t_journal),
+                    bundle: bundle.clone(),
+                };
+                let bundling = &bundling;
+                scope.spawn(move || start_lane(lane, bundling))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::External("a lane's start-up panicked".into()))))
+            .collect()
+    });
+    if let Some(i) = started.iter().position(|r| r.is_err()) {
+        let e = started.swap_remove(i).err().unwrap_or_else(|| Error::External("a lane did not start".into()));
+        drop(started);
+        eprintln!("okp: verify {name}: set-up failed; logs kept in {}", run_dir.display());
+        return Err(e);
+    }
+    Ok(started.into_iter().flatten().collect())
+}
+
+/// Each lane's scenarios on its own cluster, the lanes at once: the outcomes in suite order, and
+/// for a run of several lanes what each lane ran (a one-lane run records none, as before lanes).
+fn run_lanes(clusters: &mut [Cluster], lanes: &[LanePlan], flavor: Flavor) -> (Vec<Outcome>, Vec<record::Lane>) {
+    let several = lanes.len() > 1;
+    let per_lane: Vec<(Vec<Outcome>, f64)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = clusters
+            .iter_mut()
+            .zip(lanes)
+            .enumerate()
+            .map(|(i, (c, plan))| {
+                let lane = several.then_some(i as u8 + 1);
+                let selected = &plan.scenarios;
+                let h = scope.spawn(move || {
+                    let t = Instant::now();
+                    let o = scenarios::run_suite(c, flavor, selected, lane);
+                    (o, scenarios::round(t.elapsed().as_secs_f64()))
+                });
+                (h, selected, lane)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(h, selected, lane)| h.join().unwrap_or_else(|_| (lane_panicked(selected, lane), 0.0)))
+            .collect()
+    });
+    let lane_records: Vec<record::Lane> = if several {
+        per_lane
+            .iter()
+            .zip(lanes)
+            .zip(clusters.iter())
+            .enumerate()
+            .map(|(i, (((_, secs), plan), c))| record::Lane {
+                lane: i as u8 + 1,
+                scenarios: plan.scenarios.iter().map(|s| s.id.to_string()).collect(),
+                base_port: c.base_port,
+                cluster_id: c.cluster_id.clone(),
+                seconds: *secs,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut outcomes: Vec<Outcome> = per_lane.into_iter().flat_map(|(o, _)| o).collect();
+    let order = |id: &str| scenarios::SCENARIOS.iter().position(|s| s.id == id).unwrap_or(usize::MAX);
+    outcomes.sort_by_key(|o| order(&o.id));
+    (outcomes, lane_records)
+}
+
+/// Every observer-set line the nodes logged; lane N's lines start `lane N: `.
+fn audit_lines(clusters: &[Cluster]) -> Vec<String> {
+    let needles = ["OBSERVER AUDIT", "Observer broker ids changed", "Cannot read observer ids", "observer ids"];
+    let mut audit = Vec::new();
+    for (i, c) in clusters.iter().enumerate() {
+        let lines = c.grep_logs(&needles);
+        audit.extend(lines.into_iter().map(|l| if i == 0 { l } else { format!("lane {}: {l}", i + 1) }));
+    }
+    audit
+}
+
+/// Stops every lane's cluster at once, each journaled in its own teardown section.
+fn teardown(clusters: &mut [Cluster]) {
+    std::thread::scope(|scope| {
+        for (i, c) in clusters.iter_mut().enumerate() {
+            scope.spawn(move || {
+                let (stem, title) = crate::cluster::journal::lane_section("teardown", "teardown", i + 1);
+                c.journal.begin(&stem, &title);
+                c.down();
+            });
+        }
+    });
+}
+
+/// What the run measured, for its record.
+struct Measured {
+    seconds: BTreeMap<String, f64>,
+    rss_after_start: BTreeMap<String, u64>,
+    rss_at_end: BTreeMap<String, u64>,
+    lanes: Vec<record::Lane>,
+    outcomes: Vec<Outcome>,
+}
+
+/// run.json of the run: what ran (lane 1's cluster names the runtime and tools, the same on every
+/// lane), what it measured, and the verdict.
+fn record_of(opts: &Options, build: Option<&BuildRecord>, cluster: &Cluster, m: Measured) -> RunRecord {
+    let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    RunRecord {
+        schema: record::SCHEMA.current,
+        okp_version: env!("CARGO_PKG_VERSION").to_string(),
+        written_utc: crate::report::utc_now(),
+        release: opts.release.version,
+        mode: opts.mode,
+        family: opts.release.family.clone(),
+        flavor: opts.flavor,
+        verdict: verdict(opts.flavor, &m.outcomes),
+        java: cluster.rt.java_version.clone(),
+        patch_set_hash: build.map(|b| b.patch_set_hash.clone()),
+        layers: build.map(|b| b.layers.clone()),
+        jars: cluster
+            .rt
+            .swapped
+            .iter()
+            .map(|(up, p, sha)| SwappedJar { upstream: file_name(up), patched: file_name(p), sha256: sha.clone() })
+            .collect(),
+        classpath_jars: cluster.rt.classpath.len(),
+        logging_added: cluster.rt.added.clone(),
+        classpath_left_out: cluster.rt.left_out.clone(),
+        tool_classes: cluster
+            .tools
+            .classes
+            .iter()
+            .map(|(t, (c, jar))| (t.label().to_string(), format!("{c} ({jar})")))
+            .collect(),
+        timers: opts.timers.clone(),
+        cluster_id: cluster.cluster_id.clone(),
+        rss_mib_after_start: m.rss_after_start,
+        rss_mib_at_end: m.rss_at_end,
+        seconds: m.seconds,
+        lanes: m.lanes,
+        scenarios: m.outcomes,
+    }
+}
+
+/// Patched: every scenario passed. Upstream (the negative control): every gate scenario failed.
+fn verdict(flavor: Flavor, outcomes: &[Outcome]) -> RunVerdict {
+    match flavor {
+        Flavor::Patched if outcomes.iter().all(|o| o.pass) => RunVerdict::Pass,
+        Flavor::Patched => RunVerdict::Fail,
+        Flavor::Upstream if outcomes.iter().all(|o| !(o.gate && o.pass)) => RunVerdict::ControlHeld,
+        Flavor::Upstream => RunVerdict::ControlFailed,
+    }
 }
 
 /// What one lane's cluster starts from.
@@ -307,32 +349,6 @@ fn lane_keyed(maps: Vec<BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
     out
 }
 
-pub struct Verdict {
-    flavor: Flavor,
-    failed: Vec<String>,
-    gates_not_failed: Vec<String>,
-}
-
-impl Verdict {
-    fn of(flavor: Flavor, outcomes: &[Outcome]) -> Verdict {
-        Verdict {
-            flavor,
-            failed: outcomes.iter().filter(|o| !o.pass).map(|o| o.id.clone()).collect(),
-            gates_not_failed: outcomes.iter().filter(|o| o.gate && o.pass).map(|o| o.id.clone()).collect(),
-        }
-    }
-
-    /// Patched: every scenario passed. Upstream (negative control): every gate scenario failed.
-    fn verdict(&self) -> RunVerdict {
-        match self.flavor {
-            Flavor::Patched if self.failed.is_empty() => RunVerdict::Pass,
-            Flavor::Patched => RunVerdict::Fail,
-            Flavor::Upstream if self.gates_not_failed.is_empty() => RunVerdict::ControlHeld,
-            Flavor::Upstream => RunVerdict::ControlFailed,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,5 +362,22 @@ mod tests {
         assert_eq!(joined.get("lane-2/broker-1"), Some(&200));
         assert_eq!(joined.get("lane-3/c101"), Some(&7));
         assert_eq!(joined.len(), 3);
+    }
+
+    /// A negative control holds only when every gate failed; a patched run passes only when all passed.
+    #[test]
+    fn the_verdict_of_each_flavor() {
+        let o = |id: &str, gate: bool, pass: bool| Outcome {
+            gate,
+            pass,
+            ..Outcome::of(scenarios::by_id(id).unwrap(), format!("{id}.txt"), None)
+        };
+        assert_eq!(verdict(Flavor::Patched, &[o("INIT", true, true), o("S1", false, true)]), RunVerdict::Pass);
+        assert_eq!(verdict(Flavor::Patched, &[o("INIT", true, true), o("S1", false, false)]), RunVerdict::Fail);
+        assert_eq!(verdict(Flavor::Upstream, &[o("INIT", true, false), o("S1", false, true)]), RunVerdict::ControlHeld);
+        assert_eq!(
+            verdict(Flavor::Upstream, &[o("INIT", true, true), o("S4", true, false)]),
+            RunVerdict::ControlFailed
+        );
     }
 }
