@@ -2,7 +2,7 @@
 //! producers and a read_committed consumer under a seeded fault schedule on
 //! 3.9.2 ZooKeeper, then the checker; and `--soak-recheck` of a stored history
 //! (no cluster). The checker's rules are tested on synthetic histories in
-//! `src/soak.rs`.
+//! `src/soak/mod.rs`.
 
 mod common;
 use common::*;
