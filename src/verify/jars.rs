@@ -1,6 +1,11 @@
-//! The jars under test: `--jars DIR` (re-checked against its build record) or a cached splice build.
+//! The jars under test: `--jars DIR` or the patched-jar cache (a splice build per release, mode
+//! and patch-set hash), either taken only after the build re-check (`build::recheck`: the jars
+//! re-derived from their bytes against their build record). `okp unit-tests`, `playground`,
+//! `dev-cluster`, `bench` and `--soak` take their jars here too, so its notes name the jars, not
+//! a command.
 //!
-//! Not here: building (`build::splice`), the runtime classpath (`cluster::runtime`).
+//! Not here: building (`build::splice`), the re-check itself (`build::recheck`), the runtime
+//! classpath (`cluster::runtime`).
 
 use std::path::Path;
 
@@ -9,6 +14,9 @@ use crate::build::splice;
 use crate::error::{Error, Result};
 use crate::model::{Layers, Mode, Release};
 use crate::workspace::Workspace;
+
+/// What the notes of this stage start with (`okp: patched jars: …`).
+const NOTE: &str = "patched jars: ";
 
 /// Patched jars: `--jars DIR` (a build's output), else a splice build cached
 /// per release, mode and patch-set hash (a changed patch set builds anew).
@@ -38,8 +46,8 @@ pub fn patched_jars(
                 dir.display()
             )));
         }
-        let (_, facts) = rec.read_and_recheck(ws, dir, None)?;
-        facts.note("verify: ");
+        let (_, rechecked) = rec.read_and_recheck(ws, dir, None)?;
+        rechecked.note(NOTE);
         return Ok(rec);
     }
     let hash = ws.patch_set()?.effective(&ws.model, release, release.version, mode, layers).hash;
@@ -48,17 +56,17 @@ pub fn patched_jars(
     // so is one without a passing provenance proof, or whose jars' bytes do not show what it says.
     match BuildRecord::read(&dir) {
         Ok(rec) if rec.patch_set_hash == hash && rec.proven() => match rec.read_and_recheck(ws, &dir, None) {
-            Ok((_, facts)) => {
-                crate::out::note(format!("verify: patched jars from the cache {}", dir.display()));
-                facts.note("verify: ");
+            Ok((_, rechecked)) => {
+                crate::out::note(format!("{NOTE}from the cache {}", dir.display()));
+                rechecked.note(NOTE);
                 return Ok(rec);
             }
-            Err(e) => crate::out::note(format!("verify: cached jars not used ({e})")),
+            Err(e) => crate::out::note(format!("{NOTE}the cached ones not used ({e})")),
         },
-        Err(e) if dir.exists() => eprintln!("okp: verify: cached jars not used ({e})"),
+        Err(e) if dir.exists() => crate::out::note(format!("{NOTE}the cached ones not used ({e})")),
         _ => {}
     }
-    eprintln!("okp: verify: building the patched jars of {} {} (splice)", release.version, mode);
+    crate::out::note(format!("{NOTE}a splice build of {} {}", release.version, mode));
     let upstream = splice::release_sources(ws, release)?;
     match splice::splice(ws, release, mode, layers, upstream.as_ref(), &dir, false)? {
         splice::SpliceOutcome::Built(rec) => Ok(*rec),

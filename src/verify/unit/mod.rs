@@ -9,7 +9,7 @@
 //! class and configuration, and unexplained.yaml when a change is not explained.
 //!
 //! Not here: which classes and libraries (`data`, unit-tests.yaml), the
-//! verdicts (`judge`), the patched jars (`verify::patched_jars`).
+//! verdicts (`judge`), the patched jars (`verify::jars`).
 
 pub mod data;
 pub mod judge;
@@ -47,7 +47,7 @@ pub struct Options {
     pub data: UnitData,
     /// Only these classes (simple or full names); empty: every class of the family and mode.
     pub classes: Vec<String>,
-    /// Patched jars from `okp build` instead of verify's cached splice build.
+    /// Patched jars from `okp build` instead of the patched-jar cache (`verify::jars`).
     pub jars: Option<PathBuf>,
     pub class_timeout: Duration,
     /// The evidence root; the run goes to `<evidence>/unit/<release>-<mode>/`.
