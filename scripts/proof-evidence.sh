@@ -15,10 +15,9 @@ pairs=("$@")
 if [ ${#pairs[@]} -eq 0 ]; then
   mapfile -t pairs < <("$OKP" versions --format json 2>/dev/null | python3 -c '
 import json, sys
-for r in json.load(sys.stdin)["releases"]:
-    if r.get("reference"):
-        for m in r["modes"]:
-            print("%s-%s" % (r["version"], m))')
+for p in json.load(sys.stdin)["pairs"]:
+    if p["reference"]:
+        print("%s-%s" % (p["release"], p["mode"]))')
 fi
 [ -n "${SUMMARY_ONLY:-}" ] && pairs=()   # SUMMARY_ONLY=1: rewrite summary.md from the files there
 for p in "${pairs[@]}"; do

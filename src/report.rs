@@ -314,8 +314,13 @@ pub fn versions_table(m: &Matrix) -> String {
     s
 }
 
+/// The matrix as JSON: the releases, and every (release, mode) pair with its `sources` and
+/// `reference` flags (`Matrix::pairs`), so CI and scripts take pairs without expanding modes
+/// themselves.
 pub fn versions_json(m: &Matrix) -> String {
-    serde_json::to_string_pretty(&serde_json::json!({ "releases": m.releases })).unwrap_or_default() + "\n"
+    let pairs = m.pairs(crate::model::PairFilter::default());
+    serde_json::to_string_pretty(&serde_json::json!({ "releases": m.releases, "pairs": pairs })).unwrap_or_default()
+        + "\n"
 }
 
 /// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`, for evidence stamps.

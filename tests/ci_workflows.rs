@@ -223,9 +223,10 @@ fn the_verify_matrix_pairs_are_those_of_versions_yaml() {
     let text = std::fs::read_to_string(&out).unwrap();
     let listed: Vec<String> = serde_json::from_str(text.trim().strip_prefix("pairs=").unwrap()).unwrap();
     let model = okp::model::Model::load(None, None).unwrap();
-    let want: Vec<String> = okp::verify::pairs(&model.matrix)
+    let want: Vec<String> = model
+        .matrix
+        .pairs(okp::model::PairFilter { sources: true, ..Default::default() })
         .into_iter()
-        .filter(|p| p.sources)
         .map(|p| format!("{}-{}", p.release, p.mode))
         .collect();
     assert_eq!(listed, want);

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use crate::build::{gradle, matrix, splice};
 use crate::cli::{Backend, BuildArgs, ListFormat};
 use crate::error::{Error, Failure, Outcome, Result};
-use crate::model::{Layers, Mode, ModeDefault, Release};
+use crate::model::{Layers, Mode, ModeDefault, PairFilter, Release};
 use crate::out::note;
 use crate::source::{DirTree, SourceTree, Spec};
 use crate::version::KafkaVersion;
@@ -134,14 +134,11 @@ fn splice_one(
 
 /// `--all`: splice-compile every (release, mode) of the matrix, print the table, write build-matrix.json.
 fn all(ws: &Workspace, args: &BuildArgs) -> Result<Outcome> {
-    let releases: Vec<&Release> = ws
-        .model
-        .matrix
-        .releases
-        .iter()
-        .filter(|r| !args.reference || r.reference)
-        .filter(|r| args.mode.is_none_or(|m| r.supports(m)))
-        .collect();
+    // The releases of the pairs taken (a release without sources jars too: its row says skipped);
+    // build::matrix builds each in `args.mode`, or in every mode it has.
+    let pairs = ws.model.matrix.pairs(PairFilter { reference: args.reference, mode: args.mode, sources: false });
+    let releases: Vec<&Release> =
+        ws.model.matrix.releases.iter().filter(|r| pairs.iter().any(|p| p.release == r.version)).collect();
     let base = args.out.clone().unwrap_or_else(|| PathBuf::from("okp-out"));
     let scratch = if args.check {
         Some(tempfile::tempdir().map_err(|e| Error::io("cannot create a scratch directory", e))?)

@@ -11,7 +11,7 @@ use std::time::Instant;
 use crate::build::record::BuildRecord;
 use crate::cli::{ListFormat, VerifyArgs};
 use crate::error::{Error, Outcome, Result};
-use crate::model::{Layers, Mode, ModeDefault};
+use crate::model::{Layers, Mode, ModeDefault, PairFilter};
 use crate::out::note;
 use crate::scenarios::{self, Flavor};
 use crate::version::KafkaVersion;
@@ -36,15 +36,10 @@ pub fn run(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     if !args.all {
         return one(ws, args);
     }
-    let pairs: Vec<(KafkaVersion, Mode)> = ws
-        .model
-        .matrix
-        .releases
-        .iter()
-        .filter(|r| !args.reference || r.reference)
-        .filter(|r| r.no_sources_jar.is_none() || args.upstream)
-        .flat_map(|r| r.modes.iter().filter(|m| args.mode.is_none_or(|x| x == **m)).map(move |m| (r.version, *m)))
-        .collect();
+    // An --upstream run needs no sources jar: it runs the release's own jars.
+    let filter = PairFilter { reference: args.reference, mode: args.mode, sources: !args.upstream };
+    let pairs: Vec<(KafkaVersion, Mode)> =
+        ws.model.matrix.pairs(filter).into_iter().map(|p| (p.release, p.mode)).collect();
     // Workers take the next pair from one queue; each pair's outcome lands in its slot.
     let queue = Mutex::new(pairs.iter().enumerate());
     let results: Mutex<Vec<Option<(Outcome, String)>>> = Mutex::new(vec![None; pairs.len()]);
@@ -133,7 +128,7 @@ fn merge(ws: &Workspace, args: &VerifyArgs) -> Result<Outcome> {
     if partial.is_dir() {
         crate::verify::write_matrix(&partial, None)?;
     }
-    crate::verify::write_matrix(&args.evidence, Some(&crate::verify::pairs(&ws.model.matrix)))?;
+    crate::verify::write_matrix(&args.evidence, Some(&ws.model.matrix.pairs(PairFilter::default())))?;
     note(format!("verify --merge: wrote {}", args.evidence.join("VERIFY.md").display()));
     Ok(Outcome::Done)
 }

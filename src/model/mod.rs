@@ -15,7 +15,7 @@ use crate::error::Error;
 
 pub use anchors::{Anchor, AnchorSet, Layer, Layers, Pattern};
 pub use guards::Guard;
-pub use versions::{Coordinate, Matrix, Mode, ModeDefault, Release};
+pub use versions::{Coordinate, Matrix, Mode, ModeDefault, Pair, PairFilter, Release};
 
 /// Where a data file came from, for error messages.
 #[derive(Clone, Debug)]

@@ -195,6 +195,28 @@ impl Release {
     }
 }
 
+/// One (release, mode) of the matrix, whether or not anything was built or run for it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Pair {
+    pub release: KafkaVersion,
+    pub mode: Mode,
+    /// Maven Central has its sources jars, so okp can build its patched jars.
+    pub sources: bool,
+    /// A reference release (the reference implementation's matrix, which CI compiles and verifies).
+    pub reference: bool,
+}
+
+/// Which pairs of the matrix a command takes; `PairFilter::default()` takes every pair.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PairFilter {
+    /// Only the reference releases (`--reference`).
+    pub reference: bool,
+    /// Only this mode (`--mode`); a release without it has no pair.
+    pub mode: Option<Mode>,
+    /// Only releases with sources jars on Maven Central.
+    pub sources: bool,
+}
+
 /// The release matrix, ascending by version.
 #[derive(Clone, Debug)]
 pub struct Matrix {
@@ -291,6 +313,25 @@ impl Matrix {
         Ok(Matrix { releases })
     }
 
+    /// The (release, mode) pairs `filter` takes, in versions.yaml's order: the one place a command
+    /// (`verify --all`, `build --all`, VERIFY.md, `okp versions --format json` for CI and scripts)
+    /// picks pairs of the matrix.
+    pub fn pairs(&self, filter: PairFilter) -> Vec<Pair> {
+        self.releases
+            .iter()
+            .filter(|r| !filter.reference || r.reference)
+            .filter(|r| !filter.sources || r.no_sources_jar.is_none())
+            .flat_map(|r| {
+                r.modes.iter().filter(move |m| filter.mode.is_none_or(|x| x == **m)).map(move |m| Pair {
+                    release: r.version,
+                    mode: *m,
+                    sources: r.no_sources_jar.is_none(),
+                    reference: r.reference,
+                })
+            })
+            .collect()
+    }
+
     pub fn get(&self, v: KafkaVersion) -> Option<&Release> {
         self.releases.iter().find(|r| r.version == v)
     }
@@ -334,4 +375,42 @@ impl Matrix {
 
 fn keys<V>(m: &BTreeMap<String, V>) -> String {
     m.keys().cloned().collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix() -> Matrix {
+        crate::model::Model::load(None, None).unwrap().matrix
+    }
+
+    /// Every filter narrows the same list, in versions.yaml's order: release by release, mode by mode.
+    #[test]
+    fn pairs_are_the_matrix_narrowed_by_each_filter() {
+        let m = matrix();
+        let all = m.pairs(PairFilter::default());
+        assert_eq!(all.len(), m.releases.iter().map(|r| r.modes.len()).sum::<usize>());
+        let mut expect = Vec::new();
+        for r in &m.releases {
+            for mode in &r.modes {
+                expect.push((r.version, *mode));
+            }
+        }
+        assert_eq!(all.iter().map(|p| (p.release, p.mode)).collect::<Vec<_>>(), expect);
+        let with_sources = m.pairs(PairFilter { sources: true, ..PairFilter::default() });
+        assert!(with_sources.len() < all.len(), "some release has no sources jar");
+        assert_eq!(with_sources, all.iter().filter(|p| p.sources).cloned().collect::<Vec<_>>());
+        let reference_kraft = m.pairs(PairFilter { reference: true, mode: Some(Mode::Kraft), sources: false });
+        assert!(!reference_kraft.is_empty());
+        assert_eq!(
+            reference_kraft,
+            all.iter().filter(|p| p.reference && p.mode == Mode::Kraft).cloned().collect::<Vec<_>>()
+        );
+        let v272: KafkaVersion = "2.7.2".parse().unwrap();
+        assert!(!m
+            .pairs(PairFilter { mode: Some(Mode::Kraft), ..PairFilter::default() })
+            .iter()
+            .any(|p| p.release == v272));
+    }
 }

@@ -35,11 +35,10 @@ use std::path::PathBuf;
 use crate::cluster::Timers;
 use crate::model::{Layers, Mode, Release};
 use crate::scenarios::{Flavor, Scenario};
-use crate::version::KafkaVersion;
 
 pub use jars::patched_jars;
 pub use matrix::{bytecode_verdicts, pair_evidence, write_matrix};
-pub use plan::{pairs, placement, run_name};
+pub use plan::{placement, run_name};
 pub(crate) use publish::publish;
 pub use publish::write_evidence;
 pub use run::run;
@@ -48,13 +47,7 @@ pub use run::run;
 pub const PARTIAL_DIR: &str = "partial";
 
 /// One (release, mode) of versions.yaml, as VERIFY.md lists it whether or not it was run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pair {
-    pub release: KafkaVersion,
-    pub mode: Mode,
-    /// Maven Central has its sources jars, so `okp verify` can build its patched jars.
-    pub sources: bool,
-}
+pub use crate::model::Pair;
 
 pub struct Options {
     pub release: Release,
@@ -113,7 +106,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn matrix_pairs() -> Vec<Pair> {
-        pairs(&crate::model::Model::load(None, None).unwrap().matrix)
+        crate::model::Model::load(None, None).unwrap().matrix.pairs(crate::model::PairFilter::default())
     }
 
     /// The typed reader gives the same pages as the run.json files under evidence/ were published with

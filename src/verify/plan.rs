@@ -1,27 +1,16 @@
-//! What a run is before anything starts: the matrix's (release, mode) pairs, a run's name, its
-//! lanes with their port blocks, and where its evidence goes.
+//! What a run is before anything starts: its name, its lanes with their port blocks, and where
+//! its evidence goes.
 //!
-//! Not here: how the suite is shared among lanes (`scenarios::lanes`), the scenarios a run takes
-//! (`cmd::verify`).
+//! Not here: which pairs of the matrix (`model::Matrix::pairs`), how the suite is shared among
+//! lanes (`scenarios::lanes`), the scenarios a run takes (`cmd::verify`).
 
 use std::path::{Path, PathBuf};
 
-use super::{Pair, PARTIAL_DIR};
+use super::PARTIAL_DIR;
 use crate::cluster::PORT_BLOCK;
 use crate::error::{Error, Result};
-use crate::model::{Matrix, Mode};
+use crate::model::Mode;
 use crate::scenarios::{self, Flavor, Scenario};
-
-/// Every (release, mode) of the matrix, in versions.yaml's order.
-pub fn pairs(matrix: &Matrix) -> Vec<Pair> {
-    matrix
-        .releases
-        .iter()
-        .flat_map(|r| {
-            r.modes.iter().map(move |m| Pair { release: r.version, mode: *m, sources: r.no_sources_jar.is_none() })
-        })
-        .collect()
-}
 
 /// Where a run's evidence goes, relative to the evidence directory. A run of the whole suite
 /// of its flavor replaces `<name>/`; a run of fewer scenarios (`--scenarios`, or `--layer core`

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::jars::patched_jars;
-use super::plan::{self, pairs, placement, run_name, LanePlan};
+use super::plan::{self, placement, run_name, LanePlan};
 use super::publish::{self, write_evidence};
 use super::record::{self, RunRecord, RunVerdict, SwappedJar};
 use super::render::terminal_table;
@@ -20,7 +20,7 @@ use crate::cluster::journal::Journal;
 use crate::cluster::runtime::Runtime;
 use crate::cluster::{Cluster, Timers};
 use crate::error::{Error, Outcome as Exit, Result};
-use crate::model::Mode;
+use crate::model::{Mode, PairFilter};
 use crate::scenarios::{self, Flavor, Outcome, Scenario};
 use crate::workspace::Workspace;
 
@@ -70,8 +70,12 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     let verdict = record.verdict;
     publish::stage(&staging, &record, &audit, &run_dir)?;
     let ids: Vec<&str> = opts.scenarios.iter().map(|s| s.id).collect();
-    let dest =
-        write_evidence(&staging, &opts.evidence, &placement(&name, opts.flavor, &ids), &pairs(&ws.model.matrix))?;
+    let dest = write_evidence(
+        &staging,
+        &opts.evidence,
+        &placement(&name, opts.flavor, &ids),
+        &ws.model.matrix.pairs(PairFilter::default()),
+    )?;
     drop(clusters);
 
     if verdict.ok() && !opts.keep {

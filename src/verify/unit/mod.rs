@@ -91,7 +91,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     let classes = select(&family, opts.mode, &opts.classes)?;
     let dest = run_dir(&opts.evidence, &v.to_string(), opts.mode);
     if opts.rejudge {
-        return rejudge(&family, &dest, opts.json, &crate::verify::pairs(&ws.model.matrix));
+        return rejudge(&family, &dest, opts.json, &ws.model.matrix.pairs(crate::model::PairFilter::default()));
     }
     node::install_interrupt_handler();
     let kafka = |a: &str| Coordinate { group: "org.apache.kafka".into(), artifact: a.into(), version: v.to_string() };
@@ -264,7 +264,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         &staging.join("classpath.txt"),
         &classpath_listing(&ws.maven.repo_local, &launcher, &upstream_cp, &patched_cp)?,
     )?;
-    finish(&record, &staging, &dest, opts.json, &crate::verify::pairs(&ws.model.matrix))?;
+    finish(&record, &staging, &dest, opts.json, &ws.model.matrix.pairs(crate::model::PairFilter::default()))?;
     Ok(Exit::check(record.verdict == UnitVerdict::Pass))
 }
 
