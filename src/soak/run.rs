@@ -38,14 +38,8 @@ pub fn run(ws: &Workspace, o: Options) -> Result<Exit> {
     let name = format!("{}-{}-seed{}", o.release.version, o.mode, o.seed);
     let build = crate::verify::patched_jars(ws, &o.release, o.mode, &o.layers, None)?;
     let rt = Runtime::assemble(&ws.maven, o.release.version, Some(&build))?;
-    let run_dir = tempfile::Builder::new()
-        .prefix(&format!("okp-soak-{name}-"))
-        .tempdir()
-        .map_err(|e| Error::io("cannot create the run directory", e))?
-        .keep();
-    let staging = run_dir.join("evidence");
+    let (run_dir, staging) = crate::verify::publish::run_dir("soak", &name)?;
     let journal = Journal::new(&staging, &run_dir);
-    eprintln!("okp: soak {name}: run directory {}", run_dir.display());
     let mut c =
         Cluster::up(o.mode, rt, o.timers.clone(), &run_dir, o.base_port, journal, crate::cluster::Homes::Shared)?;
     let result = drive(&mut c, &o);

@@ -11,6 +11,20 @@ use super::render::summary_page;
 use super::{Pair, PARTIAL_DIR};
 use crate::error::{Error, Result};
 
+/// A new run directory `$TMPDIR/okp-<command>-<name>-…` (node homes, configs and logs; kept
+/// until the caller removes it) and the staging directory inside it where the evidence is
+/// written before `publish` moves it into place.
+pub fn run_dir(command: &str, name: &str) -> Result<(PathBuf, PathBuf)> {
+    let run_dir = tempfile::Builder::new()
+        .prefix(&format!("okp-{command}-{name}-"))
+        .tempdir()
+        .map_err(|e| Error::io("cannot create the run directory", e))?
+        .keep();
+    crate::out::note(format!("{command} {name}: run directory {}", run_dir.display()));
+    let staging = run_dir.join("evidence");
+    Ok((run_dir, staging))
+}
+
 /// Writes a finished run into its staging directory, beside its journals: run.json, summary.md
 /// and observer-audit.txt (where the run directory's path is written `$RUN`).
 pub fn stage(staging: &Path, record: &RunRecord, audit: &[String], run_dir: &Path) -> Result<()> {

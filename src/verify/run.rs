@@ -42,13 +42,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     // 3. The runtime: the release's classpath with the patched jars swapped in.
     let rt = timed(&mut seconds, "classpath", || Runtime::assemble(&ws.maven, opts.release.version, build.as_ref()))?;
 
-    let run_dir = tempfile::Builder::new()
-        .prefix(&format!("okp-verify-{name}-"))
-        .tempdir()
-        .map_err(|e| Error::io("cannot create the run directory", e))?
-        .keep();
-    let staging = run_dir.join("evidence");
-    eprintln!("okp: verify {name}: run directory {}", run_dir.display());
+    let (run_dir, staging) = publish::run_dir("verify", &name)?;
 
     // 4. The clusters, one per lane, each with the shared topics; started at once.
     let mut clusters =
