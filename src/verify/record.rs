@@ -1,14 +1,14 @@
 //! run.json: every number of one `okp verify` run, in the run's evidence
-//! directory. `verify::run` writes it (`RunRecord::write`) and prints it for
-//! `--format json`; the VERIFY.md matrix reads every one of an evidence
-//! directory (`RunRecord::read`), nothing else.
+//! directory. `verify::run` makes it and prints it for `--format json`,
+//! `verify::publish::stage` writes it (`RunRecord::write`); the VERIFY.md matrix
+//! reads every one of an evidence directory (`RunRecord::read`), nothing else.
 //!
 //! Schema 1. A run.json without a `schema` field (every run written before the
 //! field existed, such as those under evidence/) was written by this same
 //! structure and is read as schema 1. Any other number is refused; the matrix
 //! leaves such a run out and says so on the page and on stderr.
 //!
-//! Not here: running the suite and deciding the verdict (`verify`), what a
+//! Not here: running the suite and deciding the verdict (`verify::run`), what a
 //! scenario records (`scenarios::Outcome`).
 
 use std::collections::BTreeMap;
