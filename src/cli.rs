@@ -298,7 +298,7 @@ pub struct BundleArgs {
 
 /// For a release Maven Central has no sources jar of (4.2.2, 4.3.2, 4.4.0): the tree the build
 /// read, where okp finds where its edits sit when it re-derives the jars from their bytes.
-#[derive(Args, Debug, Default)]
+#[derive(Args, Clone, Debug, Default)]
 pub struct ReleaseSourceArgs {
     /// The release's sources as a tree (the one the build read with --tree), for a release
     /// without a sources jar on Maven Central; ignored for one with.
@@ -760,6 +760,8 @@ pub struct VerifyArgs {
     pub base_port: Option<u16>,
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
+    #[command(flatten)]
+    pub sources: ReleaseSourceArgs,
 }
 
 #[derive(Args, Debug)]

@@ -120,6 +120,30 @@ fn a_tree_and_a_git_revision_build_the_jars_the_sources_jars_build() {
     for d in [&from_jars, &from_tree, &from_git] {
         assert_eq!(record(d)["jars"][0]["sha256"], expected["kafka_2.13-3.9.2.jar"].as_str());
     }
+
+    // `okp verify --jars` re-derives the build before it runs anything: for a release without a
+    // sources jar only from the tree the build read, which --tree / --git --rev name.
+    let ev = t.path().join("ev");
+    let verify = |extra: &[&std::ffi::OsStr]| {
+        okp()
+            .arg("--versions")
+            .arg(&versions)
+            .args(["verify", "--version", "3.9.2", "--mode", "zk", "--scenarios", "INIT", "--lanes", "1", "--evidence"])
+            .arg(&ev)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = verify(&["--jars".as_ref(), from_tree.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("name it with --tree DIR or --git REPO --rev REV"), "{}", stderr(&o));
+    let o = verify(&["--tree".as_ref(), tree.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pass --jars DIR"), "{}", stderr(&o));
+    assert!(!ev.exists(), "a refused verify wrote evidence");
+    let o = verify(&["--jars".as_ref(), from_tree.as_os_str(), "--tree".as_ref(), tree.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("re-derived from its bytes"), "{}", stderr(&o));
 }
 
 #[test]

@@ -20,6 +20,25 @@ pub struct Bundle {
     pub okp: PathBuf,
     pub archive: PathBuf,
     pub pubkey: PathBuf,
+    /// The data files this okp was given (`--versions`, `--anchors`, `--patches`), which `okp
+    /// install` needs too to re-derive the bundle's jars as `okp bundle` did.
+    pub data_args: Vec<String>,
+    /// The release's sources the build read (`--tree DIR` or `--git REPO --rev REV`), for a
+    /// release without a sources jar: `bundle` and `install` re-derive the jars from them.
+    pub source_args: Vec<String>,
+}
+
+impl Bundle {
+    /// `okp install` of this bundle into `home`, verified against its key, as argument words.
+    pub fn install_args(&self, home: &Path) -> Vec<String> {
+        let mut a = self.data_args.clone();
+        a.extend(["install", "--kafka-home"].map(String::from));
+        a.push(home.display().to_string());
+        a.extend(["--pubkey".to_string(), self.pubkey.display().to_string()]);
+        a.extend(self.source_args.iter().cloned());
+        a.push(self.archive.display().to_string());
+        a
+    }
 }
 
 /// What `okp` printed and how it ended, for the journal.
@@ -66,8 +85,9 @@ pub fn okp_binary() -> Result<PathBuf> {
 /// Makes a throw-away signing key and the bundle of the build whose patched
 /// jars `rt` runs, under `dir`: `okp keygen --unencrypted`, then `okp bundle`
 /// with the data files this okp was given (the bundle's SBOM lists the edits of
-/// the patch set the jars were built with).
-pub fn make_bundle(rt: &Runtime, data: &DataFiles, dir: &Path) -> Result<(Bundle, Vec<Ran>)> {
+/// the patch set the jars were built with). `source_args`: `--tree DIR` or `--git REPO --rev REV`
+/// where the release has no sources jar (the sources the build read), else empty.
+pub fn make_bundle(rt: &Runtime, data: &DataFiles, dir: &Path, source_args: &[String]) -> Result<(Bundle, Vec<Ran>)> {
     let okp_bin = okp_binary()?;
     let Some((_, patched, _)) = rt.swapped.first() else {
         return Err(Error::Harness("a bundle needs a patched build".into()));
@@ -85,15 +105,17 @@ pub fn make_bundle(rt: &Runtime, data: &DataFiles, dir: &Path) -> Result<(Bundle
     let target = format!("linux-{}", std::env::consts::ARCH);
     let key = dir.join("verify-key.key");
     let out = dir.join("bundle");
-    let mut args: Vec<String> = Vec::new();
+    let mut data_args: Vec<String> = Vec::new();
     for (flag, file) in [("--versions", &data.versions), ("--anchors", &data.anchors), ("--patches", &data.patches)] {
         if let Some(f) = file {
-            args.extend([flag.to_string(), s(f)]);
+            data_args.extend([flag.to_string(), s(f)]);
         }
     }
+    let mut args = data_args.clone();
     args.extend(
         ["bundle", "--build", &s(build), "--target", &target, "--key", &s(&key), "--out", &s(&out)].map(String::from),
     );
+    args.extend(source_args.iter().cloned());
     let ran = okp(&okp_bin, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
     if !ran.ok() {
         return Err(Error::External(format!("okp bundle failed (rc {}): {}", ran.rc, ran.stderr.trim())));
@@ -105,7 +127,14 @@ pub fn make_bundle(rt: &Runtime, data: &DataFiles, dir: &Path) -> Result<(Bundle
         .map(|e| e.path())
         .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
         .ok_or_else(|| Error::External(format!("okp bundle wrote no .tar.gz into {}", out.display())))?;
-    Ok((Bundle { okp: okp_bin, archive, pubkey: dir.join("verify-key.pub") }, log))
+    let bundle = Bundle {
+        okp: okp_bin,
+        archive,
+        pubkey: dir.join("verify-key.pub"),
+        data_args,
+        source_args: source_args.to_vec(),
+    };
+    Ok((bundle, log))
 }
 
 /// Lays out `home` with the release's own jars (the upstream twin of every

@@ -201,13 +201,11 @@ impl Cluster {
     /// `okp install` (verifying the bundle against its key) or `okp rollback` on `home`, journaled.
     pub fn okp_on_home(&mut self, action: &str, home: &Path) -> Result<homes::Ran> {
         let b = self.bundle.clone().ok_or_else(|| Error::Harness("no bundle: an upstream run installs none".into()))?;
-        let h = home.display().to_string();
-        let (archive, pubkey) = (b.archive.display().to_string(), b.pubkey.display().to_string());
-        let args: Vec<&str> = match action {
-            "install" => vec!["install", "--kafka-home", &h, "--pubkey", &pubkey, &archive],
-            _ => vec!["rollback", "--kafka-home", &h],
+        let args: Vec<String> = match action {
+            "install" => b.install_args(home),
+            _ => vec!["rollback".into(), "--kafka-home".into(), home.display().to_string()],
         };
-        let ran = homes::okp(&b.okp, &args)?;
+        let ran = homes::okp(&b.okp, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
         self.journal_okp(&ran);
         Ok(ran)
     }

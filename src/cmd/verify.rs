@@ -58,6 +58,7 @@ pub fn run(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
                     all: false,
                     reference: false,
                     jars: None,
+                    sources: Default::default(),
                     ..args.clone()
                 };
                 let t = Instant::now();
@@ -136,9 +137,11 @@ fn merge(ws: &Workspace, args: &VerifyArgs) -> Result<Outcome> {
 fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     let version = args.version.unwrap_or(DEFAULT_RELEASE);
     let release = ws.release(version)?.clone();
+    let jars_source = jars_source(&args)?;
     if !args.upstream && args.jars.is_none() {
         release.require_sources_jar(
-            "okp verify builds its patched jars from those sources (--upstream still runs the negative control)",
+            "okp verify builds its patched jars from those sources (--upstream still runs the negative control; \
+             a build from a tree is verified with --jars DIR and --tree or --git --rev)",
         )?;
     }
     let mode = release.mode_for(args.mode, ModeDefault::ZkFirst)?;
@@ -202,6 +205,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         release,
         mode,
         flavor,
+        jars_source,
         jars: args.jars,
         layers,
         scenarios: selected,
@@ -213,4 +217,22 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         lanes: args.lanes as usize,
     };
     crate::verify::run(ws, opts)
+}
+
+/// `--tree DIR` or `--git REPO --rev REV`: the sources `--jars`' build read, which the re-check needs
+/// for a release without a sources jar; meaningless without `--jars`.
+fn jars_source(args: &VerifyArgs) -> Result<Option<crate::verify::JarsSource>> {
+    let s = &args.sources;
+    let source = match (&s.source_tree, &s.source_git, &s.source_rev) {
+        (Some(d), _, _) => Some(crate::verify::JarsSource::Tree(d.clone())),
+        (None, Some(repo), Some(rev)) => Some(crate::verify::JarsSource::Git { repo: repo.clone(), rev: rev.clone() }),
+        _ => None,
+    };
+    if source.is_some() && args.jars.is_none() {
+        return Err(Error::Usage(
+            "--tree/--git name the sources a --jars build read (for a release without a sources jar); pass --jars DIR"
+                .into(),
+        ));
+    }
+    Ok(source)
 }

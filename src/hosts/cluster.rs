@@ -274,12 +274,9 @@ impl HostCluster {
 
     /// `okp install` of the run's bundle into `home`, verified against its key.
     fn install(&mut self, home: &Path) -> Result<()> {
-        let (h, pubkey, archive) = (
-            home.display().to_string(),
-            self.bundle.pubkey.display().to_string(),
-            self.bundle.archive.display().to_string(),
-        );
-        let ran = homes::okp(&self.bundle.okp, &["install", "--kafka-home", &h, "--pubkey", &pubkey, &archive])?;
+        let h = home.display().to_string();
+        let args = self.bundle.install_args(home);
+        let ran = homes::okp(&self.bundle.okp, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
         self.note(format!("$ {}\n  exit {}\n  {}", ran.command, ran.rc, ran.stdout.trim().replace('\n', "\n  ")));
         if !ran.ok() {
             return Err(Error::External(format!("okp install into {h} failed (rc {}): {}", ran.rc, ran.stderr.trim())));

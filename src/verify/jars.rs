@@ -7,7 +7,7 @@
 //! Not here: building (`build::splice`), the re-check itself (`build::recheck`), the runtime
 //! classpath (`cluster::runtime`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::build::record::BuildRecord;
 use crate::build::splice;
@@ -18,6 +18,14 @@ use crate::workspace::Workspace;
 /// What the notes of this stage start with (`okp: patched jars: …`).
 const NOTE: &str = "patched jars: ";
 
+/// The release's sources a `--jars` build read (`--tree DIR`, `--git REPO --rev REV`): where the
+/// re-check finds okp's edits in a release Maven Central has no sources jar of (4.2.2, 4.3.2, 4.4.0).
+#[derive(Clone, Debug)]
+pub enum JarsSource {
+    Tree(PathBuf),
+    Git { repo: PathBuf, rev: String },
+}
+
 /// Patched jars: `--jars DIR` (a build's output), else a splice build cached
 /// per release, mode and patch-set hash (a changed patch set builds anew).
 pub fn patched_jars(
@@ -26,6 +34,18 @@ pub fn patched_jars(
     mode: Mode,
     layers: &Layers,
     jars: Option<&Path>,
+) -> Result<BuildRecord> {
+    patched_jars_from(ws, release, mode, layers, jars, None)
+}
+
+/// [`patched_jars`], with `--jars`' re-check reading the release's sources from `source`.
+pub fn patched_jars_from(
+    ws: &Workspace,
+    release: &Release,
+    mode: Mode,
+    layers: &Layers,
+    jars: Option<&Path>,
+    source: Option<&JarsSource>,
 ) -> Result<BuildRecord> {
     if let Some(dir) = jars {
         let rec = BuildRecord::read(dir)?;
@@ -46,7 +66,12 @@ pub fn patched_jars(
                 dir.display()
             )));
         }
-        let (_, rechecked) = rec.read_and_recheck(ws, dir, None)?;
+        let tree = match source {
+            Some(JarsSource::Tree(d)) => Some(ws.open(crate::source::Spec::Dir(d))?),
+            Some(JarsSource::Git { repo, rev }) => Some(ws.open(crate::source::Spec::Git { repo, rev })?),
+            None => None,
+        };
+        let (_, rechecked) = rec.read_and_recheck(ws, dir, tree.as_deref())?;
         rechecked.note(NOTE);
         return Ok(rec);
     }

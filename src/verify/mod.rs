@@ -36,7 +36,7 @@ use crate::cluster::Timers;
 use crate::model::{Layers, Mode, Release};
 use crate::scenarios::{Flavor, Scenario};
 
-pub use jars::patched_jars;
+pub use jars::{patched_jars, patched_jars_from, JarsSource};
 pub use matrix::{bytecode_verdicts, pair_evidence, write_matrix};
 pub use plan::{placement, run_name};
 pub(crate) use publish::publish;
@@ -54,6 +54,8 @@ pub struct Options {
     pub mode: Mode,
     pub flavor: Flavor,
     pub jars: Option<PathBuf>,
+    /// The sources `jars`' build read, for a release without a sources jar (`--tree`, `--git --rev`).
+    pub jars_source: Option<JarsSource>,
     /// Layers of the patched build (ignored with --upstream).
     pub layers: Layers,
     pub scenarios: Vec<&'static Scenario>,

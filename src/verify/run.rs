@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::jars::patched_jars;
+use super::jars::patched_jars_from;
 use super::plan::{self, placement, run_name, LanePlan};
 use super::publish::{self, write_evidence};
 use super::record::{self, RunRecord, RunVerdict, SwappedJar};
@@ -36,7 +36,15 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     // 2. The jars under test.
     let build = timed(&mut seconds, "jars", || match opts.flavor {
         Flavor::Upstream => Ok(None),
-        Flavor::Patched => patched_jars(ws, &opts.release, opts.mode, &opts.layers, opts.jars.as_deref()).map(Some),
+        Flavor::Patched => patched_jars_from(
+            ws,
+            &opts.release,
+            opts.mode,
+            &opts.layers,
+            opts.jars.as_deref(),
+            opts.jars_source.as_ref(),
+        )
+        .map(Some),
     })?;
 
     // 3. The runtime: the release's classpath with the patched jars swapped in.
@@ -107,7 +115,14 @@ fn start_clusters(
     // A patched run installs the signed bundle okp ships into a Kafka home per node.
     let (bundle, bundling) = match opts.flavor {
         Flavor::Patched => {
-            let (b, log) = crate::cluster::homes::make_bundle(rt, &ws.files, &run_dir.join("bundle"))?;
+            let source_args: Vec<String> = match &opts.jars_source {
+                Some(super::JarsSource::Tree(d)) => vec!["--tree".into(), d.display().to_string()],
+                Some(super::JarsSource::Git { repo, rev }) => {
+                    vec!["--git".into(), repo.display().to_string(), "--rev".into(), rev.clone()]
+                }
+                None => Vec::new(),
+            };
+            let (b, log) = crate::cluster::homes::make_bundle(rt, &ws.files, &run_dir.join("bundle"), &source_args)?;
             (Some(b), log)
         }
         Flavor::Upstream => (None, Vec::new()),
