@@ -324,6 +324,10 @@ pub struct PinArgs {
     /// Refuse a bundle of any other patch set (its sha256, 64 hex digits).
     #[arg(long, value_name = "HASH")]
     pub patch_set: Option<crate::bundle::PatchSet>,
+    /// Refuse a bundle without its attestations (provenance.intoto.jsonl, sbom.cdx.json), as
+    /// bundles made before okp wrote them are.
+    #[arg(long)]
+    pub require_attestations: bool,
 }
 
 #[derive(Args, Debug)]

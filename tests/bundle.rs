@@ -1278,6 +1278,23 @@ fn a_bundle_without_attestations_still_verifies_and_says_so() {
     let o = verify_resigned(&rewritten(&original, &[("sbom.cdx.json", None)]));
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stdout(&o).contains("FAILED   sbom             no sbom.cdx.json"), "{}", stdout(&o));
+    // An operator who takes no bundle without them says so: a key holder cannot pass one off as
+    // made before okp wrote attestations.
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join(format!("{NAME_3_9}.tar.gz"));
+    std::fs::write(&b, rewritten(&original, &[("provenance.intoto.jsonl", None), ("sbom.cdx.json", None)])).unwrap();
+    resign_with(&b, &shared_key(), &okp_comment());
+    let o =
+        okp().args(["verify-bundle", "--require-attestations", "--pubkey"]).arg(shared_pub()).arg(&b).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("--require-attestations refuses a bundle without them"), "{}", stdout(&o));
+    let o = okp()
+        .args(["verify-bundle", "--require-attestations", "--pubkey"])
+        .arg(shared_pub())
+        .arg(shared_bundle())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "okp's own bundle carries them: {}", stdout(&o));
 }
 
 /// The fenced block of `lang` that follows `heading` in docs/bundles.md.

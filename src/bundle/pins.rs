@@ -7,6 +7,10 @@
 //!   made before okp signed its version carry none and fail this pin);
 //! - patch set: exactly this patch-set hash (its `patch_set`).
 //!
+//! One requirement is of the archive, not of the comment: `require_attestations` refuses a bundle
+//! without its provenance and SBOM, which a bundle made before okp wrote them lacks and which a
+//! key holder could leave out to pass as one (checked with the attestations in `verify`).
+//!
 //! Not here: the signature itself (`sign`), the report (`verify`).
 
 use std::collections::BTreeMap;
@@ -21,6 +25,8 @@ pub struct Pins {
     pub not_before: Option<Timestamp>,
     pub min_okp_version: Option<OkpVersion>,
     pub patch_set: Option<PatchSet>,
+    /// Refuse a bundle without `provenance.intoto.jsonl` and `sbom.cdx.json`.
+    pub require_attestations: bool,
 }
 
 /// Seconds since the Unix epoch, UTC. Parsed from `YYYY-MM-DD` (midnight UTC),
@@ -148,8 +154,9 @@ impl fmt::Display for PatchSet {
 }
 
 impl Pins {
+    /// Whether a pin of the trusted comment is set (`require_attestations` is of the archive).
     pub fn any(&self) -> bool {
-        self != &Pins::default()
+        self.not_before.is_some() || self.min_okp_version.is_some() || self.patch_set.is_some()
     }
 
     /// Checks the pins against a good signature's trusted comment fields.
@@ -250,6 +257,7 @@ mod tests {
             not_before: Some("2026-11-01".parse().unwrap()),
             min_okp_version: Some("0.2.0".parse().unwrap()),
             patch_set: Some(ps.parse().unwrap()),
+            require_attestations: false,
         };
         assert!(all.check(&signed).unwrap().contains("signed 2026-11-01T00:00:00Z"));
 

@@ -314,6 +314,13 @@ pub fn verify(i: &Inputs) -> Outcome {
     );
 
     for (check, authenticity, r) in super::attest::check(&unpacked.files, &m, i.pubkey) {
+        let r = match r {
+            // The one Ok the attestations check gives for a bundle without them.
+            Ok(none) if check == "attestations" && i.pins.require_attestations => {
+                Err(format!("{none}; --require-attestations refuses a bundle without them"))
+            }
+            r => r,
+        };
         push(&mut checks, check, authenticity, r);
     }
 

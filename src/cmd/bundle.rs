@@ -45,7 +45,12 @@ pub fn install(ws: &Workspace, a: InstallArgs) -> Result<Outcome> {
 }
 
 fn pins(a: PinArgs) -> Pins {
-    Pins { not_before: a.not_before, min_okp_version: a.min_okp_version, patch_set: a.patch_set }
+    Pins {
+        not_before: a.not_before,
+        min_okp_version: a.min_okp_version,
+        patch_set: a.patch_set,
+        require_attestations: a.require_attestations,
+    }
 }
 
 pub fn rollback(a: RollbackArgs) -> Result<Outcome> {
