@@ -460,3 +460,121 @@ fn no_module_file_sits_beside_its_folder() {
     both.sort();
     assert!(both.is_empty(), "modules written both ways (src/X.rs beside src/X/): {both:?}; move X.rs to X/mod.rs");
 }
+
+/// For each module folder (a directory with mod.rs) among `files` (path under src/, text): the
+/// import graph between its child modules, drawn from `super::X` (in a child's own file),
+/// `crate::<folder path>::X` (anywhere in the child), and names the folder's mod.rs re-exports
+/// from a child (`pub use x::Thing`, then `super::Thing`). The folder's own mod.rs is the
+/// parent, not a node: it declares and re-exports its children.
+fn folder_graphs(files: &[(String, String)]) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let mut out: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    let folders: BTreeSet<String> =
+        files.iter().filter_map(|(rel, _)| rel.strip_suffix("mod.rs").map(str::to_string)).collect();
+    for folder in &folders {
+        let child_of = |rel: &str| -> Option<String> {
+            let rest = rel.strip_prefix(folder.as_str())?;
+            if rest == "mod.rs" {
+                return None;
+            }
+            Some(rest.split('/').next().unwrap().trim_end_matches(".rs").to_string())
+        };
+        let children: BTreeSet<String> = files.iter().filter_map(|(rel, _)| child_of(rel)).collect();
+        let mod_rs = files.iter().find(|(rel, _)| *rel == format!("{folder}mod.rs")).map(|(_, t)| code_only(t));
+        // Names the parent re-exports from a child: `pub use child::{a, b as c}` / `pub use child::a;`.
+        let mut reexport: BTreeMap<String, String> = BTreeMap::new();
+        let use_re = regex::Regex::new(r"pub(?:\([^)]*\))?\s+use\s+(?:self::)?(\w+)::(\{[^}]*\}|[\w:]+)").unwrap();
+        for c in use_re.captures_iter(mod_rs.as_deref().unwrap_or("")) {
+            if !children.contains(&c[1]) {
+                continue;
+            }
+            for item in c[2].trim_matches(|ch| ch == '{' || ch == '}').split(',') {
+                let item = item.trim();
+                let name = item.rsplit(" as ").next().unwrap_or(item).rsplit("::").next().unwrap_or(item).trim();
+                if !name.is_empty() && name != "*" {
+                    reexport.insert(name.to_string(), c[1].to_string());
+                }
+            }
+        }
+        let crate_path = format!("crate::{}", folder.trim_end_matches('/').replace('/', "::"));
+        let crate_re = regex::Regex::new(&format!(r"{}::(\w+)", regex::escape(&crate_path))).unwrap();
+        let super_re = regex::Regex::new(r"(?:^|[^:\w])super::(\w+)").unwrap();
+        let mut g: BTreeMap<String, BTreeSet<String>> = children.iter().map(|c| (c.clone(), BTreeSet::new())).collect();
+        for (rel, text) in files {
+            let Some(me) = child_of(rel) else { continue };
+            let code = code_only(text);
+            let direct = !rel[folder.len()..].contains('/');
+            let mut names: Vec<String> = crate_re.captures_iter(&code).map(|c| c[1].to_string()).collect();
+            if direct {
+                names.extend(super_re.captures_iter(&code).map(|c| c[1].to_string()));
+            }
+            for n in names {
+                let to = if children.contains(&n) { Some(n) } else { reexport.get(&n).cloned() };
+                if let Some(to) = to.filter(|t| *t != me) {
+                    g.get_mut(&me).unwrap().insert(to);
+                }
+            }
+        }
+        out.insert(folder.clone(), g);
+    }
+    out
+}
+
+/// The nodes of `g` that sit on a circle (Kahn's algorithm: what cannot be peeled off).
+fn on_a_circle(g: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSet<String>> {
+    let mut remaining = g.clone();
+    loop {
+        let leaves: Vec<String> = remaining
+            .iter()
+            .filter(|(_, tos)| tos.iter().all(|t| !remaining.contains_key(t)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        if leaves.is_empty() {
+            return remaining;
+        }
+        for l in leaves {
+            remaining.remove(&l);
+        }
+    }
+}
+
+#[test]
+fn no_circle_inside_a_module_folder() {
+    let mut circles = Vec::new();
+    for (folder, g) in folder_graphs(&sources()) {
+        let c = on_a_circle(&g);
+        if !c.is_empty() {
+            circles.push(format!("src/{folder}:\n{}", show(&c)));
+        }
+    }
+    assert!(circles.is_empty(), "child modules on an import circle inside their folder:\n{}", circles.join("\n"));
+}
+
+#[test]
+fn the_folder_check_sees_a_planted_circle_through_super_crate_and_reexports() {
+    let f = |rel: &str, text: &str| (rel.to_string(), text.to_string());
+    let clean = vec![
+        f("x/mod.rs", "mod a; mod b; pub use b::Thing;"),
+        f("x/a.rs", "use super::b::f; use super::Thing;"),
+        f("x/b.rs", "pub fn f() {} pub struct Thing; use super::Options;"),
+    ];
+    assert!(on_a_circle(&folder_graphs(&clean)["x/"]).is_empty());
+    for (how, back) in
+        [("super", "use super::a::g;"), ("crate path", "fn h() { crate::x::a::g(); }"), ("re-export", "use super::G;")]
+    {
+        let planted = vec![
+            f("x/mod.rs", "mod a; mod b; pub use a::{g as G};"),
+            f("x/a.rs", "use super::b::f; pub fn g() {}"),
+            f("x/b.rs", &format!("pub fn f() {{}} {back}")),
+        ];
+        let c = on_a_circle(&folder_graphs(&planted)["x/"]);
+        assert_eq!(c.keys().cloned().collect::<Vec<_>>(), ["a", "b"], "{how}: {c:?}");
+    }
+    // A grandchild reaching an uncle through the crate path counts for its child module.
+    let deep = vec![
+        f("x/mod.rs", "mod a; mod b;"),
+        f("x/a/mod.rs", "mod inner;"),
+        f("x/a/inner.rs", "fn k() { crate::x::b::f(); }"),
+        f("x/b.rs", "use super::a::g;"),
+    ];
+    assert_eq!(on_a_circle(&folder_graphs(&deep)["x/"]).len(), 2);
+}

@@ -58,7 +58,11 @@ pub fn available() -> std::result::Result<(), String> {
             return Err(format!("{tool} is missing (Debian package {package})"));
         }
     }
-    let probe = format!("okp-probe-{}", std::process::id());
+    // One name per call: tests of one process ask at once, and a name taken by a probe a killed
+    // process left would read as "this machine cannot".
+    static PROBES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = format!("okp-probe-{}-{n}", std::process::id());
     let made = Command::new("ip").args(["netns", "add", &probe]).output();
     let _ = Command::new("ip").args(["netns", "del", &probe]).output();
     match made {
