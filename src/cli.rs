@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::model::{Layer, Mode};
-use crate::observers::watch::decide::Policy;
+use crate::observers::watch::Policy;
 use crate::report::Format;
 use crate::version::KafkaVersion;
 

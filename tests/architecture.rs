@@ -470,6 +470,8 @@ fn folder_graphs(files: &[(String, String)]) -> BTreeMap<String, BTreeMap<String
     let mut out: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
     let folders: BTreeSet<String> =
         files.iter().filter_map(|(rel, _)| rel.strip_suffix("mod.rs").map(str::to_string)).collect();
+    let use_re = regex::Regex::new(r"pub(?:\([^)]*\))?\s+use\s+(?:self::)?(\w+)::(\{[^}]*\}|[\w:]+)").unwrap();
+    let super_re = regex::Regex::new(r"(?:^|[^:\w])super::(\w+)").unwrap();
     for folder in &folders {
         let child_of = |rel: &str| -> Option<String> {
             let rest = rel.strip_prefix(folder.as_str())?;
@@ -482,7 +484,6 @@ fn folder_graphs(files: &[(String, String)]) -> BTreeMap<String, BTreeMap<String
         let mod_rs = files.iter().find(|(rel, _)| *rel == format!("{folder}mod.rs")).map(|(_, t)| code_only(t));
         // Names the parent re-exports from a child: `pub use child::{a, b as c}` / `pub use child::a;`.
         let mut reexport: BTreeMap<String, String> = BTreeMap::new();
-        let use_re = regex::Regex::new(r"pub(?:\([^)]*\))?\s+use\s+(?:self::)?(\w+)::(\{[^}]*\}|[\w:]+)").unwrap();
         for c in use_re.captures_iter(mod_rs.as_deref().unwrap_or("")) {
             if !children.contains(&c[1]) {
                 continue;
@@ -497,11 +498,11 @@ fn folder_graphs(files: &[(String, String)]) -> BTreeMap<String, BTreeMap<String
         }
         let crate_path = format!("crate::{}", folder.trim_end_matches('/').replace('/', "::"));
         let crate_re = regex::Regex::new(&format!(r"{}::(\w+)", regex::escape(&crate_path))).unwrap();
-        let super_re = regex::Regex::new(r"(?:^|[^:\w])super::(\w+)").unwrap();
         let mut g: BTreeMap<String, BTreeSet<String>> = children.iter().map(|c| (c.clone(), BTreeSet::new())).collect();
         for (rel, text) in files {
             let Some(me) = child_of(rel) else { continue };
-            let code = code_only(text);
+            // Tests may reach a sibling's test helpers: only the code shipped counts.
+            let code = without_test_code(&code_only(text)).0;
             let direct = !rel[folder.len()..].contains('/');
             let mut names: Vec<String> = crate_re.captures_iter(&code).map(|c| c[1].to_string()).collect();
             if direct {

@@ -24,7 +24,10 @@
 pub mod audit;
 pub mod config;
 pub mod decide;
+pub mod policy;
 pub mod state;
+
+pub use policy::Policy;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

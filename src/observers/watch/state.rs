@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::decide::Policy;
+use super::policy::Policy;
 use crate::error::{Error, Result};
 use crate::observers::change::Direction;
 
