@@ -172,22 +172,7 @@ fn no_module_imports_a_higher_stage() {
 
 #[test]
 fn the_import_graph_has_no_circle() {
-    let g = graph();
-    // Kahn's algorithm: whatever cannot be peeled off sits on a circle.
-    let mut remaining = g.clone();
-    loop {
-        let leaves: Vec<String> = remaining
-            .iter()
-            .filter(|(_, tos)| tos.iter().all(|t| !remaining.contains_key(t)))
-            .map(|(k, _)| k.clone())
-            .collect();
-        if leaves.is_empty() {
-            break;
-        }
-        for l in leaves {
-            remaining.remove(&l);
-        }
-    }
+    let remaining = on_a_circle(&graph());
     assert!(remaining.is_empty(), "modules on an import circle:\n{}", show(&remaining));
 }
 
