@@ -117,44 +117,11 @@ pub(crate) fn cds_archive(maven: &Maven, what: &str) -> Option<(PathBuf, bool)> 
     let dir = maven.repo_local.join("okp-cds");
     std::fs::create_dir_all(&dir).ok()?;
     let archive = dir.join(format!("{what}-{key}.jsa"));
-    let exists = is_regular_file(&archive);
+    let exists = crate::fsx::is_regular_file(&archive);
     if !exists {
-        sweep_stale_cds_staging(&archive);
+        crate::fsx::sweep_stale_staging(&archive);
     }
     Some((archive, !exists))
-}
-
-/// A regular file at `path` itself: not a symlink (which could point anywhere), not a FIFO (a
-/// JVM that maps it would hang).
-pub(crate) fn is_regular_file(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
-}
-
-/// Where this process's JVM writes a new archive: private to the process, so
-/// concurrent builds never write one file; the rename publishes it whole.
-pub(crate) fn cds_staging(archive: &Path) -> PathBuf {
-    archive.with_extension(format!("jsa.{}.tmp", std::process::id()))
-}
-
-/// Removes the staging files of `archive` left by an okp that was killed while dumping it
-/// (`NAME.jsa.PID.tmp` of a build or a tool JVM, `NAME.jsa.PID.N.tmp` of the servers' dump,
-/// whose PID no longer runs).
-pub(crate) fn sweep_stale_cds_staging(archive: &Path) {
-    let (Some(dir), Some(name)) = (archive.parent(), archive.file_name().and_then(|n| n.to_str())) else { return };
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let file = e.file_name();
-        let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(name)).and_then(|r| r.strip_prefix('.')) else {
-            continue;
-        };
-        let Some(pid) = rest.strip_suffix(".tmp").and_then(|r| r.split('.').next()).and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
 }
 
 /// Scala versions whose optimizer cannot run on this machine's JDK 17: their
@@ -235,7 +202,7 @@ fn compile(
                 cmd.arg(format!("-XX:SharedArchiveFile={}", archive.display()));
             }
             Some((archive, true)) => {
-                cmd.arg(format!("-XX:ArchiveClassesAtExit={}", cds_staging(archive).display()));
+                cmd.arg(format!("-XX:ArchiveClassesAtExit={}", crate::fsx::staging(archive).display()));
             }
             None => {}
         }
@@ -256,7 +223,7 @@ fn compile(
         }
         if let Some((archive, true)) = cds {
             // The first compile with this scalac dumped its loaded classes; later ones map them.
-            let _ = std::fs::rename(cds_staging(&archive), &archive);
+            let _ = std::fs::rename(crate::fsx::staging(&archive), &archive);
         }
         drop_classes_of(classes_dir, view.context.iter().map(|(_, k)| k))?;
     }
@@ -1028,35 +995,5 @@ mod tests {
         let key = SourceKey::from_repo_path("core/src/main/scala/kafka/utils/CoreUtils.scala").unwrap();
         drop_classes_of(t.path(), std::iter::once(&key)).unwrap();
         assert!(!d.join("CoreUtils$.class").exists() && d.join("Other.class").exists());
-    }
-
-    #[test]
-    fn only_a_regular_file_counts_as_an_archive() {
-        let t = tempfile::tempdir().unwrap();
-        let file = t.path().join("a.jsa");
-        let link = t.path().join("b.jsa");
-        assert!(!is_regular_file(&file));
-        std::fs::write(&file, b"x").unwrap();
-        std::os::unix::fs::symlink(&file, &link).unwrap();
-        assert!(is_regular_file(&file));
-        assert!(!is_regular_file(&link));
-        assert!(!is_regular_file(t.path()));
-    }
-
-    #[test]
-    fn staging_files_of_dead_okp_processes_are_swept_and_nothing_else() {
-        let t = tempfile::tempdir().unwrap();
-        let archive = t.path().join("kafka-server-4.3.1-x.jsa");
-        let dead = t.path().join("kafka-server-4.3.1-x.jsa.999999999.0.tmp");
-        let live = t.path().join(format!("kafka-server-4.3.1-x.jsa.{}.0.tmp", std::process::id()));
-        let other = t.path().join("kafka-tools-4.3.1-x.jsa.999999999.0.tmp");
-        // A build's or a tool JVM's staging file (`cds_staging`) has no sequence number.
-        let dead_tool = t.path().join("kafka-server-4.3.1-x.jsa.999999999.tmp");
-        for f in [&archive, &dead, &live, &other, &dead_tool] {
-            std::fs::write(f, b"x").unwrap();
-        }
-        sweep_stale_cds_staging(&archive);
-        assert!(!dead.exists() && !dead_tool.exists());
-        assert!(archive.exists() && live.exists() && other.exists());
     }
 }
