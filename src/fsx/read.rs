@@ -154,6 +154,20 @@ pub fn lossy_text(path: &Path, cap: u64) -> String {
     }
 }
 
+/// What a child process wrote to a pipe, as text (invalid UTF-8 replaced), at most `cap` bytes:
+/// the rest is drained and dropped so the child never blocks on a full pipe, and a line says how
+/// much was dropped.
+pub fn pipe_text(pipe: &mut impl Read, cap: u64) -> String {
+    let mut bytes = Vec::new();
+    let _ = pipe.by_ref().take(cap).read_to_end(&mut bytes);
+    let dropped = std::io::copy(pipe, &mut std::io::sink()).unwrap_or(0);
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if dropped > 0 {
+        text.push_str(&format!("\n(okp dropped the last {dropped} bytes, over its cap of {cap})"));
+    }
+    text
+}
+
 /// The system's own error for a path with nothing at it ("No such file or directory (os error 2)").
 pub fn missing(path: &Path) -> std::io::Error {
     std::fs::metadata(path).err().unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
@@ -202,6 +216,15 @@ pub fn text_if_any(path: &Path, cap: u64, what: &str) -> crate::error::Result<Op
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pipe_is_read_up_to_its_cap_and_drained() {
+        let mut pipe = std::io::Cursor::new(vec![b'x'; 100]);
+        let text = pipe_text(&mut pipe, 10);
+        assert_eq!(text, format!("{}\n(okp dropped the last 90 bytes, over its cap of 10)", "x".repeat(10)));
+        assert_eq!(pipe.position(), 100, "the rest is drained so the writer never blocks");
+        assert_eq!(pipe_text(&mut std::io::Cursor::new(b"ok\xff".to_vec()), 10), "ok\u{fffd}");
+    }
 
     #[test]
     fn only_regular_files_within_the_cap_are_read() {

@@ -331,7 +331,7 @@ impl Topology {
                     "sshd on {name} ({}) does not answer ssh after 20 s: {}; its log:\n{}",
                     h.addr,
                     o.2.trim(),
-                    std::fs::read_to_string(h.dir.join("sshd.log")).unwrap_or_default()
+                    crate::fsx::read::lossy_text(&h.dir.join("sshd.log"), crate::fsx::read::MAX_LOG)
                 )));
             }
             std::thread::sleep(Duration::from_millis(200));
@@ -463,7 +463,7 @@ impl Drop for Topology {
 /// `host`'s known_hosts line: its name and address, its current host key.
 fn known_line(h: &Host) -> Result<String> {
     let key = h.dir.join("ssh_host_ed25519_key.pub");
-    let public = std::fs::read_to_string(&key).map_err(|e| Error::io(format!("cannot read {}", key.display()), e))?;
+    let public = crate::fsx::read::text(&key, crate::fsx::read::MAX_KEY, "host key")?;
     let mut parts = public.split_whitespace();
     let (kind, b64) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
     Ok(format!("{},{} {kind} {b64}\n", h.name, h.addr))
@@ -506,14 +506,20 @@ fn owner_line(pid: u32) -> String {
 }
 
 fn start_time(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat =
+        crate::fsx::read::read_optional_text(Path::new(&format!("/proc/{pid}/stat")), crate::fsx::read::MAX_SIDECAR)
+            .ok()??;
     // Field 22, counted after the command name's closing parenthesis (it may hold spaces).
     stat.rsplit_once(')')?.1.split_whitespace().nth(19).map(String::from)
 }
 
 /// Whether the run's owner is alive (the same process that claimed it).
 fn owner_alive(run: u8) -> bool {
-    let Ok(text) = std::fs::read_to_string(Path::new(OWNERS).join(run.to_string())) else { return false };
+    let Ok(Some(text)) =
+        crate::fsx::read::read_optional_text(&Path::new(OWNERS).join(run.to_string()), crate::fsx::read::MAX_SIDECAR)
+    else {
+        return false;
+    };
     let mut parts = text.split_whitespace();
     let (Some(pid), Some(t)) = (parts.next().and_then(|p| p.parse::<u32>().ok()), parts.next()) else { return false };
     start_time(pid).as_deref() == Some(t)
@@ -539,7 +545,7 @@ fn remove_run(run: u8) {
         }
     }
     let dir_file = Path::new(OWNERS).join(format!("{run}.dir"));
-    if let Ok(dir) = std::fs::read_to_string(&dir_file) {
+    if let Ok(Some(dir)) = crate::fsx::read::read_optional_text(&dir_file, crate::fsx::read::MAX_SIDECAR) {
         let dir = PathBuf::from(dir.trim());
         if dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&format!("okp-hosts-{run}-"))) {
             let _ = std::fs::remove_dir_all(dir);

@@ -4,9 +4,9 @@
 //!
 //! Not here: which namespaces a run has (`hosts`).
 
-use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,7 @@ pub fn signal_group(pgid: i32, sig: i32) {
 /// process is not moved.
 pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> Result<T> {
     let path = format!("/run/netns/{ns}");
-    let file = std::fs::File::open(&path).map_err(|e| Error::io(format!("cannot open {path}"), e))?;
+    let file = crate::fsx::read::open_input(Path::new(&path), 0, "network namespace")?;
     std::thread::scope(|scope| {
         scope
             .spawn(move || {
@@ -53,16 +53,8 @@ pub fn output_within(program: &str, argv: &[String], timeout: Duration) -> Resul
     let pgid = child.id() as i32;
     let mut out = child.stdout.take().expect("piped");
     let mut err = child.stderr.take().expect("piped");
-    let o = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let e = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
+    let o = std::thread::spawn(move || crate::fsx::read::pipe_text(&mut out, crate::fsx::read::MAX_LOG));
+    let e = std::thread::spawn(move || crate::fsx::read::pipe_text(&mut err, crate::fsx::read::MAX_LOG));
     let t0 = Instant::now();
     let code = loop {
         match child.try_wait() {

@@ -26,7 +26,10 @@ struct Files {
 }
 
 fn audit_lines(audit: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(audit).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    crate::fsx::read::lossy_text(audit, crate::fsx::read::MAX_LOG)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 /// `okp observers watch --enable --once …`: the exit code and the audit lines it added (journaled).
@@ -83,7 +86,9 @@ pub fn auto(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     }
     crate::fsx::write_atomic(&f.nodes, nodes.as_bytes())?;
     let files = |x: &Ctx| -> Vec<String> {
-        all.iter().map(|id| std::fs::read_to_string(x.c.node(*id).observer_file()).unwrap_or_default()).collect()
+        all.iter()
+            .map(|id| crate::fsx::read::lossy_text(&x.c.node(*id).observer_file(), crate::fsx::read::MAX_TEXT))
+            .collect()
     };
     let lag = x.lag() + x.ttl() + Duration::from_secs(30);
 

@@ -123,7 +123,9 @@ fn files(hc: &HostCluster) -> Vec<(String, String)> {
         .map(|n| {
             (
                 n.host.name.clone(),
-                std::fs::read_to_string(HostCluster::observer_file(n)).unwrap_or_else(|e| format!("unreadable: {e}")),
+                crate::fsx::read::read_regular(&HostCluster::observer_file(n), crate::fsx::read::MAX_TEXT)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_else(|e| format!("unreadable: {e}")),
             )
         })
         .collect()
@@ -223,7 +225,7 @@ fn roll(hc: &mut HostCluster, o: &mut Outcome, note: &mut dyn FnMut(&str)) -> Re
     }
     let inv = dir.join("inventory.ini");
     crate::fsx::write_atomic(&inv, inventory(hc, &okp).as_bytes())?;
-    note(&format!("inventory {}:\n{}", inv.display(), std::fs::read_to_string(&inv).unwrap_or_default()));
+    note(&format!("inventory {}:\n{}", inv.display(), crate::fsx::read::lossy_text(&inv, crate::fsx::read::MAX_TEXT)));
     let playbook = dir.join("playbook.yml");
     let producer = hc.producer("obs", "roll", 20)?;
 
@@ -480,7 +482,7 @@ fn observers_over_ssh(hc: &mut HostCluster, o: &mut Outcome, note: &mut dyn FnMu
     )?;
     note(&format!(
         "$ okp observers watch --enable --once (over ssh)\n  exit {rc} in {secs:.1} s\n{out}{err}\naudit log:\n{}",
-        std::fs::read_to_string(&audit).unwrap_or_default()
+        crate::fsx::read::lossy_text(&audit, crate::fsx::read::MAX_LOG)
     ));
     let after = files(hc);
     let (s, _) = hc.wait_state("obs", Duration::from_secs(30), |s| s.isr.contains(&4));

@@ -359,7 +359,9 @@ fn expected_digests(x: &Ctx, action: Action) -> Vec<(String, String)> {
             let name = up.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let digest = match action {
                 Action::Install => patched_sha.clone(),
-                Action::Rollback => std::fs::read(up).map(|b| crate::hash::sha256(&b)).unwrap_or_default(),
+                Action::Rollback => crate::fsx::read::read_regular(up, crate::fsx::read::MAX_JAR)
+                    .map(|b| crate::hash::sha256(&b))
+                    .unwrap_or_default(),
             };
             (name, digest)
         })
