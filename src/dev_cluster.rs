@@ -47,7 +47,7 @@ pub fn hold(
         .map_err(|e| Error::io("cannot create the run directory", e))?
         .keep();
     let journal = Journal::new(&run_dir.join("journal"), &run_dir);
-    eprintln!("okp: dev-cluster: run directory {}", run_dir.display());
+    crate::out::note(format!("dev-cluster: run directory {}", run_dir.display()));
     let mut c = Cluster::up(mode, rt, timers, &run_dir, None, journal, crate::cluster::Homes::Shared)?;
     let mut topics: Vec<(&str, &str, Vec<&str>)> =
         crate::scenarios::TOPICS.iter().map(|(t, a, cfg)| (*t, *a, cfg.to_vec())).collect();
@@ -114,7 +114,10 @@ pub fn hold(
     c.down();
     drop(c);
     if failed {
-        eprintln!("okp: dev-cluster: a command failed; run directory (node logs) kept at {}", run_dir.display());
+        crate::out::note(format!(
+            "dev-cluster: a command failed; run directory (node logs) kept at {}",
+            run_dir.display()
+        ));
     } else {
         let _ = std::fs::remove_dir_all(&run_dir);
     }

@@ -11,7 +11,7 @@ fn main() {
     let code = match okp::cmd::run(cli) {
         Ok(outcome) => outcome.code(),
         Err(e) => {
-            eprintln!("{}", okp::out::error_line(&e));
+            okp::out::error(&e);
             e.exit_code()
         }
     };

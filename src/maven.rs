@@ -140,7 +140,7 @@ impl Maven {
             .map(|(c, cl)| format!("{c}{}", cl.map(|cl| format!(":{cl}")).unwrap_or_default()))
             .collect::<Vec<_>>()
             .join(", ");
-        eprintln!("okp: resolving the classpath of {names} with mvn");
+        crate::out::note(format!("resolving the classpath of {names} with mvn"));
         let o = cmd
             .output()
             .map_err(|e| Error::External(format!("cannot run `{}` ({e}); install Maven or set OKP_MVN", self.mvn)))?;
@@ -180,11 +180,11 @@ impl Maven {
             .map(|(c, cl)| format!("{c}{}", cl.map(|c| format!(":{c}")).unwrap_or_default()))
             .collect::<Vec<_>>()
             .join(", ");
-        eprintln!(
-            "okp: fetching {} artifact(s) from Maven Central with mvn into {}",
+        crate::out::note(format!(
+            "fetching {} artifact(s) from Maven Central with mvn into {}",
             items.len(),
             self.repo_local.display()
-        );
+        ));
         let out = cmd.output().map_err(|e| {
             Error::External(format!("cannot run `{}` ({e}); okp fetches from Maven Central through Maven: install it (apt-get install maven) or set OKP_MVN", self.mvn))
         })?;

@@ -28,6 +28,32 @@ pub fn note(msg: impl std::fmt::Display) {
     eprintln!("okp: {}", crate::escape::lines(&msg.to_string()));
 }
 
+/// A block okp wrote for stderr (a report, a tool's last lines, a refusal), no `okp:` prefix:
+/// as it is but for control characters other than its line breaks and tabs (`escape::lines`).
+pub fn block(text: &str) {
+    eprint!("{}", shown_block(text));
+}
+
+fn shown_block(text: &str) -> String {
+    text.split('\t').map(crate::escape::lines).collect::<Vec<_>>().join("\t")
+}
+
+/// Prints the line for an error that ends a command (`error_line`) on stderr.
+pub fn error(e: &Error) {
+    eprintln!("{}", error_line(e));
+}
+
+/// A progress line redrawn in place on stderr (`\r`, erase line); `progress_end` ends it. Only when
+/// `stderr_live`.
+pub fn progress(line: &str) {
+    eprint!("\r\x1b[2K{}", crate::escape::one_line(line));
+}
+
+/// Ends a progress line with a line break.
+pub fn progress_end() {
+    eprintln!();
+}
+
 /// The line `main` prints for an error that ends a command: no control character but its own line
 /// breaks (`escape::lines`); a value from outside inside it is escaped where it was embedded.
 pub fn error_line(e: &Error) -> String {
@@ -43,15 +69,32 @@ pub fn sh_word(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-/// True when stdout is a terminal and NO_COLOR is unset: colour and progress may be used.
+/// Whether the environment allows colour: NO_COLOR (no-color.org) absent or empty. okp's one
+/// colour rule; `--color always|never` overrides it where a command has the flag.
+pub fn colour_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// True when stdout is a terminal and `colour_allowed`: colour and progress may be used.
 pub fn stdout_styled() -> bool {
     use std::io::IsTerminal;
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+    std::io::stdout().is_terminal() && colour_allowed()
+}
+
+/// True when stderr is a terminal: a progress line may be redrawn in place (`progress`).
+pub fn stderr_live() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_block_keeps_its_line_breaks_and_tabs_and_no_other_control() {
+        assert_eq!(shown_block("a\tb\x1b[2K\nc\r\n"), "a\tb\\x1b[2K\nc\\r\n");
+    }
 
     #[test]
     fn the_error_line_keeps_its_own_line_breaks_and_no_other_control() {

@@ -35,8 +35,8 @@ fn anchors_hold(model: &Model, release: &Release, mode: Mode, layers: &Layers, t
     if rep.ok() {
         return Ok(true);
     }
-    eprint!("{}", report::check_report(&rep, Format::Table, false));
-    eprintln!("okp: anchor drift in {}: nothing was written", tree.describe());
+    crate::out::block(&report::check_report(&rep, Format::Table, false));
+    crate::out::note(format!("anchor drift in {}: nothing was written", tree.describe()));
     Ok(false)
 }
 
@@ -103,10 +103,10 @@ fn release_check(
         Err(e) => {
             // One line of plain text: the state records it and `okp status` prints it.
             let why = crate::escape::one_line(&e.to_string());
-            eprintln!(
-                "okp: warning: cannot tell whether the {} upstream files okp edits are Kafka {version}'s own: {why}",
+            crate::out::note(format!(
+                "warning: cannot tell whether the {} upstream files okp edits are Kafka {version}'s own: {why}",
                 edited.len()
-            );
+            ));
             return Ok((Vec::new(), Some(why)));
         }
     };
@@ -123,17 +123,17 @@ fn release_check(
         }
     }
     if modified.is_empty() {
-        eprintln!(
-            "okp: the {} upstream files okp edits are byte-identical to Kafka {version}'s ({})",
+        crate::out::note(format!(
+            "the {} upstream files okp edits are byte-identical to Kafka {version}'s ({})",
             edited.len(),
             release.describe()
-        );
+        ));
     } else if allow_modified {
-        eprintln!(
-            "okp: warning: applying to files that are not Kafka {version}'s own (--allow-modified; recorded in \
+        crate::out::note(format!(
+            "warning: applying to files that are not Kafka {version}'s own (--allow-modified; recorded in \
              .okp/state.json):\n  {}",
             modified.join("\n  ")
-        );
+        ));
     } else {
         return Err(Error::Check(format!(
             "files okp would edit are not Kafka {version}'s own (a fork, or changed since the release):\n  {}\n\
@@ -151,7 +151,10 @@ fn checkout_version(tree: &DirTree, flag: Option<KafkaVersion>, force: bool) -> 
     match (flag, declared) {
         (Some(v), Some(d)) if d == v.to_string() => Ok(v),
         (Some(v), Some(d)) if force => {
-            eprintln!("okp: note: {} declares {d}; applying {v}'s patch set as --force asks", tree.describe());
+            crate::out::note(format!(
+                "note: {} declares {d}; applying {v}'s patch set as --force asks",
+                tree.describe()
+            ));
             Ok(v)
         }
         (Some(v), Some(d)) => Err(Error::Usage(format!(
@@ -182,7 +185,7 @@ pub fn apply(
     let mut tx = if opts.dry_run { Tx::open_to_read(root)? } else { Tx::open(root)? };
     if !opts.dry_run {
         if let Some(msg) = tx.recover()? {
-            eprintln!("okp: {msg}");
+            crate::out::note(&msg);
         }
     }
     let version = checkout_version(&tree, version, opts.force)?;
@@ -192,11 +195,11 @@ pub fn apply(
     let eff = ps.effective(model, release, version, mode, &opts.layers);
     if let Some(st) = tx.state()? {
         if st.patch_set_hash == eff.hash && st.release == version && st.mode == mode {
-            eprintln!(
-                "okp: {} already carries patch set {} ({version} {mode}); nothing to do",
+            crate::out::note(format!(
+                "{} already carries patch set {} ({version} {mode}); nothing to do",
                 root.display(),
                 &eff.hash[..16]
-            );
+            ));
             return Ok(Outcome::Done);
         }
         return Err(Error::Usage(format!(
@@ -242,7 +245,7 @@ pub fn apply(
         unchecked,
     };
     tx.apply(&plan, state)?;
-    eprintln!("okp: applied {}", summary(&eff, &plan));
+    crate::out::note(format!("applied {}", summary(&eff, &plan)));
     if opts.commit {
         let branch = format!("okp/observer-{version}-{mode}");
         let msg = format!(
@@ -252,7 +255,7 @@ pub fn apply(
             eff.hash
         );
         let id = gitwt::commit_on_branch(root, &paths, &branch, &msg)?;
-        eprintln!("okp: committed {} on branch {branch}", &id[..12]);
+        crate::out::note(format!("committed {} on branch {branch}", &id[..12]));
     }
     Ok(Outcome::Done)
 }
@@ -276,21 +279,21 @@ pub fn revert(root: &Path, force: bool) -> Result<Outcome> {
     DirTree::open(root)?;
     let mut tx = Tx::open(root)?;
     if let Some(msg) = tx.recover()? {
-        eprintln!("okp: {msg}");
+        crate::out::note(&msg);
     }
     match tx.state()? {
         None => {
-            eprintln!("okp: {} carries no okp patch set; nothing to revert", root.display());
+            crate::out::note(format!("{} carries no okp patch set; nothing to revert", root.display()));
             Ok(Outcome::Done)
         }
         Some(st) => {
             let n = tx.revert(&st, force)?;
-            eprintln!(
-                "okp: reverted patch set {} ({} {}): {n} files restored to pristine",
+            crate::out::note(format!(
+                "reverted patch set {} ({} {}): {n} files restored to pristine",
                 st.short_hash(),
                 st.release,
                 st.mode
-            );
+            ));
             Ok(Outcome::Done)
         }
     }
@@ -300,7 +303,7 @@ pub fn status(root: &Path) -> Result<Outcome> {
     DirTree::open(root)?;
     let mut tx = Tx::open_to_read(root)?;
     if let Some(msg) = tx.recover()? {
-        eprintln!("okp: {msg}");
+        crate::out::note(&msg);
     }
     match tx.state()? {
         None => print(&format!("{}: pristine (no okp patch set)\n", root.display()))?,
@@ -349,7 +352,7 @@ pub fn export(
         None => print(&diff)?,
         Some(p) => {
             crate::fsx::write_atomic(p, diff.as_bytes())?;
-            eprintln!("okp: wrote {} ({})", p.display(), summary(&eff, &plan));
+            crate::out::note(format!("wrote {} ({})", p.display(), summary(&eff, &plan)));
         }
     }
     Ok(Outcome::Done)

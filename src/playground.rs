@@ -35,7 +35,8 @@ fn install_stop_handler() {
         if UP.load(Ordering::SeqCst) {
             STOP.store(true, Ordering::SeqCst);
         } else {
-            eprintln!("\nokp: playground: interrupted while starting: stopping every process it started");
+            crate::out::block("\n");
+            crate::out::note("playground: interrupted while starting: stopping every process it started");
             crate::cluster::node::kill_all_registered();
             std::process::exit(130);
         }
@@ -62,7 +63,11 @@ pub fn run(ws: &Workspace, release: Release, mode: Mode, dir: Option<PathBuf>) -
         }
     };
     let t0 = Instant::now();
-    eprintln!("okp: playground: Kafka {} ({mode}) with the observer patch set, in {}", release.version, dir.display());
+    crate::out::note(format!(
+        "playground: Kafka {} ({mode}) with the observer patch set, in {}",
+        release.version,
+        dir.display()
+    ));
     let build = crate::verify::patched_jars(ws, &release, mode, &Layers::all(), None)?;
     let rt = Runtime::assemble(&ws.maven, release.version, Some(&build))?;
     let journal = Journal::new(&dir.join("journal"), &dir);
@@ -71,7 +76,7 @@ pub fn run(ws: &Workspace, release: Release, mode: Mode, dir: Option<PathBuf>) -
     let mut c = match cluster {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("okp: playground: the cluster did not start; its logs are in {}", dir.display());
+            crate::out::note(format!("playground: the cluster did not start; its logs are in {}", dir.display()));
             return Err(e);
         }
     };
@@ -100,21 +105,22 @@ pub fn run(ws: &Workspace, release: Release, mode: Mode, dir: Option<PathBuf>) -
         std::thread::sleep(Duration::from_millis(200));
         for id in c.kafka_nodes() {
             if !c.node_mut(id).is_running() && said_dead.insert(id) {
-                eprintln!(
-                    "okp: playground: {} has exited; its log: {}",
+                crate::out::note(format!(
+                    "playground: {} has exited; its log: {}",
                     c.node(id).name,
                     c.node(id).log_path().display()
-                );
+                ));
             }
         }
     }
-    eprintln!("\nokp: playground: stopping every process it started");
+    crate::out::block("\n");
+    crate::out::note("playground: stopping every process it started");
     c.down();
     drop(c);
     if made {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    eprintln!("okp: playground: stopped; {} removed", dir.display());
+    crate::out::note(format!("playground: stopped; {} removed", dir.display()));
     Ok(Outcome::Failed(Failure::Interrupted))
 }
 

@@ -283,6 +283,11 @@ fn sources() -> Vec<(String, String)> {
 /// The raw calls in the non-test code of `files` outside src/fsx and outside `allowed`, as
 /// `path: call` lines.
 fn raw_io_outside_fsx(files: &[(String, String)], allowed: &[&str]) -> Vec<String> {
+    shipped_calls_outside(files, RAW_IO, "fsx/", allowed)
+}
+
+/// Where shipped code (test code left out) outside `home` and `allowed` writes one of `calls`.
+fn shipped_calls_outside(files: &[(String, String)], calls: &[&str], home: &str, allowed: &[&str]) -> Vec<String> {
     let mut code = Vec::new();
     let mut test_files = BTreeSet::new();
     for (rel, text) in files {
@@ -299,16 +304,32 @@ fn raw_io_outside_fsx(files: &[(String, String)], allowed: &[&str]) -> Vec<Strin
     let mut found = Vec::new();
     for (rel, kept) in code {
         let is_test = test_files.iter().any(|t| rel == t || (t.ends_with('/') && rel.starts_with(t.as_str())));
-        if rel.starts_with("fsx/") || is_test || allowed.iter().any(|a| rel == *a || rel.starts_with(a)) {
+        if rel.starts_with(home) || is_test || allowed.iter().any(|a| rel == *a || rel.starts_with(a)) {
             continue;
         }
-        for call in RAW_IO {
+        for call in calls {
             if kept.contains(call) {
                 found.push(format!("src/{rel}: {call}"));
             }
         }
     }
     found
+}
+
+/// The macros that write to stdout or stderr directly; only src/out.rs may use them (`out::print`,
+/// `note`, `block`, `error`), so every message gets the same prefix, escaping and colour rule.
+const RAW_OUTPUT: &[&str] = &["eprintln!", "eprint!", "println!", "print!("];
+
+#[test]
+fn messages_are_written_through_out_only() {
+    let found = shipped_calls_outside(&sources(), RAW_OUTPUT, "out.rs", &[]);
+    assert!(
+        found.is_empty(),
+        "output written around src/out.rs (use out::print/note/block/error):\n{}",
+        found.join("\n")
+    );
+    let planted = vec![("observers/x.rs".to_string(), "fn f() { eprintln!(\"okp: hi\"); }".to_string())];
+    assert!(!shipped_calls_outside(&planted, RAW_OUTPUT, "out.rs", &[]).is_empty(), "a planted eprintln! is seen");
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! stand-in wrapper script (tests/fixtures/gradlew-standin); the real path is
 //! the same process with the real wrapper.
 
-use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -55,7 +55,7 @@ pub fn build(root: &Path, release: &Release, mode: Mode, out: &Path, progress: P
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let shown = format!("./gradlew --console=plain {} -x test", tasks.join(" "));
     let _ = writeln!(log, "$ {shown}   (in {})", root.display());
-    eprintln!("okp: {shown}   (log: {})", log_path.display());
+    crate::out::note(format!("{shown}   (log: {})", log_path.display()));
     let mut child = cmd.spawn().map_err(|e| Error::External(format!("cannot run {}: {e}", wrapper.display())))?;
 
     // stderr is drained on its own thread so neither pipe can fill and stall Gradle.
@@ -78,7 +78,7 @@ pub fn build(root: &Path, release: &Release, mode: Mode, out: &Path, progress: P
     let bar = match progress {
         Progress::Always => true,
         Progress::Never => false,
-        Progress::Auto => std::io::stderr().is_terminal(),
+        Progress::Auto => crate::out::stderr_live(),
     };
     let started = std::time::Instant::now();
     let mut failed_task = None;
@@ -90,9 +90,9 @@ pub fn build(root: &Path, release: &Release, mode: Mode, out: &Path, progress: P
             done += 1;
             let task = task.split_whitespace().next().unwrap_or(task);
             if bar {
-                eprint!("\r\x1b[2K[{done} tasks, {:>4}s] {task}", started.elapsed().as_secs());
+                crate::out::progress(&format!("[{done} tasks, {:>4}s] {task}", started.elapsed().as_secs()));
             } else {
-                eprintln!("okp: gradle step {done}: {task}");
+                crate::out::note(format!("gradle step {done}: {task}"));
             }
         }
         if let Some(rest) = line.split("Execution failed for task '").nth(1) {
@@ -108,7 +108,7 @@ pub fn build(root: &Path, release: &Release, mode: Mode, out: &Path, progress: P
     }
     let status = child.wait().map_err(|e| Error::External(format!("waiting for gradle: {e}")))?;
     if bar {
-        eprintln!();
+        crate::out::progress_end();
     }
     if !status.success() {
         return Ok(Outcome::Failed {

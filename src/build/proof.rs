@@ -262,7 +262,7 @@ pub fn prove_release(
         if std::env::var_os("OKP_PROOF_DEBUG").is_some() {
             for m in &left.differ {
                 let (x, y) = (a.methods.get(&m.key), b.methods.get(&m.key));
-                eprintln!("--- {m}\nrelease: {x:#?}\nrecompiled: {y:#?}");
+                crate::out::block(&format!("--- {m}\nrelease: {x:#?}\nrecompiled: {y:#?}\n"));
             }
         }
         if left.is_empty() {
@@ -710,9 +710,15 @@ pub(crate) fn compare_unit(
         if !stray.is_empty() && std::env::var_os("OKP_PROOF_DEBUG").is_some() {
             for m in &stray {
                 let (x, y) = (a.methods.get(&m.key), b.methods.get(&m.key));
-                eprintln!("--- {m}\n{}: {x:#?}\n{}: {y:#?}", sides.0, sides.1);
+                crate::out::block(&format!("--- {m}\n{}: {x:#?}\n{}: {y:#?}\n", sides.0, sides.1));
                 if m.kind != Kind::Method {
-                    eprintln!("{}: {:?}\n{}: {:?}", sides.0, a.attrs.get(&m.key), sides.1, b.attrs.get(&m.key));
+                    crate::out::block(&format!(
+                        "{}: {:?}\n{}: {:?}\n",
+                        sides.0,
+                        a.attrs.get(&m.key),
+                        sides.1,
+                        b.attrs.get(&m.key)
+                    ));
                 }
             }
         }

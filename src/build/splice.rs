@@ -514,7 +514,7 @@ pub fn splice(
     let targets = crate::check::check_tree(&model.anchors, release, release.version, &[mode], &eff.layers, tree)?;
     if !targets.iter().all(|t| t.ok()) {
         let rep = crate::check::Report { targets };
-        eprint!("{}", crate::report::check_report(&rep, crate::report::Format::Table, false));
+        crate::out::block(&crate::report::check_report(&rep, crate::report::Format::Table, false));
         return Err(Error::Drift(format!("anchor drift in {} {mode}: nothing was built", release.version)));
     }
     let plan = apply::plan(&eff, tree)?;

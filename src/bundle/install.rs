@@ -179,7 +179,7 @@ pub fn sweep_staging(tmp: &Path) {
         // symlink_metadata: a link planted under such a name is never followed.
         let ours = std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir() && m.uid() == me);
         if ours && !lock::alive(pid) && std::fs::remove_dir_all(&p).is_ok() {
-            eprintln!("okp: removed {}, left by an okp install (pid {pid}) that was killed", p.display());
+            crate::out::note(format!("removed {}, left by an okp install (pid {pid}) that was killed", p.display()));
         }
     }
 }
@@ -206,13 +206,16 @@ pub fn install(
     forward_interrupts();
     let d = ondisk::read(file)?;
     let o = d.verify(trust.pubkey, trust.pins, trust.allow_unverified)?;
-    eprint!("{}", verify::render(&o, &d.file_name));
+    crate::out::block(&verify::render(&o, &d.file_name));
     if let Err(refusal) = admit(&o, &d.file_name, trust.allow_unverified) {
-        eprintln!("{refusal}");
+        crate::out::block(&format!("{refusal}\n"));
         return Ok(Outcome::Failed(Failure::CheckFailed));
     }
     if !o.verified() {
-        eprintln!("okp: warning: installing {} WITHOUT a verified signature (--allow-unverified)", d.file_name);
+        crate::out::note(format!(
+            "warning: installing {} WITHOUT a verified signature (--allow-unverified)",
+            d.file_name
+        ));
     }
     let Some((unpacked, manifest, id)) = o.content else {
         return Err(Error::External("a bundle that passed verification has no content (a defect in okp)".into()));
@@ -231,7 +234,7 @@ pub fn install(
         .map_err(|e| Error::io(format!("cannot unpack into {}", staging.path().display()), e))?;
     let code = run_script(Script::File(&root.join("install.sh")), flags, kafka_home, lock.as_ref())?;
     if code == Outcome::Failed(Failure::Interrupted) {
-        eprintln!("okp: interrupted; run the same install again to finish it, or roll back");
+        crate::out::note("interrupted; run the same install again to finish it, or roll back");
     }
     Ok(code)
 }

@@ -44,13 +44,13 @@ use crate::workspace::Workspace;
 pub fn keygen(prefix: &Path, unencrypted: bool) -> Result<Outcome> {
     let k = sign::keygen(prefix, unencrypted)?;
     print(&k.public_box)?;
-    eprintln!(
-        "okp: key {} written: secret {} (mode 0600{}), public {}",
+    crate::out::note(format!(
+        "key {} written: secret {} (mode 0600{}), public {}",
         k.id,
         k.secret.display(),
         if unencrypted { ", NOT encrypted: keep it in a CI secret store" } else { ", encrypted with your password" },
         k.public.display()
-    );
+    ));
     Ok(Outcome::Done)
 }
 
@@ -69,10 +69,10 @@ pub fn bundle(
     let made = make::make(ws, &make::Options { build_dir, target, key, out, gpg_key, source })?;
     print(&format!("{}\n", made.bundle.display()))?;
     for s in &made.sidecars {
-        eprintln!("okp: wrote {}", s.display());
+        crate::out::note(format!("wrote {}", s.display()));
     }
-    eprintln!(
-        "okp: {} ({} bytes, {} files, patch set {}, {}) in {:.1}s",
+    crate::out::note(format!(
+        "{} ({} bytes, {} files, patch set {}, {}) in {:.1}s",
         made.bundle.display(),
         made.size,
         made.manifest.files.len() + 1,
@@ -83,7 +83,7 @@ pub fn bundle(
             "with native code for the target"
         },
         t.elapsed().as_secs_f64()
-    );
+    ));
     Ok(Outcome::Done)
 }
 

@@ -64,7 +64,7 @@ pub fn run(ws: &Workspace, args: BuildArgs) -> Result<Outcome> {
                     Ok(Outcome::Done)
                 }
                 gradle::Outcome::Failed { task, tail, log } => {
-                    eprintln!("{tail}");
+                    crate::out::block(&format!("{tail}\n"));
                     note(format!(
                         "gradle failed{}; full log: {}",
                         task.map(|t| format!(" in task {t}")).unwrap_or_default(),
@@ -125,7 +125,7 @@ fn splice_one(
             Ok(Outcome::Done)
         }
         splice::SpliceOutcome::CompileFailed(f) => {
-            eprintln!("{}", f.output.trim_end());
+            crate::out::block(&format!("{}\n", f.output.trim_end()));
             note(format!("the {} compile failed: {}", f.module, f.command));
             Ok(Outcome::Failed(Failure::CheckFailed))
         }

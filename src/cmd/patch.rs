@@ -24,7 +24,7 @@ pub fn show(ws: &Workspace, a: ShowArgs) -> Result<Outcome> {
                 Ok(Outcome::Done)
             }
             Err(e) => {
-                eprintln!("{}", crate::out::error_line(&e));
+                crate::out::error(&e);
                 Ok(Outcome::Failed(e.failure()))
             }
         };

@@ -325,7 +325,13 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
     let prepared = prepare(nodes, transport, a)?;
     for r in &prepared.refusals {
         let how = if blocking(r, a.force) { "refused" } else { "overridden by --force" };
-        eprintln!("okp: {verb} broker {}: {how} ({}): {}: {}", a.broker, r.rule.word(), r.partition, r.detail);
+        crate::out::note(format!(
+            "{verb} broker {}: {how} ({}): {}: {}",
+            a.broker,
+            r.rule.word(),
+            r.partition,
+            r.detail
+        ));
     }
     let blocked = prepared.blocked(a.force);
     if !blocked.is_empty() {
@@ -334,11 +340,11 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
         } else {
             "; --force never overrides leadership"
         };
-        eprintln!(
-            "okp: {verb} broker {} refused by {} pre-check(s); nothing was written{hint}",
+        crate::out::note(format!(
+            "{verb} broker {} refused by {} pre-check(s); nothing was written{hint}",
             a.broker,
             blocked.len()
-        );
+        ));
         return Ok(Outcome::Failed(Failure::CheckFailed));
     }
     crate::out::print(&prepared.plan(transport))?;
@@ -365,17 +371,17 @@ pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
     let mut written: Vec<&Edit> = Vec::new();
     for e in p.edits.iter().filter(|e| e.before != e.after) {
         if last_role.is_some_and(|r| r != e.node.role) {
-            eprintln!(
-                "okp: waiting {} s (the nodes' re-read interval) before writing the {}s",
+            crate::out::note(format!(
+                "waiting {} s (the nodes' re-read interval) before writing the {}s",
                 REREAD.as_secs(),
                 if e.node.role == NodeRole::Broker { "broker" } else { "controller" }
-            );
+            ));
             std::thread::sleep(REREAD + Duration::from_millis(500));
         }
         if let Err(why) = write_one(transport, e) {
             return Err(undo(transport, p, &written, e, why));
         }
-        eprintln!("okp: wrote {}", e.node.label());
+        crate::out::note(format!("wrote {}", e.node.label()));
         written.push(e);
         last_role = Some(e.node.role);
     }
@@ -411,7 +417,7 @@ enum After {
 /// if it holds the new bytes), newest first; the error names every node's state.
 fn undo(transport: &Transport, p: &Prepared, written: &[&Edit], failed: &Edit, why: Error) -> Error {
     let verb = p.direction.verb();
-    eprintln!("okp: {verb} broker {}: {why}", p.broker);
+    crate::out::note(format!("{verb} broker {}: {why}", p.broker));
     let put_back = |e: &Edit| -> After {
         match transport.write(&e.node, &e.before).and_then(|_| transport.read(&e.node)) {
             Ok(back) if back == e.before => After::AsBefore("put back"),
@@ -438,7 +444,7 @@ fn undo(transport: &Transport, p: &Prepared, written: &[&Edit], failed: &Edit, w
     for e in written.iter().rev() {
         let s = put_back(e);
         if matches!(s, After::AsBefore(_)) {
-            eprintln!("okp: put back {}", e.node.label());
+            crate::out::note(format!("put back {}", e.node.label()));
         }
         states.push((e, s));
     }
@@ -536,26 +542,26 @@ pub fn wait(a: &Args, t0: Instant, stop: &dyn Fn() -> bool) -> Result<Outcome> {
             return Ok(Outcome::Done);
         }
         if stop() {
-            eprintln!(
-                "okp: {verb} broker {}: stopping; every node's file is written, the cluster converges without okp",
+            crate::out::note(format!(
+                "{verb} broker {}: stopping; every node's file is written, the cluster converges without okp",
                 a.broker
-            );
+            ));
             return Ok(Outcome::Failed(Failure::Interrupted));
         }
         if t0.elapsed() > a.timeout {
-            eprintln!(
-                "okp: {verb} broker {}: written on every node, but not visible after {:.0} s (--timeout); not yet converged: {}. Demotion takes up to replica.lag.time.max.ms + 5 s; a promoted replica joins an ISR only once caught up with its leader, and never while it is down",
+            crate::out::note(format!(
+                "{verb} broker {}: written on every node, but not visible after {:.0} s (--timeout); not yet converged: {}. Demotion takes up to replica.lag.time.max.ms + 5 s; a promoted replica joins an ISR only once caught up with its leader, and never while it is down",
                 a.broker,
                 a.timeout.as_secs_f64(),
                 if pending.is_empty() { "waiting for the re-read interval".to_string() } else { pending.join("; ") }
-            );
+            ));
             return Ok(Outcome::Failed(Failure::CheckFailed));
         }
         if last_pending.as_ref() != Some(&pending) || last_report.elapsed() > Duration::from_secs(5) {
-            eprintln!(
-                "okp: waiting ({secs:.1} s): {done}/{total} partition(s) converged; pending: {}",
+            crate::out::note(format!(
+                "waiting ({secs:.1} s): {done}/{total} partition(s) converged; pending: {}",
                 if pending.is_empty() { "-".into() } else { pending.join("; ") }
-            );
+            ));
             last_report = Instant::now();
             last_pending = Some(pending);
         }

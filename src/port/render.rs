@@ -35,13 +35,10 @@ pub enum ColorChoice {
 impl ColorChoice {
     /// Auto: colour only on a terminal, and never when NO_COLOR is set (no-color.org).
     pub fn enabled(self) -> bool {
-        use std::io::IsTerminal;
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
-            }
+            ColorChoice::Auto => crate::out::stdout_styled(),
         }
     }
 }

@@ -301,7 +301,7 @@ pub fn derive_entry(maven: &Maven, template: &Release, v: KafkaVersion, read_fro
 fn write_worksheet(report: &PortReport, t: &Targets) -> Result<()> {
     let text = super::render::worksheet(report, &t.versions.display().to_string(), &t.rerun);
     crate::fsx::write_atomic(&t.worksheet, text.as_bytes())?;
-    eprintln!("okp: porting worksheet written to {}", t.worksheet.display());
+    crate::out::note(format!("porting worksheet written to {}", t.worksheet.display()));
     Ok(())
 }
 
@@ -333,11 +333,11 @@ pub fn write(
     }
     if report.verdict == Verdict::Drift {
         write_worksheet(report, t)?;
-        eprintln!(
-            "okp: {} unchanged: the patch set of {} does not carry over to {v}",
+        crate::out::note(format!(
+            "{} unchanged: the patch set of {} does not carry over to {v}",
             t.versions.display(),
             report.from.label()
-        );
+        ));
         return Ok(Outcome::Failed(Failure::Drift));
     }
     let from = report
@@ -365,26 +365,26 @@ pub fn write(
         .collect();
     if !drifted.is_empty() {
         write_worksheet(report, t)?;
-        eprintln!(
-            "okp: {} unchanged: check-anchors on {v} with the new entry failed: {}",
+        crate::out::note(format!(
+            "{} unchanged: check-anchors on {v} with the new entry failed: {}",
             t.versions.display(),
             drifted.join(", ")
-        );
+        ));
         return Ok(Outcome::Failed(Failure::Drift));
     }
     crate::fsx::write_atomic(&t.versions, new_text.as_bytes())?;
     let n: usize = checked.iter().map(|t| t.anchors.len()).sum();
-    eprintln!(
-        "okp: added {v} to {} (family {}, modes {}, scala {}, java {}); check-anchors passed: {n} anchor checks in {} mode(s)",
+    crate::out::note(format!(
+        "added {v} to {} (family {}, modes {}, scala {}, java {}); check-anchors passed: {n} anchor checks in {} mode(s)",
         t.versions.display(),
         release.family,
         release.modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", "),
         release.scala,
         release.java_release,
         checked.len()
-    );
+    ));
     if let Some(why) = &release.no_sources_jar {
-        eprintln!("okp: {v} is marked no_sources_jar (check-anchors --all and build --all skip it): {why}");
+        crate::out::note(format!("{v} is marked no_sources_jar (check-anchors --all and build --all skip it): {why}"));
     }
     if report.verdict == Verdict::CarriesOverReview {
         write_worksheet(report, t)?;

@@ -435,7 +435,7 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
         let stem = s.id.to_string();
         ctx.c.journal.begin(&stem, &format!("{} — {}", s.id, s.title));
         let mut o = Outcome::of(s, ctx.c.journal.current().to_string(), lane);
-        eprintln!("okp: verify: {tag}{} {} …", s.id, s.title);
+        crate::out::note(format!("verify: {tag}{} {} …", s.id, s.title));
         let t0 = Instant::now();
         // Every scenario starts on a cluster where every node has read the last observer.ids
         // change (the one before may have just put the file back) and whose controller knows
@@ -478,7 +478,12 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
             ctx.c.journal.note(&format!("ERROR {e}"));
         }
         ctx.c.journal.note(&format!("{} {} in {:.1} s", s.id, if o.pass { "PASSED" } else { "FAILED" }, o.seconds));
-        eprintln!("okp: verify: {tag}{} {} in {:.1} s", s.id, if o.pass { "passed" } else { "FAILED" }, o.seconds);
+        crate::out::note(format!(
+            "verify: {tag}{} {} in {:.1} s",
+            s.id,
+            if o.pass { "passed" } else { "FAILED" },
+            o.seconds
+        ));
         // A scenario that errored may have left nodes down: bring them back for the next one.
         if o.error.is_some() {
             recover(ctx.c);

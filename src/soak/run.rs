@@ -58,7 +58,7 @@ pub fn run(ws: &Workspace, o: Options) -> Result<Exit> {
     if verdict.ok() {
         let _ = std::fs::remove_dir_all(&run_dir);
     } else {
-        eprintln!("okp: soak {name}: run directory (node logs) kept at {}", run_dir.display());
+        crate::out::note(format!("soak {name}: run directory (node logs) kept at {}", run_dir.display()));
     }
     Ok(Exit::check(verdict.ok()))
 }

@@ -133,7 +133,7 @@ impl Tx {
     fn step(&mut self) {
         self.steps += 1;
         if self.faults.abort_after == Some(self.steps) {
-            eprintln!("okp: OKP_TEST_ABORT_AFTER={} reached: aborting", self.steps);
+            crate::out::note(format!("OKP_TEST_ABORT_AFTER={} reached: aborting", self.steps));
             std::process::abort();
         }
     }
@@ -166,7 +166,7 @@ impl Tx {
         f.write_all(bytes)?;
         f.sync_all()?;
         if self.faults.abort_in_write == Some(self.writes) {
-            eprintln!("okp: OKP_TEST_ABORT_IN_WRITE={} reached: aborting", self.writes);
+            crate::out::note(format!("OKP_TEST_ABORT_IN_WRITE={} reached: aborting", self.writes));
             std::process::abort();
         }
         Ok(())

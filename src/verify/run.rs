@@ -83,7 +83,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     if verdict.ok() && !opts.keep {
         let _ = std::fs::remove_dir_all(&run_dir);
     } else {
-        eprintln!("okp: verify {name}: run directory (node logs) kept at {}", run_dir.display());
+        crate::out::note(format!("verify {name}: run directory (node logs) kept at {}", run_dir.display()));
     }
     if opts.json {
         crate::out::print(&crate::schema::to_json(&record))?;
@@ -155,7 +155,7 @@ fn start_clusters(
     if let Some(i) = started.iter().position(|r| r.is_err()) {
         let e = started.swap_remove(i).err().unwrap_or_else(|| Error::External("a lane did not start".into()));
         drop(started);
-        eprintln!("okp: verify {name}: set-up failed; logs kept in {}", run_dir.display());
+        crate::out::note(format!("verify {name}: set-up failed; logs kept in {}", run_dir.display()));
         return Err(e);
     }
     Ok(started.into_iter().flatten().collect())

@@ -98,7 +98,7 @@ impl Audit {
                 e,
             )
         })?;
-        eprint!("{text}");
+        crate::out::block(&text);
         Ok(())
     }
 

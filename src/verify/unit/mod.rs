@@ -151,7 +151,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
             let env_ids = (config == Config::Observers).then_some(observers.as_str());
             let jvm =
                 Jvm { java: &java, launcher: &launcher, classpath: cp, family: &family, observer_file: &absent_file };
-            eprintln!("okp: unit-tests {v} {}: {} {}", opts.mode, config.word(), class.class);
+            crate::out::note(format!("unit-tests {v} {}: {} {}", opts.mode, config.word(), class.class));
             let ran = jvm.run_class(&class.class, &reports, env_ids, opts.class_timeout, &work.path().join("logs"))?;
             let mut c = Counts {
                 seconds: crate::scenarios::round(ran.seconds),
@@ -201,11 +201,11 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     // unexplained changes, such as a new release's first run, would otherwise re-run each twice).
     wanted.sort_by_key(|(c, _)| *c != Config::Patched);
     if wanted.len() > MAX_RETRIED {
-        eprintln!(
-            "okp: unit-tests {v} {}: {} failures to run again, the first {MAX_RETRIED} are",
+        crate::out::note(format!(
+            "unit-tests {v} {}: {} failures to run again, the first {MAX_RETRIED} are",
             opts.mode,
             wanted.len()
-        );
+        ));
         wanted.truncate(MAX_RETRIED);
     }
     for (config, test) in wanted {
@@ -219,7 +219,11 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         for n in 1..=RETRIES {
             let reports =
                 staging.join("junit").join(config.word()).join(class.simple_name()).join(retry_dir(n, &method));
-            eprintln!("okp: unit-tests {v} {}: {} {test} again ({n} of {RETRIES})", opts.mode, config.word());
+            crate::out::note(format!(
+                "unit-tests {v} {}: {} {test} again ({n} of {RETRIES})",
+                opts.mode,
+                config.word()
+            ));
             let selector = format!("--select-method={}#{method}", class.class);
             jvm.run(&selector, &reports, env_ids, opts.class_timeout, &work.path().join("logs"))?;
             strip_properties(&reports)?;
