@@ -56,6 +56,7 @@ pub mod observers;
 pub mod playground;
 pub mod scenarios;
 pub mod soak;
+pub mod unit_tests;
 pub mod verify;
 pub mod wire;
 

@@ -1,14 +1,14 @@
 //! `okp unit-tests`: resolves the release, mode and data file, then hands the
-//! run to `verify::unit`.
+//! run to `unit_tests`.
 //!
-//! Not here: running the tests and judging them (`verify::unit`).
+//! Not here: running the tests and judging them (`unit_tests`).
 
 use std::time::Duration;
 
 use crate::cli::{ListFormat, UnitTestsArgs};
 use crate::error::{Error, Outcome, Result};
 use crate::model::ModeDefault;
-use crate::verify::unit::{self, data::UnitData};
+use crate::unit_tests::{self as unit, data::UnitData};
 use crate::workspace::Workspace;
 
 pub fn run(ws: &Workspace, args: UnitTestsArgs) -> Result<Outcome> {

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use super::plan::run_name;
 use super::record::{self, RunRecord, RunVerdict};
-use super::{unit, Pair, PARTIAL_DIR};
+use super::unit_record::{self, Config, UnitRecord};
+use super::{Pair, PARTIAL_DIR};
 use crate::error::{Error, Result};
 use crate::model::Mode;
 use crate::scenarios::{self, Flavor};
@@ -100,7 +101,7 @@ pub fn write_matrix(evidence: &Path, pairs: Option<&[Pair]>) -> Result<()> {
     std::fs::create_dir_all(evidence).map_err(|e| Error::io(format!("cannot create {}", evidence.display()), e))?;
     let labels: Vec<String> = runs.iter().map(|(n, r)| row_label(n, r)).collect();
     let unit: BTreeMap<String, String> =
-        labels.iter().filter_map(|l| Some((l.clone(), unit::matrix_cell(evidence, l)?))).collect();
+        labels.iter().filter_map(|l| Some((l.clone(), unit_cell(evidence, l)?))).collect();
     // The proof column covers every pair of the matrix, run here or not.
     let mut names: Vec<String> = labels.clone();
     names.extend(pairs.unwrap_or_default().iter().map(|p| run_name(&p.release.to_string(), p.mode, Flavor::Patched)));
@@ -347,6 +348,33 @@ fn matrix_page(
     s
 }
 
+/// The unit column of VERIFY.md for `run` (`<release>-<mode>`): the verdict and counts,
+/// linking to the summary; None when there is no unit run.
+fn unit_cell(evidence: &Path, run: &str) -> Option<String> {
+    let dir = evidence.join("unit").join(run);
+    if !dir.join(unit_record::FILE_NAME).is_file() {
+        return None;
+    }
+    Some(match UnitRecord::read(&dir) {
+        Ok(r) => {
+            let tests: usize = r
+                .classes
+                .iter()
+                .filter_map(|c| c.runs.as_ref()?.get(&Config::Upstream))
+                .map(|c| c.passed + c.failed + c.skipped)
+                .sum();
+            format!(
+                "[{} {} tests, {} regr., {} changes](unit/{run}/summary.md)",
+                r.verdict.word(),
+                tests,
+                r.regressions.len(),
+                r.changes.len()
+            )
+        }
+        Err(_) => format!("[unreadable](unit/{run}/unit.json)"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,7 +411,7 @@ mod tests {
         assert!(!page.contains("| unit |"), "{page}");
         let dir = t.path().join("unit").join("3.9.2-zk");
         std::fs::create_dir_all(&dir).unwrap();
-        unit::record::tests::sample().write(&dir).unwrap();
+        unit_record::tests::sample().write(&dir).unwrap();
         write_matrix(t.path(), None).unwrap();
         let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
         assert!(page.contains("| run | verdict | seconds | unit | INIT"), "{page}");

@@ -28,7 +28,7 @@ pub mod publish;
 pub mod record;
 pub mod render;
 pub mod run;
-pub mod unit;
+pub mod unit_record;
 
 use std::path::PathBuf;
 
@@ -95,7 +95,7 @@ pub(crate) mod tests {
         };
         copy(from, t.path(), record::FILE_NAME);
         copy(&from.join(PARTIAL_DIR), &t.path().join(PARTIAL_DIR), record::FILE_NAME);
-        copy(&from.join("unit"), &t.path().join("unit"), unit::record::FILE_NAME);
+        copy(&from.join("unit"), &t.path().join("unit"), unit_record::FILE_NAME);
         for dir in [PROOF_DIR, RELEASES_DIR] {
             for e in std::fs::read_dir(from.join(dir)).into_iter().flatten().flatten() {
                 if e.path().extension().is_some_and(|x| x == "json") {

@@ -11,13 +11,12 @@
 //!   one configuration and passes in the next): its changes are listed apart,
 //!   as not comparable, and do not fail the run.
 //!
-//! Not here: reading reports (`junit`), running (`unit`), the record's layout (`record`).
+//! Not here: reading reports (`junit`), running (`unit_tests`), the record's layout (`verify::unit_record`).
 
 use std::collections::BTreeMap;
 
 use super::data::Family;
-use super::junit::{Kind, Outcome};
-use super::record::{Change, Config, Regression};
+use crate::verify::unit_record::{Change, Config, Kind, Outcome, Regression};
 
 /// Test name → outcome, for one configuration.
 pub type Outcomes = BTreeMap<String, Outcome>;
@@ -129,7 +128,7 @@ pub fn judge(family: &Family, upstream: &Outcomes, patched: &Outcomes, observers
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::unit::data::{Expected, UnitData};
+    use crate::unit_tests::data::{Expected, UnitData};
 
     fn family(expected: Vec<Expected>) -> Family {
         let mut f = UnitData::load(None).unwrap().family("3.9.2".parse().unwrap()).unwrap().clone();

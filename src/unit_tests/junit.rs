@@ -2,62 +2,12 @@
 //! format): each test case's outcome, and for a failure its kind (an assertion,
 //! another exception, or a timeout) and first message line.
 //!
-//! Not here: comparing configurations (`judge`), running the launcher (`unit`).
+//! Not here: comparing configurations (`judge`), running the launcher (`unit_tests`).
 
 use std::path::Path;
 
 use crate::error::{Error, Result};
-
-/// How a test that did not pass failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// An `AssertionError` (JUnit, opentest4j, Mockito verification): the test's expectation.
-    Assertion,
-    /// Any other exception: machinery the change must not break, flagged for review.
-    Exception,
-    /// A timeout (`TimeoutException`, a JUnit timeout, or the class's JVM killed at its time limit).
-    Timeout,
-}
-
-impl Kind {
-    pub fn word(self) -> &'static str {
-        match self {
-            Kind::Assertion => "assertion",
-            Kind::Exception => "exception",
-            Kind::Timeout => "timeout",
-        }
-    }
-}
-
-/// One test's outcome in one configuration.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "outcome", rename_all = "lowercase")]
-pub enum Outcome {
-    Pass,
-    Skip,
-    Fail {
-        kind: Kind,
-        /// The exception's class.
-        exception: String,
-        /// Its message's first line, at most 300 characters.
-        message: String,
-    },
-}
-
-impl Outcome {
-    pub fn word(&self) -> String {
-        match self {
-            Outcome::Pass => "pass".into(),
-            Outcome::Skip => "skip".into(),
-            Outcome::Fail { kind, .. } => format!("fail ({})", kind.word()),
-        }
-    }
-
-    pub fn passed(&self) -> bool {
-        *self == Outcome::Pass
-    }
-}
+use crate::verify::unit_record::{Kind, Outcome};
 
 /// A test case: `SimpleClassName.method(params)[n]`, and its outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,23 +1,73 @@
 //! unit.json: one `okp unit-tests` run of a (release, mode), in
-//! `evidence/unit/<release>-<mode>/`. `unit::run` writes it
+//! `evidence/unit/<release>-<mode>/`. `unit_tests::run` writes it
 //! (`UnitRecord::write`); the VERIFY.md matrix reads it for its unit column
 //! (`UnitRecord::read`), and so does `okp unit-tests --rejudge`.
 //!
 //! Schema 1. A unit.json without a `schema` field is refused (there never was
 //! one without it); any other number is refused naming the file and the number.
 //!
-//! Not here: the verdicts (`judge`), the summary page (`unit`).
+//! Not here: the verdicts (`judge`), the summary page and the run (`unit_tests`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::junit::Outcome;
 use crate::error::Result;
 use crate::model::Mode;
 use crate::schema::{Absent, Schema};
 use crate::version::KafkaVersion;
 
 pub const FILE_NAME: &str = "unit.json";
+
+/// How a test that did not pass failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// An `AssertionError` (JUnit, opentest4j, Mockito verification): the test's expectation.
+    Assertion,
+    /// Any other exception: machinery the change must not break, flagged for review.
+    Exception,
+    /// A timeout (`TimeoutException`, a JUnit timeout, or the class's JVM killed at its time limit).
+    Timeout,
+}
+
+impl Kind {
+    pub fn word(self) -> &'static str {
+        match self {
+            Kind::Assertion => "assertion",
+            Kind::Exception => "exception",
+            Kind::Timeout => "timeout",
+        }
+    }
+}
+
+/// One test's outcome in one configuration.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "outcome", rename_all = "lowercase")]
+pub enum Outcome {
+    Pass,
+    Skip,
+    Fail {
+        kind: Kind,
+        /// The exception's class.
+        exception: String,
+        /// Its message's first line, at most 300 characters.
+        message: String,
+    },
+}
+
+impl Outcome {
+    pub fn word(&self) -> String {
+        match self {
+            Outcome::Pass => "pass".into(),
+            Outcome::Skip => "skip".into(),
+            Outcome::Fail { kind, .. } => format!("fail ({})", kind.word()),
+        }
+    }
+
+    pub fn passed(&self) -> bool {
+        *self == Outcome::Pass
+    }
+}
 
 pub const SCHEMA: Schema = Schema {
     current: 1,

@@ -14,7 +14,6 @@
 pub mod data;
 pub mod judge;
 pub mod junit;
-pub mod record;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,11 +24,10 @@ use crate::cluster::node;
 use crate::cluster::runtime::java_bin;
 use crate::error::{Error, Outcome as Exit, Result};
 use crate::model::{Coordinate, Layers, Mode, Release};
+use crate::verify::unit_record::{self as record, ClassRow, Config, Counts, Flaky, Outcome, UnitRecord, UnitVerdict};
 use crate::workspace::Workspace;
 use data::{Family, TestClass, UnitData};
 use judge::Outcomes;
-use junit::Outcome;
-use record::{ClassRow, Config, Counts, Flaky, UnitRecord, UnitVerdict};
 
 /// The launcher's main class (junit-platform-console-standalone).
 const LAUNCHER_MAIN: &str = "org.junit.platform.console.ConsoleLauncher";
@@ -732,33 +730,6 @@ fn terminal_table(r: &UnitRecord, dest: &Path) -> String {
     s
 }
 
-/// The unit column of VERIFY.md for `run` (`<release>-<mode>`): the verdict and counts,
-/// linking to the summary; None when there is no unit run.
-pub fn matrix_cell(evidence: &Path, run: &str) -> Option<String> {
-    let dir = evidence.join("unit").join(run);
-    if !dir.join(record::FILE_NAME).is_file() {
-        return None;
-    }
-    Some(match UnitRecord::read(&dir) {
-        Ok(r) => {
-            let tests: usize = r
-                .classes
-                .iter()
-                .filter_map(|c| c.runs.as_ref()?.get(&Config::Upstream))
-                .map(|c| c.passed + c.failed + c.skipped)
-                .sum();
-            format!(
-                "[{} {} tests, {} regr., {} changes](unit/{run}/summary.md)",
-                r.verdict.word(),
-                tests,
-                r.regressions.len(),
-                r.changes.len()
-            )
-        }
-        Err(_) => format!("[unreadable](unit/{run}/unit.json)"),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -785,7 +756,11 @@ mod tests {
         std::fs::write(class.join(retry_dir(1, "testA")).join("TEST-r.xml"), report(&[("testA()", false)])).unwrap();
         std::fs::write(class.join(retry_dir(2, "testA")).join("TEST-r.xml"), report(&[("testA()", true)])).unwrap();
         std::fs::write(class.join(retry_dir(1, "testB")).join("TEST-r.xml"), report(&[("testB()", false)])).unwrap();
-        let fail = Outcome::Fail { kind: junit::Kind::Exception, exception: "x".into(), message: "resign".into() };
+        let fail = Outcome::Fail {
+            kind: crate::verify::unit_record::Kind::Exception,
+            exception: "x".into(),
+            message: "resign".into(),
+        };
         let mut outcomes: BTreeMap<Config, Outcomes> = BTreeMap::new();
         outcomes.insert(
             Config::Patched,

@@ -8,7 +8,7 @@
 //! Loaded and validated once (`UnitData::parse`): every error is
 //! `file:line:col: message` and exits 2, before anything runs.
 //!
-//! Not here: running the tests (`unit`), judging outcomes (`judge`).
+//! Not here: running the tests (`unit_tests`), judging outcomes (`judge`).
 
 use std::str::FromStr;
 
@@ -17,7 +17,7 @@ use crate::model::{yaml, Coordinate, Mode, Origin};
 use crate::version::KafkaVersion;
 
 /// The copy compiled into okp, so it runs from any directory.
-pub const EMBEDDED: &str = include_str!("../../../unit-tests.yaml");
+pub const EMBEDDED: &str = include_str!("../../unit-tests.yaml");
 
 /// The contract's rules and edges an expected change may name (docs/contract.md).
 pub const RULES: &[&str] = &[
