@@ -1,12 +1,9 @@
 //! `okp verify`: one (release, mode), or the matrix with `--all` (`--jobs N`
 //! clusters at once, a summary at the end), or `--merge` (the VERIFY.md pages
 //! from run.json files already there); picks the scenarios and the layers, then
-//! hands each run to `verify`.
+//! hands each run to `verify` (the `--all` pool: `verify::all`).
 //!
 //! Not here: the run and its evidence (`verify`), the scenarios (`scenarios`).
-
-use std::sync::Mutex;
-use std::time::Instant;
 
 use crate::build::record::BuildRecord;
 use crate::cli::{ListFormat, VerifyArgs};
@@ -40,62 +37,20 @@ pub fn run(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     let filter = PairFilter { reference: args.reference, mode: args.mode, sources: !args.upstream };
     let pairs: Vec<(KafkaVersion, Mode)> =
         ws.model.matrix.pairs(filter).into_iter().map(|p| (p.release, p.mode)).collect();
-    // Workers take the next pair from one queue; each pair's outcome lands in its slot.
-    let queue = Mutex::new(pairs.iter().enumerate());
-    let results: Mutex<Vec<Option<(Outcome, String)>>> = Mutex::new(vec![None; pairs.len()]);
-    let t0 = Instant::now();
-    std::thread::scope(|scope| {
-        for _ in 0..args.jobs.min(pairs.len().max(1) as u16) {
-            scope.spawn(|| loop {
-                // After Ctrl-C no further pair starts (the ones running unwind with Interrupted).
-                if crate::cluster::node::interrupted() {
-                    break;
-                }
-                let Some((i, &(v, m))) = queue.lock().unwrap_or_else(|e| e.into_inner()).next() else { break };
-                let each = VerifyArgs {
-                    version: Some(v),
-                    mode: Some(m),
-                    all: false,
-                    reference: false,
-                    jars: None,
-                    sources: Default::default(),
-                    ..args.clone()
-                };
-                let t = Instant::now();
-                let (outcome, why) = match one(ws, each) {
-                    Ok(o) => (o, String::new()),
-                    Err(e) => {
-                        note(format!("verify {v} {m}: error: {e}"));
-                        (Outcome::Failed(e.failure()), e.to_string())
-                    }
-                };
-                let line = format!("{:>6.0} s  {}", t.elapsed().as_secs_f64(), if why.is_empty() { "" } else { &why });
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some((outcome, line));
-            });
-        }
-    });
-    crate::cluster::node::check_interrupt()?;
-    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut worst = Outcome::Done;
-    let mut table = format!("okp verify --all: {} pairs, {} at once\n\n", pairs.len(), args.jobs);
-    let mut failed = 0;
-    for ((v, m), r) in pairs.iter().zip(results) {
-        let (outcome, line) = r.unwrap_or((Outcome::Failed(crate::error::Failure::External), "did not run".into()));
-        if outcome != Outcome::Done {
-            failed += 1;
-        }
-        let word = if outcome == Outcome::Done { "ok" } else { "FAILED" };
-        table.push_str(&format!("{:<14} {word:<7}{}\n", format!("{v} {m}"), line.trim_end()));
-        worst = worst.worst(outcome);
-    }
-    table.push_str(&format!(
-        "\n{} ok, {failed} failed, in {:.0} s; matrix: {}\n",
-        pairs.len() - failed,
-        t0.elapsed().as_secs_f64(),
-        args.evidence.join("VERIFY.md").display()
-    ));
-    crate::out::print(&table)?;
-    Ok(worst)
+    let all = crate::verify::run_all(&pairs, args.jobs, |v, m| {
+        let each = VerifyArgs {
+            version: Some(v),
+            mode: Some(m),
+            all: false,
+            reference: false,
+            jars: None,
+            sources: Default::default(),
+            ..args.clone()
+        };
+        one(ws, each)
+    })?;
+    crate::out::print(&all.render(&args.evidence))?;
+    Ok(all.worst())
 }
 
 /// `--soak DURATION --seed N` on one (release, mode).

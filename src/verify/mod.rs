@@ -21,6 +21,7 @@
 //! Not here: processes and tools (cluster/), what is asserted (scenarios/),
 //! which scenarios and pairs a command asks for (`cmd::verify`).
 
+pub mod all;
 pub mod jars;
 pub mod matrix;
 pub mod plan;
@@ -36,6 +37,7 @@ use crate::cluster::Timers;
 use crate::model::{Layers, Mode, Release};
 use crate::scenarios::{Flavor, Scenario};
 
+pub use all::{run_all, AllRun, PairResult};
 pub use jars::{patched_jars, patched_jars_from, JarsSource};
 pub use matrix::{bytecode_verdicts, pair_evidence, write_matrix};
 pub use plan::{placement, run_name};
