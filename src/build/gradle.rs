@@ -22,7 +22,7 @@ pub enum Progress {
 }
 
 /// How a build ended: the jars it produced, or the failure to show.
-pub enum Outcome {
+pub enum GradleResult {
     Built(Vec<PathBuf>),
     /// The build ran and failed: the failing task (when Gradle named one) and the log's tail.
     Failed {
@@ -35,7 +35,7 @@ pub enum Outcome {
 /// Lines of the log shown when a build fails.
 const TAIL_LINES: usize = 40;
 
-pub fn build(root: &Path, release: &Release, mode: Mode, out: &Path, progress: Progress) -> Result<Outcome> {
+pub fn build(root: &Path, release: &Release, mode: Mode, out: &Path, progress: Progress) -> Result<GradleResult> {
     let wrapper = root.join("gradlew");
     if !wrapper.is_file() {
         return Err(Error::Tree {
@@ -111,7 +111,7 @@ pub fn build(root: &Path, release: &Release, mode: Mode, out: &Path, progress: P
         crate::out::progress_end();
     }
     if !status.success() {
-        return Ok(Outcome::Failed {
+        return Ok(GradleResult::Failed {
             task: failed_task,
             tail: tail.into_iter().collect::<Vec<_>>().join("\n"),
             log: log_path,
@@ -134,5 +134,5 @@ pub fn build(root: &Path, release: &Release, mode: Mode, out: &Path, progress: P
             .map_err(|e| Error::io(format!("cannot copy {} to {}", built.display(), dest.display()), e))?;
         jars.push(dest);
     }
-    Ok(Outcome::Built(jars))
+    Ok(GradleResult::Built(jars))
 }

@@ -22,7 +22,7 @@ use super::lock::{self, HomeLock};
 use super::manifest::{Identity, Manifest};
 use super::ondisk;
 use super::pins::Pins;
-use super::verify::{self, Outcome as Verification};
+use super::verify::{self, Verification};
 use crate::build::recheck::{ClaimedJar, Claims, Rechecked};
 use crate::error::{Error, Failure, Outcome, Result};
 use crate::workspace::Workspace;

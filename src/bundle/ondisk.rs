@@ -41,7 +41,12 @@ fn sidecar(f: &Found) -> Sidecar<'_> {
 
 impl OnDisk {
     /// Runs every check; `read_unauthenticated` as in `verify::Inputs`.
-    pub fn verify(&self, pubkey: Option<&str>, pins: &Pins, read_unauthenticated: bool) -> Result<verify::Outcome> {
+    pub fn verify(
+        &self,
+        pubkey: Option<&str>,
+        pins: &Pins,
+        read_unauthenticated: bool,
+    ) -> Result<verify::Verification> {
         let pk = pubkey.map(sign::load_public).transpose()?;
         Ok(verify::verify(&verify::Inputs {
             file_name: &self.file_name,

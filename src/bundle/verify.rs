@@ -43,12 +43,12 @@ pub struct Check {
 }
 
 /// What verification saw: each check, and the content when it could be read.
-pub struct Outcome {
+pub struct Verification {
     pub checks: Vec<Check>,
     pub content: Option<(Unpacked, Manifest, Identity)>,
 }
 
-impl Outcome {
+impl Verification {
     /// Every check passed and the signature was checked.
     pub fn verified(&self) -> bool {
         self.integral()
@@ -110,7 +110,7 @@ fn push(checks: &mut Vec<Check>, check: &'static str, authenticity: bool, r: Res
     checks.push(Check { check, status, detail, authenticity });
 }
 
-pub fn verify(i: &Inputs) -> Outcome {
+pub fn verify(i: &Inputs) -> Verification {
     let mut checks = Vec::new();
 
     // Authenticity of the bytes as a whole, before anything parses them.
@@ -182,7 +182,7 @@ pub fn verify(i: &Inputs) -> Outcome {
             false,
             Ok("not checked: okp decompresses no bundle whose signature, pins or checksums failed".into()),
         );
-        return Outcome { checks, content: None };
+        return Verification { checks, content: None };
     }
 
     // Integrity of the content; the archive is judged before anything else reads it.
@@ -198,7 +198,7 @@ pub fn verify(i: &Inputs) -> Outcome {
         }
         Err(problems) => {
             push(&mut checks, "archive", false, Err(problems.join("; ")));
-            return Outcome { checks, content: None };
+            return Verification { checks, content: None };
         }
     };
     let parsed = match unpacked.files.iter().find(|f| f.path == manifest::FILE_NAME) {
@@ -229,7 +229,7 @@ pub fn verify(i: &Inputs) -> Outcome {
         }
         Err(problems) => {
             push(&mut checks, "manifest", false, Err(problems.join("; ")));
-            return Outcome { checks, content: None };
+            return Verification { checks, content: None };
         }
     };
 
@@ -351,7 +351,7 @@ pub fn verify(i: &Inputs) -> Outcome {
             Ok(format!("{} native libraries, all ELF for {}", natives.len(), id.target))
         },
     );
-    Outcome { checks, content: Some((unpacked, m, id)) }
+    Verification { checks, content: Some((unpacked, m, id)) }
 }
 
 /// The sidecar lines `okp bundle` writes and `sha256sum -c` / `sha512sum -c` read.
@@ -363,7 +363,7 @@ pub fn sidecars(file_name: &str, bundle: &[u8]) -> (String, String) {
 }
 
 /// The report, one line per check.
-pub fn render(o: &Outcome, file: &str) -> String {
+pub fn render(o: &Verification, file: &str) -> String {
     let mut s = String::new();
     for c in &o.checks {
         let mark = match c.status {
@@ -412,7 +412,7 @@ mod tests {
         (kp, bytes, sig, file_name)
     }
 
-    fn run(pk: Option<&PublicKey>, bytes: &[u8], sig: &str, file_name: &str, pins: &Pins, waive: bool) -> Outcome {
+    fn run(pk: Option<&PublicKey>, bytes: &[u8], sig: &str, file_name: &str, pins: &Pins, waive: bool) -> Verification {
         verify(&Inputs {
             file_name,
             bundle: bytes,
@@ -425,7 +425,7 @@ mod tests {
         })
     }
 
-    fn status<'o>(o: &'o Outcome, check: &str) -> (&'o Status, &'o str) {
+    fn status<'o>(o: &'o Verification, check: &str) -> (&'o Status, &'o str) {
         let c = o.checks.iter().find(|c| c.check == check).unwrap_or_else(|| panic!("no {check} check"));
         (&c.status, &c.detail)
     }

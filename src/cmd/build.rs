@@ -57,13 +57,13 @@ pub fn run(ws: &Workspace, args: BuildArgs) -> Result<Outcome> {
                 ));
             }
             match gradle::build(&root, release, mode, &out, args.progress)? {
-                gradle::Outcome::Built(jars) => {
+                gradle::GradleResult::Built(jars) => {
                     for j in &jars {
                         note(format!("built {}", j.display()));
                     }
                     Ok(Outcome::Done)
                 }
-                gradle::Outcome::Failed { task, tail, log } => {
+                gradle::GradleResult::Failed { task, tail, log } => {
                     crate::out::block(&format!("{tail}\n"));
                     note(format!(
                         "gradle failed{}; full log: {}",

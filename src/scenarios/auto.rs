@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::{Ctx, Outcome};
+use super::{Ctx, ScenarioResult};
 use crate::cluster::OBSERVER;
 use crate::error::{Error, Result};
 
@@ -71,7 +71,7 @@ fn about(lines: &[serde_json::Value], part: &str) -> Vec<String> {
         .collect()
 }
 
-pub fn auto(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn auto(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let dir = x.c.journal.dir().join("AUTO-watch");
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     let f = Files { nodes: dir.join("nodes.yaml"), state: dir.join("state.json"), audit: dir.join("audit.log") };

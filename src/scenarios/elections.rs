@@ -28,7 +28,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{last_line, round, Ctx, Outcome};
+use super::{last_line, round, Ctx, ScenarioResult};
 use crate::cluster::tools::gauge;
 use crate::cluster::{BROKERS, OBSERVER};
 use crate::error::{Error, Result};
@@ -47,14 +47,14 @@ const CHECK_SECONDS: u64 = 2;
 /// How many rebalance checks the leader must survive unmoved.
 const CHECKS: u64 = 6;
 
-pub fn pref(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn pref(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     preferred_election_of_an_observer_leader(x, o)?;
     auto_rebalance_with_an_observer_first(x, o)
 }
 
 /// Part 1: create both topics while 1 is down (4 leads each), bring 1 back,
 /// then a preferred election of each.
-fn preferred_election_of_an_observer_leader(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+fn preferred_election_of_an_observer_leader(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     x.c.stop(PRIMARY);
     x.wait(
         o,
@@ -143,7 +143,7 @@ fn preferred_election_of_an_observer_leader(x: &mut Ctx, o: &mut Outcome) -> Res
 /// A preferred election of `topic`, led by the observer: broker 1 takes over if it is in the ISR;
 /// if not, the observer keeps leading and the tool reports PREFERRED_LEADER_NOT_AVAILABLE.
 /// Returns the leader `topic` must keep from now on.
-fn elect_preferred(x: &mut Ctx, o: &mut Outcome, topic: &str) -> Result<i32> {
+fn elect_preferred(x: &mut Ctx, o: &mut ScenarioResult, topic: &str) -> Result<i32> {
     let before = x.state(topic)?;
     o.fact(&format!("{topic}_before_election"), before.show());
     let out = x.c.elect(topic, "preferred", &[])?;
@@ -177,7 +177,7 @@ fn elect_preferred(x: &mut Ctx, o: &mut Outcome, topic: &str) -> Result<i32> {
 }
 
 /// Part 2: `4:1:2` with every broker up, then the auto rebalance on for six checks.
-fn auto_rebalance_with_an_observer_first(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+fn auto_rebalance_with_an_observer_first(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let created = x.c.create_topic(BALANCED, "4:1:2", &[])?;
     o.check("pref-b created with replicas 4,1,2", created.ok(), format!("rc {}", created.rc));
     let s = x.wait(o, BALANCED, Duration::from_secs(20), "pref-b has a leader", "balanced_leader_seconds", |s| {
@@ -208,7 +208,7 @@ fn auto_rebalance_with_an_observer_first(x: &mut Ctx, o: &mut Outcome) -> Result
     Ok(())
 }
 
-fn watch_rebalance_checks(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+fn watch_rebalance_checks(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     // The positive control: with pref-b's leadership moved off broker 1 and 1 back in the ISR, the
     // rebalance must hand it back to 1 (its first non-observer) and never to the observer.
     x.c.stop(PRIMARY);
@@ -302,7 +302,7 @@ fn imbalance_count(x: &mut Ctx) -> Result<(i32, i64)> {
 /// (the observer: started), a controller with the quorum led again. Every
 /// file is written first, so a node that the suite's recovery starts after a
 /// failure here starts with the configuration asked for.
-fn rolling_restart(x: &mut Ctx, o: &mut Outcome, ids: &[i32], lines: &[&str], what: &str) -> Result<()> {
+fn rolling_restart(x: &mut Ctx, o: &mut ScenarioResult, ids: &[i32], lines: &[&str], what: &str) -> Result<()> {
     let t0 = Instant::now();
     for &id in ids {
         x.c.set_server_overrides(id, lines)?;

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{last_line, round, Ctx, Flavor, Outcome};
+use super::{last_line, round, Ctx, Flavor, ScenarioResult};
 use crate::cluster::tools::PartitionState;
 use crate::cluster::{Cluster, OBSERVER};
 use crate::error::Result;
@@ -14,7 +14,7 @@ fn bound(x: &Ctx, extra_s: u64) -> Duration {
 }
 
 /// S1: kill -9 the leader of obs; a primary takes over, never the observer; no acked record is lost.
-pub fn s1_leader_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn s1_leader_crash(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let before = x.state("obs")?;
     let Some(old) = before.leader else {
         o.check("obs has a leader before the crash", false, before.show());
@@ -57,7 +57,7 @@ pub fn s1_leader_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 }
 
 /// S2: kill -9 an ISR follower: the leader stays, the ISR shrinks, writes go on.
-pub fn s2_follower_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn s2_follower_crash(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let before = x.state("obs")?;
     let leader = before.leader;
     let Some(f) = before.isr.iter().copied().find(|i| Some(*i) != leader && *i != OBSERVER) else {
@@ -96,7 +96,7 @@ pub fn s2_follower_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 
 /// S3: kill -9 the observer while a producer runs: no error, ISR and leader
 /// unchanged; after restart its log is byte-identical to the leader's.
-pub fn s3_observer_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn s3_observer_crash(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let before = x.state("obs")?;
     let mut kill = |c: &mut Cluster| {
         std::thread::sleep(Duration::from_millis(1500));
@@ -143,7 +143,7 @@ pub fn s3_observer_crash(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 /// must show no leader (never the observer); an explicit unclean election is
 /// refused; after promotion (observer.ids emptied everywhere) an explicit
 /// unclean election makes 4 the leader and every acked record is readable.
-pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let leader = x.state("obs")?.leader.unwrap_or(1);
     let (same, secs) = x.c.wait_replica_identical(OBSERVER, leader, "obs", Duration::from_secs(30));
     o.check("before the crash the observer holds the leader's log", same, format!("after {secs:.1} s"));
@@ -286,7 +286,7 @@ pub fn s4_all_primaries_down(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 
 /// S8: kill -9 the active controller; the new one still leaves the observer
 /// out of a new partition's ISR and refuses it as preferred leader.
-pub fn s8_controller_failover(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn s8_controller_failover(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let Some(old) = x.c.active_controller()? else {
         o.check("the active controller is known", false, "no controller id in the tool output");
         return Ok(());
@@ -343,7 +343,7 @@ const STALE_TOPIC: &str = "stale";
 /// names 4, first among the live replicas, and the election must pass over it
 /// to 2. Upstream's ZooKeeper controller trusts the ISR here (zk-election-gate);
 /// a KRaft controller's gate is on every path.
-pub fn stale_isr_election(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn stale_isr_election(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let all = x.c.kafka_nodes();
     let created = x.c.create_topic(STALE_TOPIC, "1:4:2", &["min.insync.replicas=2"])?;
     o.check("topic stale created (1:4:2, min.insync.replicas=2)", created.ok(), format!("rc {}", created.rc));

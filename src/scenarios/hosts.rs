@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::{round, Ctx, Outcome};
+use super::{round, Ctx, ScenarioResult};
 use crate::error::{Error, Result};
 use crate::hosts;
 use crate::hosts::cluster::HostCluster;
@@ -51,7 +51,7 @@ fn okp_path() -> Result<PathBuf> {
         .map_err(|e| Error::io("cannot find the okp binary", e))
 }
 
-pub fn hosts(ctx: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn hosts(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     if let Err(why) = hosts::available() {
         return Err(Error::External(format!("HOSTS needs network namespaces: {why}")));
     }
@@ -90,7 +90,7 @@ pub fn hosts(ctx: &mut Ctx, o: &mut Outcome) -> Result<()> {
     r
 }
 
-fn run(hc: &mut HostCluster, o: &mut Outcome, note: &mut dyn FnMut(&str)) -> Result<()> {
+fn run(hc: &mut HostCluster, o: &mut ScenarioResult, note: &mut dyn FnMut(&str)) -> Result<()> {
     hc.create_topic("obs", "1:2:3:4", &["min.insync.replicas=2"])?;
     // Before the roll the brokers run the release's jars. In ZooKeeper mode the controller is a
     // broker too, so 4 is a normal replica; in KRaft the controllers already carry the patch
@@ -217,7 +217,7 @@ fn installed(hc: &HostCluster, id: i32) -> bool {
 }
 
 /// Part 1: the Ansible roll under acks=all writes, with its failure case.
-fn roll(hc: &mut HostCluster, o: &mut Outcome, note: &mut dyn FnMut(&str)) -> Result<()> {
+fn roll(hc: &mut HostCluster, o: &mut ScenarioResult, note: &mut dyn FnMut(&str)) -> Result<()> {
     let okp = okp_path()?;
     let dir = hc.topo.dir.join("ansible-role");
     for (file, text) in ROLE {
@@ -396,7 +396,12 @@ impl Fault {
 }
 
 /// Part 2 and 3: promote, demote, each fault, and the watchdog, over ssh.
-fn observers_over_ssh(hc: &mut HostCluster, o: &mut Outcome, note: &mut dyn FnMut(&str), nodes: &Path) -> Result<()> {
+fn observers_over_ssh(
+    hc: &mut HostCluster,
+    o: &mut ScenarioResult,
+    note: &mut dyn FnMut(&str),
+    nodes: &Path,
+) -> Result<()> {
     let as_before = files(hc);
     let (rc, out, err, secs) = observers(hc, &["promote", "--broker", "4", "--timeout", "60"], nodes, 20)?;
     note(&format!("$ okp observers promote --broker 4 (over ssh)\n  exit {rc} in {secs:.1} s\n{out}{err}"));

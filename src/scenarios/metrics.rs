@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{Ctx, Outcome};
+use super::{Ctx, ScenarioResult};
 use crate::cluster::tools::gauge;
 use crate::cluster::tools::PartitionState;
 use crate::cluster::{BROKERS, OBSERVER};
@@ -32,7 +32,7 @@ const BROKER_GAUGES: [&str; 5] =
 /// and `broker.<gauge>`, as integers.
 type Gauges = BTreeMap<String, i64>;
 
-fn read(x: &mut Ctx, o: &mut Outcome, id: i32, label: &str) -> Result<Gauges> {
+fn read(x: &mut Ctx, o: &mut ScenarioResult, id: i32, label: &str) -> Result<Gauges> {
     // Whole object names, no patterns: 2.7's JmxTool cannot combine patterns with --one-time.
     let names: Vec<String> = PARTITION_GAUGES
         .iter()
@@ -83,7 +83,7 @@ fn show(g: &Gauges) -> String {
 /// see the old lag.
 fn read_until(
     x: &mut Ctx,
-    o: &mut Outcome,
+    o: &mut ScenarioResult,
     id: i32,
     label: &str,
     want: &[(&str, i64)],
@@ -105,7 +105,7 @@ fn read_until(
     }
 }
 
-fn expect(o: &mut Outcome, what: &str, g: &Gauges, want: &[(&str, i64)]) -> bool {
+fn expect(o: &mut ScenarioResult, what: &str, g: &Gauges, want: &[(&str, i64)]) -> bool {
     let bad: Vec<String> = want
         .iter()
         .filter(|(k, v)| g.get(*k) != Some(v))
@@ -135,7 +135,7 @@ type Partitions = Vec<(String, u32, PartitionState)>;
 /// gauges are read between two describes of every topic; if a leader moved in
 /// between (a preferred election, say), the reads are made again, at most
 /// three times.
-fn cluster_wide(x: &mut Ctx, o: &mut Outcome, settle: Duration) -> Result<()> {
+fn cluster_wide(x: &mut Ctx, o: &mut ScenarioResult, settle: Duration) -> Result<()> {
     let t0 = std::time::Instant::now();
     let mut all = x.c.describe_all()?;
     while all.iter().any(|(_, _, s)| s.in_isr(OBSERVER)) && t0.elapsed() < settle {
@@ -203,7 +203,7 @@ fn cluster_wide(x: &mut Ctx, o: &mut Outcome, settle: Duration) -> Result<()> {
     Ok(())
 }
 
-pub fn met(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn met(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let all = x.c.kafka_nodes();
     let audit_before: std::collections::BTreeSet<String> = x.c.grep_logs(&["OBSERVER AUDIT"]).into_iter().collect();
     let out = x.c.create_topic(TOPIC, "1:2:3:4", &["min.insync.replicas=2"])?;

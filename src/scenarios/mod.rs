@@ -48,7 +48,7 @@ pub struct Scenario {
     pub title: &'static str,
     /// A gate scenario must fail on upstream jars: it is what tells the two apart.
     pub gate: bool,
-    run: fn(&mut Ctx, &mut Outcome) -> Result<()>,
+    run: fn(&mut Ctx, &mut ScenarioResult) -> Result<()>,
 }
 
 pub const SCENARIOS: &[Scenario] = &[
@@ -175,7 +175,7 @@ pub struct Check {
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Outcome {
+pub struct ScenarioResult {
     pub id: String,
     pub title: String,
     pub gate: bool,
@@ -192,10 +192,10 @@ pub struct Outcome {
     pub lane: Option<u8>,
 }
 
-impl Outcome {
+impl ScenarioResult {
     /// A scenario's outcome before it runs: not passed, no checks, its journal `evidence`.
-    pub fn of(s: &Scenario, evidence: String, lane: Option<u8>) -> Outcome {
-        Outcome {
+    pub fn of(s: &Scenario, evidence: String, lane: Option<u8>) -> ScenarioResult {
+        ScenarioResult {
             id: s.id.into(),
             title: s.title.into(),
             gate: s.gate,
@@ -262,7 +262,7 @@ impl Ctx<'_> {
     }
 
     /// Produces `n` records to `obs`, journals the outcome, and records what was acked.
-    pub fn produce_obs(&mut self, o: &mut Outcome, tag: &str, n: usize, exclude: &[i32]) -> Result<Produced> {
+    pub fn produce_obs(&mut self, o: &mut ScenarioResult, tag: &str, n: usize, exclude: &[i32]) -> Result<Produced> {
         let p = self.c.produce("obs", tag, n, exclude)?;
         self.sent += p.sent;
         self.ledger.extend(p.values.iter().cloned());
@@ -275,7 +275,7 @@ impl Ctx<'_> {
     }
 
     /// Reads `obs` back from the earliest offset: every acked record must be there, once.
-    pub fn read_back(&mut self, o: &mut Outcome, label: &str, exclude: &[i32]) -> Result<bool> {
+    pub fn read_back(&mut self, o: &mut ScenarioResult, label: &str, exclude: &[i32]) -> Result<bool> {
         let got = self.c.consume("obs", self.sent, false, exclude)?;
         self.judge_read_back(o, label, got)
     }
@@ -283,12 +283,12 @@ impl Ctx<'_> {
     /// `read_back` with okp's group-less reader, for a cluster where the group coordinator may
     /// be offline (every primary down): what is proven is the leader serving the records, not
     /// the group coordinator's availability.
-    pub fn read_back_without_group(&mut self, o: &mut Outcome, label: &str, exclude: &[i32]) -> Result<bool> {
+    pub fn read_back_without_group(&mut self, o: &mut ScenarioResult, label: &str, exclude: &[i32]) -> Result<bool> {
         let got = self.c.consume_without_group("obs", self.sent, exclude)?;
         self.judge_read_back(o, label, got)
     }
 
-    fn judge_read_back(&mut self, o: &mut Outcome, label: &str, got: Vec<String>) -> Result<bool> {
+    fn judge_read_back(&mut self, o: &mut ScenarioResult, label: &str, got: Vec<String>) -> Result<bool> {
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
         for v in &got {
             *seen.entry(v.as_str()).or_default() += 1;
@@ -309,7 +309,7 @@ impl Ctx<'_> {
     /// Watches `topic` for `hold`, failing the check if `bad` is ever true.
     pub fn hold(
         &mut self,
-        o: &mut Outcome,
+        o: &mut ScenarioResult,
         topic: &str,
         hold: Duration,
         name: &str,
@@ -323,7 +323,7 @@ impl Ctx<'_> {
     /// topic, named by `name`; whether each held.
     pub fn hold_all(
         &mut self,
-        o: &mut Outcome,
+        o: &mut ScenarioResult,
         topics: &[&str],
         hold: Duration,
         name: impl Fn(&str) -> String,
@@ -349,7 +349,7 @@ impl Ctx<'_> {
     /// Waits until `pred` holds for `topic`; records the time as fact `fact`.
     pub fn wait(
         &mut self,
-        o: &mut Outcome,
+        o: &mut ScenarioResult,
         topic: &str,
         timeout: Duration,
         name: &str,
@@ -370,7 +370,7 @@ impl Ctx<'_> {
     }
 
     /// Observer files back to `4` everywhere, and broker 4 out of the ISR of `topic`.
-    pub fn restore_observer(&mut self, o: &mut Outcome, topic: &str) -> Result<()> {
+    pub fn restore_observer(&mut self, o: &mut ScenarioResult, topic: &str) -> Result<()> {
         let all = self.c.kafka_nodes();
         self.c.set_observers(&all, "4\n")?;
         if self.flavor == Flavor::Patched {
@@ -421,7 +421,12 @@ pub fn round(x: f64) -> f64 {
 
 /// Runs the selected scenarios in suite order on a cluster whose topics exist; `lane` names the
 /// lane in a run of several (its outcomes and its lines on stderr say which).
-pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario], lane: Option<u8>) -> Vec<Outcome> {
+pub fn run_suite(
+    c: &mut Cluster,
+    flavor: Flavor,
+    selected: &[&'static Scenario],
+    lane: Option<u8>,
+) -> Vec<ScenarioResult> {
     let tag = lane.map(|l| format!("[lane {l}] ")).unwrap_or_default();
     let mut ctx = Ctx { c, flavor, ledger: Vec::new(), sent: 0, last: false };
     let mut outcomes = Vec::new();
@@ -434,7 +439,7 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
         ctx.last = i + 1 == run.len();
         let stem = s.id.to_string();
         ctx.c.journal.begin(&stem, &format!("{} — {}", s.id, s.title));
-        let mut o = Outcome::of(s, ctx.c.journal.current().to_string(), lane);
+        let mut o = ScenarioResult::of(s, ctx.c.journal.current().to_string(), lane);
         crate::out::note(format!("verify: {tag}{} {} …", s.id, s.title));
         let t0 = Instant::now();
         // Every scenario starts on a cluster where every node has read the last observer.ids
@@ -497,7 +502,7 @@ pub fn run_suite(c: &mut Cluster, flavor: Flavor, selected: &[&'static Scenario]
 /// `Cluster::wait_state`) against the release's own describe of every topic: on the shared
 /// topics, leader, replicas and ISR must be the same. Asked up to three times, a second apart,
 /// while a change settles.
-fn cross_check(c: &mut Cluster, o: &mut Outcome) -> Result<()> {
+fn cross_check(c: &mut Cluster, o: &mut ScenarioResult) -> Result<()> {
     const NAME: &str =
         "okp's metadata probe and the release's describe agree on the shared topics (leader, replicas, ISR)";
     let mut detail = String::new();

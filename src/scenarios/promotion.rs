@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{round, Ctx, Outcome};
+use super::{round, Ctx, ScenarioResult};
 use crate::cluster::tools::{parse_perf, Tool};
 use crate::cluster::{args, OBSERVER};
 use crate::error::Result;
@@ -12,7 +12,7 @@ use crate::model::Mode;
 
 /// S5: the observer misses 30 000 records, then restarts and is promoted at
 /// once. It joins the ISR only once caught up; the HW never goes backwards.
-pub fn s5_lagging_promotion(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn s5_lagging_promotion(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     x.c.kill9(OBSERVER);
     let boot = x.c.bootstrap(&[OBSERVER]);
     let props = format!("bootstrap.servers={boot}");
@@ -92,7 +92,7 @@ pub fn s5_lagging_promotion(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 
 /// DEM: on a healthy topic, promote 4 (it joins the ISR), then demote it
 /// again (it leaves the ISR through the native shrink); both timed.
-pub fn demotion(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn demotion(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let all = x.c.kafka_nodes();
     x.c.set_observers(&all, "")?;
     let t = x.lag() + x.ttl() + Duration::from_secs(20);
@@ -111,7 +111,7 @@ pub fn demotion(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 /// controllers do not; the controllers must reject every AlterPartition that
 /// adds 4 (INELIGIBLE_REPLICA) and the committed ISR must not change. ZK: only
 /// the partition leader's file decides; promoting 4 elsewhere changes nothing.
-pub fn s6_inconsistent(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn s6_inconsistent(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let s = x.state("obs")?;
     let leader = s.leader.unwrap_or(1);
     let (first, second): (Vec<i32>, Vec<i32>) = if x.c.mode == Mode::Kraft {
@@ -163,7 +163,7 @@ pub fn s6_inconsistent(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 /// S7: observer.ids becomes garbage, unreadable (a directory: root ignores
 /// file modes), then is deleted. Each time the set stays as it was (4 is an
 /// observer), no process dies, and acks=all writes continue.
-pub fn s7_bad_file(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn s7_bad_file(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let all = x.c.kafka_nodes();
     let hold = x.ttl() + Duration::from_secs(4);
     // Garbage: tokens that are not ids are ignored, so `4` still parses.

@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{round, Ctx, Flavor, Outcome};
+use super::{round, Ctx, Flavor, ScenarioResult};
 use crate::cluster::tools::{parse_perf, parse_reassign_status, PartitionState, ReassignStatus, Running, Tool};
 use crate::cluster::{args, OBSERVER};
 use crate::error::Result;
@@ -41,7 +41,7 @@ const MOVE_BACK: Step =
     };
 const REMOVE: Step = Step { label: "remove", target: &[1, 2, 3], what: "the observer removed (→ 1,2,3)" };
 
-pub fn reassign(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn reassign(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let created = x.c.create_topic(TOPIC, "1:2:3", &["min.insync.replicas=2"])?;
     o.check("topic ra created on brokers 1,2,3", created.ok(), format!("rc {}", created.rc));
     let healthy = |s: &PartitionState| s.leader == Some(1) && s.isr.len() == 3;
@@ -86,7 +86,7 @@ pub fn reassign(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 }
 
 /// A reassignment whose targets are all observers is refused, and nothing changes.
-fn refuse_observers_only(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+fn refuse_observers_only(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let out = x.c.reassign(TOPIC, &[OBSERVER], "--execute")?;
     let said = format!("{}\n{}", out.stdout, out.stderr);
     let line = said.lines().find(|l| l.contains("is an observer")).unwrap_or("").trim().to_string();
@@ -113,7 +113,7 @@ fn refuse_observers_only(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 /// ZooKeeper mode's other entry point: the same reassignment written to /admin/reassign_partitions
 /// (what `kafka-reassign-partitions --zookeeper` did up to 2.8). The controller refuses it, removes
 /// it from the znode and logs why; nothing changes.
-fn refuse_through_znode(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+fn refuse_through_znode(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     const ZNODE: &str = "/admin/reassign_partitions";
     let json = format!(
         "{{\"version\":1,\"partitions\":[{{\"topic\":\"{TOPIC}\",\"partition\":0,\"replicas\":[{OBSERVER}]}}]}}"
@@ -149,7 +149,7 @@ fn refuse_through_znode(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 
 /// Runs one step under a producer: --execute, --verify until complete, the observer watched
 /// throughout and for a lag period after. Returns the instant the step completed.
-fn run_step(x: &mut Ctx, o: &mut Outcome, step: &Step, acked: &mut usize) -> Result<Option<Instant>> {
+fn run_step(x: &mut Ctx, o: &mut ScenarioResult, step: &Step, acked: &mut usize) -> Result<Option<Instant>> {
     let tag = step.label;
     let boot = x.c.bootstrap(&[]);
     let producer = x.c.tools.spawn(Tool::Perf, &perf_args(&boot, STEP_RECORDS, STEP_RATE), None)?;
@@ -222,7 +222,7 @@ fn run_step(x: &mut Ctx, o: &mut Outcome, step: &Step, acked: &mut usize) -> Res
 }
 
 /// The records written before any reassignment, unthrottled; returns how many were acked.
-fn prefill(x: &mut Ctx, o: &mut Outcome) -> Result<usize> {
+fn prefill(x: &mut Ctx, o: &mut ScenarioResult) -> Result<usize> {
     let boot = x.c.bootstrap(&[]);
     let producer = x.c.tools.spawn(Tool::Perf, &perf_args(&boot, PREFILL, 0), None)?;
     let acked = finish_producer(x, o, "prefill", producer, PREFILL, false)?;
@@ -253,7 +253,14 @@ fn perf_args(boot: &str, n: usize, rate: usize) -> Vec<String> {
 /// Waits for a producer, journals it, and checks every record acked and, for a rate-limited one
 /// (`paced`: its latency is the broker's, not a send queue's), no write stalled; returns how many
 /// were acked (all `n`, or 0 when any failed).
-fn finish_producer(x: &mut Ctx, o: &mut Outcome, tag: &str, producer: Running, n: usize, paced: bool) -> Result<usize> {
+fn finish_producer(
+    x: &mut Ctx,
+    o: &mut ScenarioResult,
+    tag: &str,
+    producer: Running,
+    n: usize,
+    paced: bool,
+) -> Result<usize> {
     let out = producer.finish(Duration::from_secs(120));
     x.c.journal.tool(Tool::Perf.label(), &out);
     let p = parse_perf(&out.stdout);
@@ -286,7 +293,7 @@ fn finish_producer(x: &mut Ctx, o: &mut Outcome, tag: &str, producer: Running, n
 
 /// Nothing lost, nothing doubled: the consumer reads exactly the acked count, and the end
 /// offset equals it.
-fn count_matches(x: &mut Ctx, o: &mut Outcome, tag: &str, acked: usize) -> Result<()> {
+fn count_matches(x: &mut Ctx, o: &mut ScenarioResult, tag: &str, acked: usize) -> Result<()> {
     let read = x.c.consume(TOPIC, acked, false, &[])?.len();
     let end = x.c.end_offset(TOPIC, &[])?;
     o.fact(&format!("{tag}_read_back"), serde_json::json!({"acked": acked, "read": read, "end_offset": end}));
@@ -300,7 +307,7 @@ fn count_matches(x: &mut Ctx, o: &mut Outcome, tag: &str, acked: usize) -> Resul
 
 /// `broker` holds the whole log once the step is done: its log end offset equals the leader's
 /// (okp's probe), then its segment equals the leader's byte for byte.
-fn whole_log(x: &mut Ctx, o: &mut Outcome, broker: i32, done: Instant) -> Result<()> {
+fn whole_log(x: &mut Ctx, o: &mut ScenarioResult, broker: i32, done: Instant) -> Result<()> {
     let leader = x.state(TOPIC)?.leader.unwrap_or(1);
     let t0 = Instant::now();
     let mut last = (None, None);
@@ -332,7 +339,7 @@ fn whole_log(x: &mut Ctx, o: &mut Outcome, broker: i32, done: Instant) -> Result
 }
 
 /// Removing the observer works as upstream: its replica of ra is deleted from its disk.
-fn observer_replica_deleted(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+fn observer_replica_deleted(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let dir = x.c.node(OBSERVER).dir.join("data").join(format!("{TOPIC}-0"));
     let t0 = Instant::now();
     while dir.exists() && t0.elapsed() < Duration::from_secs(30) {

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::{Ctx, Flavor, Outcome};
+use super::{Ctx, Flavor, ScenarioResult};
 use crate::cluster::client::{self, Client, Said};
 use crate::cluster::homes;
 use crate::cluster::node::Role;
@@ -46,7 +46,7 @@ impl Action {
     }
 }
 
-pub fn roll(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn roll(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     if x.flavor == Flavor::Upstream || x.c.bundle.is_none() {
         o.check("ROLL needs a patched run (the bundle installed in every node's home)", false, "none here");
         return Ok(());
@@ -115,7 +115,7 @@ pub fn roll(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 
 /// Every node killed, `okp rollback` on each home, every node started again (controllers first);
 /// done when the primaries are back in obs's ISR. Returns its seconds.
-fn cold_start_on_release_jars(x: &mut Ctx, o: &mut Outcome, down: &[i32], up: &[i32]) -> Result<f64> {
+fn cold_start_on_release_jars(x: &mut Ctx, o: &mut ScenarioResult, down: &[i32], up: &[i32]) -> Result<f64> {
     let t0 = std::time::Instant::now();
     let mut failed = Vec::new();
     for &id in down {
@@ -165,7 +165,7 @@ fn cold_start_on_release_jars(x: &mut Ctx, o: &mut Outcome, down: &[i32], up: &[
 /// stays down until the producer has had `ACKS_IN_WINDOW` acks without it.
 fn roll_through(
     x: &mut Ctx,
-    o: &mut Outcome,
+    o: &mut ScenarioResult,
     traffic: &Traffic,
     order: &[i32],
     action: Action,
@@ -271,7 +271,7 @@ impl Traffic {
 
     /// Stops the producer (everything in flight answered), lets the consumer catch up with the
     /// last ack, stops it, and judges both; the acked records join the scenario's ledger.
-    fn finish(self, x: &mut Ctx, o: &mut Outcome) {
+    fn finish(self, x: &mut Ctx, o: &mut ScenarioResult) {
         let Traffic { producer, consumer, .. } = self;
         let (sent_lines, producer_done) = producer.stop(Duration::from_secs(60));
         let (mut acked, mut errors, mut notes) = (Vec::new(), Vec::new(), Vec::new());

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::{round, Ctx, Flavor, Outcome};
+use super::{round, Ctx, Flavor, ScenarioResult};
 use crate::cluster::tools::Tool;
 use crate::cluster::{args, rack_of, OBSERVER};
 use crate::error::Result;
@@ -19,7 +19,7 @@ const PRIMARIES: [i32; 3] = [1, 2, 3];
 /// enters the ISR or leads; min.insync.replicas counts the three primaries only
 /// (one primary down refuses acks=all with four replicas alive); promoting one
 /// observer leaves the other out; with both frozen, acks=all goes on.
-pub fn multi(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn multi(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let both = format!("{OBSERVER}\n{SECOND}\n");
     let nodes = x.c.kafka_nodes();
     x.c.set_observers(&nodes, &both)?;
@@ -44,7 +44,7 @@ pub fn multi(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
     r
 }
 
-fn multi_steps(x: &mut Ctx, o: &mut Outcome, both: &str) -> Result<()> {
+fn multi_steps(x: &mut Ctx, o: &mut ScenarioResult, both: &str) -> Result<()> {
     let patched = x.flavor == Flavor::Patched;
     let out = x.c.create_topic("multi", "1:2:3:4:5", &["min.insync.replicas=3"])?;
     o.check("topic multi created on 1:2:3:4:5 (min.insync.replicas=3)", out.ok(), format!("rc {}", out.rc));
@@ -147,7 +147,7 @@ fn multi_steps(x: &mut Ctx, o: &mut Outcome, both: &str) -> Result<()> {
 /// moves, it serves only up to the high watermark (also while it holds records
 /// past it), read_committed sees exactly the committed records, and with the
 /// observer frozen the consumer never reads anything that was not committed.
-pub fn ffo(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn ffo(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let rack = rack_of(OBSERVER);
     let client_rack = format!("client.rack={rack}");
     let out = x.c.create_topic("ffo", "1:2:3:4", &["min.insync.replicas=2"])?;
@@ -265,7 +265,7 @@ fn bytes_out(x: &mut Ctx, id: i32, meter: &str) -> Option<f64> {
 /// the observer (still fetching) holds those records too. At every poll a
 /// consumer's fetch from the observer must end at or below the leader's high
 /// watermark read right after it.
-fn uncommitted_window(x: &mut Ctx, o: &mut Outcome, leader: i32, rack: &str) -> Result<()> {
+fn uncommitted_window(x: &mut Ctx, o: &mut ScenarioResult, leader: i32, rack: &str) -> Result<()> {
     let boot = x.c.bootstrap(&[]);
     let props = format!("bootstrap.servers={boot}");
     let a = args(&[
@@ -361,7 +361,7 @@ fn own_end(p: &mut Probe) -> Option<i64> {
     p.latest_offsets(crate::wire::DEBUGGING, std::slice::from_ref(&key))?.remove(&key)?.ok()
 }
 
-fn frozen_read(x: &mut Ctx, o: &mut Outcome, client_rack: &str, committed_before: &[String]) -> Result<()> {
+fn frozen_read(x: &mut Ctx, o: &mut ScenarioResult, client_rack: &str, committed_before: &[String]) -> Result<()> {
     // Not idempotent: an idempotent producer may ask the frozen observer (still in the metadata) for
     // its producer id and time out every record (seen once in CI's zk suite on a loaded machine).
     let p = x.c.produce_not_idempotent("ffo", "FFO-frozen", 100, &[OBSERVER])?;

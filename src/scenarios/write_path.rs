@@ -4,14 +4,14 @@
 
 use std::time::{Duration, Instant};
 
-use super::{round, Ctx, Flavor, Outcome, TOPICS};
+use super::{round, Ctx, Flavor, ScenarioResult, TOPICS};
 use crate::cluster::tools::{parse_perf, Tool};
 use crate::cluster::{args, OBSERVER};
 use crate::error::Result;
 
 /// INIT: every topic was created with broker 4 assigned; 4 must be outside
 /// the ISR and not the leader, yet host a byte-identical copy of the log.
-pub fn init(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn init(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     for (topic, assignment, _) in TOPICS {
         let s = x.state(topic)?;
         o.fact(&format!("{topic}_initial"), s.show());
@@ -52,7 +52,7 @@ pub fn init(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 /// then with the observer frozen (SIGSTOP) while its records flow: a patched
 /// leader never waits for the observer, so p99 stays far below
 /// replica.lag.time.max.ms.
-pub fn latency(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn latency(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let boot = x.c.bootstrap(&[OBSERVER]);
     let props = format!("bootstrap.servers={boot}");
     // Not idempotent: an idempotent producer (the default from 3.0) first asks the least loaded
@@ -143,7 +143,7 @@ pub fn latency(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
 /// TXN: transactional writes (ProducerPerformance, commits every 200 ms); the
 /// read_committed view has every record, and the observer holds the same
 /// batches, control batches included.
-pub fn transactions(x: &mut Ctx, o: &mut Outcome) -> Result<()> {
+pub fn transactions(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let boot = x.c.bootstrap(&[]);
     let props = format!("bootstrap.servers={boot}");
     let a = args(&[

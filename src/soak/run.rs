@@ -15,7 +15,7 @@ use crate::cluster::client;
 use crate::cluster::journal::Journal;
 use crate::cluster::runtime::Runtime;
 use crate::cluster::{Cluster, Timers, OBSERVER};
-use crate::error::{Error, Outcome as Exit, Result};
+use crate::error::{Error, Outcome, Result};
 use crate::model::{Layers, Mode, Release};
 use crate::workspace::Workspace;
 
@@ -34,7 +34,7 @@ pub struct Options {
 
 const TOPIC: &str = "soak";
 
-pub fn run(ws: &Workspace, o: Options) -> Result<Exit> {
+pub fn run(ws: &Workspace, o: Options) -> Result<Outcome> {
     let name = format!("{}-{}-seed{}", o.release.version, o.mode, o.seed);
     let build = crate::verify::patched_jars(ws, &o.release, o.mode, &o.layers, None)?;
     let rt = Runtime::assemble(&ws.maven, o.release.version, Some(&build))?;
@@ -60,7 +60,7 @@ pub fn run(ws: &Workspace, o: Options) -> Result<Exit> {
     } else {
         crate::out::note(format!("soak {name}: run directory (node logs) kept at {}", run_dir.display()));
     }
-    Ok(Exit::check(verdict.ok()))
+    Ok(Outcome::check(verdict.ok()))
 }
 
 /// A fault being held: what undoes it, and when.

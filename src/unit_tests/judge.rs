@@ -16,10 +16,10 @@
 use std::collections::BTreeMap;
 
 use super::data::Family;
-use crate::verify::unit_record::{Change, Config, Kind, Outcome, Regression};
+use crate::verify::unit_record::{Change, Config, Kind, Regression, TestOutcome};
 
 /// Test name → outcome, for one configuration.
-pub type Outcomes = BTreeMap<String, Outcome>;
+pub type Outcomes = BTreeMap<String, TestOutcome>;
 
 /// What the three configurations say together.
 #[derive(Debug, Default, PartialEq)]
@@ -42,8 +42,8 @@ impl Judgement {
     }
 }
 
-fn missing() -> Outcome {
-    Outcome::Fail {
+fn missing() -> TestOutcome {
+    TestOutcome::Fail {
         kind: Kind::Exception,
         exception: "(absent)".into(),
         message: "no result in this configuration".into(),
@@ -95,8 +95,8 @@ pub fn judge(family: &Family, upstream: &Outcomes, patched: &Outcomes, observers
             continue;
         }
         let explained = family.explains(test);
-        let comparable = upstream.get(test).is_some_and(Outcome::passed);
-        let review = matches!(o, Outcome::Fail { kind: Kind::Exception | Kind::Timeout, .. });
+        let comparable = upstream.get(test).is_some_and(TestOutcome::passed);
+        let review = matches!(o, TestOutcome::Fail { kind: Kind::Exception | Kind::Timeout, .. });
         let change = Change {
             test: test.clone(),
             patched: p,
@@ -136,11 +136,11 @@ mod tests {
         f
     }
 
-    fn fail(kind: Kind) -> Outcome {
-        Outcome::Fail { kind, exception: "x".into(), message: "m".into() }
+    fn fail(kind: Kind) -> TestOutcome {
+        TestOutcome::Fail { kind, exception: "x".into(), message: "m".into() }
     }
 
-    fn of(items: &[(&str, Outcome)]) -> Outcomes {
+    fn of(items: &[(&str, TestOutcome)]) -> Outcomes {
         items.iter().map(|(t, o)| (t.to_string(), o.clone())).collect()
     }
 
@@ -148,22 +148,22 @@ mod tests {
     fn only_failures_that_would_fail_the_run_are_run_again() {
         let e = Expected { test: "PartitionTest.explained".into(), rule: "rule 1".into(), why: "w".into() };
         let up = of(&[
-            ("PartitionTest.flake()", Outcome::Pass),
-            ("PartitionTest.explained()", Outcome::Pass),
-            ("PartitionTest.odd()", Outcome::Pass),
+            ("PartitionTest.flake()", TestOutcome::Pass),
+            ("PartitionTest.explained()", TestOutcome::Pass),
+            ("PartitionTest.odd()", TestOutcome::Pass),
             ("PartitionTest.brokenUpstream()", fail(Kind::Exception)),
         ]);
         let p = of(&[
             ("PartitionTest.flake()", fail(Kind::Exception)),
-            ("PartitionTest.explained()", Outcome::Pass),
-            ("PartitionTest.odd()", Outcome::Pass),
+            ("PartitionTest.explained()", TestOutcome::Pass),
+            ("PartitionTest.odd()", TestOutcome::Pass),
             ("PartitionTest.brokenUpstream()", fail(Kind::Exception)),
         ]);
         let o = of(&[
-            ("PartitionTest.flake()", Outcome::Pass),
+            ("PartitionTest.flake()", TestOutcome::Pass),
             ("PartitionTest.explained()", fail(Kind::Assertion)),
             ("PartitionTest.odd()", fail(Kind::Timeout)),
-            ("PartitionTest.brokenUpstream()", Outcome::Pass),
+            ("PartitionTest.brokenUpstream()", TestOutcome::Pass),
         ]);
         let all: BTreeMap<Config, Outcomes> =
             [(Config::Upstream, up), (Config::Patched, p), (Config::Observers, o)].into();
@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn a_test_passing_upstream_and_failing_patched_is_a_regression() {
-        let up = of(&[("A.t()", Outcome::Pass), ("A.u()", fail(Kind::Assertion)), ("A.v()", Outcome::Pass)]);
+        let up = of(&[("A.t()", TestOutcome::Pass), ("A.u()", fail(Kind::Assertion)), ("A.v()", TestOutcome::Pass)]);
         let p = of(&[("A.t()", fail(Kind::Assertion)), ("A.u()", fail(Kind::Assertion))]);
         let j = judge(&family(vec![]), &up, &p, &p);
         let names: Vec<&str> = j.regressions.iter().map(|r| r.test.as_str()).collect();
@@ -189,14 +189,14 @@ mod tests {
 
     #[test]
     fn an_observer_change_fails_unless_a_rule_explains_it() {
-        let p = of(&[("PartitionTest.t(boolean)[1]", Outcome::Pass), ("PartitionTest.u()", Outcome::Pass)]);
+        let p = of(&[("PartitionTest.t(boolean)[1]", TestOutcome::Pass), ("PartitionTest.u()", TestOutcome::Pass)]);
         let o =
             of(&[("PartitionTest.t(boolean)[1]", fail(Kind::Assertion)), ("PartitionTest.u()", fail(Kind::Timeout))]);
         let j = judge(&family(vec![]), &p, &p, &o);
         assert_eq!((j.changes.len(), j.unexplained(), j.ok()), (2, 2, false));
         assert!(j.changes[1].review && !j.changes[0].review);
         // A test that fails upstream is not evidence either way.
-        let up = of(&[("PartitionTest.t(boolean)[1]", fail(Kind::Timeout)), ("PartitionTest.u()", Outcome::Pass)]);
+        let up = of(&[("PartitionTest.t(boolean)[1]", fail(Kind::Timeout)), ("PartitionTest.u()", TestOutcome::Pass)]);
         let j = judge(&family(vec![]), &up, &p, &o);
         assert_eq!((j.changes.len(), j.not_comparable.len()), (1, 1));
         assert_eq!(j.not_comparable[0].test, "PartitionTest.t(boolean)[1]");

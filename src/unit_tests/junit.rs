@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::verify::unit_record::{Kind, Outcome};
+use crate::verify::unit_record::{Kind, TestOutcome};
 
 /// A test case: `SimpleClassName.method(params)[n]`, and its outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,7 +16,7 @@ pub struct Case {
     pub class: String,
     /// `SimpleClassName.name` as the report names it.
     pub test: String,
-    pub outcome: Outcome,
+    pub outcome: TestOutcome,
 }
 
 /// The report okp writes for a class whose JVM it killed at its time limit (the launcher writes
@@ -75,11 +75,11 @@ pub fn parse(xml: &str) -> std::result::Result<Vec<Case>, String> {
             let exception = f.attribute("type").unwrap_or_default().to_string();
             let full = f.attribute("message").unwrap_or_default();
             let message: String = full.lines().next().unwrap_or_default().chars().take(300).collect();
-            Outcome::Fail { kind: kind_of(f.has_tag_name("failure"), &exception, full), exception, message }
+            TestOutcome::Fail { kind: kind_of(f.has_tag_name("failure"), &exception, full), exception, message }
         } else if tc.children().any(|n| n.has_tag_name("skipped")) {
-            Outcome::Skip
+            TestOutcome::Skip
         } else {
-            Outcome::Pass
+            TestOutcome::Pass
         };
         out.push(Case { test: format!("{simple}.{name}"), class, outcome });
     }
@@ -131,13 +131,13 @@ mod tests {
                 "PartitionTest.testE()"
             ]
         );
-        assert_eq!(cases[0].outcome, Outcome::Pass);
+        assert_eq!(cases[0].outcome, TestOutcome::Pass);
         assert!(
-            matches!(&cases[1].outcome, Outcome::Fail { kind: Kind::Assertion, message, .. } if message == "expected: <Set(1)> but was: <Set()>")
+            matches!(&cases[1].outcome, TestOutcome::Fail { kind: Kind::Assertion, message, .. } if message == "expected: <Set(1)> but was: <Set()>")
         );
-        assert!(matches!(cases[2].outcome, Outcome::Fail { kind: Kind::Timeout, .. }));
-        assert!(matches!(cases[3].outcome, Outcome::Fail { kind: Kind::Exception, .. }));
-        assert_eq!(cases[4].outcome, Outcome::Skip);
+        assert!(matches!(cases[2].outcome, TestOutcome::Fail { kind: Kind::Timeout, .. }));
+        assert!(matches!(cases[3].outcome, TestOutcome::Fail { kind: Kind::Exception, .. }));
+        assert_eq!(cases[4].outcome, TestOutcome::Skip);
     }
 
     #[test]
@@ -147,7 +147,7 @@ mod tests {
         let cases = parse(&xml).unwrap();
         assert_eq!(cases[0].test, "PartitionLockTest.t<1>()");
         assert!(
-            matches!(&cases[0].outcome, Outcome::Fail { kind: Kind::Timeout, message, .. } if message == "killed at 9 s")
+            matches!(&cases[0].outcome, TestOutcome::Fail { kind: Kind::Timeout, message, .. } if message == "killed at 9 s")
         );
     }
 

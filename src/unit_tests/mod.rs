@@ -22,9 +22,11 @@ use std::time::{Duration, Instant};
 
 use crate::cluster::node;
 use crate::cluster::runtime::java_bin;
-use crate::error::{Error, Outcome as Exit, Result};
+use crate::error::{Error, Outcome, Result};
 use crate::model::{Coordinate, Layers, Mode, Release};
-use crate::verify::unit_record::{self as record, ClassRow, Config, Counts, Flaky, Outcome, UnitRecord, UnitVerdict};
+use crate::verify::unit_record::{
+    self as record, ClassRow, Config, Counts, Flaky, TestOutcome, UnitRecord, UnitVerdict,
+};
 use crate::workspace::Workspace;
 use data::{Family, TestClass, UnitData};
 use judge::Outcomes;
@@ -82,7 +84,7 @@ pub fn select<'a>(family: &'a Family, mode: Mode, only: &[String]) -> Result<Vec
     Ok(out)
 }
 
-pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
+pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
     let t_total = Instant::now();
     let v = opts.release.version;
     let family = opts.data.family(v)?.clone();
@@ -179,9 +181,9 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
             }
             for case in cases {
                 match case.outcome {
-                    Outcome::Pass => c.passed += 1,
-                    Outcome::Skip => c.skipped += 1,
-                    Outcome::Fail { .. } => c.failed += 1,
+                    TestOutcome::Pass => c.passed += 1,
+                    TestOutcome::Skip => c.skipped += 1,
+                    TestOutcome::Fail { .. } => c.failed += 1,
                 }
                 all.insert(case.test, case.outcome);
             }
@@ -267,7 +269,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
         &classpath_listing(&ws.maven.repo_local, &launcher, &upstream_cp, &patched_cp)?,
     )?;
     finish(&record, &staging, &dest, opts.json, &ws.model.matrix.pairs(crate::model::PairFilter::default()))?;
-    Ok(Exit::check(record.verdict == UnitVerdict::Pass))
+    Ok(Outcome::check(record.verdict == UnitVerdict::Pass))
 }
 
 /// Writes the record, summary and unexplained list into `staging`, publishes it as `dest`,
@@ -297,7 +299,7 @@ fn finish(record: &UnitRecord, staging: &Path, dest: &Path, json: bool, pairs: &
 }
 
 /// `--rejudge`: the XML already in `dest`, judged against the current expected changes.
-fn rejudge(family: &Family, dest: &Path, json: bool, pairs: &[crate::verify::Pair]) -> Result<Exit> {
+fn rejudge(family: &Family, dest: &Path, json: bool, pairs: &[crate::verify::Pair]) -> Result<Outcome> {
     let mut record = UnitRecord::read(dest)?;
     if record.family != family.name {
         return Err(Error::Usage(format!(
@@ -330,7 +332,7 @@ fn rejudge(family: &Family, dest: &Path, json: bool, pairs: &[crate::verify::Pai
     record.not_comparable = j.not_comparable;
     record.unused_expectations = j.unused_expectations;
     finish(&record, dest, dest, json, pairs)?;
-    Ok(Exit::check(record.verdict == UnitVerdict::Pass))
+    Ok(Outcome::check(record.verdict == UnitVerdict::Pass))
 }
 
 /// Where the `n`th re-run of `method` writes its reports, beside the class's own.
@@ -369,10 +371,10 @@ fn apply_retries(junit_root: &Path, outcomes: &mut BTreeMap<Config, Outcomes>) -
                     flaky.push(Flaky {
                         test: case.test.clone(),
                         config,
-                        first: first.unwrap_or(Outcome::Skip),
+                        first: first.unwrap_or(TestOutcome::Skip),
                         retry: n,
                     });
-                    all.insert(case.test, Outcome::Pass);
+                    all.insert(case.test, TestOutcome::Pass);
                 }
             }
         }
@@ -637,9 +639,9 @@ fn summary_page(r: &UnitRecord) -> String {
     s
 }
 
-fn message(o: &Outcome) -> String {
+fn message(o: &TestOutcome) -> String {
     match o {
-        Outcome::Fail { exception, message, .. } => {
+        TestOutcome::Fail { exception, message, .. } => {
             let simple = exception.rsplit('.').next().unwrap_or(exception);
             format!(": {simple}: {}", message.replace('\n', " "))
         }
@@ -756,7 +758,7 @@ mod tests {
         std::fs::write(class.join(retry_dir(1, "testA")).join("TEST-r.xml"), report(&[("testA()", false)])).unwrap();
         std::fs::write(class.join(retry_dir(2, "testA")).join("TEST-r.xml"), report(&[("testA()", true)])).unwrap();
         std::fs::write(class.join(retry_dir(1, "testB")).join("TEST-r.xml"), report(&[("testB()", false)])).unwrap();
-        let fail = Outcome::Fail {
+        let fail = TestOutcome::Fail {
             kind: crate::verify::unit_record::Kind::Exception,
             exception: "x".into(),
             message: "resign".into(),

@@ -9,7 +9,7 @@
 //! leaves such a run out and says so on the page and on stderr.
 //!
 //! Not here: running the suite and deciding the verdict (`verify::run`), what a
-//! scenario records (`scenarios::Outcome`).
+//! scenario records (`scenarios::ScenarioResult`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,7 +17,7 @@ use std::path::Path;
 use crate::cluster::Timers;
 use crate::error::Result;
 use crate::model::{Layer, Mode};
-use crate::scenarios::{Flavor, Outcome};
+use crate::scenarios::{Flavor, ScenarioResult};
 use crate::schema::{Absent, Schema};
 use crate::version::KafkaVersion;
 
@@ -71,7 +71,7 @@ pub struct RunRecord {
     /// empty, and absent from the file, for a one-lane run (every run written before lanes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lanes: Vec<Lane>,
-    pub scenarios: Vec<Outcome>,
+    pub scenarios: Vec<ScenarioResult>,
 }
 
 /// One lane of a run: its scenarios (suite order), its cluster's ports and id, and its wall time.
@@ -161,7 +161,7 @@ mod tests {
     use crate::verify::{record, tests::evidence};
 
     fn sample() -> RunRecord {
-        let outcome = Outcome {
+        let outcome = ScenarioResult {
             id: "INIT".into(),
             title: "observer absent from the initial ISR".into(),
             gate: true,

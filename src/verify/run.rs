@@ -19,12 +19,12 @@ use crate::build::record::BuildRecord;
 use crate::cluster::journal::Journal;
 use crate::cluster::runtime::Runtime;
 use crate::cluster::{Cluster, Timers};
-use crate::error::{Error, Outcome as Exit, Result};
+use crate::error::{Error, Outcome, Result};
 use crate::model::{Mode, PairFilter};
-use crate::scenarios::{self, Flavor, Outcome, Scenario};
+use crate::scenarios::{self, Flavor, Scenario, ScenarioResult};
 use crate::workspace::Workspace;
 
-pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
+pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
     let t_suite = Instant::now();
     let name = run_name(&opts.release.version.to_string(), opts.mode, opts.flavor);
     let mut seconds: BTreeMap<String, f64> = BTreeMap::new();
@@ -90,7 +90,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Exit> {
     } else {
         crate::out::print(&terminal_table(&name, &record, &dest))?;
     }
-    Ok(Exit::check(verdict.ok()))
+    Ok(Outcome::check(verdict.ok()))
 }
 
 /// Runs one phase of the run and records its wall time under `phase` in run.json's `seconds`.
@@ -163,9 +163,9 @@ fn start_clusters(
 
 /// Each lane's scenarios on its own cluster, the lanes at once: the outcomes in suite order, and
 /// for a run of several lanes what each lane ran (a one-lane run records none, as before lanes).
-fn run_lanes(clusters: &mut [Cluster], lanes: &[LanePlan], flavor: Flavor) -> (Vec<Outcome>, Vec<record::Lane>) {
+fn run_lanes(clusters: &mut [Cluster], lanes: &[LanePlan], flavor: Flavor) -> (Vec<ScenarioResult>, Vec<record::Lane>) {
     let several = lanes.len() > 1;
-    let per_lane: Vec<(Vec<Outcome>, f64)> = std::thread::scope(|scope| {
+    let per_lane: Vec<(Vec<ScenarioResult>, f64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = clusters
             .iter_mut()
             .zip(lanes)
@@ -203,7 +203,7 @@ fn run_lanes(clusters: &mut [Cluster], lanes: &[LanePlan], flavor: Flavor) -> (V
     } else {
         Vec::new()
     };
-    let mut outcomes: Vec<Outcome> = per_lane.into_iter().flat_map(|(o, _)| o).collect();
+    let mut outcomes: Vec<ScenarioResult> = per_lane.into_iter().flat_map(|(o, _)| o).collect();
     let order = |id: &str| scenarios::SCENARIOS.iter().position(|s| s.id == id).unwrap_or(usize::MAX);
     outcomes.sort_by_key(|o| order(&o.id));
     (outcomes, lane_records)
@@ -239,7 +239,7 @@ struct Measured {
     rss_after_start: BTreeMap<String, u64>,
     rss_at_end: BTreeMap<String, u64>,
     lanes: Vec<record::Lane>,
-    outcomes: Vec<Outcome>,
+    outcomes: Vec<ScenarioResult>,
 }
 
 /// run.json of the run: what ran (lane 1's cluster names the runtime and tools, the same on every
@@ -284,7 +284,7 @@ fn record_of(opts: &Options, build: Option<&BuildRecord>, cluster: &Cluster, m: 
 }
 
 /// Patched: every scenario passed. Upstream (the negative control): every gate scenario failed.
-fn verdict(flavor: Flavor, outcomes: &[Outcome]) -> RunVerdict {
+fn verdict(flavor: Flavor, outcomes: &[ScenarioResult]) -> RunVerdict {
     match flavor {
         Flavor::Patched if outcomes.iter().all(|o| o.pass) => RunVerdict::Pass,
         Flavor::Patched => RunVerdict::Fail,
@@ -341,12 +341,12 @@ fn start_lane(l: LaneStart, bundling: &[crate::cluster::homes::Ran]) -> Result<C
 
 /// Outcomes for the scenarios of a lane whose thread panicked: each failed, so the verdict
 /// cannot pass on scenarios that never reported.
-fn lane_panicked(selected: &[&'static Scenario], lane: Option<u8>) -> Vec<Outcome> {
+fn lane_panicked(selected: &[&'static Scenario], lane: Option<u8>) -> Vec<ScenarioResult> {
     selected
         .iter()
-        .map(|s| Outcome {
+        .map(|s| ScenarioResult {
             error: Some("okp's thread for this lane panicked; the node logs are in the run directory".into()),
-            ..Outcome::of(s, format!("{}.txt", s.id), lane)
+            ..ScenarioResult::of(s, format!("{}.txt", s.id), lane)
         })
         .collect()
 }
@@ -380,10 +380,10 @@ mod tests {
     /// A negative control holds only when every gate failed; a patched run passes only when all passed.
     #[test]
     fn the_verdict_of_each_flavor() {
-        let o = |id: &str, gate: bool, pass: bool| Outcome {
+        let o = |id: &str, gate: bool, pass: bool| ScenarioResult {
             gate,
             pass,
-            ..Outcome::of(scenarios::by_id(id).unwrap(), format!("{id}.txt"), None)
+            ..ScenarioResult::of(scenarios::by_id(id).unwrap(), format!("{id}.txt"), None)
         };
         assert_eq!(verdict(Flavor::Patched, &[o("INIT", true, true), o("S1", false, true)]), RunVerdict::Pass);
         assert_eq!(verdict(Flavor::Patched, &[o("INIT", true, true), o("S1", false, false)]), RunVerdict::Fail);

@@ -43,7 +43,7 @@ impl Kind {
 /// One test's outcome in one configuration.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "outcome", rename_all = "lowercase")]
-pub enum Outcome {
+pub enum TestOutcome {
     Pass,
     Skip,
     Fail {
@@ -55,17 +55,17 @@ pub enum Outcome {
     },
 }
 
-impl Outcome {
+impl TestOutcome {
     pub fn word(&self) -> String {
         match self {
-            Outcome::Pass => "pass".into(),
-            Outcome::Skip => "skip".into(),
-            Outcome::Fail { kind, .. } => format!("fail ({})", kind.word()),
+            TestOutcome::Pass => "pass".into(),
+            TestOutcome::Skip => "skip".into(),
+            TestOutcome::Fail { kind, .. } => format!("fail ({})", kind.word()),
         }
     }
 
     pub fn passed(&self) -> bool {
-        *self == Outcome::Pass
+        *self == TestOutcome::Pass
     }
 }
 
@@ -176,22 +176,22 @@ pub struct Counts {
 pub struct Flaky {
     pub test: String,
     pub config: Config,
-    pub first: Outcome,
+    pub first: TestOutcome,
     pub retry: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Regression {
     pub test: String,
-    pub upstream: Outcome,
-    pub patched: Outcome,
+    pub upstream: TestOutcome,
+    pub patched: TestOutcome,
 }
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Change {
     pub test: String,
-    pub patched: Outcome,
-    pub observers: Outcome,
+    pub patched: TestOutcome,
+    pub observers: TestOutcome,
     /// The contract rule that explains it (unit-tests.yaml), None: unexplained.
     pub rule: Option<String>,
     pub why: Option<String>,
