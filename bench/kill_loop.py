@@ -15,7 +15,7 @@ Run from the repo root after `cargo build`:
 
 Only kills that landed while okp was still running count toward --kills, for
 apply and for revert each. Exits 1 when any of the four counts is not zero.
-Not a test (tests/apply_safety.rs and tests/hardening_tree.rs are); a
+Not a test (tests/it/apply_safety.rs and tests/it/hardening_tree.rs are); a
 measurement with real signals at real, random moments.
 """
 import argparse, os, random, shutil, signal, statistics, subprocess, sys, tempfile, time

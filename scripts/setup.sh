@@ -12,17 +12,17 @@ need=()
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
-# Independent checkers of okp's bundles (tests/bundle.rs): signatures, gpg, the shell scripts.
+# Independent checkers of okp's bundles (tests/it/bundle.rs): signatures, gpg, the shell scripts.
 command -v minisign >/dev/null 2>&1 || need+=(minisign)
 command -v gpg >/dev/null 2>&1 || need+=(gnupg)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 command -v dash >/dev/null 2>&1 || need+=(dash)
-# openssl and jq check a bundle's DSSE signature as docs/bundles.md shows it (tests/bundle.rs).
+# openssl and jq check a bundle's DSSE signature as docs/bundles.md shows it (tests/it/bundle.rs).
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v jq >/dev/null 2>&1 || need+=(jq)
-# unzip lists and extracts jar entries in tests/build.rs, independently of okp.
+# unzip lists and extracts jar entries in tests/it/build.rs, independently of okp.
 command -v unzip >/dev/null 2>&1 || need+=(unzip)
-# The HOSTS scenario and tests/hosts.rs: separate hosts in network namespaces (iproute2), each
+# The HOSTS scenario and tests/it/hosts.rs: separate hosts in network namespaces (iproute2), each
 # with a hostname of its own (unshare, nsenter: util-linux) and Debian's OpenSSH server.
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
@@ -38,9 +38,9 @@ if ((${#need[@]})); then
 fi
 # Python checkers from PyPI, pinned, in one virtualenv where the tests look:
 # check-jsonschema validates ci/*.yml against the GitHub workflow schema it ships (SchemaStore's;
-# tests/ci_workflows.rs); PyNaCl (libsodium's Ed25519) checks a bundle's DSSE signature, and
+# tests/it/ci_workflows.rs); PyNaCl (libsodium's Ed25519) checks a bundle's DSSE signature, and
 # cyclonedx-python-lib's strict validator (the CycloneDX 1.6 schema it ships, no network) and
-# packageurl-python its SBOM (tests/bundle.rs, tests/fixtures/attest/). One pip call, so one
+# packageurl-python its SBOM (tests/it/bundle.rs, tests/fixtures/attest/). One pip call, so one
 # resolver sees every requirement.
 CHECK_JSONSCHEMA_VERSION=0.39.0
 CYCLONEDX_VERSION=11.12.0

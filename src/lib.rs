@@ -18,7 +18,7 @@
 //! - the command line: `cli` (flags only), `cmd` (one module per command)
 //!
 //! A module imports only modules listed before its own line, or its own
-//! line's; `tests/architecture.rs` checks that on every run.
+//! line's; `tests/it/architecture.rs` checks that on every run.
 
 pub mod error;
 pub mod escape;

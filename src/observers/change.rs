@@ -657,7 +657,7 @@ mod tests {
 
     /// A write that fails on the third node: the two written before it are put back, and the
     /// error says so node by node (a shell template that refuses one directory stands in for
-    /// a read-only disk; tests/hosts.rs does it over ssh with a read-only mount).
+    /// a read-only disk; tests/it/hosts.rs does it over ssh with a read-only mount).
     #[test]
     fn a_failed_write_puts_back_every_node_written_before_it() {
         let dir = tempfile::tempdir().unwrap();

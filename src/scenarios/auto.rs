@@ -8,7 +8,7 @@
 //! the watchdog is a tool around the patch set, not part of it.
 //!
 //! Not here: the watchdog's rules one by one (src/observers/watch, its unit
-//! tests, tests/observers_watch.rs).
+//! tests, tests/it/observers_watch.rs).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

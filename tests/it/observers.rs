@@ -1,0 +1,274 @@
+//! `okp observers` on real patched clusters (3.9.2 ZooKeeper mode, and 4.3.1
+//! KRaft for the controllers-first order), each started
+//! once by the hidden `okp dev-cluster` (okp verify's machinery) and driven
+//! over its stdin: status on a healthy cluster, dry-run, promote and demote
+//! end to end (also through the command transport), each pre-check refusing
+//! the case it exists for, and bad input.
+//!
+//! One cluster for every case, in one test function: a cluster costs a
+//! minute to start on a 2-core machine, and two would measure each other.
+
+use crate::common::dev_cluster::*;
+use crate::common::*;
+
+use std::path::Path;
+use std::time::Instant;
+
+/// One cluster at a time in this file: the two cluster tests would measure each other.
+static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster() {
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let t_all = Instant::now();
+    let mut c = DevCluster::up("3.9.2", "zk", &["pair=1:4,min.insync.replicas=1"]);
+    let nodes = c.nodes_file();
+    let nodes = nodes.to_str().unwrap().to_string();
+    let command_transport = [
+        "--transport",
+        "command",
+        "--read-cmd",
+        "cat {path}",
+        "--write-cmd",
+        "cat > {path}.okp-tmp && mv {path}.okp-tmp {path}",
+    ];
+    eprintln!("cluster up in {:.1} s", t_all.elapsed().as_secs_f64());
+
+    // Status on a healthy cluster: 4 is an observer, out of the ISR, caught up after a produce.
+    assert!(c.send("produce obs 200").contains("acked=200"));
+    c.wait("obs", "caught up", |r| replica(r, 4)["lag"] == 0 && replica(r, 1)["log_end_offset"] == 200);
+    let s = c.status("obs");
+    assert_eq!(s["observers"]["source"], "observer.ids of 4 nodes (all agree)");
+    let r4 = replica(s["replicas"].as_array().unwrap(), 4);
+    assert_eq!(
+        (r4["role"].as_str(), r4["is_observer"].as_bool(), r4["in_isr"].as_bool(), r4["caught_up"].as_bool()),
+        (Some("observer"), Some(true), Some(false), Some(true)),
+        "{r4}"
+    );
+    assert_eq!((r4["log_end_offset"].as_i64(), r4["high_watermark"].as_i64()), (Some(200), Some(200)));
+    let table = c.okp(&["status", "--topic", "obs", "--observers", "4"]);
+    assert_eq!(table.status.code(), Some(0), "{}", stderr(&table));
+    assert!(
+        stdout(&table).contains("observers: [4] from --observers")
+            && stdout(&table).lines().any(|l| l.starts_with("obs ") && l.contains(" observer ")),
+        "{}",
+        stdout(&table)
+    );
+    let mut remote = vec!["status", "--topic", "obs", "--format", "json", "--nodes", &nodes];
+    remote.extend(command_transport);
+    let via_command = c.okp(&remote);
+    assert_eq!(via_command.status.code(), Some(0), "{}", stderr(&via_command));
+    assert!(stdout(&via_command).contains("\"is_observer\": true"));
+
+    // Bad input: exit 2, nothing written.
+    let before = c.files();
+    let o = c.okp(&["promote", "--broker", "9", "--nodes", &nodes]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("broker 9 is not in the cluster"), "{}", stderr(&o));
+    let o = c.okp(&["promote", "--broker", "4", "--nodes", "/nonexistent/nodes.yaml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot read the nodes file /nonexistent/nodes.yaml"), "{}", stderr(&o));
+    let bad = c.dir.path().join("bad.yaml");
+    std::fs::write(&bad, "- {id: 4, pth: /x}\n").unwrap();
+    let o = c.okp(&["promote", "--broker", "4", "--nodes", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    unchanged(&before, &c, "bad input");
+
+    // --dry-run prints the plan and changes no byte.
+    let o = c.okp(&["promote", "--broker", "4", "--nodes", &nodes, "--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("[4] → [] (\"4\\n\" → \"\")") && stdout(&o).contains("dry run: nothing written"),
+        "{}",
+        stdout(&o)
+    );
+    unchanged(&before, &c, "--dry-run");
+
+    // Promote through the command transport (the remote path, run locally): 4 joins every ISR.
+    let t = Instant::now();
+    let mut promote = vec!["promote", "--broker", "4", "--nodes", &nodes, "--timeout", "60"];
+    promote.extend(command_transport);
+    let o = c.okp(&promote);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("broker 4 promoted: in the ISR of 6 partition(s)"), "{}", stdout(&o));
+    eprintln!("promote: {:.1} s", t.elapsed().as_secs_f64());
+    all_files_say(&c, "");
+    assert!(in_isr(c.status("obs")["replicas"].as_array().unwrap(), 4));
+
+    // Demote refused: the ISR of rf3 (1:2:4, min.insync.replicas=2) would drop to 1.
+    c.send("kill 2");
+    c.wait("rf3", "without 2 in the ISR", |r| !in_isr(r, 2) && in_isr(r, 4));
+    let before = c.files();
+    let o = c.okp(&["demote", "--broker", "4", "--nodes", &nodes]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("refused (min.insync.replicas): rf3-0: ISR 1,4 (2) would become 1 (1) < min.insync.replicas=2"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("nothing was written"));
+    unchanged(&before, &c, "min.insync refusal");
+    c.send("start 2");
+    c.wait("rf3", "with 2 back in the ISR", |r| in_isr(r, 2));
+
+    // Demote live: 4 leaves every ISR, leaders unchanged.
+    let t = Instant::now();
+    let o = c.okp(&["demote", "--broker", "4", "--nodes", &nodes, "--timeout", "60"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("broker 4 demoted: in no ISR"), "{}", stdout(&o));
+    eprintln!("demote: {:.1} s", t.elapsed().as_secs_f64());
+    all_files_say(&c, "4\n");
+    let s = c.status("obs");
+    assert!(!in_isr(s["replicas"].as_array().unwrap(), 4) && leader(s["replicas"].as_array().unwrap()) != Some(4));
+
+    // Demote refused: 4 leads pair (1:4) once 1 is gone; --force does not override leadership.
+    let o = c.okp(&["promote", "--broker", "4", "--nodes", &nodes, "--timeout", "60"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    c.send("kill 1");
+    c.wait("pair", "led by 4", |r| leader(r) == Some(4));
+    let before = c.files();
+    let o = c.okp(&["demote", "--broker", "4", "--nodes", &nodes, "--force"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("refused (leadership): pair-0: broker 4 leads it"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--force never overrides leadership"), "{}", stderr(&o));
+    unchanged(&before, &c, "leadership refusal");
+    // Leadership back to 1 (kill 4 once 1 is in the ISR), then demote 4 while it is down.
+    c.send("start 1");
+    c.wait("pair", "with 1 in the ISR", |r| in_isr(r, 1));
+    c.send("kill 4");
+    c.wait("pair", "led by 1", |r| leader(r) == Some(1));
+    let o = c.okp(&["demote", "--broker", "4", "--nodes", &nodes, "--timeout", "60"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+
+    // Unclean promote refused: rf3 (1:2:4) leaderless, 1 live with records 4 never saw.
+    assert!(c.send("produce rf3 300").contains("acked=300"));
+    c.send("kill 1");
+    c.wait("rf3", "led by 2 alone", |r| leader(r) == Some(2) && !in_isr(r, 1));
+    c.send("kill 2");
+    c.wait("rf3", "leaderless", |r| leader(r).is_none());
+    c.send("start 4");
+    c.send("start 1");
+    c.wait("rf3", "with 1 and 4 answering", |r| {
+        replica(r, 1)["log_end_offset"].is_i64() && replica(r, 4)["log_end_offset"].is_i64()
+    });
+    let before = c.files();
+    let o = c.okp(&["promote", "--broker", "4", "--nodes", &nodes]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("refused (log end offset): rf3-0: broker 4 has log end offset 0, live replica 1 has 300"),
+        "{err}"
+    );
+    assert!(err.contains("(300 records)"), "{err}");
+    unchanged(&before, &c, "unclean-promotion refusal");
+    eprintln!("whole test: {:.1} s", t_all.elapsed().as_secs_f64());
+}
+
+/// The KRaft order on a real 4.3.1 cluster (3 controllers, 4 brokers): promote
+/// writes the controllers' files first and, after the nodes' re-read interval,
+/// the brokers'; demote the other way round. Both end as the cluster shows.
+#[test]
+fn observers_promote_and_demote_in_kraft_order_on_a_real_4_3_1_cluster() {
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let t_all = Instant::now();
+    let mut c = DevCluster::up("4.3.1", "kraft", &[]);
+    let nodes = c.nodes_file();
+    let nodes = nodes.to_str().unwrap().to_string();
+    eprintln!("kraft cluster up in {:.1} s", t_all.elapsed().as_secs_f64());
+    assert!(c.send("produce obs 200").contains("acked=200"));
+    c.wait("obs", "caught up", |r| replica(r, 4)["lag"] == 0 && replica(r, 1)["log_end_offset"] == 200);
+    let s = c.status("obs");
+    assert_eq!(s["observers"]["source"], "observer.ids of 7 nodes (all agree)");
+    let leaders_before: Vec<Option<i64>> =
+        ["obs", "rf3", "tx"].iter().map(|t| leader(c.status(t)["replicas"].as_array().unwrap())).collect();
+
+    // The order of the writes, as okp reports them (`okp: wrote controller 101 (…)`).
+    let wrote = |err: &str| -> Vec<String> {
+        err.lines()
+            .filter_map(|l| l.strip_prefix("okp: wrote "))
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect()
+    };
+
+    let t = Instant::now();
+    let o = c.okp(&["promote", "--broker", "4", "--nodes", &nodes, "--timeout", "90"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("KRaft controllers first, then brokers"), "{}", stdout(&o));
+    assert_eq!(
+        wrote(&stderr(&o)),
+        ["controller", "controller", "controller", "broker", "broker", "broker", "broker"],
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("before writing the brokers"), "{}", stderr(&o));
+    assert!(stdout(&o).contains("broker 4 promoted: in the ISR of"), "{}", stdout(&o));
+    eprintln!("kraft promote: {:.1} s", t.elapsed().as_secs_f64());
+    all_files_say(&c, "");
+    assert!(in_isr(c.status("obs")["replicas"].as_array().unwrap(), 4));
+
+    let t = Instant::now();
+    let o = c.okp(&["demote", "--broker", "4", "--nodes", &nodes, "--timeout", "90"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("brokers first, then KRaft controllers"), "{}", stdout(&o));
+    assert_eq!(
+        wrote(&stderr(&o)),
+        ["broker", "broker", "broker", "broker", "controller", "controller", "controller"],
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).contains("broker 4 demoted: in no ISR"), "{}", stdout(&o));
+    eprintln!("kraft demote: {:.1} s", t.elapsed().as_secs_f64());
+    all_files_say(&c, "4\n");
+    let leaders_after: Vec<Option<i64>> =
+        ["obs", "rf3", "tx"].iter().map(|t| leader(c.status(t)["replicas"].as_array().unwrap())).collect();
+    assert_eq!(leaders_before, leaders_after, "a promote and demote of a follower moved no leader");
+    assert!(!in_isr(c.status("obs")["replicas"].as_array().unwrap(), 4));
+    eprintln!("whole kraft test: {:.1} s", t_all.elapsed().as_secs_f64());
+}
+
+#[test]
+fn bad_input_without_a_cluster() {
+    let o = okp().args(["observers", "status", "--bootstrap", "127.0.0.1:1", "--observers", "4"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no bootstrap server answered"), "{}", stderr(&o));
+    let o = okp().args(["observers", "status", "--bootstrap", "127.0.0.1:1", "--observers", "4,5x"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--observers 4,5x: `5x` is not a broker id"), "{}", stderr(&o));
+    let o = okp()
+        .args(["observers", "promote", "--broker", "4", "--bootstrap", "127.0.0.1:1", "--transport", "command"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--transport command needs both --read-cmd and --write-cmd"));
+    let o = okp().args(["observers", "demote", "--broker", "4", "--bootstrap", "127.0.0.1:1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no nodes"), "{}", stderr(&o));
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("observer.ids");
+    let arg = format!("4={}", missing.display());
+    let o = okp()
+        .args(["observers", "demote", "--broker", "4", "--bootstrap", "127.0.0.1:1", "--node", &arg])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("observer.ids does not exist"), "{}", stderr(&o));
+    assert!(!Path::new(&missing).exists());
+    // A FIFO or a device where observer.ids should be is refused, never read (a read would block
+    // forever, or never end).
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for (flag, value, says) in [
+        ("--node", format!("4={}", fifo.display()), "cannot read observer.ids: a FIFO, not a regular file"),
+        ("--node", "4=/dev/zero".to_string(), "a character device, not a regular file"),
+        ("--observers-file", fifo.display().to_string(), "a FIFO, not a regular file"),
+    ] {
+        let o = okp()
+            .args(["observers", "status", "--bootstrap", "127.0.0.1:1", flag, &value])
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{flag} {value}: {}", stderr(&o));
+    }
+}

@@ -1,0 +1,119 @@
+//! `okp unit-tests` on the reference pairs CI runs on every change (2.7.2 zk,
+//! 3.9.2 zk, 3.9.2 kraft, 4.3.1 kraft), each on a bounded subset of its
+//! classes (`SUBSET`: the full classes take 3-8 minutes a pair on 2 cores and
+//! run in ci/okp-unit-tests.yml and evidence/unit/), through all three
+//! configurations; and its refusals, which need no JVM.
+
+use crate::common::*;
+
+/// Per reference pair, the classes CI runs: `PartitionTest` (the ISR and high-watermark hooks,
+/// rules 1-3, about half a minute a pair for the three configurations on an idle 2-core machine)
+/// and a small controller class (the ZooKeeper controller's elections, the KRaft controller's
+/// partition changes: the leader-balance and election edges).
+const SUBSET: &[(&str, &str, &[&str])] = &[
+    ("2.7.2", "zk", &["PartitionTest", "PartitionLeaderElectionAlgorithmsTest"]),
+    ("3.9.2", "zk", &["PartitionTest", "PartitionLeaderElectionAlgorithmsTest"]),
+    ("3.9.2", "kraft", &["PartitionTest", "PartitionChangeBuilderTest"]),
+    ("4.3.1", "kraft", &["PartitionTest", "PartitionChangeBuilderTest"]),
+];
+
+fn unit_json(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("unit.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn the_reference_pairs_show_no_regression_on_their_ci_subset() {
+    for (v, m, classes) in SUBSET {
+        let t = tempfile::tempdir().unwrap();
+        let o = okp()
+            .args([
+                "unit-tests",
+                "--version",
+                v,
+                "--mode",
+                m,
+                "--classes",
+                &classes.join(","),
+                "--class-timeout",
+                "600",
+            ])
+            .arg("--evidence")
+            .arg(t.path())
+            .output()
+            .unwrap();
+        let dir = t.path().join("unit").join(format!("{v}-{m}"));
+        assert_eq!(o.status.code(), Some(0), "{v} {m}: {}\n{}", stdout(&o), stderr(&o));
+        let r = unit_json(&dir);
+        assert_eq!(r["schema"], 1);
+        assert_eq!(r["verdict"], "pass", "{v} {m}: {r}");
+        assert_eq!(r["regressions"].as_array().unwrap().len(), 0);
+        for (i, class) in classes.iter().enumerate() {
+            let runs = &r["classes"][i]["runs"];
+            let passed = |c: &str| runs[c]["passed"].as_u64().unwrap();
+            assert!(passed("upstream") > 0, "{v} {m} {class}: {r}");
+            // Without observers as upstream: every upstream pass passes, or was a flake that passed again.
+            let flaky = r["flaky"].as_array().map_or(0, |f| f.len()) as u64;
+            assert!(passed("patched") + flaky >= passed("upstream"), "{v} {m} {class}: {r}");
+        }
+        // Every change with observers is one unit-tests.yaml explains.
+        for c in r["changes"].as_array().unwrap() {
+            assert!(c["rule"].is_string(), "{v} {m}: unexplained {c}");
+        }
+        let cp = std::fs::read_to_string(dir.join("classpath.txt")).unwrap();
+        let jars: Vec<&str> = cp.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(jars.iter().all(|l| l.len() > 66 && l[..64].chars().all(|c| c.is_ascii_hexdigit())), "{cp}");
+        assert!(jars.iter().any(|l| l.contains(" patched ")), "the patched twin is listed: {cp}");
+        assert!(jars.iter().any(|l| l.contains("-test.jar")), "{cp}");
+        for class in *classes {
+            let xml = dir.join("junit").join("observers").join(class);
+            assert!(std::fs::read_dir(&xml).unwrap().count() > 0, "{}", xml.display());
+        }
+        assert!(dir.join("summary.md").is_file() && t.path().join("VERIFY.md").is_file());
+        // --rejudge reads the same reports back to the same verdict.
+        let again = okp()
+            .args(["unit-tests", "--version", v, "--mode", m, "--rejudge", "--evidence"])
+            .arg(t.path())
+            .output()
+            .unwrap();
+        assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+        assert_eq!(unit_json(&dir)["changes"], r["changes"]);
+    }
+}
+
+#[test]
+fn refusals_exit_2_with_a_sentence() {
+    let t = tempfile::tempdir().unwrap();
+    let damaged = t.path().join("damaged.yaml");
+    std::fs::write(&damaged, "schema: 1\nlauncher: a:b:c\nfamilies:\n  - name: x\n    from: [\n").unwrap();
+    let no_family = t.path().join("no-family.yaml");
+    let text = std::fs::read_to_string(repo_root().join("unit-tests.yaml")).unwrap();
+    std::fs::write(&no_family, text.replace("to: 2.7.2", "to: 2.7.1")).unwrap();
+    let ev = t.path().join("ev").display().to_string();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--version".into(), "9.9.9".into()], "unknown Kafka release 9.9.9"),
+        (vec!["--version".into(), "2.7.2".into(), "--mode".into(), "kraft".into()], "kraft"),
+        (vec!["--data".into(), damaged.display().to_string()], "damaged.yaml:5:"),
+        (
+            vec!["--version".into(), "2.7.2".into(), "--data".into(), no_family.display().to_string()],
+            "no unit-test family covers 2.7.2",
+        ),
+        (vec!["--classes".into(), "NoSuchTest".into()], "`NoSuchTest` is not a test class family u3.7 runs in zk mode"),
+        (vec!["--rejudge".into(), "--evidence".into(), ev.clone()], "unit.json"),
+        (vec!["--class-timeout".into(), "1".into()], "--class-timeout"),
+    ];
+    for (args, want) in cases {
+        let o = okp().arg("unit-tests").args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// 4.2.2 publishes binary jars but no -test.jar (nor sources): refused before any JVM or build.
+#[test]
+fn a_release_without_test_jars_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let o = okp().args(["unit-tests", "--version", "4.2.2", "--evidence"]).arg(t.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("4.2.2 has no test jar for its unit tests"), "{}", stderr(&o));
+    assert!(!t.path().join("unit").exists());
+}
