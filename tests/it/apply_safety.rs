@@ -271,9 +271,7 @@ fn revert_refuses_files_changed_since_apply() {
     text.push_str("// edited after apply\n");
     std::fs::write(&f, &text).unwrap();
     let before = snapshot(t.path());
-    let o = okp().args(["revert", "--source"]).arg(t.path()).output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("changed since okp applied"), "{}", stderr(&o));
+    okp_run(okp().args(["revert", "--source"]).arg(t.path())).code(2).err_has("changed since okp applied");
     assert_eq!(snapshot(t.path()), before);
     let o = okp().args(["revert", "--force", "--source"]).arg(t.path()).output().unwrap();
     assert_eq!(o.status.code(), Some(0));
@@ -283,7 +281,5 @@ fn revert_refuses_files_changed_since_apply() {
 #[test]
 fn both_modes_need_an_explicit_choice() {
     let t = copy_all(&hooked_tree(V));
-    let o = okp().args(["apply", "--source"]).arg(t.path()).output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("supports zk and kraft: pass --mode"), "{}", stderr(&o));
+    okp_run(okp().args(["apply", "--source"]).arg(t.path())).code(2).err_has("supports zk and kraft: pass --mode");
 }

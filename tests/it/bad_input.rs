@@ -98,28 +98,24 @@ fn unknown_release_lists_the_supported_ones() {
 
 #[test]
 fn not_a_release_number_is_a_usage_error() {
-    let o = okp().args(["check-anchors", "--version", "3.9"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("not a Kafka release number"), "{}", stderr(&o));
+    okp_run(okp().args(["check-anchors", "--version", "3.9"])).code(2).err_has("not a Kafka release number");
 }
 
 #[test]
 fn mode_a_release_lacks_is_refused_with_the_reason() {
-    let o = okp().args(["check-anchors", "--version", "2.7.2", "--mode", "kraft"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("release 2.7.2 has no kraft mode: "), "{}", stderr(&o));
+    okp_run(okp().args(["check-anchors", "--version", "2.7.2", "--mode", "kraft"]))
+        .code(2)
+        .err_has("release 2.7.2 has no kraft mode: ");
 }
 
 #[test]
 fn a_directory_that_is_not_a_kafka_tree_is_refused() {
     let t = tempfile::tempdir().unwrap();
     std::fs::write(t.path().join("README"), "hello").unwrap();
-    let o = okp().args(["check-anchors", "--source"]).arg(t.path()).output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("is not a Kafka source tree"), "{}", stderr(&o));
-    let o = okp().args(["check-anchors", "--source", "/nonexistent/kafka"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("/nonexistent/kafka: cannot open"), "{}", stderr(&o));
+    okp_run(okp().args(["check-anchors", "--source"]).arg(t.path())).code(2).err_has("is not a Kafka source tree");
+    okp_run(okp().args(["check-anchors", "--source", "/nonexistent/kafka"]))
+        .code(2)
+        .err_has("/nonexistent/kafka: cannot open");
 }
 
 #[test]
@@ -142,12 +138,12 @@ fn a_git_revision_that_does_not_exist_is_refused() {
     let t = tempfile::tempdir().unwrap();
     let ok = std::process::Command::new("git").args(["init", "-q"]).arg(t.path()).status().unwrap();
     assert!(ok.success());
-    let o = okp().args(["check-anchors", "--git"]).arg(t.path()).args(["--rev", "v3.9.2"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no revision `v3.9.2`"), "{}", stderr(&o));
-    let o = okp().args(["check-anchors", "--git", "/nonexistent/repo", "--rev", "x"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("is not a git repository"), "{}", stderr(&o));
+    okp_run(okp().args(["check-anchors", "--git"]).arg(t.path()).args(["--rev", "v3.9.2"]))
+        .code(2)
+        .err_has("no revision `v3.9.2`");
+    okp_run(okp().args(["check-anchors", "--git", "/nonexistent/repo", "--rev", "x"]))
+        .code(2)
+        .err_has("is not a git repository");
 }
 
 #[test]

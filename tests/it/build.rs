@@ -157,9 +157,7 @@ fn gradle_failure_names_the_task_and_shows_the_last_lines() {
 fn gradle_backend_needs_a_wrapper() {
     let t = standin_checkout();
     std::fs::remove_file(t.path().join("gradlew")).unwrap();
-    let o = okp().args(["build", "--mode", "zk", "--source"]).arg(t.path()).output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("has no ./gradlew"), "{}", stderr(&o));
+    okp_run(okp().args(["build", "--mode", "zk", "--source"]).arg(t.path())).code(2).err_has("has no ./gradlew");
 }
 
 #[test]

@@ -82,9 +82,9 @@ fn off_unless_enabled_by_flag_or_config() {
     // The shipped example config says enable: false.
     let cfg = p.dir.path().join("watch.yaml");
     std::fs::copy(repo_root().join("src/bundle/files/observer-watch.yaml"), &cfg).unwrap();
-    let o = okp().args(["observers", "watch", "--once", "--config"]).arg(&cfg).output().unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("watch.yaml says `enable: false`"), "{}", stderr(&o));
+    okp_run(okp().args(["observers", "watch", "--once", "--config"]).arg(&cfg))
+        .code(2)
+        .err_has("watch.yaml says `enable: false`");
     assert!(!p.audit().exists() && !p.state().exists(), "nothing written");
     assert_eq!(std::fs::read_dir(p.dir.path()).unwrap().count(), 2, "only observer.ids and the config");
 }
@@ -136,9 +136,7 @@ fn an_audit_log_that_cannot_be_written_refuses_the_start() {
     );
     // A place where nothing can be created.
     args[at + 1] = "/proc/okp-watch/audit.log".into();
-    let o = okp().args(&args).output().unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("cannot open the audit log /proc/okp-watch/audit.log"), "{}", stderr(&o));
+    okp_run(okp().args(&args)).code(2).err_has("cannot open the audit log /proc/okp-watch/audit.log");
     assert!(!p.state().exists() && !state_lock(&p).exists(), "refused before the lock and the state");
     assert_eq!(std::fs::read(p.ids()).unwrap(), b"4\n");
 }

@@ -75,7 +75,5 @@ fn a_stored_history_is_checked_again() {
     assert!(stdout(&o).contains("VIOLATED") && stdout(&o).contains("Lost") && stdout(&o).contains("--seed 9"));
 
     std::fs::write(&p, "{\"schema\":1,\"seed\":").unwrap();
-    let o = okp().args(["verify", "--soak-recheck"]).arg(&p).output().unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("history.json"), "{}", stderr(&o));
+    okp_run(okp().args(["verify", "--soak-recheck"]).arg(&p)).code(2).err_has("history.json");
 }

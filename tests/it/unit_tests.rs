@@ -112,8 +112,8 @@ fn refusals_exit_2_with_a_sentence() {
 #[test]
 fn a_release_without_test_jars_is_refused() {
     let t = tempfile::tempdir().unwrap();
-    let o = okp().args(["unit-tests", "--version", "4.2.2", "--evidence"]).arg(t.path()).output().unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("4.2.2 has no test jar for its unit tests"), "{}", stderr(&o));
+    okp_run(okp().args(["unit-tests", "--version", "4.2.2", "--evidence"]).arg(t.path()))
+        .code(2)
+        .err_has("4.2.2 has no test jar for its unit tests");
     assert!(!t.path().join("unit").exists());
 }

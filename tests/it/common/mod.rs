@@ -16,6 +16,47 @@ pub fn okp() -> Command {
     c
 }
 
+/// A finished okp run: its exit code and both streams. Built by `okp_run`; each check panics at the
+/// caller's line showing the code and both streams.
+pub struct Ran {
+    pub code: Option<i32>,
+    pub out: String,
+    pub err: String,
+}
+
+/// Runs `cmd` (usually `okp().args([...])`) to its end.
+pub fn okp_run(cmd: &mut Command) -> Ran {
+    let o = cmd.output().unwrap();
+    Ran { code: o.status.code(), out: stdout(&o), err: stderr(&o) }
+}
+
+impl Ran {
+    fn shown(&self) -> String {
+        format!("exit {:?}\n--- stdout\n{}--- stderr\n{}", self.code, self.out, self.err)
+    }
+
+    /// The exit code is `want`.
+    #[track_caller]
+    pub fn code(self, want: i32) -> Self {
+        assert_eq!(self.code, Some(want), "{}", self.shown());
+        self
+    }
+
+    /// stderr holds `part`.
+    #[track_caller]
+    pub fn err_has(self, part: &str) -> Self {
+        assert!(self.err.contains(part), "stderr lacks {part:?}:\n{}", self.shown());
+        self
+    }
+
+    /// stdout holds `part`.
+    #[track_caller]
+    pub fn out_has(self, part: &str) -> Self {
+        assert!(self.out.contains(part), "stdout lacks {part:?}:\n{}", self.shown());
+        self
+    }
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
