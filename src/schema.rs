@@ -223,6 +223,14 @@ pub fn write<T: serde::Serialize>(path: &Path, record: &T) -> Result<()> {
 pub(crate) mod testing {
     use super::*;
 
+    /// Writes `record` into a fresh directory with `write` and reads it back with `read`: the
+    /// record as the crate's own reader returns it, for the caller to compare.
+    pub fn round_trip<T>(record: &T, write: impl Fn(&T, &Path) -> Result<()>, read: impl Fn(&Path) -> Result<T>) -> T {
+        let d = tempfile::tempdir().unwrap();
+        write(record, d.path()).unwrap();
+        read(d.path()).unwrap()
+    }
+
     /// Writes `record` as `file` of a fresh directory with its `schema` (1) changed to `n`,
     /// asserts that `read` of that directory refuses it naming the file and both schemas,
     /// and returns the message.

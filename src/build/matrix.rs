@@ -191,9 +191,7 @@ mod tests {
 
     #[test]
     fn writes_and_reads_back() {
-        let d = tempfile::tempdir().unwrap();
-        sample().write(d.path()).unwrap();
-        assert_eq!(BuildMatrix::read(d.path()).unwrap(), sample());
+        assert_eq!(crate::schema::testing::round_trip(&sample(), BuildMatrix::write, BuildMatrix::read), sample());
     }
 
     #[test]

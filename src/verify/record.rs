@@ -212,9 +212,7 @@ mod tests {
 
     #[test]
     fn writes_and_reads_back() {
-        let d = tempfile::tempdir().unwrap();
-        sample().write(d.path()).unwrap();
-        assert_eq!(RunRecord::read(d.path()).unwrap(), sample());
+        assert_eq!(crate::schema::testing::round_trip(&sample(), RunRecord::write, RunRecord::read), sample());
     }
 
     #[test]

@@ -241,10 +241,8 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn reads_back_what_it_wrote() {
-        let d = tempfile::tempdir().unwrap();
-        sample().write(d.path()).unwrap();
-        assert_eq!(UnitRecord::read(d.path()).unwrap(), sample());
+    fn writes_and_reads_back() {
+        assert_eq!(crate::schema::testing::round_trip(&sample(), UnitRecord::write, UnitRecord::read), sample());
     }
 
     #[test]
