@@ -28,8 +28,9 @@ fn jar_hashes(dir: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// okp-build.json read through okp's own reader (schema checked), as JSON for the assertions.
 fn record(dir: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("okp-build.json")).unwrap()).unwrap()
+    serde_json::to_value(okp::build::record::BuildRecord::read(dir).unwrap()).unwrap()
 }
 
 /// The real versions.yaml with `version` marked as published without sources jars.
