@@ -11,8 +11,8 @@ use crate::workspace::Workspace;
 pub fn run(ws: &Workspace, args: BenchArgs) -> Result<Outcome> {
     match args.command {
         BenchCommand::Broker(a) => {
-            let release = ws.release(a.version.unwrap_or(super::verify::DEFAULT_RELEASE))?.clone();
-            let mode = release.mode_for(a.mode, ModeDefault::ZkFirst)?;
+            let release = ws.release(a.release.version)?.clone();
+            let mode = release.mode_for(a.release.mode, ModeDefault::ZkFirst)?;
             let out = a.out.unwrap_or_else(|| crate::bench::default_out(&release, mode, a.control));
             crate::bench::broker(
                 ws,

@@ -24,20 +24,22 @@ pub fn run(ws: &Workspace, args: BuildArgs) -> Result<Outcome> {
         return all(ws, &args);
     }
     // The splice backend's upstream sources when not the release's sources jars.
-    let upstream = match (&args.tree, &args.git) {
+    let upstream = match (&args.sources.tree, &args.sources.git.repo) {
         (Some(dir), _) => Some(ws.open(Spec::Dir(dir))?),
-        (None, Some(repo)) => Some(ws.open(Spec::Git { repo, rev: args.rev.as_deref().unwrap_or("HEAD") })?),
+        (None, Some(repo)) => {
+            Some(ws.open(Spec::Git { repo, rev: args.sources.git.rev.as_deref().unwrap_or("HEAD") })?)
+        }
         (None, None) => None,
     };
     let backend = args.backend.unwrap_or(if args.source.is_some() { Backend::Gradle } else { Backend::Splice });
-    let version = match (&args.source, &upstream, args.version) {
+    let version = match (&args.source, &upstream, args.release.version) {
         (Some(dir), _, v) => crate::source::release_of(&DirTree::open(dir)?, v)?,
         (None, Some(tree), v) => release_of_upstream(tree.as_ref(), v)?,
         (None, None, Some(v)) => v,
         (None, None, None) => return Err(Error::Usage(WHICH_RELEASE.into())),
     };
     let release = ws.release(version)?;
-    let mode = release.mode_for(args.mode, ModeDefault::Ask)?;
+    let mode = release.mode_for(args.release.mode, ModeDefault::Ask)?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("okp-out").join(format!("{version}-{mode}")));
     match backend {
         Backend::Gradle if upstream.is_some() => Err(Error::Usage(
@@ -49,7 +51,7 @@ pub fn run(ws: &Workspace, args: BuildArgs) -> Result<Outcome> {
                 .source
                 .clone()
                 .ok_or_else(|| Error::Usage("the gradle backend needs --source DIR (a patched checkout)".into()))?;
-            if !args.layers.is_empty() {
+            if !args.layer.layers.is_empty() {
                 return Err(Error::Usage(
                     "--layer belongs to `okp apply` when building a checkout with Gradle: the checkout already \
                      carries the layers it was patched with"
@@ -80,7 +82,7 @@ pub fn run(ws: &Workspace, args: BuildArgs) -> Result<Outcome> {
                 None => splice::release_sources(ws, release)?,
             };
             note(format!("upstream sources: {}", tree.describe()));
-            splice_one(ws, release, mode, &Layers::with(&args.layers), tree.as_ref(), &out, args.allow_modified)
+            splice_one(ws, release, mode, &Layers::with(&args.layer.layers), tree.as_ref(), &out, args.allow_modified)
         }
     }
 }
@@ -135,8 +137,9 @@ fn splice_one(
 /// `--all`: splice-compile every (release, mode) of the matrix, print the table, write build-matrix.json.
 fn all(ws: &Workspace, args: &BuildArgs) -> Result<Outcome> {
     // The releases of the pairs taken (a release without sources jars too: its row says skipped);
-    // build::matrix builds each in `args.mode`, or in every mode it has.
-    let pairs = ws.model.matrix.pairs(PairFilter { reference: args.reference, mode: args.mode, sources: false });
+    // build::matrix builds each in `args.release.mode`, or in every mode it has.
+    let pairs =
+        ws.model.matrix.pairs(PairFilter { reference: args.reference, mode: args.release.mode, sources: false });
     let releases: Vec<&Release> =
         ws.model.matrix.releases.iter().filter(|r| pairs.iter().any(|p| p.release == r.version)).collect();
     let base = args.out.clone().unwrap_or_else(|| PathBuf::from("okp-out"));
@@ -146,7 +149,7 @@ fn all(ws: &Workspace, args: &BuildArgs) -> Result<Outcome> {
         None
     };
     let root = scratch.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_else(|| base.clone());
-    let m = matrix::matrix(ws, &releases, args.mode, &Layers::with(&args.layers), &root)?;
+    let m = matrix::matrix(ws, &releases, args.release.mode, &Layers::with(&args.layer.layers), &root)?;
     crate::out::print(&m.render_table())?;
     m.write(&base)?;
     Ok(Outcome::check(m.failed() == 0))

@@ -20,7 +20,7 @@ pub fn bundle(ws: &Workspace, a: BundleArgs) -> Result<Outcome> {
 
 /// The tree `--tree`/`--git --rev` name, opened, if any.
 fn release_source(ws: &Workspace, a: &ReleaseSourceArgs) -> Result<Option<Box<dyn SourceTree>>> {
-    match (&a.source_tree, &a.source_git, &a.source_rev) {
+    match (&a.tree, &a.git.repo, &a.git.rev) {
         (Some(d), _, _) => Ok(Some(ws.open(Spec::Dir(d))?)),
         (None, Some(repo), Some(rev)) => Ok(Some(ws.open(Spec::Git { repo, rev })?)),
         _ => Ok(None),

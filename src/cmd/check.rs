@@ -16,9 +16,9 @@ const NO_SOURCES_HINT: &str = "check-anchors reads a checkout instead with --sou
 pub fn run(ws: &Workspace, args: CheckArgs) -> Result<Outcome> {
     let model = &ws.model;
     let layers = if args.layers.is_empty() { Layers::all() } else { Layers::with(&args.layers) };
-    let spec = match (&args.source, &args.git, args.release) {
+    let spec = match (&args.source, &args.git.repo, args.release) {
         (Some(dir), _, _) => Some(Spec::Dir(dir)),
-        (_, Some(repo), _) => Some(Spec::Git { repo, rev: args.rev.as_deref().unwrap_or("HEAD") }),
+        (_, Some(repo), _) => Some(Spec::Git { repo, rev: args.git.rev.as_deref().unwrap_or("HEAD") }),
         (_, _, Some(version)) => Some(Spec::Release { version, hint: NO_SOURCES_HINT }),
         _ => None,
     };
@@ -29,7 +29,7 @@ pub fn run(ws: &Workspace, args: CheckArgs) -> Result<Outcome> {
             let tree_version = crate::source::release_of(tree.as_ref(), args.version)?;
             let range_version = args.version.unwrap_or(tree_version);
             let rules = model.matrix.rules_for(range_version)?;
-            let modes = rules.modes_for(args.mode)?;
+            let modes = rules.modes_for(args.mode.mode)?;
             let mut targets = check::check_tree(&model.anchors, rules, range_version, &modes, &layers, tree.as_ref())?;
             for t in &mut targets {
                 t.release = tree_version;
@@ -44,7 +44,7 @@ pub fn run(ws: &Workspace, args: CheckArgs) -> Result<Outcome> {
                     r.require_sources_jar(NO_SOURCES_HINT)?;
                     vec![r]
                 }
-                None => model.matrix.releases.iter().filter(|r| args.mode.is_none_or(|m| r.supports(m))).collect(),
+                None => model.matrix.releases.iter().filter(|r| args.mode.mode.is_none_or(|m| r.supports(m))).collect(),
             };
             // One mvn run for everything a cold cache lacks. When Maven Central lacks one of them,
             // each release fetches its own below, so only that release is skipped.
@@ -58,7 +58,7 @@ pub fn run(ws: &Workspace, args: CheckArgs) -> Result<Outcome> {
                 Err(e) => return Err(e),
             }
             for r in releases {
-                let modes = r.modes_for(args.mode)?;
+                let modes = r.modes_for(args.mode.mode)?;
                 let tree = match &r.no_sources_jar {
                     Some(why) => Err(why.clone()),
                     None => match ReleaseTree::open(&ws.maven, &r.version.to_string(), &r.sources) {

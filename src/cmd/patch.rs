@@ -31,7 +31,7 @@ pub fn show(ws: &Workspace, a: ShowArgs) -> Result<Outcome> {
     }
     let version =
         a.version.ok_or_else(|| crate::error::Error::Usage("show needs --version V or --build DIR".into()))?;
-    lib::show(ws, version, a.mode, &super::layers(&a.layers), super::json(a.format))
+    lib::show(ws, version, a.mode.mode, &super::layers(&a.layer.layers), super::json(a.format))
 }
 
 pub fn apply(ws: &Workspace, a: ApplyArgs) -> Result<Outcome> {
@@ -40,9 +40,9 @@ pub fn apply(ws: &Workspace, a: ApplyArgs) -> Result<Outcome> {
         allow_modified: a.allow_modified,
         dry_run: a.dry_run,
         commit: a.commit,
-        layers: super::layers(&a.layers),
+        layers: super::layers(&a.layer.layers),
     };
-    lib::apply(ws, &a.target.source, a.target.version, a.target.mode, opts)
+    lib::apply(ws, &a.source, a.release.version, a.release.mode, opts)
 }
 
 pub fn revert(a: RevertArgs) -> Result<Outcome> {
@@ -54,17 +54,15 @@ pub fn status(a: StatusArgs) -> Result<Outcome> {
 }
 
 pub fn export(ws: &Workspace, a: ExportArgs) -> Result<Outcome> {
-    let spec = match (&a.source, &a.git) {
+    let version = a.release.version;
+    let spec = match (&a.source, &a.git.repo) {
         (Some(d), _) => Spec::Dir(d),
-        (_, Some(g)) => Spec::Git { repo: g, rev: a.rev.as_deref().unwrap_or("HEAD") },
+        (_, Some(g)) => Spec::Git { repo: g, rev: a.git.rev.as_deref().unwrap_or("HEAD") },
         _ => {
-            ws.release(a.version)?;
-            Spec::Release {
-                version: a.version,
-                hint: "export reads a checkout instead with --source DIR or --git REPO --rev REV",
-            }
+            ws.release(version)?;
+            Spec::Release { version, hint: "export reads a checkout instead with --source DIR or --git REPO --rev REV" }
         }
     };
     let tree = ws.open(spec)?;
-    lib::export(ws, a.version, a.mode, &super::layers(&a.layers), tree.as_ref(), a.output.as_deref())
+    lib::export(ws, version, a.release.mode, &super::layers(&a.layer.layers), tree.as_ref(), a.output.as_deref())
 }

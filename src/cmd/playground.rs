@@ -8,8 +8,8 @@ use crate::model::ModeDefault;
 use crate::workspace::Workspace;
 
 pub fn run(ws: &Workspace, a: PlaygroundArgs) -> Result<Outcome> {
-    let release = ws.release(a.version)?.clone();
+    let release = ws.release(a.release.version)?.clone();
     release.require_sources_jar("okp playground builds its patched jars from those sources")?;
-    let mode = release.mode_for(a.mode, ModeDefault::ZkFirst)?;
+    let mode = release.mode_for(a.release.mode, ModeDefault::ZkFirst)?;
     crate::playground::run(ws, release, mode, a.dir)
 }

@@ -12,9 +12,9 @@ use crate::unit_tests::{self as unit, data::UnitData};
 use crate::workspace::Workspace;
 
 pub fn run(ws: &Workspace, args: UnitTestsArgs) -> Result<Outcome> {
-    let version = args.version.unwrap_or(super::verify::DEFAULT_RELEASE);
+    let version = args.release.version;
     let release = ws.release(version)?.clone();
-    let mode = release.mode_for(args.mode, ModeDefault::ZkFirst)?;
+    let mode = release.mode_for(args.release.mode, ModeDefault::ZkFirst)?;
     let data = UnitData::load(args.data.as_deref())?;
     if args.class_timeout < 10 {
         return Err(Error::Usage("--class-timeout must be at least 10 seconds".into()));

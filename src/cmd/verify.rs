@@ -14,9 +14,6 @@ use crate::scenarios::{self, Flavor};
 use crate::version::KafkaVersion;
 use crate::workspace::Workspace;
 
-/// The release `okp verify` proves when none is named: the last one with both modes.
-pub const DEFAULT_RELEASE: KafkaVersion = KafkaVersion::new(3, 9, 2);
-
 pub fn run(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     if args.merge {
         return merge(ws, &args);
@@ -34,13 +31,12 @@ pub fn run(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         return one(ws, args);
     }
     // An --upstream run needs no sources jar: it runs the release's own jars.
-    let filter = PairFilter { reference: args.reference, mode: args.mode, sources: !args.upstream };
+    let filter = PairFilter { reference: args.reference, mode: args.release.mode, sources: !args.upstream };
     let pairs: Vec<(KafkaVersion, Mode)> =
         ws.model.matrix.pairs(filter).into_iter().map(|p| (p.release, p.mode)).collect();
     let all = crate::verify::run_all(&pairs, args.jobs, |v, m| {
         let each = VerifyArgs {
-            version: Some(v),
-            mode: Some(m),
+            release: crate::cli::ClusterRelease { version: v, mode: Some(m) },
             all: false,
             reference: false,
             jars: None,
@@ -58,9 +54,9 @@ fn soak(ws: &Workspace, args: &VerifyArgs, duration: &str, seed: u64) -> Result<
     let Some(duration) = crate::soak::parse_duration(duration) else {
         return Err(Error::Usage(format!("--soak {duration}: not a duration (e.g. 600, 600s, 10m, 1h)")));
     };
-    let release = ws.release(args.version.unwrap_or(DEFAULT_RELEASE))?.clone();
+    let release = ws.release(args.release.version)?.clone();
     release.require_sources_jar("okp verify --soak builds its patched jars from those sources")?;
-    let mode = release.mode_for(args.mode, ModeDefault::ZkFirst)?;
+    let mode = release.mode_for(args.release.mode, ModeDefault::ZkFirst)?;
     let opts = crate::soak::run::Options {
         release,
         mode,
@@ -90,7 +86,7 @@ fn merge(ws: &Workspace, args: &VerifyArgs) -> Result<Outcome> {
 }
 
 fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
-    let version = args.version.unwrap_or(DEFAULT_RELEASE);
+    let version = args.release.version;
     let release = ws.release(version)?.clone();
     let jars_source = jars_source(&args)?;
     if !args.upstream && args.jars.is_none() {
@@ -99,7 +95,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
              a build from a tree is verified with --jars DIR and --tree or --git --rev)",
         )?;
     }
-    let mode = release.mode_for(args.mode, ModeDefault::ZkFirst)?;
+    let mode = release.mode_for(args.release.mode, ModeDefault::ZkFirst)?;
     let flavor = if args.upstream { Flavor::Upstream } else { Flavor::Patched };
     let ids: Vec<String> = if !args.scenarios.is_empty() {
         args.scenarios.clone()
@@ -178,7 +174,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
 /// for a release without a sources jar; meaningless without `--jars`.
 fn jars_source(args: &VerifyArgs) -> Result<Option<crate::verify::JarsSource>> {
     let s = &args.sources;
-    let source = match (&s.source_tree, &s.source_git, &s.source_rev) {
+    let source = match (&s.tree, &s.git.repo, &s.git.rev) {
         (Some(d), _, _) => Some(crate::verify::JarsSource::Tree(d.clone())),
         (None, Some(repo), Some(rev)) => Some(crate::verify::JarsSource::Git { repo: repo.clone(), rev: rev.clone() }),
         _ => None,

@@ -8,10 +8,22 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::model::{Layer, Mode};
-use crate::observers::watch::Policy;
+use crate::model::Layer;
 use crate::report::Format;
 use crate::version::KafkaVersion;
+
+mod bundle;
+mod groups;
+mod observers;
+#[cfg(test)]
+mod tests;
+
+pub use bundle::{BundleArgs, InstallArgs, KeygenArgs, PinArgs, RollbackArgs, VerifyBundleArgs};
+pub use groups::{ClusterRelease, GitRev, LayerArgs, ModeFilter, ReleaseMode, ReleaseSourceArgs, TreeRelease};
+pub use observers::{
+    Bootstrap, NodeFiles, ObserversArgs, ObserversChangeArgs, ObserversCommand, ObserversStatusArgs,
+    ObserversWatchArgs, TransportKind,
+};
 
 #[derive(Parser, Debug)]
 #[command(name = "okp", version, about = "Observer replicas for Apache Kafka: anchors, patch set and toolchain")]
@@ -167,6 +179,7 @@ pub struct ReleasesArgs {
     /// Also write the report to DIR/releases.txt and DIR/releases.json.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
+    /// The output: a table for people, or json for programs.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
 }
@@ -179,12 +192,14 @@ pub struct CompareBuildsArgs {
     /// Build B: a jar or a build directory (e.g. the splice build of the same release and mode).
     #[arg(value_name = "B")]
     pub b: PathBuf,
+    /// The output: a table for people, or json for programs.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
 }
 
 #[derive(Args, Debug)]
 pub struct VersionsArgs {
+    /// The output: a table for people, or json for programs.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
 }
@@ -198,11 +213,11 @@ pub struct ShowArgs {
     /// the compilers, and the provenance proofs with the members our edits changed per class.
     #[arg(long, value_name = "DIR")]
     pub build: Option<std::path::PathBuf>,
-    #[arg(long, value_name = "M")]
-    pub mode: Option<Mode>,
-    /// An optional layer of the patch set to take as well (repeatable): metrics (JMX gauges, docs/observer-metrics.md).
-    #[arg(long = "layer", value_name = "L", value_enum, value_delimiter = ',')]
-    pub layers: Vec<Layer>,
+    #[command(flatten)]
+    pub mode: ModeFilter,
+    #[command(flatten)]
+    pub layer: LayerArgs,
+    /// The output: a table for people, or json for programs.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
 }
@@ -210,7 +225,10 @@ pub struct ShowArgs {
 #[derive(Args, Debug)]
 pub struct ApplyArgs {
     #[command(flatten)]
-    pub target: TreeTarget,
+    pub release: TreeRelease,
+    /// The checkout (default: the current directory).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub source: PathBuf,
     /// Apply even though the tree declares another release.
     #[arg(long)]
     pub force: bool,
@@ -223,9 +241,8 @@ pub struct ApplyArgs {
     /// Commit the patched files on a new branch okp/observer-<version>-<mode>.
     #[arg(long)]
     pub commit: bool,
-    /// An optional layer of the patch set to take as well (repeatable): metrics (JMX gauges, docs/observer-metrics.md).
-    #[arg(long = "layer", value_name = "L", value_enum, value_delimiter = ',')]
-    pub layers: Vec<Layer>,
+    #[command(flatten)]
+    pub layer: LayerArgs,
 }
 
 #[derive(Args, Debug)]
@@ -240,155 +257,25 @@ pub struct RevertArgs {
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
+    /// The checkout (default: the current directory).
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub source: PathBuf,
 }
 
 #[derive(Args, Debug)]
 pub struct ExportArgs {
-    #[arg(long, value_name = "V")]
-    pub version: KafkaVersion,
-    #[arg(long, value_name = "M")]
-    pub mode: Option<Mode>,
+    #[command(flatten)]
+    pub release: ReleaseMode,
     /// A checkout to diff against instead of the release's Maven Central sources.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["git"])]
     pub source: Option<PathBuf>,
-    #[arg(long, value_name = "REPO", requires = "rev")]
-    pub git: Option<PathBuf>,
-    #[arg(long, value_name = "REV", requires = "git")]
-    pub rev: Option<String>,
+    #[command(flatten)]
+    pub git: GitRev,
     /// Write here (atomically) instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// An optional layer of the patch set to take as well (repeatable): metrics (JMX gauges, docs/observer-metrics.md).
-    #[arg(long = "layer", value_name = "L", value_enum, value_delimiter = ',')]
-    pub layers: Vec<Layer>,
-}
-
-#[derive(Args, Debug)]
-pub struct KeygenArgs {
-    /// Path prefix of the two files to create (never overwritten).
-    #[arg(long, value_name = "PREFIX")]
-    pub out: PathBuf,
-    /// No password on the secret key (for CI secret stores).
-    #[arg(long)]
-    pub unencrypted: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct BundleArgs {
-    /// A directory written by `okp build --version V --mode M --out DIR`.
-    #[arg(long, value_name = "DIR")]
-    pub build: PathBuf,
-    /// linux-x86_64 or linux-aarch64 (also x86_64, amd64, aarch64, arm64, linux/arm64, ...).
-    #[arg(long, value_name = "TARGET")]
-    pub target: crate::bundle::Target,
-    /// The minisign secret key to sign with (see `okp keygen`).
-    #[arg(long, value_name = "SECKEY")]
-    pub key: PathBuf,
-    /// Where the bundle and its sidecars go (default: the build directory).
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Also sign with gpg, as this key, into a detached .asc (the Apache convention).
-    #[arg(long, value_name = "KEYID")]
-    pub gpg_sign: Option<String>,
     #[command(flatten)]
-    pub sources: ReleaseSourceArgs,
-}
-
-/// For a release Maven Central has no sources jar of (4.2.2, 4.3.2, 4.4.0): the tree the build
-/// read, where okp finds where its edits sit when it re-derives the jars from their bytes.
-#[derive(Args, Clone, Debug, Default)]
-pub struct ReleaseSourceArgs {
-    /// The release's sources as a tree (the one the build read with --tree), for a release
-    /// without a sources jar on Maven Central; ignored for one with.
-    #[arg(long = "tree", value_name = "DIR", conflicts_with = "source_git")]
-    pub source_tree: Option<PathBuf>,
-    /// The release's sources from a git repository at --rev (the one the build read with --git).
-    #[arg(long = "git", value_name = "REPO", requires = "source_rev")]
-    pub source_git: Option<PathBuf>,
-    /// Tag or commit of --git.
-    #[arg(long = "rev", value_name = "REV", requires = "source_git")]
-    pub source_rev: Option<String>,
-}
-
-/// Anti-replay pins, checked against the bundle's signed trusted comment (docs/bundles-safety.md).
-#[derive(Args, Debug)]
-pub struct PinArgs {
-    /// Refuse a bundle signed before this time: YYYY-MM-DD (midnight UTC), YYYY-MM-DDTHH:MM:SSZ or @SECONDS.
-    #[arg(long, value_name = "DATE")]
-    pub not_before: Option<crate::bundle::Timestamp>,
-    /// Refuse a bundle made by an okp older than this version (X.Y.Z).
-    #[arg(long, value_name = "X.Y.Z")]
-    pub min_okp_version: Option<crate::bundle::OkpVersion>,
-    /// Refuse a bundle of any other patch set (its sha256, 64 hex digits).
-    #[arg(long, value_name = "HASH")]
-    pub patch_set: Option<crate::bundle::PatchSet>,
-    /// Refuse a bundle without its attestations (provenance.intoto.jsonl, sbom.cdx.json), as
-    /// bundles made before okp wrote them are.
-    #[arg(long)]
-    pub require_attestations: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct VerifyBundleArgs {
-    /// The bundle (.tar.gz); its .minisig, .sha256 and .sha512 are read from beside it.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
-    /// The minisign public key: a .pub file, or its base64 line (RW...).
-    #[arg(long, value_name = "KEY")]
-    pub pubkey: String,
-    #[command(flatten)]
-    pub pins: PinArgs,
-    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
-    pub format: ListFormat,
-}
-
-#[derive(Args, Debug)]
-pub struct InstallArgs {
-    /// The bundle (.tar.gz).
-    #[arg(value_name = "BUNDLE")]
-    pub bundle: PathBuf,
-    /// The Kafka installation (the directory holding bin/ and libs/).
-    #[arg(long, value_name = "DIR")]
-    pub kafka_home: PathBuf,
-    /// The minisign public key the bundle must be signed with.
-    #[arg(long, value_name = "KEY", required_unless_present = "allow_unverified")]
-    pub pubkey: Option<String>,
-    /// Install a well-formed bundle whose signature or checksum files do not verify.
-    #[arg(long)]
-    pub allow_unverified: bool,
-    /// Say what would change; change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Install although this machine is not the bundle's target (the jars are architecture-independent).
-    #[arg(long)]
-    pub ignore_arch: bool,
-    /// Accept installed jars that are not byte-identical to Maven Central's (your own build of the release).
-    #[arg(long)]
-    pub accept_local_jars: bool,
-    #[command(flatten)]
-    pub pins: PinArgs,
-    #[command(flatten)]
-    pub sources: ReleaseSourceArgs,
-}
-
-#[derive(Args, Debug)]
-pub struct RollbackArgs {
-    #[arg(long, value_name = "DIR")]
-    pub kafka_home: PathBuf,
-    /// Say what would change; change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Restore even jars that changed after the install.
-    #[arg(long)]
-    pub force: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct ObserversArgs {
-    #[command(subcommand)]
-    pub command: ObserversCommand,
+    pub layer: LayerArgs,
 }
 
 #[derive(Args, Debug)]
@@ -406,12 +293,8 @@ pub enum BenchCommand {
 
 #[derive(Args, Debug)]
 pub struct BenchBrokerArgs {
-    /// The release (default: 3.9.2).
-    #[arg(long, value_name = "V")]
-    pub version: Option<KafkaVersion>,
-    /// zk or kraft (default: zk where the release has it, else kraft).
-    #[arg(long, value_name = "M")]
-    pub mode: Option<Mode>,
+    #[command(flatten)]
+    pub release: ClusterRelease,
     /// Clusters of each flavor, started alternately.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub rounds: u32,
@@ -439,6 +322,7 @@ pub struct BenchBrokerArgs {
 
 #[derive(Args, Debug)]
 pub struct SourcesArgs {
+    /// The release whose sources to lay out.
     #[arg(long, value_name = "V")]
     pub version: KafkaVersion,
     /// Directory to create (must not exist or be empty).
@@ -450,166 +334,10 @@ pub struct SourcesArgs {
     pub hooked: bool,
 }
 
-#[derive(Subcommand, Debug)]
-pub enum ObserversCommand {
-    /// Per partition, each replica's role, log end offset, lag and caught-up state.
-    ///
-    /// Which replicas are observers comes from --observers, --observers-file or
-    /// the nodes' own files (--node, --nodes); the output names the source.
-    /// Exit 1 when an observer is found inside an ISR or leading.
-    Status(ObserversStatusArgs),
-    /// Make broker N a normal replica: remove it from observer.ids on every node (controllers first).
-    Promote(ObserversChangeArgs),
-    /// Make broker N an observer: add it to observer.ids on every node (brokers first).
-    Demote(ObserversChangeArgs),
-    /// The opt-in auto-promotion watchdog: promote a caught-up observer when a policy says so, demote it when the condition has cleared.
-    ///
-    /// Off unless --enable (or `enable: true` in --config). Every decision is
-    /// one JSON line in --audit-log; what it promoted is in --state. Read
-    /// docs/observers-watch.md (OBSERVERS-WATCH.md in a bundle) first.
-    /// Exit 0 (--once: the scan ran), 1 an action not converged (--once), 2 bad
-    /// input, a second instance or a damaged state, 3 the cluster, a transport
-    /// or the disk failed, 130 stopped by SIGTERM/SIGINT.
-    Watch(ObserversWatchArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct Bootstrap {
-    /// Brokers to ask for metadata: HOST:PORT[,HOST:PORT...] (PLAINTEXT listeners).
-    #[arg(long, value_name = "HOST:PORT", value_delimiter = ',', required = true)]
-    pub bootstrap: Vec<String>,
-}
-
-#[derive(Args, Debug)]
-pub struct NodeFiles {
-    /// A broker's observer.ids: ID=PATH (repeatable).
-    #[arg(long = "node", value_name = "ID=PATH")]
-    pub node: Vec<String>,
-    /// A KRaft controller's observer.ids: ID=PATH (repeatable).
-    #[arg(long = "controller-node", value_name = "ID=PATH")]
-    pub controller_node: Vec<String>,
-    /// A YAML list of nodes: {id, role: broker|controller, path, host}.
-    #[arg(long, value_name = "FILE")]
-    pub nodes: Option<PathBuf>,
-    /// How the files are reached: local paths (the default), or the --read-cmd/--write-cmd templates.
-    #[arg(long, value_enum, value_name = "KIND")]
-    pub transport: Option<TransportKind>,
-    /// With --transport command: prints a node's file, e.g. 'ssh {host} cat {path}' ({host}, {path}, {id} are filled in, shell-quoted).
-    #[arg(long, value_name = "TEMPLATE")]
-    pub read_cmd: Option<String>,
-    /// With --transport command: replaces a node's file atomically with stdin, e.g. 'ssh {host} "cat > {path}.okp-tmp && mv {path}.okp-tmp {path}"'.
-    #[arg(long, value_name = "TEMPLATE")]
-    pub write_cmd: Option<String>,
-    /// With --transport command: seconds one template run may take before okp kills it (and
-    /// everything it started) and names the node (default 30; 1 to 3600).
-    #[arg(long, value_name = "S")]
-    pub transport_timeout: Option<u64>,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum TransportKind {
-    Local,
-    Command,
-}
-
-#[derive(Args, Debug)]
-pub struct ObserversStatusArgs {
-    #[command(flatten)]
-    pub bootstrap: Bootstrap,
-    /// Only this topic (default: every topic).
-    #[arg(long, value_name = "TOPIC")]
-    pub topic: Option<String>,
-    /// The observer ids, e.g. 4,5 (instead of reading the nodes' files).
-    #[arg(long, value_name = "IDS", conflicts_with_all = ["observers_file", "node", "controller_node", "nodes"])]
-    pub observers: Option<String>,
-    /// An observer.ids file to take the ids from.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["node", "controller_node", "nodes"])]
-    pub observers_file: Option<PathBuf>,
-    #[command(flatten)]
-    pub files: NodeFiles,
-    /// A replica this many offsets behind its leader still counts as caught up.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub max_lag: i64,
-    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
-    pub format: ListFormat,
-}
-
-#[derive(Args, Debug)]
-pub struct ObserversChangeArgs {
-    /// The broker id to promote or demote.
-    #[arg(long, value_name = "N")]
-    pub broker: i32,
-    #[command(flatten)]
-    pub bootstrap: Bootstrap,
-    #[command(flatten)]
-    pub files: NodeFiles,
-    /// Promote only: check N's log against every live replica's for every partition it replicates, not only the leaderless ones.
-    #[arg(long)]
-    pub for_unclean_election: bool,
-    /// Waive the min.insync.replicas and log-end-offset refusals (never the leadership one).
-    #[arg(long)]
-    pub force: bool,
-    /// Print the pre-checks and the plan (each file, old → new), change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Seconds to wait for the cluster to show the change.
-    #[arg(long, value_name = "S", default_value_t = 120)]
-    pub timeout: u64,
-}
-
-#[derive(Args, Debug)]
-pub struct ObserversWatchArgs {
-    /// Let the watchdog run at all (rule 1: without it, or `enable: true` in --config, it refuses to start).
-    #[arg(long)]
-    pub enable: bool,
-    /// A YAML file of settings, each key a flag's name (enable, bootstrap, nodes, transport, read-cmd, write-cmd, transport-timeout, policy, max-lag, interval, cooldown, confirm-interval, timeout, state, audit-log, dry-run); flags win.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Trace every decision (and run the pre-checks), write nothing: no observer.ids, no state.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// One scan, then exit (for cron and tests).
-    #[arg(long)]
-    pub once: bool,
-    /// Brokers to ask for metadata: HOST:PORT[,HOST:PORT...] (PLAINTEXT listeners).
-    #[arg(long, value_name = "HOST:PORT", value_delimiter = ',')]
-    pub bootstrap: Vec<String>,
-    #[command(flatten)]
-    pub files: NodeFiles,
-    /// When to promote (default under-min-isr): under-min-isr (ISR below min.insync.replicas), leader-unavailable (no leader), under-replicated (ISR below the non-observer replicas).
-    #[arg(long, value_enum, value_name = "POLICY")]
-    pub policy: Option<Policy>,
-    /// An observer this many offsets behind is still caught up (default 0).
-    #[arg(long, value_name = "N")]
-    pub max_lag: Option<i64>,
-    /// Seconds between scans (default 10).
-    #[arg(long, value_name = "S")]
-    pub interval: Option<u64>,
-    /// Seconds between two actions, against flapping (default 300).
-    #[arg(long, value_name = "S")]
-    pub cooldown: Option<u64>,
-    /// Seconds between the two looks that must both find a condition cleared before a demotion (default 5).
-    #[arg(long, value_name = "S")]
-    pub confirm_interval: Option<u64>,
-    /// Seconds to wait for the cluster to show a change (default 120).
-    #[arg(long, value_name = "S")]
-    pub timeout: Option<u64>,
-    /// What the watchdog promoted, and its last action (default /var/lib/okp/observer-watch.json; locked through FILE.lock).
-    #[arg(long, value_name = "FILE")]
-    pub state: Option<PathBuf>,
-    /// One JSON line per decision, appended (default /var/log/okp/observer-watch.log).
-    #[arg(long, value_name = "FILE")]
-    pub audit_log: Option<PathBuf>,
-}
-
 #[derive(Args, Debug)]
 pub struct PlaygroundArgs {
-    /// The release (default 3.9.2).
-    #[arg(long, value_name = "V", default_value = "3.9.2")]
-    pub version: KafkaVersion,
-    /// zk or kraft (default: zk where the release has it, else kraft).
-    #[arg(long, value_name = "M")]
-    pub mode: Option<Mode>,
+    #[command(flatten)]
+    pub release: ClusterRelease,
     /// The playground's directory (new or empty; default: a new one under the temp directory), removed at the end.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -617,18 +345,18 @@ pub struct PlaygroundArgs {
 
 #[derive(Args, Debug)]
 pub struct DevClusterArgs {
-    #[arg(long, value_name = "V", default_value = "3.9.2")]
-    pub version: KafkaVersion,
-    #[arg(long, value_name = "M")]
-    pub mode: Option<Mode>,
+    #[command(flatten)]
+    pub release: ClusterRelease,
     /// Where to write cluster.json (ports, pids, observer files) once everything is up.
     #[arg(long, value_name = "FILE")]
     pub state: PathBuf,
     /// Extra topic NAME=ASSIGNMENT[,CONFIG=VALUE...], e.g. pair=1:4,min.insync.replicas=2.
     #[arg(long, value_name = "SPEC")]
     pub topic: Vec<String>,
+    /// replica.lag.time.max.ms of the brokers.
     #[arg(long, value_name = "MS", default_value_t = 3000)]
     pub lag_ms: u64,
+    /// ZooKeeper / KRaft broker session timeout.
     #[arg(long, value_name = "MS", default_value_t = 4000)]
     pub session_ms: u64,
 }
@@ -647,25 +375,13 @@ pub enum Backend {
 
 #[derive(Args, Debug)]
 pub struct BuildArgs {
-    /// The release (with --source, --tree or --git, default: the tree's own version).
-    #[arg(long, value_name = "V", conflicts_with = "all")]
-    pub version: Option<KafkaVersion>,
-    /// zk or kraft; needed when the release supports both (with --all: only this mode).
-    #[arg(long, value_name = "M")]
-    pub mode: Option<Mode>,
+    #[command(flatten)]
+    pub release: TreeRelease,
     /// A patched checkout to build with its own ./gradlew (implies --backend gradle).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["tree", "git"])]
     pub source: Option<PathBuf>,
-    /// Splice from this tree's sources (a pristine checkout or an `okp sources` tree) instead of the
-    /// release's Maven Central sources jars, e.g. for a release published without them.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["source", "git"])]
-    pub tree: Option<PathBuf>,
-    /// Splice from a git repository (bare or not) read at --rev, without checking it out.
-    #[arg(long, value_name = "REPO", requires = "rev", conflicts_with = "source")]
-    pub git: Option<PathBuf>,
-    /// Tag, branch or commit to read from --git.
-    #[arg(long, value_name = "REV", requires = "git")]
-    pub rev: Option<String>,
+    #[command(flatten)]
+    pub sources: ReleaseSourceArgs,
     /// With --tree/--git: build although the tree differs from the release's sources in files the
     /// splice does not compile. Those changes are NOT in the jars (recorded as provenance.not_built);
     /// a fork builds with the Gradle backend.
@@ -677,9 +393,10 @@ pub struct BuildArgs {
     /// Where the jars and okp-build.json go (default: okp-out/<version>-<mode>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Progress display: auto (a bar on a terminal, step lines otherwise), always or never.
     #[arg(long, value_enum, default_value_t = crate::build::gradle::Progress::Auto)]
     pub progress: crate::build::gradle::Progress,
-    /// Splice-compile every (release, mode) of the matrix and print the result matrix.
+    /// Splice-compile every (release, mode) of the matrix (with --mode: only that mode) and print the result matrix.
     #[arg(long, conflicts_with_all = ["source", "version", "tree", "git"])]
     pub all: bool,
     /// With --all: only the reference releases (the matrix CI compiles).
@@ -688,19 +405,17 @@ pub struct BuildArgs {
     /// With --all: check only (build into a temporary directory, keep nothing but the matrix).
     #[arg(long, requires = "all")]
     pub check: bool,
-    /// An optional layer of the patch set to take as well (repeatable): metrics (JMX gauges, docs/observer-metrics.md).
-    #[arg(long = "layer", value_name = "L", value_enum, value_delimiter = ',')]
-    pub layers: Vec<Layer>,
+    #[command(flatten)]
+    pub layer: LayerArgs,
 }
 
 #[derive(Args, Debug, Clone)]
 pub struct VerifyArgs {
-    /// The release (default: 3.9.2, the last release with both modes).
-    #[arg(long, value_name = "V", conflicts_with = "all")]
-    pub version: Option<KafkaVersion>,
+    #[command(flatten)]
+    pub release: ClusterRelease,
     /// Every (release, mode) with sources jars (with --reference: the reference releases); a failed pair
     /// does not stop the others; a summary at the end; exit non-zero if any pair failed.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "version")]
     pub all: bool,
     /// With --all: only the reference releases.
     #[arg(long, requires = "all")]
@@ -731,9 +446,6 @@ pub struct VerifyArgs {
     /// The soak's seed: the same seed and duration give the same fault schedule.
     #[arg(long, value_name = "N", requires = "soak")]
     pub seed: Option<u64>,
-    /// zk or kraft (default: zk where the release has it, else kraft).
-    #[arg(long, value_name = "M")]
-    pub mode: Option<Mode>,
     /// Run on the release's unpatched jars: the negative control.
     #[arg(long, conflicts_with = "jars")]
     pub upstream: bool,
@@ -762,6 +474,7 @@ pub struct VerifyArgs {
     /// First of 17 consecutive loopback ports per lane (17 × --lanes in all), which must all be free (default: a free block per lane from 20000 up, below the kernel's ephemeral port range).
     #[arg(long, value_name = "PORT")]
     pub base_port: Option<u16>,
+    /// The output: a table for people, or json for programs.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
     #[command(flatten)]
@@ -770,12 +483,8 @@ pub struct VerifyArgs {
 
 #[derive(Args, Debug)]
 pub struct UnitTestsArgs {
-    /// The release (default: 3.9.2).
-    #[arg(long, value_name = "V")]
-    pub version: Option<KafkaVersion>,
-    /// zk or kraft (default: zk where the release has it, else kraft).
-    #[arg(long, value_name = "M")]
-    pub mode: Option<Mode>,
+    #[command(flatten)]
+    pub release: ClusterRelease,
     /// Comma-separated test classes, simple or full names (default: every class of the release's family and mode).
     #[arg(long, value_name = "CLASSES", value_delimiter = ',')]
     pub classes: Vec<String>,
@@ -794,21 +503,9 @@ pub struct UnitTestsArgs {
     /// Where the evidence goes (DIR/unit/<release>-<mode>/, and DIR/VERIFY.md).
     #[arg(long, value_name = "DIR", default_value = "evidence")]
     pub evidence: PathBuf,
+    /// The output: a table for people, or json for programs.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
-}
-
-#[derive(Args, Debug)]
-pub struct TreeTarget {
-    /// The release (default: what the checkout's gradle.properties says).
-    #[arg(long, value_name = "V")]
-    pub version: Option<KafkaVersion>,
-    /// zk or kraft; needed when the release supports both.
-    #[arg(long, value_name = "M")]
-    pub mode: Option<Mode>,
-    /// The checkout (default: the current directory).
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    pub source: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -819,21 +516,17 @@ pub struct CheckArgs {
     /// Check every release of the matrix against its Maven Central sources.
     #[arg(long, conflicts_with_all = ["source", "git", "release"])]
     pub all: bool,
-    /// Only this mode (zk or kraft); default: every mode the release supports.
-    #[arg(long, value_name = "M")]
-    pub mode: Option<Mode>,
+    #[command(flatten)]
+    pub mode: ModeFilter,
     /// A Kafka source tree on disk (a checkout).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["git", "release"])]
     pub source: Option<PathBuf>,
-    /// A git repository (bare or not) to read at --rev, without checking it out.
-    #[arg(long, value_name = "REPO", requires = "rev", conflicts_with = "release")]
-    pub git: Option<PathBuf>,
-    /// Tag, branch or commit to read from --git.
-    #[arg(long, value_name = "REV", requires = "git")]
-    pub rev: Option<String>,
+    #[command(flatten)]
+    pub git: GitRev,
     /// A release's sources jars from Maven Central (may be newer than the matrix).
-    #[arg(long, value_name = "V")]
+    #[arg(long, value_name = "V", conflicts_with = "git")]
     pub release: Option<KafkaVersion>,
+    /// The output: a table for people, json for programs, or junit for CI test reports.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// List every anchor, not only the drifted ones.
@@ -870,9 +563,10 @@ pub struct DiffArgs {
     /// Tag, branch or commit of --git for the new release.
     #[arg(long, value_name = "REV", requires = "git")]
     pub to_rev: Option<String>,
+    /// The output: a table for people, markdown for an issue or pull request, or json for programs.
     #[arg(long, value_enum, default_value_t = crate::port::render::DiffFormat::Table)]
     pub format: crate::port::render::DiffFormat,
-    /// Colour the diffs: auto (on a terminal, unless NO_COLOR is set), always, never.
+    /// Colour the diffs: auto (on a terminal, unless NO_COLOR is set and not empty), always, never.
     #[arg(long, value_enum, default_value_t = crate::port::render::ColorChoice::Auto)]
     pub color: crate::port::render::ColorChoice,
     /// Count a changed site (the anchor holds, the code around it changed) as drift: exit 1 (the weekly sentinel's setting).
