@@ -10,7 +10,6 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::cluster::journal::Journal;
@@ -25,26 +24,11 @@ use crate::workspace::Workspace;
 /// The topic the playground makes: broker 4 an observer of it.
 pub const TOPIC: &str = "demo";
 
-static STOP: AtomicBool = AtomicBool::new(false);
-static UP: AtomicBool = AtomicBool::new(false);
-
-/// Ctrl-C / SIGTERM: before the cluster is up, every process is killed at once (the start is not
-/// waited for); once it is up, the foreground loop stops it in order.
-fn install_stop_handler() {
-    let _ = ctrlc::set_handler(|| {
-        if UP.load(Ordering::SeqCst) {
-            STOP.store(true, Ordering::SeqCst);
-        } else {
-            crate::out::block("\n");
-            crate::out::note("playground: interrupted while starting: stopping every process it started");
-            crate::cluster::node::kill_all_registered();
-            std::process::exit(130);
-        }
-    });
-}
-
+/// Ctrl-C / SIGTERM: before the cluster is up, every process is killed at once and the start
+/// unwinds with `Error::Interrupted` (the directory okp made removed); once it is up, the
+/// foreground loop stops it in order.
 pub fn run(ws: &Workspace, release: Release, mode: Mode, dir: Option<PathBuf>) -> Result<Outcome> {
-    install_stop_handler();
+    crate::cluster::node::install_interrupt_handler();
     let (dir, made) = match dir {
         Some(d) => {
             if d.exists() && std::fs::read_dir(&d).map(|mut e| e.next().is_some()).unwrap_or(true) {
@@ -68,40 +52,62 @@ pub fn run(ws: &Workspace, release: Release, mode: Mode, dir: Option<PathBuf>) -
         release.version,
         dir.display()
     ));
-    let build = crate::verify::patched_jars(ws, &release, mode, &Layers::all(), None)?;
-    let rt = Runtime::assemble(&ws.maven, release.version, Some(&build))?;
-    let journal = Journal::new(&dir.join("journal"), &dir);
-    let timers = Timers { lag_ms: 10_000, session_ms: 6_000 };
-    let cluster = Cluster::up(mode, rt, timers, &dir.join("cluster"), None, journal, crate::cluster::Homes::Shared);
-    let mut c = match cluster {
+    let started = (|| {
+        let build = crate::verify::patched_jars(ws, &release, mode, &Layers::all(), None)?;
+        let rt = Runtime::assemble(&ws.maven, release.version, Some(&build))?;
+        let journal = Journal::new(&dir.join("journal"), &dir);
+        let timers = Timers { lag_ms: 10_000, session_ms: 6_000 };
+        Cluster::up(mode, rt, timers, &dir.join("cluster"), None, journal, crate::cluster::Homes::Shared)
+    })();
+    let mut c = match started {
         Ok(c) => c,
+        Err(_) if crate::cluster::node::interrupted() => {
+            if made {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            return Err(Error::Interrupted);
+        }
         Err(e) => {
             crate::out::note(format!("playground: the cluster did not start; its logs are in {}", dir.display()));
             return Err(e);
         }
     };
-    UP.store(true, Ordering::SeqCst);
-    let outs = c.create_topics(&[(TOPIC, "1:2:3:4", &["min.insync.replicas=2"])])?;
-    if let Some(o) = outs.iter().find(|o| !o.ok()) {
+    crate::cluster::node::stop_in_order_on_interrupt();
+    // The topic, the nodes file, the tools and the guide; a failure (or Ctrl-C) here stops the
+    // cluster before it is returned.
+    let shown = (|| -> Result<()> {
+        let outs = c.create_topics(&[(TOPIC, "1:2:3:4", &["min.insync.replicas=2"])])?;
+        if let Some(o) = outs.iter().find(|o| !o.ok()) {
+            return Err(Error::External(format!("creating topic {TOPIC} failed (rc {}): {}", o.rc, o.stderr.trim())));
+        }
+        let (s, _) = c.wait_state(TOPIC, Duration::from_secs(60), |s| s.leader.is_some(), |_| {})?;
+        if s.is_none() {
+            return Err(Error::External(format!("topic {TOPIC} has no leader 60 s after its creation")));
+        }
+        let bootstrap = c.bootstrap(&[]);
+        let nodes = dir.join("nodes.yaml");
+        crate::fsx::write_atomic(&nodes, nodes_yaml(&c).as_bytes())?;
+        let bin = dir.join("bin");
+        write_tools(&c, &bin)?;
+        let text = guide(&bootstrap, &nodes, &bin, t0.elapsed().as_secs_f64());
+        crate::out::print(&text)?;
+        let _ = std::io::stdout().flush();
+        Ok(())
+    })();
+    if let Err(e) = shown {
         c.down();
-        return Err(Error::External(format!("creating topic {TOPIC} failed (rc {}): {}", o.rc, o.stderr.trim())));
+        if crate::cluster::node::interrupted() {
+            drop(c);
+            if made {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            return Err(Error::Interrupted);
+        }
+        return Err(e);
     }
-    let (s, _) = c.wait_state(TOPIC, Duration::from_secs(60), |s| s.leader.is_some(), |_| {})?;
-    if s.is_none() {
-        c.down();
-        return Err(Error::External(format!("topic {TOPIC} has no leader 60 s after its creation")));
-    }
-    let bootstrap = c.bootstrap(&[]);
-    let nodes = dir.join("nodes.yaml");
-    crate::fsx::write_atomic(&nodes, nodes_yaml(&c).as_bytes())?;
-    let bin = dir.join("bin");
-    write_tools(&c, &bin)?;
-    let text = guide(&bootstrap, &nodes, &bin, t0.elapsed().as_secs_f64());
-    crate::out::print(&text)?;
-    let _ = std::io::stdout().flush();
     // The foreground: the cluster until Ctrl-C; a node that dies is said once.
     let mut said_dead = std::collections::BTreeSet::new();
-    while !STOP.load(Ordering::SeqCst) {
+    while !crate::cluster::node::interrupted() {
         std::thread::sleep(Duration::from_millis(200));
         for id in c.kafka_nodes() {
             if !c.node_mut(id).is_running() && said_dead.insert(id) {
@@ -113,8 +119,6 @@ pub fn run(ws: &Workspace, release: Release, mode: Mode, dir: Option<PathBuf>) -
             }
         }
     }
-    crate::out::block("\n");
-    crate::out::note("playground: stopping every process it started");
     c.down();
     drop(c);
     if made {

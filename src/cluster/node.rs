@@ -26,13 +26,23 @@ static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 /// Whether Ctrl-C or SIGTERM arrived (with `install_interrupt_handler`).
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+/// Whether Ctrl-C only raises the flag, the command stopping its processes in order itself
+/// (`stop_in_order_on_interrupt`).
+static IN_ORDER: AtomicBool = AtomicBool::new(false);
+
+/// From now on Ctrl-C or SIGTERM raises the flag and kills nothing: the command polls
+/// `interrupted()` and stops its processes in order (the playground, once its cluster is up).
+pub fn stop_in_order_on_interrupt() {
+    IN_ORDER.store(true, Ordering::SeqCst);
+}
+
 /// Registers a process group okp started. One started after an interrupt (it raced the
 /// handler's sweep) is killed at once.
 pub fn register(pid: i32) {
     if let Ok(mut l) = LIVE.lock() {
         l.insert(pid);
     }
-    if interrupted() {
+    if interrupted() && !IN_ORDER.load(Ordering::SeqCst) {
         kill_all_registered();
     }
 }
@@ -82,9 +92,12 @@ pub fn install_interrupt_handler() {
     ONCE.call_once(|| {
         let _ = ctrlc::set_handler(|| {
             if !INTERRUPTED.swap(true, Ordering::SeqCst) {
+                crate::out::block("\n");
                 crate::out::note("interrupted: stopping every process this run started");
             }
-            kill_all_registered();
+            if !IN_ORDER.load(Ordering::SeqCst) {
+                kill_all_registered();
+            }
         });
     });
 }
