@@ -16,9 +16,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::bytecode::{self, MemberId};
 use super::record::BuildRecord;
 use crate::error::{Error, Result};
+use crate::jvm::classfile::{self, MemberId};
 
 /// The JSON form's schema (`okp compare-builds --format json`); no okp reader.
 pub const JSON_SCHEMA: u32 = 1;
@@ -187,9 +187,9 @@ pub fn compare_class(a: Option<&Vec<u8>>, b: Option<&Vec<u8>>) -> ClassVerdict {
     if a == b {
         return ClassVerdict::Identical;
     }
-    match (bytecode::read(a), bytecode::read(b)) {
+    match (classfile::read(a), classfile::read(b)) {
         (Ok(x), Ok(y)) => {
-            let d = bytecode::compare(&x, &y);
+            let d = classfile::compare(&x, &y);
             if d.is_empty() {
                 ClassVerdict::SameProgram
             } else {

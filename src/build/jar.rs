@@ -9,8 +9,8 @@ use std::path::Path;
 
 use zip::write::SimpleFileOptions;
 
-use super::classfile;
 use crate::error::{Error, Result};
+use crate::jvm::classfile;
 
 /// A source file that was recompiled: its package directory and file name,
 /// which is how a class's `SourceFile` attribute and path name their origin.

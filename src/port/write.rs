@@ -118,8 +118,8 @@ fn java_release_of(jar: &Path, class: &str) -> Result<u32> {
     let mut bytes = Vec::new();
     entry.read_to_end(&mut bytes).map_err(|e| Error::io(format!("reading {class} from {}", jar.display()), e))?;
     let info =
-        crate::build::classfile::parse(&bytes).map_err(|e| Error::Source(format!("{}!{class}: {e}", jar.display())))?;
-    Ok(u32::from(crate::build::classfile::java_release(info.major)))
+        crate::jvm::classfile::parse(&bytes).map_err(|e| Error::Source(format!("{}!{class}: {e}", jar.display())))?;
+    Ok(u32::from(crate::jvm::classfile::java_release(info.major)))
 }
 
 /// `no_sources_jar` of a new release: None when Maven Central has its sources jars, else the
