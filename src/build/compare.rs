@@ -13,7 +13,6 @@
 //! for the provenance proofs (`proof`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::record::BuildRecord;
@@ -162,8 +161,7 @@ fn classes_of(jar: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
             continue;
         }
         let name = e.name().to_string();
-        let mut bytes = Vec::new();
-        e.read_to_end(&mut bytes).map_err(|er| Error::io(format!("cannot read {name} in {}", jar.display()), er))?;
+        let bytes = crate::fsx::zip_entry::read(&mut e, jar, crate::fsx::read::MAX_CLASS)?;
         out.insert(name, bytes);
     }
     Ok(out)

@@ -304,9 +304,7 @@ fn scalac_view(
         if !name.ends_with(".class") {
             continue;
         }
-        let mut b = Vec::with_capacity(f.size() as usize);
-        std::io::Read::read_to_end(&mut f, &mut b)
-            .map_err(|e| Error::io(format!("reading {name} in {}", module_jar.display()), e))?;
+        let b = crate::fsx::zip_entry::read(&mut f, module_jar, crate::fsx::read::MAX_CLASS)?;
         let info =
             classfile::parse(&b).map_err(|e| Error::Source(format!("{name} in {}: {e}", module_jar.display())))?;
         let Some(sf) = info.source_file.filter(|sf| sf.ends_with(".java") && !sf.contains('/')) else { continue };
