@@ -2,8 +2,9 @@
 //! drives. The pipeline, bottom to top (docs/architecture.md draws it):
 //!
 //! - foundations: `error` (outcomes, exit codes), `out` (stdout, messages),
-//!   `fsx` (atomic writes), `hash`, `schema` (the versioned records okp
-//!   writes), `version`
+//!   `fsx` (atomic writes), `hash`, `jvm` (the one class-file reader, the
+//!   JDK's tools, class-data-sharing archives), `schema` (the versioned
+//!   records okp writes), `version`
 //! - data: `model` (versions.yaml, anchors.yaml), `patchset` (edits.yaml and
 //!   our own sources, in layers)
 //! - upstream sources: `maven`, `source` (directory, git, release jars),
@@ -24,6 +25,7 @@ pub mod error;
 pub mod escape;
 pub mod fsx;
 pub mod hash;
+pub mod jvm;
 pub mod out;
 pub mod schema;
 pub mod version;

@@ -13,12 +13,11 @@
 //! for the provenance proofs (`proof`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::bytecode::{self, MemberId};
 use super::record::BuildRecord;
 use crate::error::{Error, Result};
+use crate::jvm::classfile::{self, MemberId};
 
 /// The JSON form's schema (`okp compare-builds --format json`); no okp reader.
 pub const JSON_SCHEMA: u32 = 1;
@@ -162,8 +161,7 @@ fn classes_of(jar: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
             continue;
         }
         let name = e.name().to_string();
-        let mut bytes = Vec::new();
-        e.read_to_end(&mut bytes).map_err(|er| Error::io(format!("cannot read {name} in {}", jar.display()), er))?;
+        let bytes = crate::fsx::zip_entry::read(&mut e, jar, crate::fsx::read::MAX_CLASS)?;
         out.insert(name, bytes);
     }
     Ok(out)
@@ -187,9 +185,9 @@ pub fn compare_class(a: Option<&Vec<u8>>, b: Option<&Vec<u8>>) -> ClassVerdict {
     if a == b {
         return ClassVerdict::Identical;
     }
-    match (bytecode::read(a), bytecode::read(b)) {
+    match (classfile::read(a), classfile::read(b)) {
         (Ok(x), Ok(y)) => {
-            let d = bytecode::compare(&x, &y);
+            let d = classfile::compare(&x, &y);
             if d.is_empty() {
                 ClassVerdict::SameProgram
             } else {

@@ -9,8 +9,8 @@ use std::path::Path;
 
 use zip::write::SimpleFileOptions;
 
-use super::classfile;
 use crate::error::{Error, Result};
+use crate::jvm::classfile;
 
 /// A source file that was recompiled: its package directory and file name,
 /// which is how a class's `SourceFile` attribute and path name their origin.
@@ -78,8 +78,7 @@ pub fn splice(
             let time = f.last_modified();
             let mut owned = false;
             if name.ends_with(".class") {
-                let mut b = Vec::with_capacity(f.size() as usize);
-                f.read_to_end(&mut b).map_err(|e| Error::io(format!("reading {name} in {}", upstream.display()), e))?;
+                let b = crate::fsx::zip_entry::read(&mut f, upstream, crate::fsx::read::MAX_CLASS)?;
                 let info = classfile::parse(&b)
                     .map_err(|e| Error::Source(format!("{name} in {}: {e}", upstream.display())))?;
                 owned = sources.iter().any(|s| s.owns(&name, info.source_file.as_deref()));
@@ -175,8 +174,7 @@ fn read_entries<R: Read + std::io::Seek>(r: R, what: &str) -> Result<BTreeMap<St
     let mut out = BTreeMap::new();
     for i in 0..z.len() {
         let mut f = z.by_index(i).map_err(zerr)?;
-        let mut b = Vec::new();
-        f.read_to_end(&mut b).map_err(|e| Error::io(format!("reading {what}"), e))?;
+        let b = crate::fsx::zip_entry::read(&mut f, Path::new(what), crate::fsx::read::MAX_ENTRY)?;
         let name = f.name().to_string();
         if out.insert(name.clone(), b).is_some() {
             return Err(Error::Check(format!("{what}: entry {name} appears twice")));

@@ -6,8 +6,6 @@
 //! Not here: what the patch set changes (`apply`, `patchset`), bundling the
 //! jars (`bundle`).
 
-pub mod bytecode;
-pub mod classfile;
 pub mod compare;
 pub mod gradle;
 pub mod jar;

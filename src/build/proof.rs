@@ -25,14 +25,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::bytecode::{self, ClassDiff, Kind, MemberId, Relaxation};
-use super::classfile;
 use super::jar::{self, SourceKey};
 use super::synthetic;
 use crate::anchor::{self, ScopeKind};
 use crate::apply::Plan;
 use crate::error::{Error, Result};
 use crate::hash::sha256;
+use crate::jvm::classfile::{self, ClassDiff, Kind, MemberId, Relaxation};
 use crate::maven::Maven;
 use crate::model::{Coordinate, Release};
 use crate::patchset::{MARK_BEGIN, MARK_END};
@@ -216,8 +215,8 @@ pub fn owned_by<'a>(
     Ok(out)
 }
 
-fn read(name: &str, what: &str, bytes: &[u8]) -> Result<bytecode::Class> {
-    bytecode::read(bytes).map_err(|e| Error::External(format!("{name} ({what}): cannot read the class file: {e}")))
+fn read(name: &str, what: &str, bytes: &[u8]) -> Result<classfile::Class> {
+    classfile::read(bytes).map_err(|e| Error::External(format!("{name} ({what}): cannot read the class file: {e}")))
 }
 
 fn simple(class: &str) -> &str {
@@ -253,7 +252,7 @@ pub fn prove_release(
             continue;
         }
         let (a, b) = (read(name, "release", bytes)?, read(name, "recompiled", ours)?);
-        let d = bytecode::compare(&a, &b);
+        let d = classfile::compare(&a, &b);
         if d.is_empty() {
             proof.normalised_equal += 1;
             continue;
@@ -316,8 +315,8 @@ pub fn is_release_refusal(e: &Error) -> bool {
 pub(crate) fn forgive(
     version: KafkaVersion,
     file: &str,
-    a: &bytecode::Class,
-    b: &bytecode::Class,
+    a: &classfile::Class,
+    b: &classfile::Class,
     d: &ClassDiff,
 ) -> (ClassDiff, Vec<ExceptionUse>) {
     let allowed = exceptions_for(version, file);
@@ -342,11 +341,11 @@ pub(crate) fn forgive(
     if allowed.contains(&Relaxation::JavacEnumValues) {
         let values = format!("$values:()[L{};", b.name);
         let clinit = MemberId::method("<clinit>:()V");
-        let inlined = bytecode::enum_values_inlined(b);
+        let inlined = classfile::enum_values_inlined(b);
         let same = inlined
             .as_ref()
             .zip(a.methods.get(&clinit.key))
-            .is_some_and(|(x, y)| bytecode::method_equal_modulo(y, x, &[Relaxation::JavacCheckcast]).is_some());
+            .is_some_and(|(x, y)| classfile::method_equal_modulo(y, x, &[Relaxation::JavacCheckcast]).is_some());
         if same && left.only_b.iter().any(|m| m.key == values) && d.differ.contains(&clinit) {
             left.only_b.retain(|m| m.key != values);
             let relaxation = Relaxation::JavacEnumValues;
@@ -364,7 +363,7 @@ pub(crate) fn forgive(
         }
         let forgiven = match m.kind {
             Kind::Method if !allowed.is_empty() => {
-                bytecode::method_equal_modulo(&a.methods[&m.key], &b.methods[&m.key], &allowed)
+                classfile::method_equal_modulo(&a.methods[&m.key], &b.methods[&m.key], &allowed)
             }
             _ => None,
         };
@@ -525,10 +524,10 @@ fn declared(class: &str, sites: &[EditSite]) -> bool {
 /// One side of the delta proof, read per source file with its synthetic names
 /// canonicalised (`synthetic`): canonical internal name -> (file, class, real name), and
 /// where each local or anonymous class is defined.
-type Side = (BTreeMap<String, (String, bytecode::Class, String)>, BTreeMap<String, (String, Option<String>)>);
+type Side = (BTreeMap<String, (String, classfile::Class, String)>, BTreeMap<String, (String, Option<String>)>);
 
 fn read_side(owned: &BTreeMap<String, (String, &[u8])>, what: &str) -> Result<Side> {
-    let mut per_file: BTreeMap<&str, BTreeMap<String, bytecode::Class>> = BTreeMap::new();
+    let mut per_file: BTreeMap<&str, BTreeMap<String, classfile::Class>> = BTreeMap::new();
     for (name, (file, bytes)) in owned {
         let c = read(name, what, bytes)?;
         per_file.entry(file.as_str()).or_default().insert(c.name.clone(), c);
@@ -636,7 +635,7 @@ pub(crate) fn compare_unit(
             m.get(&format!("{n}.class")).map(|(_, b)| *b)
         }
         let same_bytes = raw(before_raw, &before[canonical].2).is_some_and(|x| raw(after_raw, real) == Some(x));
-        let d = if same_bytes { ClassDiff::default() } else { bytecode::compare(a, b) };
+        let d = if same_bytes { ClassDiff::default() } else { classfile::compare(a, b) };
         let changed = d.all();
         if changed.is_empty() {
             out.unchanged += 1;
@@ -676,7 +675,7 @@ pub(crate) fn compare_unit(
                 // takes away: a class added or removed with an edit, or one an edited member uses.
                 let (x, y) = (inner_rows(a.attrs.get(&m.key)), inner_rows(b.attrs.get(&m.key)));
                 let keys: BTreeSet<&String> = x.keys().chain(y.keys()).filter(|k| x.get(*k) != y.get(*k)).collect();
-                let header_types = |c: &bytecode::Class| -> BTreeSet<String> {
+                let header_types = |c: &classfile::Class| -> BTreeSet<String> {
                     c.interfaces.iter().cloned().chain(c.super_name.clone()).collect()
                 };
                 let (ha, hb) = (header_types(a), header_types(b));
@@ -685,7 +684,7 @@ pub(crate) fn compare_unit(
                     synthetic_changes.contains(*k)
                         || (declared_here && ha.symmetric_difference(&hb).any(|t| t == *k))
                         || explained_members.iter().any(|e| {
-                            let used = |c: &bytecode::Class| {
+                            let used = |c: &classfile::Class| {
                                 let member =
                                     if e.kind == Kind::Method { c.methods.get(&e.key) } else { c.fields.get(&e.key) };
                                 member.is_some_and(|mm| synthetic::mentions(mm, k))
@@ -700,7 +699,7 @@ pub(crate) fn compare_unit(
                 return true;
             }
             let drop = |n: &str| explained(&a.name, &MemberId::method(&format!("{n}:")), here);
-            let handles = |c: &bytecode::Class| match c.methods.get(&m.key) {
+            let handles = |c: &classfile::Class| match c.methods.get(&m.key) {
                 Some(x) => synthetic::lambda_handles(x, &c.name, &drop),
                 None => Some(BTreeSet::new()),
             };

@@ -15,11 +15,13 @@ use std::process::Command;
 use std::time::Instant;
 
 use super::jar::{self, SourceKey, SpliceReport};
+use super::proof;
 use super::record::{BuildRecord, JarResult};
-use super::{classfile, proof};
 use crate::apply;
 use crate::error::{Error, Result};
 use crate::hash::sha256;
+use crate::jvm::classfile;
+use crate::jvm::jdk::java_bin;
 use crate::maven::Maven;
 use crate::model::{Coordinate, Layers, Mode, Release};
 use crate::source::{SourceTree, Spec};
@@ -46,13 +48,6 @@ pub enum SpliceOutcome {
     /// Boxed: the record is large beside a compile failure.
     Built(Box<BuildRecord>),
     CompileFailed(CompileFailure),
-}
-
-fn java_bin(tool: &str) -> PathBuf {
-    match std::env::var_os("JAVA_HOME") {
-        Some(h) => Path::new(&h).join("bin").join(tool),
-        None => PathBuf::from(tool),
-    }
 }
 
 /// Runs a compiler; Ok(Err(output)) when it ran and rejected the sources.
@@ -99,29 +94,15 @@ fn classes_under(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
     Ok(out)
 }
 
-/// A class-data-sharing archive for the JVM that runs `what` on this JDK:
-/// (path, true) when it must still be dumped; None with OKP_NO_CDS. Keyed by
-/// the JDK's version, since an archive only serves the JVM that wrote it
-/// (scalac maps its classes from one and saves about 1.5 s per compile). Only
-/// a regular file counts as there: a symlink or a FIFO at the path is dumped
-/// over, and staging files that a killed okp left beside it are removed first.
-pub(crate) fn cds_archive(maven: &Maven, what: &str) -> Option<(PathBuf, bool)> {
-    let v = std::env::var("OKP_NO_CDS").is_err().then(|| {
-        Command::new(java_bin("java"))
-            .arg("-version")
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or_default().to_string())
-    })??;
-    let key: String = v.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).collect();
-    let dir = maven.repo_local.join("okp-cds");
-    std::fs::create_dir_all(&dir).ok()?;
-    let archive = dir.join(format!("{what}-{key}.jsa"));
-    let exists = crate::fsx::is_regular_file(&archive);
-    if !exists {
-        crate::fsx::sweep_stale_staging(&archive);
+/// The class-data-sharing archive for scalac `what` on this JDK (`jvm::cds::archive`): scalac
+/// maps its classes from one and saves about 1.5 s per compile. None with OKP_NO_CDS or when
+/// `java -version` cannot run.
+fn scalac_cds(maven: &Maven, what: &str) -> Option<(PathBuf, bool)> {
+    if std::env::var_os("OKP_NO_CDS").is_some() {
+        return None;
     }
-    Some((archive, !exists))
+    let version = crate::jvm::jdk::version_line(&java_bin("java")).ok()?;
+    crate::jvm::cds::archive(&maven.repo_local, &version, what)
 }
 
 /// Scala versions whose optimizer cannot run on this machine's JDK 17: their
@@ -196,13 +177,13 @@ fn compile(
         // collector cut its wall time by about a third on a 2-core machine.
         cmd.args(["-Xss8m", "-Xmx2g", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]);
         // One JVM per build may write a missing archive; the others run without one.
-        let cds = cds_archive(maven, &format!("scalac-{}", release.scala)).filter(|(_, dump)| dump_cds || !*dump);
+        let cds = scalac_cds(maven, &format!("scalac-{}", release.scala)).filter(|(_, dump)| dump_cds || !*dump);
         match &cds {
             Some((archive, false)) => {
-                cmd.arg(format!("-XX:SharedArchiveFile={}", archive.display()));
+                cmd.arg(crate::jvm::cds::archive_flag(archive));
             }
             Some((archive, true)) => {
-                cmd.arg(format!("-XX:ArchiveClassesAtExit={}", crate::fsx::staging(archive).display()));
+                cmd.arg(crate::jvm::cds::dump_at_exit_flag(&crate::fsx::staging(archive)));
             }
             None => {}
         }
@@ -323,9 +304,7 @@ fn scalac_view(
         if !name.ends_with(".class") {
             continue;
         }
-        let mut b = Vec::with_capacity(f.size() as usize);
-        std::io::Read::read_to_end(&mut f, &mut b)
-            .map_err(|e| Error::io(format!("reading {name} in {}", module_jar.display()), e))?;
+        let b = crate::fsx::zip_entry::read(&mut f, module_jar, crate::fsx::read::MAX_CLASS)?;
         let info =
             classfile::parse(&b).map_err(|e| Error::Source(format!("{name} in {}: {e}", module_jar.display())))?;
         let Some(sf) = info.source_file.filter(|sf| sf.ends_with(".java") && !sf.contains('/')) else { continue };

@@ -34,7 +34,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::bytecode::{Arg, Class, Code, Const, Member, MemberRef};
+use crate::jvm::classfile::{Arg, Class, Code, Const, Member, MemberRef};
 
 /// The marker of a canonical class name; scalac never writes `#` in a name.
 pub const MARK: char = '#';
@@ -338,7 +338,7 @@ pub fn mentions(m: &Member, class: &str) -> bool {
 mod tests {
     use super::*;
 
-    use crate::build::bytecode::{compare, Insn, Kind, MemberId};
+    use crate::jvm::classfile::{compare, Insn, Kind, MemberId};
 
     fn code(insns: Vec<Insn>) -> Member {
         let code = Code { max_stack: 2, max_locals: 1, insns, handlers: Vec::new(), attrs: BTreeMap::new() };

@@ -45,14 +45,13 @@ fn bad(dir: &Path, msg: String) -> Error {
     Error::Tree { path: dir.join(record::FILE_NAME), msg }
 }
 
-/// An entry of a jar, by name (LICENSE, NOTICE at its root).
-fn jar_entry(jar: &[u8], name: &str) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut z = zip::ZipArchive::new(std::io::Cursor::new(jar)).ok()?;
-    let mut e = z.by_name(name).ok()?;
-    let mut v = Vec::new();
-    e.read_to_end(&mut v).ok()?;
-    Some(v)
+/// An entry of the jar `jar` (its bytes; `path` names it in errors), by name (LICENSE, NOTICE at
+/// its root): None when the jar has no such entry or cannot be read as one, an error when the
+/// entry is over `fsx::read::MAX_ENTRY`.
+fn jar_entry(jar: &[u8], path: &Path, name: &str) -> Result<Option<Vec<u8>>> {
+    let Ok(mut z) = zip::ZipArchive::new(std::io::Cursor::new(jar)) else { return Ok(None) };
+    let Ok(mut e) = z.by_name(name) else { return Ok(None) };
+    crate::fsx::zip_entry::read(&mut e, path, crate::fsx::read::MAX_ENTRY).map(Some)
 }
 
 /// Reads the build record and checks it against the jars beside it, the matrix, and what the
@@ -126,9 +125,10 @@ fn inputs(
     }
 
     let core = jars.iter().find(|j| j.module == "core").ok_or_else(|| bad(dir, "no core jar".into()))?;
-    let license = jar_entry(&core.bytes, "LICENSE")
+    let core_path = dir.join(&core.file_name);
+    let license = jar_entry(&core.bytes, &core_path, "LICENSE")?
         .ok_or_else(|| bad(dir, format!("{} has no LICENSE entry to ship", core.file_name)))?;
-    let notice = jar_entry(&core.bytes, "NOTICE")
+    let notice = jar_entry(&core.bytes, &core_path, "NOTICE")?
         .ok_or_else(|| bad(dir, format!("{} has no NOTICE entry to ship", core.file_name)))?;
     Ok(layout::Inputs {
         id,

@@ -204,12 +204,15 @@ fn scan_into(
         let nested = name.to_ascii_lowercase().ends_with(".jar");
         // The ELF header is all the check needs, unless the entry is itself a jar.
         let mut data = Vec::new();
-        let read = if nested || looks_native(entry.name()) {
-            entry.read_to_end(&mut data)
-        } else {
-            (&mut entry).take(64).read_to_end(&mut data)
-        };
-        if let Err(e) = read {
+        if nested || looks_native(entry.name()) {
+            match crate::fsx::zip_entry::read(&mut entry, std::path::Path::new(path), crate::fsx::read::MAX_JAR) {
+                Ok(d) => data = d,
+                Err(e) => {
+                    problems.push(format!("{name}: {e}"));
+                    continue;
+                }
+            }
+        } else if let Err(e) = (&mut entry).take(64).read_to_end(&mut data) {
             problems.push(format!("{name}: cannot read: {e}"));
             continue;
         }

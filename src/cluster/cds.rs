@@ -2,7 +2,8 @@
 //! first use) and the servers' (mapped when there, else trained from the first broker's and
 //! controller's class lists and dumped in the background), and the JVM flags of each start.
 //!
-//! Not here: the servers' archive itself, its key, claim and dump (`server_cds`).
+//! Not here: the servers' archive itself, its key, claim and dump (`server_cds`); where an archive
+//! lives and the JVM's flags (`jvm::cds`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,27 +12,6 @@ use super::node::Role;
 use super::tools::Tool;
 use super::{args, server_cds, server_heap_gc, Cluster, BROKERS, CONTROLLERS};
 use crate::error::Result;
-
-/// A class-data-sharing archive for the JVMs that run `what` on the JDK whose `java -version`
-/// first line is `java_version`: (path, true) when it must still be dumped; None with OKP_NO_CDS
-/// or when the cache directory cannot be made. Keyed by the JDK, since an archive only serves the
-/// JVM that wrote it. Only a regular file counts as there: a link or a FIFO at the path is dumped
-/// over, and staging files a killed okp left beside it are removed first.
-pub(super) fn archive(maven: &crate::maven::Maven, java_version: &str, what: &str) -> Option<(PathBuf, bool)> {
-    if std::env::var_os("OKP_NO_CDS").is_some() {
-        return None;
-    }
-    let key: String =
-        java_version.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).collect();
-    let dir = maven.repo_local.join("okp-cds");
-    crate::fsx::create_dir(&dir).ok()?;
-    let archive = dir.join(format!("{what}-{key}.jsa"));
-    let exists = crate::fsx::is_regular_file(&archive);
-    if !exists {
-        crate::fsx::sweep_stale_staging(&archive);
-    }
-    Some((archive, !exists))
-}
 
 /// Where the servers' class-data-sharing archive stands in this cluster.
 pub(super) enum ServerCds {
@@ -55,7 +35,7 @@ impl Cluster {
         let Some((archive, true)) = self.rt.tool_cds.clone() else { return };
         let staging = crate::fsx::staging(&archive);
         let boot = self.bootstrap(&[]);
-        self.tools.jvm.push(format!("-XX:ArchiveClassesAtExit={}", staging.display()));
+        self.tools.jvm.push(crate::jvm::cds::dump_at_exit_flag(&staging));
         let out = self.tools.run(
             Tool::Topics,
             &args(&["--bootstrap-server", &boot, "--list"]),
@@ -64,7 +44,7 @@ impl Cluster {
         );
         self.tools.jvm.pop();
         if out.is_ok_and(|o| o.ok()) && std::fs::rename(&staging, &archive).is_ok() {
-            self.tools.jvm.push(format!("-XX:SharedArchiveFile={}", archive.display()));
+            self.tools.jvm.push(crate::jvm::cds::archive_flag(&archive));
             self.journal.note(&format!("tool JVMs now map the class-data-sharing archive {}", archive.display()));
         } else {
             let _ = std::fs::remove_file(&staging);

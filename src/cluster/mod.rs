@@ -157,7 +157,7 @@ impl Cluster {
             tool_jvm.push("-Dlog4j2.shutdownHookEnabled=false".into());
         }
         if let Some((archive, false)) = &rt.tool_cds {
-            tool_jvm.push(format!("-XX:SharedArchiveFile={}", archive.display()));
+            tool_jvm.push(crate::jvm::cds::archive_flag(archive));
         }
         let index = rt.class_index()?;
         let classes = tools::resolve(&index);

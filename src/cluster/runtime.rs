@@ -109,24 +109,25 @@ impl Runtime {
             swapped = rec.swap_into(&mut classpath, &format!("the {v} runtime classpath"))?;
         }
         check_one_binding(&classpath, &v)?;
-        let java = java_bin();
-        let java_version = std::process::Command::new(&java)
-            .arg("-version")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or_default().to_string())
-            .map_err(|e| {
-                Error::External(format!("cannot run {} ({e}); okp verify needs a JDK (set JAVA_HOME)", java.display()))
-            })?;
+        let java = crate::jvm::jdk::java_bin("java");
+        let java_version = crate::jvm::jdk::version_line(&java).map_err(|e| {
+            Error::External(format!("cannot run {} ({e}); okp verify needs a JDK (set JAVA_HOME)", java.display()))
+        })?;
         // Keyed by each jar's path, size and modification time: a JVM refuses a dynamic archive
         // whose jars changed since the dump (verify's cached patched jars are rebuilt in place
         // when their record lacks a proof), and that refusal once cost three scenarios.
         let digest = jar_identity(&classpath, "");
-        let tool_cds = super::cds::archive(maven, &java_version, &format!("kafka-tools-{v}-{}", &digest[..16]));
+        let tool_cds =
+            crate::jvm::cds::archive(&maven.repo_local, &java_version, &format!("kafka-tools-{v}-{}", &digest[..16]));
         let server_cds = {
             let replaced: Vec<PathBuf> = swapped.iter().map(|(_, patched, _)| patched.clone()).collect();
             let shared: Vec<PathBuf> = classpath.iter().filter(|p| !replaced.contains(p)).cloned().collect();
             let digest = jar_identity(&shared, &super::SERVER_HEAP_GC.join(" "));
-            match super::cds::archive(maven, &java_version, &format!("kafka-server-{v}-{}", &digest[..16])) {
+            match crate::jvm::cds::archive(
+                &maven.repo_local,
+                &java_version,
+                &format!("kafka-server-{v}-{}", &digest[..16]),
+            ) {
                 Some((archive, _)) => super::server_cds::plan(&classpath, &replaced, archive),
                 None => Err("no class-data-sharing archive for the servers (OKP_NO_CDS, or no cache directory)".into()),
             }
@@ -322,13 +323,6 @@ fn check_one_binding(cp: &[PathBuf], v: &str) -> Result<()> {
             bindings.len(),
             bindings.join(", ")
         )))
-    }
-}
-
-pub fn java_bin() -> PathBuf {
-    match std::env::var_os("JAVA_HOME") {
-        Some(h) => Path::new(&h).join("bin").join("java"),
-        None => PathBuf::from("java"),
     }
 }
 

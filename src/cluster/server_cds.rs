@@ -20,7 +20,8 @@
 //! An archive the JVM cannot use (another JDK, a jar changed since the dump)
 //! is ignored with `-Xshare:auto` and the server starts as without one.
 //!
-//! Not here: starting processes (node.rs), the tools' archive (mod.rs).
+//! Not here: starting processes (node.rs), the tools' archive (cds.rs), where an archive lives
+//! and the class lists' merge (`jvm::cds`).
 
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
@@ -94,7 +95,7 @@ impl Plan {
 
     /// The JVM flags that map the archive (ignored by the JVM when it does not fit).
     pub fn flags(&self) -> Vec<String> {
-        vec!["-Xshare:auto".into(), format!("-XX:SharedArchiveFile={}", self.archive.display())]
+        vec!["-Xshare:auto".into(), crate::jvm::cds::archive_flag(&self.archive)]
     }
 }
 
@@ -113,29 +114,6 @@ pub fn release(archive: &Path) {
     }
 }
 
-/// The classes of one or more class lists (`-XX:DumpLoadedClassList`), each once, in first
-/// order: comments and an incomplete last line (the list of a running JVM) left out.
-pub fn merge_lists(texts: &[String]) -> String {
-    let mut seen = BTreeSet::new();
-    let mut out = String::new();
-    for text in texts {
-        let complete = match text.rfind('\n') {
-            Some(i) => &text[..=i],
-            None => "",
-        };
-        for line in complete.lines() {
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            if seen.insert(line.to_string()) {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-    }
-    out
-}
-
 /// What a dump did, for the journal.
 pub struct Dumped {
     pub classes: usize,
@@ -149,7 +127,7 @@ pub fn dump(java: &Path, jvm: &[String], plan: &Plan, lists: &[PathBuf], scratch
     let t0 = Instant::now();
     let texts: Vec<String> =
         lists.iter().map(|p| crate::fsx::read::lossy_text(p, crate::fsx::read::MAX_TEXT)).collect();
-    let merged = merge_lists(&texts);
+    let merged = crate::jvm::cds::merge_lists(&texts);
     let classes = merged.lines().filter(|l| !l.starts_with('@')).count();
     if classes == 0 {
         return Err(Error::External(format!("no class list to dump from ({})", display_all(lists))));
@@ -164,7 +142,7 @@ pub fn dump(java: &Path, jvm: &[String], plan: &Plan, lists: &[PathBuf], scratch
     cmd.args(jvm)
         .arg("-Xshare:dump")
         .arg(format!("-XX:SharedClassListFile={}", list.display()))
-        .arg(format!("-XX:SharedArchiveFile={}", staging.display()))
+        .arg(crate::jvm::cds::archive_flag(&staging))
         .env("CLASSPATH", cp)
         .env_remove("JAVA_TOOL_OPTIONS")
         .stdin(Stdio::null())
@@ -250,17 +228,6 @@ mod tests {
         let p = plan(std::slice::from_ref(&core), &[], t.path().join("a.jsa")).unwrap();
         assert_eq!(p.shared, vec![core]);
         assert!(p.last.is_empty());
-    }
-
-    #[test]
-    fn class_lists_merge_once_each_without_comments_or_a_cut_last_line() {
-        let a = "# comment\njava/lang/Object id: 0\nkafka/A id: 1\nkafka/B id:".to_string();
-        let b = "java/lang/Object id: 0\n@lambda-proxy kafka/A run ()V\nkafka/C id: 9\n".to_string();
-        assert_eq!(
-            merge_lists(&[a, b]),
-            "java/lang/Object id: 0\nkafka/A id: 1\n@lambda-proxy kafka/A run ()V\nkafka/C id: 9\n"
-        );
-        assert_eq!(merge_lists(&["no newline".into()]), "");
     }
 
     #[test]

@@ -5,12 +5,14 @@
 //!
 //! Also the small file primitives every stage shares: `create_dir`, `is_regular_file`, the
 //! per-process `staging` name of a file published by rename and the sweep of stale ones, the
-//! lock (`lock_file`) and the append-only log (`open_append`).
+//! lock (`lock_file`) and the append-only log (`open_append`); one entry of a jar read within a
+//! cap (`zip_entry`).
 //!
 //! Not here: multi-file transactions with a journal (`tx`), trees laid out
 //! from archives (`source`, `bundle::archive`).
 
 pub mod read;
+pub mod zip_entry;
 
 use std::io::Write;
 use std::path::Path;

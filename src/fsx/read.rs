@@ -136,6 +136,10 @@ pub const MAX_JAR: u64 = 256 << 20;
 /// The largest class file okp reads from a compiler's output (Kafka's largest is under 200 KB;
 /// the class-file format's 64 KiB limits keep real ones far below this).
 pub const MAX_CLASS: u64 = 16 << 20;
+/// The largest jar entry okp reads whole that is neither a class nor a source file (a resource,
+/// a licence, a nested jar or native library a bundle's check looks into): Kafka's jars' largest
+/// entries are native libraries of a few MB.
+pub const MAX_ENTRY: u64 = 64 << 20;
 /// The largest other text okp reads: a POM, a classpath file, a page it wrote, a test report.
 pub const MAX_TEXT: u64 = 32 << 20;
 

@@ -4,7 +4,7 @@
 //! The classes of every hooked and guarded file are read from both releases' binary jars
 //! (`proof::owned_by`: by package and `SourceFile`), their synthetic names canonicalised per file
 //! (`synthetic`, and javac's lambda names in `bytecode`), and compared member by member with the
-//! provenance proofs' normalisation (`bytecode::compare`): constant-pool order, instruction
+//! provenance proofs' normalisation (`classfile::compare`): constant-pool order, instruction
 //! encoding and debug information do not count, every change to a member's code, constants,
 //! calls or flags does.
 //!
@@ -33,9 +33,9 @@ use std::path::PathBuf;
 
 use super::{GuardStatus, Verdict};
 use crate::anchor::{self, ScopeKind};
-use crate::build::bytecode::{self, Class, LineTables, MemberId};
 use crate::build::{jar, proof, synthetic};
 use crate::error::{Error, Result};
+use crate::jvm::classfile::{self, Class, LineTables, MemberId};
 use crate::model::{Anchor, Guard};
 use crate::version::KafkaVersion;
 
@@ -91,7 +91,7 @@ pub fn read_release(
         let owned = proof::owned_by(&entries, &files)?;
         let mut per_file: BTreeMap<String, BTreeMap<String, (Class, LineTables)>> = BTreeMap::new();
         for (name, (file, bytes)) in owned {
-            let (class, lines) = bytecode::read_with_lines(bytes)
+            let (class, lines) = classfile::read_with_lines(bytes)
                 .map_err(|e| Error::External(format!("{}!{name}: cannot read the class file: {e}", path.display())))?;
             per_file.entry(file).or_default().insert(class.name.clone(), (class, lines));
         }
@@ -323,7 +323,7 @@ pub fn compare_classes(old: &Release, new: &Release) -> Vec<ClassPort> {
         .into_iter()
         .map(|name| match (old.classes.get(name), new.classes.get(name)) {
             (Some(a), Some(b)) => {
-                let d = bytecode::compare(&a.class, &b.class);
+                let d = classfile::compare(&a.class, &b.class);
                 let show = |v: &[MemberId]| v.iter().map(|m| m.to_string()).collect::<Vec<_>>();
                 ClassPort {
                     class: b.real.clone(),
@@ -423,9 +423,9 @@ fn type_members(old: &Release, new: &Release, file: &str, name: &str) -> Vec<Sit
         let (status, label) = match new.classes.get(canonical) {
             None => (MemberStatus::Gone, "class".to_string()),
             Some(n) => {
-                let d = bytecode::compare(&c.class, &n.class);
+                let d = classfile::compare(&c.class, &n.class);
                 let class_level: Vec<String> =
-                    d.all().into_iter().filter(|m| m.kind == bytecode::Kind::Class).map(|m| m.to_string()).collect();
+                    d.all().into_iter().filter(|m| m.kind == classfile::Kind::Class).map(|m| m.to_string()).collect();
                 if class_level.is_empty() {
                     (MemberStatus::Unchanged, "class header and attributes".to_string())
                 } else {
@@ -675,7 +675,7 @@ fn arity(lines: &[&str], header: usize) -> usize {
 /// The parameter count of a method descriptor.
 fn desc_arity(key: &str) -> usize {
     let desc = key.split_once(':').map_or("", |(_, d)| d);
-    let p = bytecode::pretty_params(desc);
+    let p = classfile::pretty_params(desc);
     if p.is_empty() {
         0
     } else {

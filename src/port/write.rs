@@ -5,7 +5,6 @@
 //! check-anchors on the new release before the file is replaced atomically.
 //! When it does not carry over, the porting worksheet instead.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::{PortReport, Verdict};
@@ -115,11 +114,10 @@ fn java_release_of(jar: &Path, class: &str) -> Result<u32> {
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| Error::Source(format!("{} is not a readable jar ({e})", jar.display())))?;
     let mut entry = zip.by_name(class).map_err(|e| Error::Source(format!("{}: no {class} ({e})", jar.display())))?;
-    let mut bytes = Vec::new();
-    entry.read_to_end(&mut bytes).map_err(|e| Error::io(format!("reading {class} from {}", jar.display()), e))?;
+    let bytes = crate::fsx::zip_entry::read(&mut entry, jar, crate::fsx::read::MAX_CLASS)?;
     let info =
-        crate::build::classfile::parse(&bytes).map_err(|e| Error::Source(format!("{}!{class}: {e}", jar.display())))?;
-    Ok(u32::from(crate::build::classfile::java_release(info.major)))
+        crate::jvm::classfile::parse(&bytes).map_err(|e| Error::Source(format!("{}!{class}: {e}", jar.display())))?;
+    Ok(u32::from(crate::jvm::classfile::java_release(info.major)))
 }
 
 /// `no_sources_jar` of a new release: None when Maven Central has its sources jars, else the

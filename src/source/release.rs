@@ -65,9 +65,7 @@ impl ReleaseTree {
                 if name.starts_with('/') || name.split('/').any(|c| c == "..") {
                     return Err(Error::Source(format!("{}: refusing entry with unsafe path `{name}`", path.display())));
                 }
-                let mut buf = Vec::with_capacity(f.size() as usize);
-                std::io::Read::read_to_end(&mut f, &mut buf)
-                    .map_err(|e| Error::io(format!("reading {name} from {}", path.display()), e))?;
+                let buf = crate::fsx::zip_entry::read(&mut f, path, crate::fsx::read::MAX_SOURCE)?;
                 out.push((format!("{dir}/{root}{name}"), buf));
             }
         }
@@ -111,10 +109,7 @@ impl SourceTree for ReleaseTree {
             Err(zip::result::ZipError::FileNotFound) => return Ok(None),
             Err(e) => return Err(Error::Source(format!("{}: {e}", jar.display()))),
         };
-        let mut buf = Vec::with_capacity(f.size() as usize);
-        std::io::Read::read_to_end(&mut f, &mut buf)
-            .map_err(|e| Error::io(format!("reading {entry} from {}", jar.display()), e))?;
-        Ok(Some(buf))
+        Ok(Some(crate::fsx::zip_entry::read(&mut f, jar, crate::fsx::read::MAX_SOURCE)?))
     }
 }
 

@@ -21,8 +21,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::cluster::node;
-use crate::cluster::runtime::java_bin;
 use crate::error::{Error, Outcome, Result};
+use crate::jvm::jdk::java_bin;
 use crate::model::{Coordinate, Layers, Mode, Release};
 use crate::verify::unit_record::{
     self as record, ClassRow, Config, Counts, Flaky, TestOutcome, UnitRecord, UnitVerdict,
@@ -122,7 +122,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
 
     // 4. Which classes this release has.
     let present = classes_present(&upstream_cp, &classes)?;
-    let java = java_bin();
+    let java = java_bin("java");
     let java_version = Command::new(&java)
         .arg("-version")
         .output()

@@ -1,14 +1,16 @@
 //! The import graph, drawn from the code's own `crate::` paths, obeys the
 //! pipeline of docs/architecture.md: every top-level module sits in one stage,
 //! imports only modules of its own stage or of lower ones, the graph has no
-//! circle, and the clap module holds no logic.
+//! circle, the JVM floor imports only the foundations below it and alone
+//! spells class files, the JDK lookup and CDS flags, and the clap module holds
+//! no logic.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The stages, bottom to top, as docs/architecture.md draws them.
 const STAGES: &[(&str, &[&str])] = &[
-    ("foundations", &["error", "escape", "out", "fsx", "hash", "schema", "version"]),
+    ("foundations", &["error", "escape", "out", "fsx", "hash", "jvm", "schema", "version"]),
     ("data", &["model", "patchset"]),
     ("upstream sources", &["maven", "source", "workspace"]),
     ("anchors and edits", &["anchor", "check", "report", "apply", "tx", "gitwt", "patch"]),
@@ -186,6 +188,67 @@ fn no_module_imports_a_higher_stage() {
 fn the_import_graph_has_no_circle() {
     let remaining = on_a_circle(&graph());
     assert!(remaining.is_empty(), "modules on an import circle:\n{}", show(&remaining));
+}
+
+/// What the JVM floor (`src/jvm`) may import: the foundations below it, nothing that prints,
+/// writes records or knows a product, so every stage can reach Java through it.
+const JVM_FLOOR_IMPORTS: &[&str] = &["error", "escape", "fsx", "hash"];
+
+#[test]
+fn the_jvm_floor_imports_only_the_foundations_below_it() {
+    let g = graph();
+    let imports = g.get("jvm").expect("src/jvm is drawn in the graph");
+    let above: Vec<&String> = imports.iter().filter(|m| !JVM_FLOOR_IMPORTS.contains(&m.as_str())).collect();
+    assert!(above.is_empty(), "src/jvm imports {above:?}; the JVM floor may import only {JVM_FLOOR_IMPORTS:?}");
+}
+
+/// What only src/jvm spells: a class file's magic (one class-file reader), the JDK lookup (one
+/// `java_bin`) and the class-data-sharing archive flags. Each is (the needle, whether it is
+/// searched in code with strings and comments removed, or in the text as written).
+const JVM_ONLY: &[(&str, bool)] = &[
+    ("0xcafe_babe", true),
+    ("0xcafebabe", true),
+    ("fn java_bin", true),
+    ("\"JAVA_HOME\")", false),
+    ("-XX:SharedArchiveFile", false),
+    ("-XX:ArchiveClassesAtExit", false),
+];
+
+/// `path: needle` for each file of `files` outside src/jvm that spells a JVM_ONLY needle.
+fn java_outside_the_jvm_floor(files: &[(String, String)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, text) in files.iter().filter(|(rel, _)| !rel.starts_with("jvm/")) {
+        let code = code_only(text).to_lowercase();
+        for (needle, in_code) in JVM_ONLY {
+            let hit = if *in_code { code.contains(needle) } else { text.contains(needle) };
+            if hit {
+                found.push(format!("src/{rel}: {needle}"));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn class_files_the_jdk_and_cds_flags_are_reached_through_the_jvm_floor() {
+    let found = java_outside_the_jvm_floor(&sources());
+    assert!(found.is_empty(), "JVM primitives outside src/jvm (use crate::jvm):\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_jvm_check_sees_a_planted_reader_lookup_and_flag() {
+    let f = |rel: &str, text: &str| vec![(rel.to_string(), text.to_string())];
+    for planted in [
+        "fn magic(r: &mut R) -> bool { r.u4() == 0xCAFE_BABE }",
+        "pub fn java_bin() -> PathBuf { todo!() }",
+        "fn h() { std::env::var_os(\"JAVA_HOME\"); }",
+        "fn a() -> String { format!(\"-XX:SharedArchiveFile={}\", p) }",
+    ] {
+        assert_eq!(java_outside_the_jvm_floor(&f("build/x.rs", planted)).len(), 1, "{planted}");
+        assert!(java_outside_the_jvm_floor(&f("jvm/x.rs", planted)).is_empty(), "{planted}");
+    }
+    // A word in a comment or a message is not a reader.
+    assert!(java_outside_the_jvm_floor(&f("build/x.rs", "// 0xCAFEBABE\nfn f() { e(\"fn java_bin\"); }")).is_empty());
 }
 
 #[test]
@@ -429,17 +492,21 @@ fn cluster_files() -> Vec<(String, String)> {
 }
 
 /// Split by concern, not by size; but the harness once was one 1765-line `impl Cluster` of
-/// ninety methods. A cluster file past 600 lines holds more than one concern: split it.
+/// ninety methods, and the class-file reader one 1452-line file beside a second reader. A file
+/// under src/cluster or src/jvm past 600 lines holds more than one concern: split it.
 #[test]
-fn no_cluster_file_exceeds_600_lines() {
+fn no_cluster_or_jvm_file_exceeds_600_lines() {
     const MAX: usize = 600;
+    let jvm =
+        sources().into_iter().filter(|(rel, _)| rel.starts_with("jvm/")).map(|(rel, t)| (format!("src/{rel}"), t));
     let long: Vec<String> = cluster_files()
-        .iter()
-        .map(|(p, text)| (p, text.lines().count()))
+        .into_iter()
+        .chain(jvm)
+        .map(|(p, text)| (p.clone(), text.lines().count()))
         .filter(|(_, n)| *n > MAX)
         .map(|(p, n)| format!("{p}: {n} lines"))
         .collect();
-    assert!(long.is_empty(), "cluster files over {MAX} lines (split them by concern):\n{}", long.join("\n"));
+    assert!(long.is_empty(), "files over {MAX} lines (split them by concern):\n{}", long.join("\n"));
 }
 
 /// The cluster reads, writes and locks files through the bottom floor (`fsx`: the guarded

@@ -112,7 +112,7 @@ fn the_playground_prints_what_to_try_and_ctrl_c_leaves_nothing_running() {
 fn ctrl_c_while_starting_exits_130_and_leaves_nothing() {
     let parent = tempfile::tempdir().unwrap();
     let dir = parent.path().join("pg");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("okp"))
+    let child = Command::new(assert_cmd::cargo::cargo_bin("okp"))
         .args(["playground", "--version", "3.9.2", "--dir"])
         .arg(&dir)
         .stdout(Stdio::null())

@@ -1,0 +1,40 @@
+//! Where a JDK's tools are: `$JAVA_HOME/bin/<tool>` when JAVA_HOME is set, else the tool on PATH,
+//! and the JDK's version line (what a class-data-sharing archive is keyed by).
+//!
+//! Not here: what the tools are run with (`build::splice`, `cluster`, `verify::unit`).
+
+use std::path::{Path, PathBuf};
+
+/// The JDK tool `tool` (`java`, `javac`, `jar`): `$JAVA_HOME/bin/<tool>` when JAVA_HOME is set
+/// and not empty (an empty value counts as unset, as an empty NO_COLOR does), else `tool` itself,
+/// found on PATH when it runs.
+pub fn java_bin(tool: &str) -> PathBuf {
+    bin_under(std::env::var_os("JAVA_HOME").as_deref(), tool)
+}
+
+fn bin_under(java_home: Option<&std::ffi::OsStr>, tool: &str) -> PathBuf {
+    match java_home.filter(|h| !h.is_empty()) {
+        Some(h) => Path::new(h).join("bin").join(tool),
+        None => PathBuf::from(tool),
+    }
+}
+
+/// The first line `java -version` prints (on stderr), e.g. `openjdk version "17.0.13" 2024-10-15`:
+/// which JDK runs, for keying what only that JDK can use.
+pub fn version_line(java: &Path) -> std::io::Result<String> {
+    let o = std::process::Command::new(java).arg("-version").output()?;
+    Ok(String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or_default().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn java_home_names_the_bin_directory_and_an_empty_one_counts_as_unset() {
+        assert_eq!(bin_under(Some(OsStr::new("/opt/jdk")), "javac"), PathBuf::from("/opt/jdk/bin/javac"));
+        assert_eq!(bin_under(Some(OsStr::new("")), "java"), PathBuf::from("java"));
+        assert_eq!(bin_under(None, "jar"), PathBuf::from("jar"));
+    }
+}
