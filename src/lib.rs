@@ -11,7 +11,7 @@
 //!   `workspace` (what a command works with)
 //! - anchors and edits: `anchor`, `check`, `report`, `apply`, `tx`, `gitwt`,
 //!   `patch`
-//! - products: `build` (splice, Gradle), `port` (diff to a new release),
+//! - products: `build` (splice, Gradle), `diff` (`okp diff`: porting to a new release),
 //!   `bundle` (signed bundles, install, rollback)
 //! - live clusters: `wire` (Kafka protocol client), `cluster`, `scenarios`,
 //!   `verify`, `dev_cluster`, `bench`, `observers`, `hosts` (separate hosts in
@@ -47,7 +47,7 @@ pub mod tx;
 
 pub mod build;
 pub mod bundle;
-pub mod port;
+pub mod diff;
 pub mod releases;
 
 pub mod bench;

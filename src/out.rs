@@ -6,7 +6,7 @@
 //! they never mix into a result. A closed pipe (`okp … | head`) is the
 //! reader's choice and ends the output quietly.
 //!
-//! Not here: how a report is laid out (`report`, `port::render`,
+//! Not here: how a report is laid out (`report`, `diff::render`,
 //! `bundle::verify::render`), exit codes (`error`).
 
 use std::io::Write;

@@ -13,7 +13,7 @@
 //! repository's own jars); `--metadata FILE` reads a recorded maven-metadata.xml instead.
 //!
 //! Not here: what a release's evidence is (`verify::pair_evidence`, handed in by `cmd`), porting
-//! (`port`), downloading jars (`maven`).
+//! (`diff`), downloading jars (`maven`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

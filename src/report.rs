@@ -5,7 +5,7 @@
 //! `--evidence`) is `AnchorsJson`, schema 1 (`ANCHORS_JSON_SCHEMA`). okp does
 //! not read it back; CI and scripts that do should check `schema`.
 //!
-//! Not here: running the checks (`check`), the diff reports (`port::render`).
+//! Not here: running the checks (`check`), the diff reports (`diff::render`).
 
 use std::fmt::Write;
 

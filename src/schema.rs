@@ -9,7 +9,7 @@
 //! is the record's own choice, stated once, in its `Schema` constant (`Absent`).
 //!
 //! Not here: the records themselves (each beside its writer: `build::record`,
-//! `build::matrix`, `verify::record`, `report`, `port::render`), the `.okp/`
+//! `build::matrix`, `verify::record`, `report`, `diff::render`), the `.okp/`
 //! records of a patched tree (strict and validated field by field:
 //! `tx::record`), the bundle manifest's string schema `okp-bundle/1`
 //! (`bundle::manifest`).

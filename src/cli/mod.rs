@@ -564,11 +564,11 @@ pub struct DiffArgs {
     #[arg(long, value_name = "REV", requires = "git")]
     pub to_rev: Option<String>,
     /// The output: a table for people, markdown for an issue or pull request, or json for programs.
-    #[arg(long, value_enum, default_value_t = crate::port::render::DiffFormat::Table)]
-    pub format: crate::port::render::DiffFormat,
+    #[arg(long, value_enum, default_value_t = crate::diff::render::DiffFormat::Table)]
+    pub format: crate::diff::render::DiffFormat,
     /// Colour the diffs: auto (on a terminal, unless NO_COLOR is set and not empty), always, never.
-    #[arg(long, value_enum, default_value_t = crate::port::render::ColorChoice::Auto)]
-    pub color: crate::port::render::ColorChoice,
+    #[arg(long, value_enum, default_value_t = crate::diff::render::ColorChoice::Auto)]
+    pub color: crate::diff::render::ColorChoice,
     /// Count a changed site (the anchor holds, the code around it changed) as drift: exit 1 (the weekly sentinel's setting).
     #[arg(long)]
     pub strict: bool,

@@ -2,16 +2,16 @@
 //! with --write adds the new release to versions.yaml or writes the porting
 //! worksheet.
 //!
-//! Not here: the comparison (`port`), its layouts (`port::render`), the
-//! writes (`port::write`).
+//! Not here: the comparison (`diff`), its layouts (`diff::render`), the
+//! writes (`diff::write`).
 
 use std::path::{Path, PathBuf};
 
 use crate::cli::DiffArgs;
+use crate::diff::{self, binary, render, DiffReport, Side};
 use crate::error::{Error, Failure, Outcome, Result};
 use crate::model::{Model, Origin, EMBEDDED_ANCHORS};
 use crate::out::sh_word;
-use crate::port::{self, binary, render, PortReport, Side};
 use crate::source::{SourceTree, Spec};
 use crate::version::KafkaVersion;
 use crate::workspace::{DataFiles, Workspace};
@@ -31,10 +31,10 @@ pub fn run(files: &DataFiles, args: DiffArgs) -> Result<Outcome> {
         Error::Usage(format!("{} does not say which release it is; pass --from V1", old_tree.describe()))
     })?;
     let rules = model.matrix.require(from)?;
-    let (anchor_list, _) = port::patch_set(&model.anchors, rules, from);
-    let guard_list = port::guards(&model.anchors, rules, from);
-    let watched = port::watched_files(&anchor_list, &guard_list);
-    let old = port::read_files(old_tree.as_ref(), &watched)?;
+    let (anchor_list, _) = diff::patch_set(&model.anchors, rules, from);
+    let guard_list = diff::guards(&model.anchors, rules, from);
+    let watched = diff::watched_files(&anchor_list, &guard_list);
+    let old = diff::read_files(old_tree.as_ref(), &watched)?;
     // The new side: the tree named, else the release's sources jars where Maven Central has them,
     // else nothing but its jars.
     let named = args.to_source.is_some() || args.to_rev.is_some();
@@ -61,10 +61,10 @@ pub fn run(files: &DataFiles, args: DiffArgs) -> Result<Outcome> {
     let from_side = Side { version: Some(from), source: old_tree.describe(), declared: None };
     let mut report = match (&new_tree, binary) {
         (Some(tree), b) => {
-            let new = port::read_files(tree.as_ref(), &watched)?;
+            let new = diff::read_files(tree.as_ref(), &watched)?;
             let declared = if tree.is_release_sources_jar() { None } else { tree.declared_version()? };
             let to_side = Side { version: to, source: tree.describe(), declared: declared.clone() };
-            let r = port::report(&model.anchors, rules, from_side, to_side, &old, &new)?;
+            let r = diff::report(&model.anchors, rules, from_side, to_side, &old, &new)?;
             match b {
                 Some((mut b, release)) => {
                     if !tree.is_release_sources_jar() {
@@ -89,13 +89,13 @@ pub fn run(files: &DataFiles, args: DiffArgs) -> Result<Outcome> {
                 source: format!("the jars of {} on Maven Central (no sources jar)", b.to_jars.join(", ")),
                 declared: None,
             };
-            PortReport::from_bytecode(&model.anchors, rules, from_side, to_side, b)
+            DiffReport::from_bytecode(&model.anchors, rules, from_side, to_side, b)
         }
         (None, None) => unreachable!("a new release without sources jars is always compared by its jars"),
     };
     if let (Some(repo), Some(r1), Some(r2)) = (&args.git, &args.from_rev, &args.to_rev) {
         let files: Vec<String> = report.files.iter().map(|f| f.file.clone()).collect();
-        let mut commits = port::commits_touching(repo, r1, r2, &files)?;
+        let mut commits = diff::commits_touching(repo, r1, r2, &files)?;
         for f in &mut report.files {
             f.commits = commits.remove(&f.file);
         }
@@ -121,18 +121,18 @@ pub fn run(files: &DataFiles, args: DiffArgs) -> Result<Outcome> {
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("porting-{}-{}.md", report.from.label(), report.to.label())));
         let rerun = rerun_line(files, &args, &report.from.label(), &report.to.label());
-        let read_from = port::write::read_from(&report, tree.as_ref(), args.accept_version_mismatch)?;
-        port::write::write(
+        let read_from = diff::write::read_from(&report, tree.as_ref(), args.accept_version_mismatch)?;
+        diff::write::write(
             &report,
             tree.as_ref(),
             &ws.maven,
             &read_from,
-            &port::write::Targets { versions: versions_file, anchors: anchors_origin, worksheet, rerun },
+            &diff::write::Targets { versions: versions_file, anchors: anchors_origin, worksheet, rerun },
         )?
     } else {
-        Outcome::drift_unless(report.verdict != port::Verdict::Drift)
+        Outcome::drift_unless(report.verdict != diff::Verdict::Drift)
     };
-    Ok(if args.strict && outcome == Outcome::Done && report.verdict != port::Verdict::CarriesOver {
+    Ok(if args.strict && outcome == Outcome::Done && report.verdict != diff::Verdict::CarriesOver {
         Outcome::Failed(Failure::Drift)
     } else {
         outcome
@@ -182,7 +182,7 @@ fn binary_report(
     anchors: &[&crate::model::Anchor],
     guards: &[&crate::model::Guard],
     watched: &std::collections::BTreeSet<String>,
-    old: &port::Files,
+    old: &diff::Files,
 ) -> Result<(binary::BinaryReport, Releases)> {
     let (old_release, not_compared) = binary::read_release(Some(from), &jars_of(ws, from, watched)?, watched)?;
     let (new_release, _) = binary::read_release(Some(to), &jars_of(ws, to, watched)?, watched)?;
@@ -191,11 +191,11 @@ fn binary_report(
 }
 
 /// `--evidence DIR`: the report as markdown (stamped) and json, named after the two releases.
-fn write_evidence(dir: &Path, report: &PortReport, files: &DataFiles, args: &DiffArgs) -> Result<()> {
+fn write_evidence(dir: &Path, report: &DiffReport, files: &DataFiles, args: &DiffArgs) -> Result<()> {
     let basis = match report.basis {
-        port::Basis::Sources => "",
-        port::Basis::Bytecode => "-bytecode",
-        port::Basis::SourcesAndBytecode => "-tree-and-bytecode",
+        diff::Basis::Sources => "",
+        diff::Basis::Bytecode => "-bytecode",
+        diff::Basis::SourcesAndBytecode => "-tree-and-bytecode",
     };
     let name = format!("diff-{}-{}{basis}", report.from.label(), report.to.label());
     let mut line = rerun_line(files, args, &report.from.label(), &report.to.label());

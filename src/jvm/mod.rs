@@ -4,7 +4,7 @@
 //! archives every okp JVM maps (`cds`: where an archive lives, keyed by the JDK, and its flags).
 //!
 //! It sits at the bottom beside `fsx`: it imports only the foundations, never a product or a
-//! cluster, so `build`, `port` and `cluster` all reach Java through it.
+//! cluster, so `build`, `diff` and `cluster` all reach Java through it.
 //!
 //! Not here: compiling (`build::splice`), running Kafka (`cluster`), what a class difference
 //! means (`build::proof`).

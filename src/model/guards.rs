@@ -4,7 +4,7 @@
 //! handlers, the sites that build a LeaderAcceptor. `okp diff` compares each
 //! guarded region between two releases and lists every change for review.
 //!
-//! Not here: comparing the regions (`port`), the anchors themselves (`anchors`).
+//! Not here: comparing the regions (`diff`), the anchors themselves (`anchors`).
 
 use std::collections::BTreeSet;
 

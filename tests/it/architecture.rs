@@ -14,7 +14,7 @@ const STAGES: &[(&str, &[&str])] = &[
     ("data", &["model", "patchset"]),
     ("upstream sources", &["maven", "source", "workspace"]),
     ("anchors and edits", &["anchor", "check", "report", "apply", "tx", "gitwt", "patch"]),
-    ("products", &["build", "port", "bundle", "releases"]),
+    ("products", &["build", "diff", "bundle", "releases"]),
     (
         "live clusters",
         &[

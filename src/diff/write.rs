@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{PortReport, Verdict};
+use super::{DiffReport, Verdict};
 use crate::error::{Error, Failure, Outcome, Result};
 use crate::maven::Maven;
 use crate::model::{AnchorSet, Coordinate, Matrix, Origin, Release};
@@ -157,7 +157,7 @@ pub fn missing_sources_jar(
 /// declares, and the bytecode comparison when there was one. A tree declaring another version
 /// than `--to` (the 4.3.1 release commit offered as 4.3.2, a branch snapshot) is refused unless
 /// `accept_mismatch`, and then recorded as such.
-pub fn read_from(report: &PortReport, tree: &dyn SourceTree, accept_mismatch: bool) -> Result<String> {
+pub fn read_from(report: &DiffReport, tree: &dyn SourceTree, accept_mismatch: bool) -> Result<String> {
     let v = report.to.label();
     let declared = tree.declared_version()?;
     let mut s = tree.describe();
@@ -200,7 +200,7 @@ pub fn read_from(report: &PortReport, tree: &dyn SourceTree, accept_mismatch: bo
 }
 
 /// `4.3.2's own bytecode against 4.3.1's (okp diff --binary): carries over with review (…)`.
-fn verdict_basis(report: &PortReport, b: &super::binary::BinaryReport) -> String {
+fn verdict_basis(report: &DiffReport, b: &super::binary::BinaryReport) -> String {
     let verdict = match b.verdict {
         Verdict::CarriesOver => "carries over".to_string(),
         Verdict::CarriesOverReview => {
@@ -296,7 +296,7 @@ pub fn derive_entry(maven: &Maven, template: &Release, v: KafkaVersion, read_fro
     })
 }
 
-fn write_worksheet(report: &PortReport, t: &Targets) -> Result<()> {
+fn write_worksheet(report: &DiffReport, t: &Targets) -> Result<()> {
     let text = super::render::worksheet(report, &t.versions.display().to_string(), &t.rerun);
     crate::fsx::write_atomic(&t.worksheet, text.as_bytes())?;
     crate::out::note(format!("porting worksheet written to {}", t.worksheet.display()));
@@ -308,7 +308,7 @@ fn write_worksheet(report: &PortReport, t: &Targets) -> Result<()> {
 /// the worksheet. versions.yaml changes only after check-anchors passed on
 /// the new release with the new entry, and then in one rename.
 pub fn write(
-    report: &PortReport,
+    report: &DiffReport,
     to_tree: &dyn SourceTree,
     maven: &Maven,
     read_from: &str,

@@ -8,10 +8,10 @@
 //! where the anchor no longer holds, ranks re-anchoring candidates by text
 //! similarity and by structure (same enclosing method, same class). Thin
 //! adapters read the trees and list the git commits that touched each hooked
-//! file. Rendering is in `port/render.rs`; the versions.yaml entry and the
-//! porting worksheet `--write` produces are in `port/write.rs`; the verdict
+//! file. Rendering is in `diff/render.rs`; the versions.yaml entry and the
+//! porting worksheet `--write` produces are in `diff/write.rs`; the verdict
 //! from the two releases' own jars (`--binary`, and a release without sources
-//! jars) is in `port/binary.rs`.
+//! jars) is in `diff/binary.rs`.
 //!
 //! Not here: which flags pick the trees (see `cli`), matching rules (see `anchor`).
 
@@ -279,7 +279,7 @@ pub enum Basis {
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct PortReport {
+pub struct DiffReport {
     pub from: Side,
     pub to: Side,
     pub basis: Basis,
@@ -297,10 +297,10 @@ pub struct PortReport {
     pub binary: Option<binary::BinaryReport>,
 }
 
-impl PortReport {
+impl DiffReport {
     /// Adds the bytecode comparison: each anchor gets the release's own line, the verdict is the
     /// worse of the two.
-    pub fn with_binary(mut self, b: binary::BinaryReport) -> PortReport {
+    pub fn with_binary(mut self, b: binary::BinaryReport) -> DiffReport {
         for a in &mut self.anchors {
             a.release_line = b.sites.iter().find(|s| s.anchor == a.anchor).and_then(|s| s.to_line);
         }
@@ -317,7 +317,7 @@ impl PortReport {
         from: Side,
         to: Side,
         b: binary::BinaryReport,
-    ) -> PortReport {
+    ) -> DiffReport {
         let from_version = from.version.unwrap_or(rules.version);
         let (_, hook_list) = patch_set(model_anchors, rules, from_version);
         let hooks = hook_list
@@ -334,7 +334,7 @@ impl PortReport {
                 }
             })
             .collect();
-        PortReport {
+        DiffReport {
             from,
             to,
             basis: Basis::Bytecode,
@@ -862,7 +862,7 @@ pub fn report(
     to: Side,
     old: &Files,
     new: &Files,
-) -> Result<PortReport> {
+) -> Result<DiffReport> {
     let from_version = from.version.unwrap_or(rules.version);
     let (anchors, hook_list) = patch_set(model_anchors, rules, from_version);
     let guard_list = guards(model_anchors, rules, from_version);
@@ -874,10 +874,10 @@ pub fn report(
         ))
     })?;
     let guarded = compare_guards(&guard_list, to.version, old, new);
-    Ok(PortReport {
+    Ok(DiffReport {
         basis: Basis::Sources,
         binary: None,
-        verdict: PortReport::verdict_of(&ported, &guarded),
+        verdict: DiffReport::verdict_of(&ported, &guarded),
         hooks: hooks(&hook_list, &ported),
         guards: guarded,
         files: files(old, new),

@@ -2,16 +2,16 @@
 //! markdown ready for a pull request, json for machines, and the porting
 //! worksheet. Pure: every function returns a String.
 //!
-//! The json is `PortReport` with a `schema` field first, schema 1
+//! The json is `DiffReport` with a `schema` field first, schema 1
 //! (`JSON_SCHEMA`). okp does not read it back; scripts that do should check
 //! `schema`.
 //!
-//! Not here: comparing the trees (`port`), what `--write` writes (`write`).
+//! Not here: comparing the trees (`diff::engine`), what `--write` writes (`write`).
 
 use std::fmt::Write;
 
 use super::binary::{BinaryReport, ClassStatus, MemberStatus, SiteVerdict};
-use super::{AnchorPort, Basis, GuardPort, GuardStatus, PortReport, SiteStatus, Verdict};
+use super::{AnchorPort, Basis, DiffReport, GuardPort, GuardStatus, SiteStatus, Verdict};
 
 /// Diff lines shown per site in text reports (json carries all of them).
 const MAX_DIFF_LINES: usize = 40;
@@ -51,10 +51,10 @@ pub const JSON_SCHEMA: u32 = 1;
 struct Json<'a> {
     schema: u32,
     #[serde(flatten)]
-    report: &'a PortReport,
+    report: &'a DiffReport,
 }
 
-pub fn render(r: &PortReport, format: DiffFormat, color: bool) -> String {
+pub fn render(r: &DiffReport, format: DiffFormat, color: bool) -> String {
     match format {
         DiffFormat::Table => table(r, color),
         DiffFormat::Markdown => markdown(r),
@@ -62,7 +62,7 @@ pub fn render(r: &PortReport, format: DiffFormat, color: bool) -> String {
     }
 }
 
-fn title(r: &PortReport) -> String {
+fn title(r: &DiffReport) -> String {
     let modes = r.modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ");
     let basis = match r.basis {
         Basis::Sources => "",
@@ -73,7 +73,7 @@ fn title(r: &PortReport) -> String {
 }
 
 /// The verdict from the bytecode alone, in one sentence.
-fn binary_verdict_line(r: &PortReport, b: &BinaryReport) -> String {
+fn binary_verdict_line(r: &DiffReport, b: &BinaryReport) -> String {
     let to = r.to.label();
     let count = |v: SiteVerdict| b.sites.iter().filter(|s| s.verdict == v).count();
     let guards = b.guards.iter().filter(|g| g.needs_review()).count();
@@ -111,7 +111,7 @@ fn binary_verdict_line(r: &PortReport, b: &BinaryReport) -> String {
 }
 
 /// One sentence: what the report concludes and what to do next.
-pub fn verdict_line(r: &PortReport) -> String {
+pub fn verdict_line(r: &DiffReport) -> String {
     if let (Basis::Bytecode, Some(b)) = (r.basis, &r.binary) {
         return binary_verdict_line(r, b);
     }
@@ -129,7 +129,7 @@ pub fn verdict_line(r: &PortReport) -> String {
         (c, g) => format!("the code at or calling {c} site(s) and {g} guarded region(s) changed"),
     };
     let sources_verdict = match &r.binary {
-        Some(_) => PortReport::verdict_of(&r.anchors, &r.guards),
+        Some(_) => DiffReport::verdict_of(&r.anchors, &r.guards),
         None => r.verdict,
     };
     let sources = match sources_verdict {
@@ -217,7 +217,7 @@ fn paint(line: &str, color: bool) -> String {
     format!("\x1b[{code}m{line}\x1b[0m")
 }
 
-fn table(r: &PortReport, color: bool) -> String {
+fn table(r: &DiffReport, color: bool) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", title(r));
     let _ = writeln!(s, "  from: {}", r.from.source);
@@ -344,7 +344,7 @@ fn table(r: &PortReport, color: bool) -> String {
 }
 
 /// How many guards came out each way: `12 unchanged, 1 changed`.
-fn guard_counts(r: &PortReport) -> String {
+fn guard_counts(r: &DiffReport) -> String {
     let count = |f: &dyn Fn(&GuardPort) -> bool| r.guards.iter().filter(|g| f(g)).count();
     let retired = format!("gone where anchors.yaml ends them before {}", r.to.label());
     [
@@ -368,7 +368,7 @@ fn guard_lines(g: &GuardPort) -> String {
 
 /// The terminal's "Guarded code changed" section: each guard that did not come out unchanged, with
 /// its upstream diff.
-fn guards_table(r: &PortReport, color: bool) -> String {
+fn guards_table(r: &DiffReport, color: bool) -> String {
     let mut s = String::new();
     if r.guards.is_empty() {
         return s;
@@ -389,7 +389,7 @@ fn guards_table(r: &PortReport, color: bool) -> String {
 }
 
 /// Markdown's "Guarded code changed" section, also the worksheet's evidence for the guards.
-fn guards_md(r: &PortReport, heading: &str) -> String {
+fn guards_md(r: &DiffReport, heading: &str) -> String {
     let mut s = String::new();
     let review: Vec<&GuardPort> = r.guards.iter().filter(|g| g.needs_review()).collect();
     if r.guards.is_empty() {
@@ -446,7 +446,7 @@ fn md_cell(s: &str) -> String {
 }
 
 /// Markdown, for a pull request description or a CI job summary.
-pub fn markdown(r: &PortReport) -> String {
+pub fn markdown(r: &DiffReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "## {}\n", title(r));
     let _ = writeln!(s, "**{}**\n", verdict_line(r));
@@ -517,7 +517,7 @@ pub fn markdown(r: &PortReport) -> String {
 }
 
 /// `, declaring 8.3.2-0-ccs` when the new tree declares a version that is not the release's number.
-fn declared(r: &PortReport) -> String {
+fn declared(r: &DiffReport) -> String {
     match (&r.to.declared, r.to.version) {
         (Some(d), Some(v)) if *d != v.to_string() => format!(" (declaring version {d}, not {v})"),
         _ => String::new(),
@@ -535,7 +535,7 @@ fn lines(l: Option<[u32; 2]>) -> String {
 /// The bytecode section: the classes of the hooked and guarded files, each hook site's members,
 /// the guarded members, and (with a tree of the new release) where that tree is not the release.
 /// `md`: markdown, else terminal text.
-fn binary_text(r: &PortReport, b: &BinaryReport, md: bool) -> String {
+fn binary_text(r: &DiffReport, b: &BinaryReport, md: bool) -> String {
     let mut s = String::new();
     let (from, to) = (r.from.label(), r.to.label());
     let code = |x: &str| if md { format!("`{}`", md_cell(x)) } else { x.to_string() };
@@ -704,7 +704,7 @@ fn commits_md(f: &super::FilePort) -> String {
 }
 
 /// One anchor's evidence: what happened, the upstream diff, the candidates.
-fn evidence_md(r: &PortReport, a: &AnchorPort, heading: &str) -> String {
+fn evidence_md(r: &DiffReport, a: &AnchorPort, heading: &str) -> String {
     let mut s = String::new();
     let what = if a.carries { "the anchor still holds" } else { "the anchor does not carry over" };
     let _ = writeln!(s, "{heading} `{}`: {} ({what})\n", a.anchor, a.status.as_str());
@@ -767,7 +767,7 @@ fn evidence_md(r: &PortReport, a: &AnchorPort, heading: &str) -> String {
 
 /// The porting worksheet: each decision a human must make, with its evidence.
 /// `rerun` is the command line that runs the diff again with the same sources.
-pub fn worksheet(r: &PortReport, versions_file: &str, rerun: &str) -> String {
+pub fn worksheet(r: &DiffReport, versions_file: &str, rerun: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Porting worksheet: {} → {}\n", r.from.label(), r.to.label());
     let _ = writeln!(s, "Written by okp {} (`okp diff --write`). {}\n", env!("CARGO_PKG_VERSION"), verdict_line(r));
@@ -871,7 +871,7 @@ mod tests {
     use crate::version::KafkaVersion;
 
     /// A report over one anchor whose method changed around it between two small files.
-    fn sample() -> PortReport {
+    fn sample() -> DiffReport {
         let old = "class P {\n  def a(): Unit = {\n    val x = 1\n    go(x)\n  }\n}\n";
         let new = old.replace("val x = 1", "val x = compute()");
         let files = |t: &str| [("P.scala".to_string(), Some(t.to_string()))].into_iter().collect();
@@ -900,7 +900,7 @@ mod tests {
             diff: vec![],
             retired: false,
         }];
-        PortReport {
+        DiffReport {
             from: Side {
                 version: Some(KafkaVersion::new(4, 1, 2)),
                 source: "Maven Central release 4.1.2".into(),
@@ -915,7 +915,7 @@ mod tests {
             binary: None,
             family: "f4.1".into(),
             modes: vec![Mode::Kraft],
-            verdict: PortReport::verdict_of(&anchors, &guards),
+            verdict: DiffReport::verdict_of(&anchors, &guards),
             anchors,
             hooks: vec![HookPort {
                 hook: "h".into(),

@@ -26,7 +26,7 @@
 //! build`'s source = release proof does that).
 //!
 //! Not here: reading jars and class files (`build::jar`, `build::bytecode`), rendering
-//! (`port::render`).
+//! (`diff::render`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
