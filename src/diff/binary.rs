@@ -471,7 +471,7 @@ pub fn sites(anchors: &[&Anchor], old_files: &super::Files, old: &Release, new: 
                     // A type's site: its header and attributes (super class, interfaces, nest), and
                     // its code; in a large type only the code on the anchor's own lines.
                     members = type_members(old, new, &a.file, name);
-                    let (s, e) = if end - header > super::MAX_REGION {
+                    let (s, e) = if end - header > super::engine::MAX_REGION {
                         (first, last)
                     } else {
                         (*header as u32 + 1, end as u32 + 1)
@@ -542,7 +542,7 @@ pub fn guards(guards: &[&Guard], old_files: &super::Files, old: &Release, new: &
                 return r;
             };
             let lines = anchor::lines(&text);
-            let (s, e) = match super::guard_region(&lines, g.method.as_deref()) {
+            let (s, e) = match super::engine::guard_region(&lines, g.method.as_deref()) {
                 Ok(region) => region,
                 Err(why) => {
                     r.note = Some(format!("in the old tree {why}: nothing to compare"));

@@ -323,8 +323,8 @@ fn table(r: &DiffReport, color: bool) -> String {
                 s,
                 "  re-anchoring candidates in {} (score = {:.0}% similarity + {:.0}% structure):",
                 r.to.label(),
-                super::SIMILARITY_WEIGHT * 100.0,
-                (1.0 - super::SIMILARITY_WEIGHT) * 100.0
+                super::engine::SIMILARITY_WEIGHT * 100.0,
+                (1.0 - super::engine::SIMILARITY_WEIGHT) * 100.0
             );
             for c in &a.candidates {
                 let _ = writeln!(s, "    line {:<5} score {:>3.0}%  {}", c.line, c.score * 100.0, components(c));
