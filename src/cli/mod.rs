@@ -21,8 +21,7 @@ mod tests;
 pub use bundle::{BundleArgs, InstallArgs, KeygenArgs, PinArgs, RollbackArgs, VerifyBundleArgs};
 pub use groups::{ClusterRelease, GitRev, LayerArgs, ModeFilter, ReleaseMode, ReleaseSourceArgs, TreeRelease};
 pub use observers::{
-    Bootstrap, NodeFiles, ObserversArgs, ObserversChangeArgs, ObserversCommand, ObserversStatusArgs,
-    ObserversWatchArgs, TransportKind,
+    Bootstrap, NodeFiles, ObserversArgs, ObserversChangeArgs, ObserversCommand, ObserversStatusArgs, ObserversWatchArgs,
 };
 
 #[derive(Parser, Debug)]

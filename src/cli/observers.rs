@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 
 use super::ListFormat;
 use crate::observers::watch::Policy;
@@ -59,7 +59,7 @@ pub struct NodeFiles {
     pub nodes: Option<PathBuf>,
     /// How the files are reached: local paths (the default), or the --read-cmd/--write-cmd templates.
     #[arg(long, value_enum, value_name = "KIND")]
-    pub transport: Option<TransportKind>,
+    pub transport: Option<crate::observers::watch::config::TransportName>,
     /// With --transport command: prints a node's file, e.g. 'ssh {host} cat {path}' ({host}, {path}, {id} are filled in, shell-quoted).
     #[arg(long, value_name = "TEMPLATE")]
     pub read_cmd: Option<String>,
@@ -70,12 +70,6 @@ pub struct NodeFiles {
     /// everything it started) and names the node (default 30; 1 to 3600).
     #[arg(long, value_name = "S")]
     pub transport_timeout: Option<u64>,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum TransportKind {
-    Local,
-    Command,
 }
 
 #[derive(Args, Debug)]

@@ -6,7 +6,7 @@
 //! (`observers::transport`), the watchdog's settings and rules
 //! (`observers::watch`).
 
-use crate::cli::{NodeFiles, ObserversArgs, ObserversChangeArgs, ObserversCommand, ObserversWatchArgs, TransportKind};
+use crate::cli::{NodeFiles, ObserversArgs, ObserversChangeArgs, ObserversCommand, ObserversWatchArgs};
 use crate::error::{Error, Outcome, Result};
 use crate::observers::change::{self, Direction};
 use crate::observers::transport::{self as t, NodeRole, NodeSpec, Transport};
@@ -42,16 +42,12 @@ pub fn run(a: ObserversArgs) -> Result<Outcome> {
 /// they name any, else from the file (never a mix of the two).
 fn watch(a: ObserversWatchArgs) -> Result<Outcome> {
     let file = a.config.as_deref().map(config::load).transpose()?;
-    let kind = |t: TransportKind| match t {
-        TransportKind::Local => TransportName::Local,
-        TransportKind::Command => TransportName::Command,
-    };
     let flags = config::File {
         enable: a.enable.then_some(true),
         dry_run: a.dry_run.then_some(true),
         bootstrap: Some(a.bootstrap).filter(|b| !b.is_empty()),
         nodes: a.files.nodes.clone(),
-        transport: a.files.transport.map(kind),
+        transport: a.files.transport,
         read_cmd: a.files.read_cmd.clone(),
         write_cmd: a.files.write_cmd.clone(),
         transport_timeout: a.files.transport_timeout,
@@ -78,10 +74,7 @@ fn watch(a: ObserversWatchArgs) -> Result<Outcome> {
             node: vec![],
             controller_node: vec![],
             nodes: c.nodes.clone(),
-            transport: c.transport.map(|t| match t {
-                TransportName::Local => TransportKind::Local,
-                TransportName::Command => TransportKind::Command,
-            }),
+            transport: c.transport,
             read_cmd: c.read_cmd.clone(),
             write_cmd: c.write_cmd.clone(),
             transport_timeout: c.transport_timeout,
@@ -123,16 +116,16 @@ fn resolve(f: &NodeFiles) -> Result<(Vec<NodeSpec>, Transport)> {
         Some(s @ 1..=3600) => std::time::Duration::from_secs(s),
         Some(s) => return Err(Error::Usage(format!("--transport-timeout {s}: expected 1 to 3600 seconds"))),
     };
-    let transport = match (f.transport.unwrap_or(TransportKind::Local), &f.read_cmd, &f.write_cmd) {
-        (TransportKind::Local, None, None) if f.transport_timeout.is_none() => Transport::Local,
-        (TransportKind::Local, None, None) => {
+    let transport = match (f.transport.unwrap_or(TransportName::Local), &f.read_cmd, &f.write_cmd) {
+        (TransportName::Local, None, None) if f.transport_timeout.is_none() => Transport::Local,
+        (TransportName::Local, None, None) => {
             return Err(Error::Usage("--transport-timeout needs --transport command".into()))
         }
-        (TransportKind::Local, _, _) => {
+        (TransportName::Local, _, _) => {
             return Err(Error::Usage("--read-cmd and --write-cmd need --transport command".into()))
         }
-        (TransportKind::Command, Some(r), Some(w)) => Transport::Command { read: r.clone(), write: w.clone(), timeout },
-        (TransportKind::Command, _, _) => {
+        (TransportName::Command, Some(r), Some(w)) => Transport::Command { read: r.clone(), write: w.clone(), timeout },
+        (TransportName::Command, _, _) => {
             return Err(Error::Usage("--transport command needs both --read-cmd and --write-cmd".into()))
         }
     };

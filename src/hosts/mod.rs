@@ -122,10 +122,6 @@ fn run(program: &str, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
-    crate::fsx::write_atomic(path, text.as_bytes())
-}
-
 impl Topology {
     /// Makes the hosts `names` (each a hostname: letters, digits, `-`) and the operator host,
     /// each sshd started and answering. On any error, what was made is removed.
@@ -183,7 +179,7 @@ impl Topology {
             run("ip", &["-n", &h.ns, "addr", "add", &format!("{}/24", h.addr), "dev", "eth0"])?;
             run("ip", &["-n", &h.ns, "link", "set", "eth0", "up"])?;
             run("ip", &["-n", &h.ns, "link", "set", "lo", "up"])?;
-            write(&Path::new("/etc/netns").join(&h.ns).join("hosts"), &etc_hosts)?;
+            crate::fsx::write_atomic(&Path::new("/etc/netns").join(&h.ns).join("hosts"), etc_hosts.as_bytes())?;
         }
         std::fs::create_dir_all("/run/sshd")
             .map_err(|e| Error::io("cannot create /run/sshd (sshd's privilege separation directory)", e))?;
@@ -208,8 +204,8 @@ impl Topology {
         for h in self.hosts.clone() {
             known.push_str(&self.host_key(&h)?);
         }
-        write(&self.known_hosts(), &known)?;
-        write(&self.ssh_config(), &self.ssh_config_text())?;
+        crate::fsx::write_atomic(&self.known_hosts(), known.as_bytes())?;
+        crate::fsx::write_atomic(&self.ssh_config(), self.ssh_config_text().as_bytes())?;
         for h in self.hosts.clone() {
             self.start_sshd(&h.name)?;
         }
@@ -293,7 +289,7 @@ impl Topology {
             key = key.display(),
             auth = self.dir.join("authorized_keys").display(),
         );
-        write(&h.dir.join("sshd_config"), &config)?;
+        crate::fsx::write_atomic(&h.dir.join("sshd_config"), config.as_bytes())?;
         known_line(h)
     }
 
@@ -406,7 +402,7 @@ impl Topology {
     /// Writes the run's known_hosts again from every host's current key (after `rekey`).
     pub fn trust_current_key(&mut self) -> Result<()> {
         let known: Vec<String> = self.hosts.iter().map(known_line).collect::<Result<_>>()?;
-        write(&self.known_hosts(), &known.concat())
+        crate::fsx::write_atomic(&self.known_hosts(), known.concat().as_bytes())
     }
 
     /// Starts sshd without asking it (its key is no longer the one known).
@@ -487,13 +483,19 @@ fn claim() -> Result<(u8, PathBuf)> {
         let run = ((start as u16 + i) % 250 + 1) as u8;
         let hub = format!("{}hub", prefix(run));
         if Command::new("ip").args(["netns", "add", &hub]).output().is_ok_and(|o| o.status.success()) {
-            write(&Path::new(OWNERS).join(run.to_string()), &owner_line(std::process::id()))?;
+            crate::fsx::write_atomic(
+                &Path::new(OWNERS).join(run.to_string()),
+                owner_line(std::process::id()).as_bytes(),
+            )?;
             let dir = tempfile::Builder::new()
                 .prefix(&format!("okp-hosts-{run}-"))
                 .tempdir()
                 .map_err(|e| Error::io("cannot create the run directory", e))?
                 .keep();
-            write(&Path::new(OWNERS).join(format!("{run}.dir")), &dir.display().to_string())?;
+            crate::fsx::write_atomic(
+                &Path::new(OWNERS).join(format!("{run}.dir")),
+                dir.display().to_string().as_bytes(),
+            )?;
             return Ok((run, dir));
         }
     }

@@ -3,6 +3,7 @@
 //!
 //! Not here: the Code attribute's instructions (`code`).
 
+use crate::hash::hex;
 use std::collections::BTreeMap;
 
 use super::bytes::Reader;
@@ -167,10 +168,6 @@ pub(super) fn fresh_suffix_dropped(name: &str) -> String {
         Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => format!("{base}$"),
         _ => name.to_string(),
     }
-}
-
-pub(super) fn hex(b: &[u8]) -> String {
-    b.iter().map(|c| format!("{c:02x}")).collect()
 }
 
 fn annotation(r: &mut Reader, pool: &Pool) -> R<String> {

@@ -6,10 +6,11 @@
 
 use std::collections::BTreeMap;
 
-use super::attributes::{attribute, hex};
+use super::attributes::attribute;
 use super::bytes::Reader;
 use super::pool::{read_attrs, Pool};
 use super::{Arg, Code, Handler, Insn, DROPPED, R};
+use crate::hash::hex;
 
 const MNEMONICS: &str = "nop aconst_null iconst_m1 iconst_0 iconst_1 iconst_2 iconst_3 iconst_4 iconst_5 lconst_0 lconst_1 \
 fconst_0 fconst_1 fconst_2 dconst_0 dconst_1 bipush sipush ldc ldc_w ldc2_w iload lload fload dload aload iload_0 iload_1 \

@@ -25,8 +25,8 @@ pub const DEFAULT_MAX_LAG: i64 = 0;
 pub const DEFAULT_STATE: &str = "/var/lib/okp/observer-watch.json";
 pub const DEFAULT_AUDIT_LOG: &str = "/var/log/okp/observer-watch.log";
 
-/// How node files are reached, as a config file names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+/// How node files are reached, as a config file or `--transport` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum TransportName {
     Local,
