@@ -280,3 +280,39 @@ pub fn marked_block(edit: &Edit) -> Vec<String> {
     out.push(format!("{indent}{MARK_END}"));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The patch set in the binary is this checkout's: the same files under patches/ (but
+    /// patches/tests/), byte for byte. Fails when a build embedded another checkout's copy.
+    #[test]
+    fn the_embedded_patch_set_is_this_checkouts() {
+        fn walk(dir: &std::path::Path, root: &std::path::Path, out: &mut Vec<(String, String)>) {
+            for e in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+                let p = e.path();
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+                if p.is_dir() {
+                    if rel != "tests" {
+                        walk(&p, root, out);
+                    }
+                } else {
+                    out.push((rel, String::from_utf8(std::fs::read(&p).unwrap()).unwrap()));
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("patches");
+        let mut on_disk = Vec::new();
+        walk(&root, &root, &mut on_disk);
+        on_disk.sort();
+        let mut embedded: Vec<(String, String)> =
+            PATCH_FILES.iter().map(|(p, c)| (p.to_string(), c.to_string())).collect();
+        embedded.sort();
+        let names = |v: &[(String, String)]| v.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&embedded), names(&on_disk), "the files embedded are not patches/'s");
+        for ((p, a), (_, b)) in embedded.iter().zip(&on_disk) {
+            assert!(a == b, "patches/{p}: the embedded copy differs from the checkout's");
+        }
+    }
+}
