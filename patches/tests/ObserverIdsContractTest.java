@@ -50,8 +50,9 @@ public final class ObserverIdsContractTest {
     private static final String SET = "(\\[(?:[0-9]+(?:,[0-9]+)*)?\\])";
     private static final Pattern AUDIT = Pattern.compile("OBSERVER AUDIT registry=(broker|controller) node=- "
         + "event=(initial|change|freeze|unfreeze) "
-        + "source=(file:\\S+|env:KAFKA_OBSERVER_BROKER_IDS|none|frozen:(?:file-missing|unreadable)) "
-        + "before=" + SET + " after=" + SET + " added=" + SET + " removed=" + SET + " epochMs=([0-9]+)");
+        + "source=(file:\\S+|env:KAFKA_OBSERVER_BROKER_IDS|none|frozen:(?:file-missing|unreadable|malformed)) "
+        + "before=" + SET + " after=" + SET + " added=" + SET + " removed=" + SET + " epochMs=([0-9]+)"
+        + "( rules=(?:\\[\\]|(?:topic|prefix|regex):\\S+))?");
 
     private static final ByteArrayOutputStream CAPTURED = new ByteArrayOutputStream();
     private static int passed;
@@ -63,6 +64,11 @@ public final class ObserverIdsContractTest {
         Set<Integer> current();
 
         boolean isObserver(int brokerId);
+
+        /** The observers of one topic: its rule's, or the cluster-wide ids. */
+        Set<Integer> observersOf(String topic);
+
+        boolean isObserver(String topic, int brokerId);
 
         /** The KRaft controller's reassignment test; the Java side only. */
         default boolean containsAllButObservers(List<Integer> isr, List<Integer> replicas) {
@@ -92,6 +98,14 @@ public final class ObserverIdsContractTest {
                     public boolean isObserver(int id) {
                         return cache.isObserver(id);
                     }
+
+                    public Set<Integer> observersOf(String topic) {
+                        return fromScala(cache.observersOf(topic));
+                    }
+
+                    public boolean isObserver(String topic, int id) {
+                        return cache.isObserver(topic, id);
+                    }
                 };
             };
         }
@@ -104,6 +118,14 @@ public final class ObserverIdsContractTest {
 
                 public boolean isObserver(int id) {
                     return cache.isObserver(id);
+                }
+
+                public Set<Integer> observersOf(String topic) {
+                    return cache.observersOf(topic);
+                }
+
+                public boolean isObserver(String topic, int id) {
+                    return cache.isObserver(topic, id);
                 }
 
                 public boolean containsAllButObservers(List<Integer> isr, List<Integer> replicas) {
@@ -174,6 +196,16 @@ public final class ObserverIdsContractTest {
             clock.addAndGet(nanos);
         }
 
+        void expectTopic(String topic, String what, Integer... ids) {
+            Set<Integer> want = new TreeSet<>(Arrays.asList(ids));
+            Set<Integer> got = new TreeSet<>(registry.observersOf(topic));
+            boolean each = true;
+            for (int id = 0; id < 12; id++) {
+                each &= registry.isObserver(topic, id) == want.contains(id);
+            }
+            check(impl + ": " + topic + ": " + what, want.equals(got) && each, "want " + want + ", got " + got);
+        }
+
         void expect(String what, Integer... ids) {
             Set<Integer> want = new TreeSet<>(Arrays.asList(ids));
             Set<Integer> got = new TreeSet<>(registry.current());
@@ -235,6 +267,12 @@ public final class ObserverIdsContractTest {
     static String audit(String event, String source, String before, String after, String added, String removed) {
         return "INFO OBSERVER AUDIT registry=<registry> node=- event=" + event + " source=" + source + " before=" + before
             + " after=" + after + " added=" + added + " removed=" + removed + " epochMs=<ms>";
+    }
+
+    /** An audit line with the rules field (only written when a topic rule is or was in force). */
+    static String audit(String event, String source, String before, String after, String added, String removed,
+                        String rules) {
+        return audit(event, source, before, after, added, removed) + " rules=" + rules;
     }
 
     // The WARN of a failed read, as newLogs() shows it: what failed; what the registry does instead.
@@ -596,6 +634,93 @@ public final class ObserverIdsContractTest {
 
     // ---- the real objects, wired to the real process environment, in a child JVM ----
 
+    static void topicRulesPrecedence(Ctx c) throws IOException {
+        Path f = c.write("r.ids", "# cluster-wide\n4\n"
+            + "topic:orders observers=5,6   # exact\n"
+            + "  prefix:ord observers=7\n"
+            + "prefix:orders- observers=none\n"
+            + "regex:ord.* observers=8\n"
+            + "regex:log.*\tobservers=9,10\n"
+            + "3 # more cluster-wide ids after the rules\n");
+        c.env.put(FILE_ENV, f.toString());
+        c.open();
+        c.expectTopic("orders", "the exact rule wins over prefixes and regexes", 5, 6);
+        c.expectTopic("orders-eu", "the longest prefix wins; none means no observers");
+        c.expectTopic("ordinal", "a prefix wins over a regex", 7);
+        c.expectTopic("logs", "a regex matching the whole name", 9, 10);
+        c.expectTopic("xlogs", "a regex must match the whole name: the cluster-wide ids", 3, 4);
+        c.expectTopic("payments", "no rule: the cluster-wide ids", 3, 4);
+        c.expect("current(): every id that observes some topic", 3, 4, 5, 6, 7, 8, 9, 10);
+        check(c.impl + ": isObserver(id) is an observer of some topic", c.registry.isObserver(8)
+            && !c.registry.isObserver(11), "8 or 11 wrong");
+        c.expectLogs("the initial audit line carries the rules, canonical: names sorted, regexes in file order",
+            audit("initial", "file:<dir>/r.ids", "[]", "[3,4]", "[3,4]", "[]",
+                "topic:orders=5,6;prefix:ord=7;prefix:orders-=none;regex:ord.*=8;regex:log.*=9,10"));
+        c.write("r.ids", "4\ntopic:orders observers=5\n");
+        c.advance(5 * SECOND);
+        c.expectTopic("orders", "a rule changed live", 5);
+        c.expectTopic("ordinal", "a removed rule no longer applies", 4);
+        c.expectLogs("a change of the rules alone is audited",
+            audit("change", "file:<dir>/r.ids", "[3,4]", "[4]", "[]", "[3]", "topic:orders=5"));
+        c.write("r.ids", "4\n");
+        c.advance(5 * SECOND);
+        c.expectTopic("orders", "every rule removed: the cluster-wide ids", 4);
+        c.expectLogs("removing the last rule is audited with rules=[]",
+            audit("change", "file:<dir>/r.ids", "[4]", "[4]", "[]", "[]", "[]"));
+        c.write("r.ids", "4 \n");
+        c.advance(5 * SECOND);
+        c.expectLogs("after that, an old-format file logs as before (no rules field, nothing changed)");
+    }
+
+    static void malformedRuleFreezes(Ctx c) throws IOException {
+        Path f = c.write("m.ids", "4\ntopic:audit observers=5\n");
+        c.env.put(FILE_ENV, f.toString());
+        c.env.put(IDS_ENV, "8");
+        c.open();
+        c.expectTopic("audit", "first read", 5);
+        c.newLogs();
+        c.write("m.ids", "\ntopic:audit observers=5x\n");
+        c.advance(5 * SECOND);
+        c.expectTopic("audit", "a malformed rule keeps the last good rules", 5);
+        c.expectTopic("other", "and the last good cluster-wide ids", 4);
+        c.expectLogs("one WARN naming line and column, and the freeze audited with the kept rules",
+            warn(unreadable("<dir>/m.ids", "line 2, column 23: not a broker id: \"5x\" (a list is none or ids "
+                + "separated by commas)"), frozenAt("[4]")),
+            audit("freeze", "frozen:malformed", "[4]", "[4]", "[]", "[]", "topic:audit=5"));
+        c.write("m.ids", "topic:audit observers=none\n");
+        c.advance(5 * SECOND);
+        c.expectTopic("audit", "fixed: read again", new Integer[0]);
+        c.expectLogs("the unfreeze is audited",
+            audit("unfreeze", "file:<dir>/m.ids", "[4]", "[]", "[]", "[4]", "topic:audit=none"));
+    }
+
+    static void malformedRulesNamed(Ctx c) throws IOException {
+        String[][] cases = {
+            {"topic:a", "line 1, column 1: a topic rule is SELECTOR observers=LIST"},
+            {"4\n  topic:a observers=4 extra", "line 2, column 3: a topic rule is SELECTOR observers=LIST"},
+            {"topic:a 4", "line 1, column 1: a topic rule is SELECTOR observers=LIST"},
+            {"topic:bad/name observers=4", "line 1, column 7: not a topic name: bad/name"},
+            {"prefix: observers=4", "line 1, column 8: not a topic name: "},
+            {"regex:( observers=4", "line 1, column 7: not a regular expression: ("},
+            {"topic:a observers=", "line 1, column 19: not a broker id: \"\" (a list is none or ids separated by commas)"},
+            {"topic:a observers=4,,5", "line 1, column 21: not a broker id: \"\" (a list is none or ids separated by commas)"},
+            {"topic:a observers=none,4", "line 1, column 19: not a broker id: \"none\" (a list is none or ids separated by commas)"},
+            {"topic:a observers=4\r\ntopic:a observers=5", "line 2, column 1: a second rule for topic:a"},
+        };
+        int n = 0;
+        for (String[] k : cases) {
+            Path f = c.write("bad" + n + ".ids", k[0]);
+            c.env.clear();
+            c.env.put(FILE_ENV, f.toString());
+            c.open();
+            c.expect("malformed before any good read, no env: no observers (" + k[1] + ")");
+            c.expectLogs("the WARN names line and column: " + k[1],
+                warn(unreadable("<dir>/bad" + n + ".ids", k[1]), NO_OBSERVERS),
+                audit("initial", "none", "[]", "[]", "[]", "[]"));
+            n++;
+        }
+    }
+
     static void realWiring(Path dir) throws Exception {
         Path wired = dir.resolve("wired.ids");
         Files.write(wired, "# wired\n41 42\n".getBytes(StandardCharsets.US_ASCII));
@@ -681,6 +806,9 @@ public final class ObserverIdsContractTest {
         cases.put("missingBeforeFirstGoodReadThenFrozen", ObserverIdsContractTest::missingBeforeFirstGoodReadThenFrozen);
         cases.put("javaSetIsUnmodifiable", ObserverIdsContractTest::javaSetIsUnmodifiable);
         cases.put("javaContainsAllButObservers", ObserverIdsContractTest::javaContainsAllButObservers);
+        cases.put("topicRulesPrecedence", ObserverIdsContractTest::topicRulesPrecedence);
+        cases.put("malformedRuleFreezes", ObserverIdsContractTest::malformedRuleFreezes);
+        cases.put("malformedRulesNamed", ObserverIdsContractTest::malformedRulesNamed);
 
         Path root = Files.createTempDirectory("okp-observer-contract");
         try {

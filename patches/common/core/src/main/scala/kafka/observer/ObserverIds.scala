@@ -30,6 +30,12 @@ import org.slf4j.LoggerFactory
  * Format, for the file and the env var alike: ids separated by commas and/or whitespace; `#` starts
  * a comment that runs to the end of its line; a token that is not a plain decimal number in
  * 0..2147483647 is ignored, because a stray character written at 3 a.m. must not stop a broker.
+ * Topic rules (the file only): a line whose first word starts with `topic:`, `prefix:` or `regex:`
+ * is `SELECTOR observers=LIST`, LIST `none` or broker ids separated by commas. A topic's observers
+ * are those of its exact rule, else of its longest matching prefix, else of the first regex in the
+ * file that matches the whole name, else the cluster-wide ids. A malformed rule line makes the
+ * whole read fail (fault `malformed`): the last good set stays, as for an unreadable file, because
+ * acting on half a file could promote a topic's observer.
  *
  * Nothing here throws. A failed read logs one WARN when the condition starts or changes (missing,
  * unreadable), not one per retry. Every change of the set, the first evaluation, and each freeze and
@@ -48,11 +54,21 @@ object ObserverIds {
 
   private[this] val shared = new ObserverIdCache((name: String) => System.getenv(name), () => System.nanoTime())
 
-  /** True if `brokerId` is an observer. Cheap: at most one file read per 5 s per broker. */
+  /**
+   * True if `brokerId` is an observer of some topic: a cluster-wide id or one a topic rule names.
+   * Hooks that do not know the topic ask this, so they keep such a broker out wherever it could be
+   * an observer. Cheap: at most one file read per 5 s per broker.
+   */
   def isObserver(brokerId: Int): Boolean = shared.isObserver(brokerId)
 
-  /** The observer ids now in force (an immutable snapshot). */
+  /** True if `brokerId` is an observer of `topic`, by the topic's rule or the cluster-wide ids. */
+  def isObserver(topic: String, brokerId: Int): Boolean = shared.isObserver(topic, brokerId)
+
+  /** Every id that is an observer of some topic now (an immutable snapshot). */
   def current: Set[Int] = shared.current
+
+  /** The observers of `topic` now. */
+  def observersOf(topic: String): Set[Int] = shared.observersOf(topic)
 
   /**
    * The preferred replica of a partition with these replicas in assignment order: the first one
@@ -60,6 +76,12 @@ object ObserverIds {
    * preferred replica, so leader balance never counts it and never moves its leadership.
    */
   def preferredReplica(replicas: scala.collection.Seq[Int]): Option[Int] = replicas.find(id => !isObserver(id))
+
+  /** As [[preferredReplica]], with the observers of `topic`. */
+  def preferredReplica(topic: String, replicas: scala.collection.Seq[Int]): Option[Int] = {
+    val observers = observersOf(topic)
+    replicas.find(id => !observers.contains(id))
+  }
 }
 
 /**
@@ -82,38 +104,46 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
 
   def isObserver(brokerId: Int): Boolean = current.contains(brokerId)
 
-  def current: Set[Int] = {
+  def isObserver(topic: String, brokerId: Int): Boolean = observersOf(topic).contains(brokerId)
+
+  def current: Set[Int] = fresh.union
+
+  def observersOf(topic: String): Set[Int] = fresh.observersOf(topic)
+
+  private def fresh: Snapshot = {
     val seen = snapshot.get
     val now = nanoTime.getAsLong
     // A difference of nanoTime values stays right when the counter wraps; the wall clock can jump.
-    if (seen != null && now - seen.loadedAt < ObserverIds.TtlNanos) seen.ids
+    if (seen != null && now - seen.loadedAt < ObserverIds.TtlNanos) seen
     else reload(seen, now)
   }
 
   // A failed read still yields a snapshot with a fresh timestamp, so a broken file costs one read
   // per 5 s, not one per call on the fetch path.
-  private def reload(seen: Snapshot, now: Long): Set[Int] = {
+  private def reload(seen: Snapshot, now: Long): Snapshot = {
     val next =
       try {
         val bytes = Files.readAllBytes(Paths.get(path))
         // Ids are ASCII; ISO-8859-1 turns each other byte into one char of an ignored token.
-        new Snapshot(parse(new String(bytes, StandardCharsets.ISO_8859_1)), "file:" + path, null, null, true, now)
+        val (ids, rules) = parseFile(new String(bytes, StandardCharsets.ISO_8859_1))
+        new Snapshot(ids, rules, "file:" + path, null, null, true, now)
       } catch {
         case e: NoSuchFileException => failed(seen, FileMissing, e, now)
+        case e: MalformedRule => failed(seen, Malformed, e, now)
         case NonFatal(e) => failed(seen, Unreadable, e, now)
       }
     if (snapshot.compareAndSet(seen, next)) report(seen, next)
-    next.ids
+    next
   }
 
   // After a good read the last good set stays (frozen), whatever the failure: a deleted file must
   // not promote every observer. Before one there is no last good set, so the env ids stand in.
   private def failed(seen: Snapshot, fault: String, error: Throwable, now: Long): Snapshot =
-    if (seen != null && seen.fileRead) new Snapshot(seen.ids, "frozen:" + fault, fault, error, true, now)
+    if (seen != null && seen.fileRead) new Snapshot(seen.ids, seen.rules, "frozen:" + fault, fault, error, true, now)
     else {
       val fromEnv = env.apply(ObserverIds.IdsEnv)
-      if (fromEnv == null) new Snapshot(Set.empty, "none", fault, error, false, now)
-      else new Snapshot(parse(fromEnv), "env:" + ObserverIds.IdsEnv, fault, error, false, now)
+      if (fromEnv == null) new Snapshot(Set.empty, TopicRules.Empty, "none", fault, error, false, now)
+      else new Snapshot(parse(fromEnv), TopicRules.Empty, "env:" + ObserverIds.IdsEnv, fault, error, false, now)
     }
 
   private def report(seen: Snapshot, next: Snapshot): Unit = {
@@ -123,19 +153,26 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
       if (seen == null) "initial"
       else if (seen.fileRead && seen.fault != null && next.fault == null) "unfreeze"
       else if (next.fileRead && next.fault != null && conditionChanged) "freeze"
-      else if (next.ids != seen.ids) "change"
+      else if (next.ids != seen.ids || next.rules.shown != seen.rules.shown) "change"
       else null
     if (event != null) {
       val before = if (seen == null) Set.empty[Int] else seen.ids
       val after = next.ids
+      // The rules field only when a topic rule is or was in force, so old files log as before.
+      val rules =
+        if (next.rules.shown.isEmpty && (seen == null || seen.rules.shown.isEmpty)) ""
+        else " rules=" + (if (next.rules.shown.isEmpty) "[]" else next.rules.shown)
       log.info(s"OBSERVER AUDIT registry=broker node=- event=$event source=${next.source} before=${show(before)} " +
         s"after=${show(after)} added=${show(after -- before)} removed=${show(before -- after)} " +
-        s"epochMs=${System.currentTimeMillis()}")
+        s"epochMs=${System.currentTimeMillis()}$rules")
     }
   }
 
   private def warning(s: Snapshot): String = {
-    val why = if (s.fault == FileMissing) "it does not exist" else s.error.toString
+    val why =
+      if (s.fault == FileMissing) "it does not exist"
+      else if (s.fault == Malformed) s.error.getMessage
+      else s.error.toString
     val outcome =
       if (s.fileRead) s"keeping the last good set ${show(s.ids)} (frozen) until it reads again; " +
         "an empty file, not a missing one, means no observers"
@@ -150,11 +187,138 @@ private[observer] object ObserverIdCache {
 
   private val FileMissing = "file-missing"
   private val Unreadable = "unreadable"
+  private val Malformed = "malformed"
 
-  // One evaluation: the set, where it came from (the audit line's source), the failure of this
-  // read if any (fault and error null after a good read), and whether the file was ever read.
-  private final class Snapshot(val ids: Set[Int], val source: String, val fault: String, val error: Throwable,
-                               val fileRead: Boolean, val loadedAt: Long)
+  // One evaluation: the cluster-wide ids and the topic rules, where they came from (the audit
+  // line's source), the failure of this read if any (fault and error null after a good read), and
+  // whether the file was ever read. A topic's observers are resolved once per snapshot and kept.
+  private final class Snapshot(val ids: Set[Int], val rules: TopicRules, val source: String, val fault: String,
+                               val error: Throwable, val fileRead: Boolean, val loadedAt: Long) {
+    val union: Set[Int] = ids ++ rules.ids
+    private[this] val byTopic = new java.util.concurrent.ConcurrentHashMap[String, Set[Int]]()
+
+    def observersOf(topic: String): Set[Int] =
+      if (rules.isEmpty) ids
+      else {
+        val known = byTopic.get(topic)
+        if (known != null) known
+        else {
+          val resolved = rules.resolve(topic).getOrElse(ids)
+          byTopic.putIfAbsent(topic, resolved)
+          resolved
+        }
+      }
+  }
+
+  /** A rule line that cannot be read; the message names its line and column. */
+  private[observer] final class MalformedRule(message: String) extends Exception(message)
+
+  /**
+   * The topic rules of one file. `shown` is their canonical text for the audit line and for
+   * comparing two reads: exact names sorted, then prefixes sorted, then regexes in file order.
+   */
+  private[observer] final class TopicRules(exact: Map[String, Set[Int]], prefixes: Seq[(String, Set[Int])],
+                                           regexes: Seq[(java.util.regex.Pattern, Set[Int])]) {
+    def isEmpty: Boolean = exact.isEmpty && prefixes.isEmpty && regexes.isEmpty
+
+    val ids: Set[Int] = (exact.values ++ prefixes.map(_._2) ++ regexes.map(_._2)).foldLeft(Set.empty[Int])(_ ++ _)
+
+    val shown: String = {
+      val parts = exact.toSeq.sortBy(_._1).map { case (name, set) => "topic:" + name + "=" + showList(set) } ++
+        prefixes.sortBy(_._1).map { case (prefix, set) => "prefix:" + prefix + "=" + showList(set) } ++
+        regexes.map { case (regex, set) => "regex:" + regex.pattern + "=" + showList(set) }
+      parts.mkString(";")
+    }
+
+    // Most specific first: the exact name, the longest prefix, the first regex in the file.
+    def resolve(topic: String): Option[Set[Int]] =
+      exact.get(topic)
+        .orElse(prefixes.filter(p => topic.startsWith(p._1)).sortBy(-_._1.length).headOption.map(_._2))
+        .orElse(regexes.find(_._1.matcher(topic).matches).map(_._2))
+  }
+
+  private[observer] object TopicRules {
+    val Empty = new TopicRules(Map.empty, Seq.empty, Seq.empty)
+  }
+
+  private def showList(set: Set[Int]): String = if (set.isEmpty) "none" else set.toSeq.sorted.mkString(",")
+
+  private val Kinds = Seq("topic:", "prefix:", "regex:")
+  private val LegalName = "[a-zA-Z0-9._-]{1,249}"
+
+  /** The cluster-wide ids and the topic rules of a file's text; throws [[MalformedRule]]. */
+  private[observer] def parseFile(text: String): (Set[Int], TopicRules) = {
+    val plain = new StringBuilder
+    var exact = Map.empty[String, Set[Int]]
+    val prefixes = Seq.newBuilder[(String, Set[Int])]
+    val regexes = Seq.newBuilder[(java.util.regex.Pattern, Set[Int])]
+    val seen = scala.collection.mutable.Set.empty[String]
+    val lines = text.split("\r\n|\r|\n", -1)
+    for (i <- lines.indices) {
+      val line = lines(i)
+      val hash = line.indexOf('#')
+      val body = if (hash < 0) line else line.substring(0, hash)
+      val start = body.indexWhere(c => !isSpace(c))
+      if (start >= 0 && Kinds.exists(k => body.startsWith(k, start))) {
+        val where = "line " + (i + 1) + ", column "
+        val tokens = tokensOf(body)
+        if (tokens.size != 2 || !tokens(1)._1.startsWith("observers="))
+          throw new MalformedRule(where + (start + 1) + ": a topic rule is SELECTOR observers=LIST")
+        val (selector, col) = tokens.head
+        val kind = Kinds.find(k => selector.startsWith(k)).get
+        val value = selector.substring(kind.length)
+        val set = parseList(tokens(1)._1.substring("observers=".length), where, tokens(1)._2 + "observers=".length)
+        if (!seen.add(selector)) throw new MalformedRule(where + col + ": a second rule for " + selector)
+        if (kind == "regex:") {
+          val pattern =
+            try java.util.regex.Pattern.compile(value)
+            catch { case _: java.util.regex.PatternSyntaxException => null }
+          if (value.isEmpty || pattern == null)
+            throw new MalformedRule(where + (col + kind.length) + ": not a regular expression: " + value)
+          regexes += ((pattern, set))
+        } else {
+          if (!value.matches(LegalName))
+            throw new MalformedRule(where + (col + kind.length) + ": not a topic name: " + value)
+          if (kind == "topic:") exact += value -> set else prefixes += ((value, set))
+        }
+      } else plain.append(body).append('\n')
+    }
+    (parse(plain.toString), new TopicRules(exact, prefixes.result(), regexes.result()))
+  }
+
+  // Java's \s: space, \t, \n, \x0B, \f, \r.
+  private def isSpace(c: Char): Boolean = c == ' ' || (c >= '\t' && c <= '\r')
+
+  // Whitespace-separated words with their 1-based columns.
+  private def tokensOf(body: String): IndexedSeq[(String, Int)] = {
+    val out = IndexedSeq.newBuilder[(String, Int)]
+    var i = 0
+    while (i < body.length) {
+      if (isSpace(body.charAt(i))) i += 1
+      else {
+        val from = i
+        while (i < body.length && !isSpace(body.charAt(i))) i += 1
+        out += ((body.substring(from, i), from + 1))
+      }
+    }
+    out.result()
+  }
+
+  // `none`, or broker ids separated by single commas; strict, unlike the cluster-wide ids.
+  private def parseList(list: String, where: String, col: Int): Set[Int] =
+    if (list == "none") Set.empty
+    else {
+      val ids = Set.newBuilder[Int]
+      var at = col
+      for (item <- list.split(",", -1)) {
+        val id = parseId(item)
+        if (id < 0)
+          throw new MalformedRule(where + at + ": not a broker id: \"" + item + "\" (a list is none or ids separated by commas)")
+        ids += id
+        at += item.length + 1
+      }
+      ids.result()
+    }
 
   // `#` starts a comment wherever it stands, so "3 # was 4" does not make 4 an observer.
   private[observer] def parse(text: String): Set[Int] = {

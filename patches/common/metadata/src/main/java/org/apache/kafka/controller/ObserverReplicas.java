@@ -41,7 +41,12 @@ import org.slf4j.LoggerFactory;
  *       upstream.</li>
  * </ol>
  * Format: ids separated by commas and/or whitespace; {@code #} starts a comment to the end of its
- * line; a token that is not a plain decimal number in 0..2147483647 is ignored. Nothing here
+ * line; a token that is not a plain decimal number in 0..2147483647 is ignored. Topic rules
+ * ({@code topic:NAME}, {@code prefix:P} or {@code regex:R}, then {@code observers=LIST}) are read
+ * as the Scala side reads them; a malformed one fails the read (fault {@code malformed}). This
+ * controller's election, initial-ISR, reassignment and leader-balance hooks do not know the topic
+ * and ask {@link #isObserver(int)}: an observer of any topic. The AlterPartition check knows it and
+ * asks {@link #isObserver(String, int)}, as the brokers' ISR admission does. Nothing here
  * throws. A failed read logs one WARN when the condition starts or changes (missing, unreadable),
  * not one per retry. Every change of the set, the first evaluation, and each freeze and unfreeze
  * log one INFO line in the audit format of okp's docs/observer-ids.md:
@@ -62,6 +67,7 @@ public final class ObserverReplicas {
 
     private static final String FILE_MISSING = "file-missing";
     private static final String UNREADABLE = "unreadable";
+    private static final String MALFORMED = "malformed";
 
     private static final Logger LOG = LoggerFactory.getLogger(ObserverReplicas.class);
     private static final Cache SHARED = new Cache(System::getenv, System::nanoTime);
@@ -69,7 +75,10 @@ public final class ObserverReplicas {
     private ObserverReplicas() {
     }
 
-    /** True if {@code brokerId} is an observer. Cheap: at most one file read per 5 s. */
+    /**
+     * True if {@code brokerId} is an observer of some topic: a cluster-wide id or one a topic rule
+     * names. Cheap: at most one file read per 5 s.
+     */
     public static boolean isObserver(int brokerId) {
         return SHARED.isObserver(brokerId);
     }
@@ -77,6 +86,11 @@ public final class ObserverReplicas {
     /** The observer ids now in force (an unmodifiable snapshot). */
     public static Set<Integer> current() {
         return SHARED.current();
+    }
+
+    /** True if {@code brokerId} is an observer of {@code topic}, by its rule or the cluster-wide ids. */
+    public static boolean isObserver(String topic, int brokerId) {
+        return SHARED.isObserver(topic, brokerId);
     }
 
     /**
@@ -129,6 +143,14 @@ public final class ObserverReplicas {
             return current().contains(brokerId);
         }
 
+        boolean isObserver(String topic, int brokerId) {
+            return observersOf(topic).contains(brokerId);
+        }
+
+        Set<Integer> observersOf(String topic) {
+            return fresh().observersOf(topic);
+        }
+
         // One snapshot of the set answers for every replica.
         boolean containsAllButObservers(Collection<Integer> isr, Collection<Integer> replicas) {
             Set<Integer> observers = current();
@@ -141,34 +163,40 @@ public final class ObserverReplicas {
         }
 
         Set<Integer> current() {
+            return fresh().union;
+        }
+
+        private Snapshot fresh() {
             Snapshot seen = snapshot.get();
             long now = nanoTime.getAsLong();
             // A difference of nanoTime values stays right when the counter wraps; the wall clock
             // can jump.
             if (seen != null && now - seen.loadedAt < TTL_NANOS) {
-                return seen.ids;
+                return seen;
             }
             return reload(seen, now);
         }
 
         // A failed read still yields a snapshot with a fresh timestamp, so a broken file costs one
         // read per 5 s, not one per call on the request path.
-        private Set<Integer> reload(Snapshot seen, long now) {
+        private Snapshot reload(Snapshot seen, long now) {
             Snapshot next;
             try {
                 byte[] bytes = Files.readAllBytes(Paths.get(path));
                 // Ids are ASCII; ISO-8859-1 turns each other byte into one char of an ignored token.
-                next = new Snapshot(parse(new String(bytes, StandardCharsets.ISO_8859_1)), "file:" + path,
-                    null, null, true, now);
+                Parsed parsed = parseFile(new String(bytes, StandardCharsets.ISO_8859_1));
+                next = new Snapshot(parsed.ids, parsed.rules, "file:" + path, null, null, true, now);
             } catch (NoSuchFileException e) {
                 next = failed(seen, FILE_MISSING, e, now);
+            } catch (MalformedRule e) {
+                next = failed(seen, MALFORMED, e, now);
             } catch (Exception e) {
                 next = failed(seen, UNREADABLE, e, now);
             }
             if (snapshot.compareAndSet(seen, next)) {
                 report(seen, next);
             }
-            return next.ids;
+            return next;
         }
 
         // After a good read the last good set stays (frozen), whatever the failure: a deleted file
@@ -176,13 +204,13 @@ public final class ObserverReplicas {
         // stand in.
         private Snapshot failed(Snapshot seen, String fault, Exception error, long now) {
             if (seen != null && seen.fileRead) {
-                return new Snapshot(seen.ids, "frozen:" + fault, fault, error, true, now);
+                return new Snapshot(seen.ids, seen.rules, "frozen:" + fault, fault, error, true, now);
             }
             String fromEnv = env.apply(IDS_ENV);
             if (fromEnv == null) {
-                return new Snapshot(Collections.<Integer>emptySet(), "none", fault, error, false, now);
+                return new Snapshot(Collections.<Integer>emptySet(), TopicRules.EMPTY, "none", fault, error, false, now);
             }
-            return new Snapshot(parse(fromEnv), "env:" + IDS_ENV, fault, error, false, now);
+            return new Snapshot(parse(fromEnv), TopicRules.EMPTY, "env:" + IDS_ENV, fault, error, false, now);
         }
 
         private void report(Snapshot seen, Snapshot next) {
@@ -197,20 +225,24 @@ public final class ObserverReplicas {
                 event = "unfreeze";
             } else if (next.fileRead && next.fault != null && conditionChanged) {
                 event = "freeze";
-            } else if (!next.ids.equals(seen.ids)) {
+            } else if (!next.ids.equals(seen.ids) || !next.rules.shown.equals(seen.rules.shown)) {
                 event = "change";
             } else {
                 return;
             }
             Set<Integer> before = seen == null ? Collections.<Integer>emptySet() : seen.ids;
             Set<Integer> after = next.ids;
+            // The rules field only when a topic rule is or was in force, so old files log as before.
+            String rules = next.rules.shown.isEmpty() && (seen == null || seen.rules.shown.isEmpty())
+                ? "" : " rules=" + (next.rules.shown.isEmpty() ? "[]" : next.rules.shown);
             LOG.info("OBSERVER AUDIT registry=controller node=- event={} source={} before={} after={} added={} "
-                    + "removed={} epochMs={}", event, next.source, show(before), show(after),
-                show(minus(after, before)), show(minus(before, after)), System.currentTimeMillis());
+                    + "removed={} epochMs={}{}", event, next.source, show(before), show(after),
+                show(minus(after, before)), show(minus(before, after)), System.currentTimeMillis(), rules);
         }
 
         private String warning(Snapshot s) {
-            String why = s.fault.equals(FILE_MISSING) ? "it does not exist" : s.error.toString();
+            String why = s.fault.equals(FILE_MISSING) ? "it does not exist"
+                : s.fault.equals(MALFORMED) ? s.error.getMessage() : s.error.toString();
             String outcome;
             if (s.fileRead) {
                 outcome = "keeping the last good set " + show(s.ids) + " (frozen) until it reads again; "
@@ -228,20 +260,250 @@ public final class ObserverReplicas {
     // read if any (fault and error null after a good read), and whether the file was ever read.
     private static final class Snapshot {
         final Set<Integer> ids;
+        final TopicRules rules;
+        final Set<Integer> union;
         final String source;
         final String fault;
         final Exception error;
         final boolean fileRead;
         final long loadedAt;
 
-        Snapshot(Set<Integer> ids, String source, String fault, Exception error, boolean fileRead, long loadedAt) {
+        // A topic's observers, resolved once per snapshot.
+        private final java.util.concurrent.ConcurrentHashMap<String, Set<Integer>> byTopic =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+        Snapshot(Set<Integer> ids, TopicRules rules, String source, String fault, Exception error, boolean fileRead,
+                 long loadedAt) {
             this.ids = ids;
+            this.rules = rules;
+            Set<Integer> all = new HashSet<>(ids);
+            all.addAll(rules.ids);
+            this.union = Collections.unmodifiableSet(all);
             this.source = source;
             this.fault = fault;
             this.error = error;
             this.fileRead = fileRead;
             this.loadedAt = loadedAt;
         }
+
+        Set<Integer> observersOf(String topic) {
+            if (rules.isEmpty()) {
+                return ids;
+            }
+            Set<Integer> known = byTopic.get(topic);
+            if (known != null) {
+                return known;
+            }
+            Set<Integer> resolved = rules.resolve(topic);
+            if (resolved == null) {
+                resolved = ids;
+            }
+            byTopic.putIfAbsent(topic, resolved);
+            return resolved;
+        }
+    }
+
+    /** A rule line that cannot be read; the message names its line and column. */
+    static final class MalformedRule extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        MalformedRule(String message) {
+            super(message);
+        }
+    }
+
+    static final class Parsed {
+        final Set<Integer> ids;
+        final TopicRules rules;
+
+        Parsed(Set<Integer> ids, TopicRules rules) {
+            this.ids = ids;
+            this.rules = rules;
+        }
+    }
+
+    /**
+     * The topic rules of one file. {@code shown} is their canonical text for the audit line and for
+     * comparing two reads: exact names sorted, then prefixes sorted, then regexes in file order.
+     */
+    static final class TopicRules {
+        static final TopicRules EMPTY = new TopicRules(new java.util.TreeMap<String, Set<Integer>>(),
+            new java.util.TreeMap<String, Set<Integer>>(), new java.util.ArrayList<java.util.regex.Pattern>(),
+            new java.util.ArrayList<Set<Integer>>());
+
+        private final java.util.TreeMap<String, Set<Integer>> exact;
+        private final java.util.TreeMap<String, Set<Integer>> prefixes;
+        private final java.util.List<java.util.regex.Pattern> regexes;
+        private final java.util.List<Set<Integer>> regexSets;
+        final Set<Integer> ids = new HashSet<>();
+        final String shown;
+
+        TopicRules(java.util.TreeMap<String, Set<Integer>> exact, java.util.TreeMap<String, Set<Integer>> prefixes,
+                   java.util.List<java.util.regex.Pattern> regexes, java.util.List<Set<Integer>> regexSets) {
+            this.exact = exact;
+            this.prefixes = prefixes;
+            this.regexes = regexes;
+            this.regexSets = regexSets;
+            StringBuilder out = new StringBuilder();
+            for (java.util.Map.Entry<String, Set<Integer>> e : exact.entrySet()) {
+                out.append(out.length() > 0 ? ";" : "").append("topic:").append(e.getKey()).append('=')
+                    .append(showList(e.getValue()));
+                ids.addAll(e.getValue());
+            }
+            for (java.util.Map.Entry<String, Set<Integer>> e : prefixes.entrySet()) {
+                out.append(out.length() > 0 ? ";" : "").append("prefix:").append(e.getKey()).append('=')
+                    .append(showList(e.getValue()));
+                ids.addAll(e.getValue());
+            }
+            for (int i = 0; i < regexes.size(); i++) {
+                out.append(out.length() > 0 ? ";" : "").append("regex:").append(regexes.get(i).pattern()).append('=')
+                    .append(showList(regexSets.get(i)));
+                ids.addAll(regexSets.get(i));
+            }
+            this.shown = out.toString();
+        }
+
+        boolean isEmpty() {
+            return exact.isEmpty() && prefixes.isEmpty() && regexes.isEmpty();
+        }
+
+        // Most specific first: the exact name, the longest prefix, the first regex in the file.
+        // Null when no rule names the topic.
+        Set<Integer> resolve(String topic) {
+            Set<Integer> set = exact.get(topic);
+            if (set != null) {
+                return set;
+            }
+            String longest = null;
+            for (String prefix : prefixes.keySet()) {
+                if (topic.startsWith(prefix) && (longest == null || prefix.length() > longest.length())) {
+                    longest = prefix;
+                }
+            }
+            if (longest != null) {
+                return prefixes.get(longest);
+            }
+            for (int i = 0; i < regexes.size(); i++) {
+                if (regexes.get(i).matcher(topic).matches()) {
+                    return regexSets.get(i);
+                }
+            }
+            return null;
+        }
+    }
+
+    private static String showList(Set<Integer> set) {
+        if (set.isEmpty()) {
+            return "none";
+        }
+        StringBuilder out = new StringBuilder();
+        for (Integer id : new TreeSet<>(set)) {
+            out.append(out.length() > 0 ? "," : "").append(id);
+        }
+        return out.toString();
+    }
+
+    private static final String[] KINDS = {"topic:", "prefix:", "regex:"};
+    private static final String LEGAL_NAME = "[a-zA-Z0-9._-]{1,249}";
+
+    // Java's \s: space, \t, \n, \x0B, \f, \r.
+    private static boolean isSpace(char c) {
+        return c == ' ' || (c >= '\t' && c <= '\r');
+    }
+
+    /** The cluster-wide ids and the topic rules of a file's text. */
+    static Parsed parseFile(String text) throws MalformedRule {
+        StringBuilder plain = new StringBuilder();
+        java.util.TreeMap<String, Set<Integer>> exact = new java.util.TreeMap<>();
+        java.util.TreeMap<String, Set<Integer>> prefixes = new java.util.TreeMap<>();
+        java.util.List<java.util.regex.Pattern> regexes = new java.util.ArrayList<>();
+        java.util.List<Set<Integer>> regexSets = new java.util.ArrayList<>();
+        Set<String> seen = new HashSet<>();
+        String[] lines = text.split("\r\n|\r|\n", -1);
+        for (int i = 0; i < lines.length; i++) {
+            String line = lines[i];
+            int hash = line.indexOf('#');
+            String body = hash < 0 ? line : line.substring(0, hash);
+            int start = 0;
+            while (start < body.length() && isSpace(body.charAt(start))) {
+                start++;
+            }
+            String kind = null;
+            for (String k : KINDS) {
+                if (body.startsWith(k, start)) {
+                    kind = k;
+                }
+            }
+            if (start >= body.length() || kind == null) {
+                plain.append(body).append('\n');
+                continue;
+            }
+            String where = "line " + (i + 1) + ", column ";
+            java.util.List<String> tokens = new java.util.ArrayList<>();
+            java.util.List<Integer> cols = new java.util.ArrayList<>();
+            int at = 0;
+            while (at < body.length()) {
+                if (isSpace(body.charAt(at))) {
+                    at++;
+                } else {
+                    int from = at;
+                    while (at < body.length() && !isSpace(body.charAt(at))) {
+                        at++;
+                    }
+                    tokens.add(body.substring(from, at));
+                    cols.add(from + 1);
+                }
+            }
+            if (tokens.size() != 2 || !tokens.get(1).startsWith("observers=")) {
+                throw new MalformedRule(where + (start + 1) + ": a topic rule is SELECTOR observers=LIST");
+            }
+            String selector = tokens.get(0);
+            int col = cols.get(0);
+            String value = selector.substring(kind.length());
+            Set<Integer> set = parseList(tokens.get(1).substring("observers=".length()), where,
+                cols.get(1) + "observers=".length());
+            if (!seen.add(selector)) {
+                throw new MalformedRule(where + col + ": a second rule for " + selector);
+            }
+            if (kind.equals("regex:")) {
+                java.util.regex.Pattern pattern = null;
+                try {
+                    pattern = java.util.regex.Pattern.compile(value);
+                } catch (java.util.regex.PatternSyntaxException e) {
+                    pattern = null;
+                }
+                if (value.isEmpty() || pattern == null) {
+                    throw new MalformedRule(where + (col + kind.length()) + ": not a regular expression: " + value);
+                }
+                regexes.add(pattern);
+                regexSets.add(set);
+            } else {
+                if (!value.matches(LEGAL_NAME)) {
+                    throw new MalformedRule(where + (col + kind.length()) + ": not a topic name: " + value);
+                }
+                (kind.equals("topic:") ? exact : prefixes).put(value, set);
+            }
+        }
+        return new Parsed(parse(plain.toString()), new TopicRules(exact, prefixes, regexes, regexSets));
+    }
+
+    // `none`, or broker ids separated by single commas; strict, unlike the cluster-wide ids.
+    private static Set<Integer> parseList(String list, String where, int col) throws MalformedRule {
+        if (list.equals("none")) {
+            return Collections.emptySet();
+        }
+        Set<Integer> ids = new HashSet<>();
+        int at = col;
+        for (String item : list.split(",", -1)) {
+            int id = parseId(item);
+            if (id < 0) {
+                throw new MalformedRule(where + at + ": not a broker id: \"" + item
+                    + "\" (a list is none or ids separated by commas)");
+            }
+            ids.add(id);
+            at += item.length() + 1;
+        }
+        return Collections.unmodifiableSet(ids);
     }
 
     // '#' starts a comment wherever it stands, so "3 # was 4" does not make 4 an observer.
