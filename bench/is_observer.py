@@ -8,6 +8,8 @@ One JVM per observer configuration, because the registry reads its environment o
   none  no observer file and no KAFKA_OBSERVER_BROKER_IDS (a patched broker without observers)
   file  an observer file naming broker 4 (a broker with an observer; the file is re-read every 5 s)
   env   KAFKA_OBSERVER_BROKER_IDS=4 and no file
+  rules the file naming 4 plus three topic rules (exact, prefix, regex); the probe's topics are
+        mostly one no rule names (`orders`), as a broker's produced topic would be
 
     cargo build --release && python3 bench/is_observer.py [--pair 3.9.2-zk] [--jars DIR] [--rounds 15] [--calls 20000000]
 
@@ -69,10 +71,14 @@ def main():
         obs = os.path.join(tmp, "observer.ids")
         with open(obs, "w") as f:
             f.write("4\n")
+        ruled = os.path.join(tmp, "rules.ids")
+        with open(ruled, "w") as f:
+            f.write("4\ntopic:audit observers=7\nprefix:ledger observers=none\nregex:tmp-.* observers=5\n")
         configs = {
             "none": {"KAFKA_OBSERVER_IDS_FILE": os.path.join(tmp, "absent.ids")},
             "file": {"KAFKA_OBSERVER_IDS_FILE": obs},
             "env": {"KAFKA_OBSERVER_IDS_FILE": os.path.join(tmp, "absent.ids"), "KAFKA_OBSERVER_BROKER_IDS": "4"},
+            "rules": {"KAFKA_OBSERVER_IDS_FILE": ruled},
         }
         java_version = subprocess.run([args.java, "-version"], capture_output=True, text=True).stderr.splitlines()[0]
         print(f"isObserver on {version} {mode} patched jars ({kafka[0]}); {java_version}; "

@@ -10,7 +10,8 @@ import java.util.HashSet;
  * the cheapest alternatives a hook could have used: a Scala immutable Set's contains (what
  * isObserver does after its snapshot check), a java.util.HashSet's contains, and a plain int
  * comparison, and System.nanoTime() (which the registry reads on every call to know whether its
- * snapshot is older than 5 s). Run by bench/is_observer.py, one JVM per observer configuration (the registry reads
+ * snapshot is older than 5 s), and the per-topic `isObserver(topic, id)` the broker hooks ask since
+ * topic rules. Run by bench/is_observer.py, one JVM per observer configuration (the registry reads
  * its environment once). Each probe has its own loop, so no probe pays for another's call site.
  *
  * Prints one JSON line per probe: ns per call (median, min, max over the rounds) and bytes
@@ -28,6 +29,18 @@ public final class IsObserverBench {
         long hits = 0;
         for (long i = 0; i < calls; i++) {
             if (kafka.observer.ObserverIds.isObserver(IDS[(int) i & MASK])) hits++;
+        }
+        return hits;
+    }
+
+    // Topics a broker's hooks pass: the produced topic (no rule names it) and ones rules name.
+    private static final String[] TOPICS = {"orders", "audit", "ledger-eu", "orders", "tmp-1", "orders", "payments", "orders"};
+
+    // isObserver(topic, id): the per-topic question every broker hook asks since topic rules.
+    private static long loopIsObserverTopic(long calls) {
+        long hits = 0;
+        for (long i = 0; i < calls; i++) {
+            if (kafka.observer.ObserverIds.isObserver(TOPICS[(int) (i >>> 3) & MASK], IDS[(int) i & MASK])) hits++;
         }
         return hits;
     }
@@ -108,6 +121,7 @@ public final class IsObserverBench {
         // shows as a difference between a probe's two passes.
         for (int pass = 1; pass <= 2; pass++) {
             measure("isObserver#" + pass, IsObserverBench::loopIsObserver, rounds, calls);
+            measure("isObserver(topic)#" + pass, IsObserverBench::loopIsObserverTopic, rounds, calls);
             measure("scala.Set.contains#" + pass, IsObserverBench::loopScalaSet, rounds, calls);
             measure("java.HashSet.contains#" + pass, IsObserverBench::loopHashSet, rounds, calls);
             measure("int==#" + pass, IsObserverBench::loopIntEquals, rounds, calls);

@@ -100,6 +100,11 @@ pub struct ObserversChangeArgs {
     /// The broker id to promote or demote.
     #[arg(long, value_name = "N")]
     pub broker: i32,
+    /// Change this topic alone: N becomes a full replica (promote) or an observer (demote) of it
+    /// through its exact `topic:` rule in observer.ids (written when the topic has none); the
+    /// pre-checks and the wait look at its partitions only (docs/observer-ids.md, "Topic rules").
+    #[arg(long, value_name = "TOPIC")]
+    pub topic: Option<String>,
     #[command(flatten)]
     pub bootstrap: Bootstrap,
     #[command(flatten)]

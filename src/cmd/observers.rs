@@ -89,6 +89,7 @@ fn change_one(a: ObserversChangeArgs, direction: Direction) -> Result<Outcome> {
     let (nodes, transport) = resolve(&a.files)?;
     let args = change::Args {
         broker: a.broker,
+        topic: a.topic,
         direction,
         for_unclean: a.for_unclean_election,
         force: a.force,

@@ -158,6 +158,8 @@ pub fn write_order(nodes: &[NodeSpec], dir: Direction) -> Vec<NodeSpec> {
 
 pub struct Args {
     pub broker: i32,
+    /// Change this topic's rule alone (`--topic`), not the cluster-wide ids.
+    pub topic: Option<String>,
     pub direction: Direction,
     pub for_unclean: bool,
     pub force: bool,
@@ -180,6 +182,7 @@ fn quoted(text: &str) -> String {
 /// after (in write order), and the pre-checks' refusals on a fresh snapshot.
 pub struct Prepared {
     broker: i32,
+    topic: Option<String>,
     direction: Direction,
     edits: Vec<Edit>,
     pub refusals: Vec<Refusal>,
@@ -188,14 +191,23 @@ pub struct Prepared {
 /// Reads every node's file (in write order) and the cluster, and runs the
 /// pre-checks. Nothing is written. A broker the cluster does not know is bad input.
 pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Prepared> {
-    let mut prepared = plan_files(nodes, transport, a.broker, a.direction)?;
-    let snap = view::snapshot(
+    let mut prepared = plan_files(nodes, transport, a.broker, a.direction, a.topic.as_deref())?;
+    let mut snap = view::snapshot(
         &a.bootstrap,
         None,
         Depth { offsets: a.direction == Direction::Promote, min_insync: a.direction == Direction::Demote },
     )?;
+    if let Some(t) = &a.topic {
+        snap.partitions.retain(|p| &p.topic == t);
+        if snap.partitions.is_empty() {
+            crate::out::note(format!(
+                "topic {}: no partition in the cluster; the rule is written for when it is created",
+                crate::escape::one_line(t)
+            ));
+        }
+    }
     let hosted = snap.partitions.iter().filter(|p| p.replicas.contains(&a.broker)).count();
-    if !snap.live(a.broker) && hosted == 0 {
+    if !snap.live(a.broker) && hosted == 0 && a.topic.is_none() {
         let known: Vec<i32> = snap.brokers.keys().copied().collect();
         return Err(Error::Usage(format!(
             "broker {} is not in the cluster: it is not registered (live brokers: {}) and hosts no replica",
@@ -211,22 +223,27 @@ pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Pr
 /// not asked). Every node is read, at once, before anything is written: a node whose file
 /// cannot be read (a host down, stalled, or with a changed key) stops the change with every
 /// such node named, and no file anywhere has changed.
-pub fn plan_files(nodes: &[NodeSpec], transport: &Transport, broker: i32, direction: Direction) -> Result<Prepared> {
+pub fn plan_files(
+    nodes: &[NodeSpec],
+    transport: &Transport,
+    broker: i32,
+    direction: Direction,
+    topic: Option<&str>,
+) -> Result<Prepared> {
     super::transport::check_nodes(nodes)?;
     let order = write_order(nodes, direction);
     let texts = read_every(&order, transport)?;
-    let edits = order
-        .into_iter()
-        .zip(texts)
-        .map(|(node, before)| {
-            let after = match direction {
-                Direction::Promote => idfile::without_id(&before, broker),
-                Direction::Demote => idfile::with_id(&before, broker),
-            };
-            Edit { node, before, after }
-        })
-        .collect();
-    Ok(Prepared { broker, direction, edits, refusals: Vec::new() })
+    let mut edits = Vec::new();
+    for (node, before) in order.into_iter().zip(texts) {
+        let after = match (topic, direction) {
+            (None, Direction::Promote) => idfile::without_id(&before, broker),
+            (None, Direction::Demote) => idfile::with_id(&before, broker),
+            (Some(t), _) => idfile::with_topic_rule(&before, t, broker, direction == Direction::Demote)
+                .map_err(|e| Error::Usage(format!("{}: observer.ids: {e}; nothing was written", node.label())))?,
+        };
+        edits.push(Edit { node, before, after });
+    }
+    Ok(Prepared { broker, topic: topic.map(str::to_string), direction, edits, refusals: Vec::new() })
 }
 
 /// Every node's file in `nodes`' order, or an error naming every node that could not be read
@@ -275,6 +292,12 @@ impl Prepared {
     }
 
     /// How many nodes' files change (the others already agree).
+    /// Every node's topic rules after the change (the change never edits them): the topics they
+    /// name keep their own observers, so `wait` leaves their partitions out.
+    pub fn rules_after(&self) -> Vec<idfile::Rules> {
+        self.edits.iter().map(|e| idfile::rules(&e.after).unwrap_or_default()).collect()
+    }
+
     pub fn changing(&self) -> usize {
         self.edits.iter().filter(|e| e.before != e.after).count()
     }
@@ -290,26 +313,26 @@ impl Prepared {
             "brokers first, then KRaft controllers"
         };
         let mut plan = format!(
-            "plan: {verb} broker {} ({} it {} observer.ids; {order}); {} node(s) change, {} already agree\n",
+            "plan: {verb} broker {} ({} it {} {}; {order}); {} node(s) change, {} already agree\n",
             self.broker,
             if self.direction == Direction::Promote { "remove" } else { "add" },
             if self.direction == Direction::Promote { "from" } else { "to" },
+            match &self.topic {
+                Some(t) => format!("topic {}'s rule in observer.ids", crate::escape::one_line(t)),
+                None => "observer.ids".to_string(),
+            },
             self.changing(),
             self.edits.len() - self.changing()
         );
         for e in &self.edits {
             if e.before == e.after {
-                plan.push_str(&format!(
-                    "  {}: unchanged {}\n",
-                    e.node.label(),
-                    idfile::show(&idfile::parse(&e.before))
-                ));
+                plan.push_str(&format!("  {}: unchanged {}\n", e.node.label(), summary(&e.before)));
             } else {
                 plan.push_str(&format!(
                     "  {}: {} → {} ({} → {}) by {}\n",
                     e.node.label(),
-                    idfile::show(&idfile::parse(&e.before)),
-                    idfile::show(&idfile::parse(&e.after)),
+                    summary(&e.before),
+                    summary(&e.after),
                     quoted(&e.before),
                     quoted(&e.after),
                     transport.describe_write(&e.node)
@@ -317,6 +340,16 @@ impl Prepared {
             }
         }
         plan
+    }
+}
+
+/// A file's cluster-wide ids, then its topic rules when it has any: `[4] topic:tfull=none`.
+fn summary(text: &str) -> String {
+    match idfile::rules(text) {
+        Ok(r) if !r.is_empty() => {
+            format!("{} {}", idfile::show(&idfile::parse(text)), crate::escape::one_line(&r.shown()))
+        }
+        _ => idfile::show(&idfile::parse(text)),
     }
 }
 
@@ -354,7 +387,7 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
     }
     let t0 = Instant::now();
     write(transport, &prepared)?;
-    wait(a, t0, &|| false)
+    wait(a, &prepared.rules_after(), t0, &|| false)
 }
 
 /// Writes the files that change, in the plan's order, each read back; between
@@ -491,15 +524,33 @@ fn undo(transport: &Transport, p: &Prepared, written: &[&Edit], failed: &Edit, w
 }
 
 /// Polls Metadata until the change is visible: promote → N in the ISR of every
-/// partition it replicates that has a leader; demote → N in no ISR. `stop`
-/// ends the wait early (the files are written; the cluster converges by itself).
-pub fn wait(a: &Args, t0: Instant, stop: &dyn Fn() -> bool) -> Result<Outcome> {
+/// partition it replicates that has a leader; demote → N in no ISR. Partitions of a topic that
+/// a node's topic rule names (`rules`, every node's) keep their own observers and are not
+/// waited for. `stop` ends the wait early (the files are written; the cluster converges by itself).
+pub fn wait(a: &Args, rules: &[idfile::Rules], t0: Instant, stop: &dyn Fn() -> bool) -> Result<Outcome> {
     let verb = a.direction.verb();
     let mut last_report = Instant::now();
     let mut last_pending: Option<Vec<String>> = None;
+    let by_rule = |topic: &str| rules.iter().any(|r| !matches!(r.resolve(topic), Ok(None)));
+    let mut told = false;
     loop {
         let snap = view::snapshot(&a.bootstrap, None, Depth { offsets: false, min_insync: false })?;
-        let mine: Vec<&view::Part> = snap.partitions.iter().filter(|p| p.replicas.contains(&a.broker)).collect();
+        let (mine, ruled): (Vec<&view::Part>, Vec<&view::Part>) = snap
+            .partitions
+            .iter()
+            .filter(|p| p.replicas.contains(&a.broker) && a.topic.as_ref().is_none_or(|t| &p.topic == t))
+            .partition(|p| a.topic.is_some() || !by_rule(&p.topic));
+        if !ruled.is_empty() && !told {
+            let mut topics: Vec<&str> = ruled.iter().map(|p| p.topic.as_str()).collect();
+            topics.dedup();
+            crate::out::note(format!(
+                "{verb} broker {}: not waiting for {} partition(s) of topic(s) with a rule of their own in observer.ids ({}): the change does not apply to them",
+                a.broker,
+                ruled.len(),
+                crate::escape::one_line(&topics.join(", "))
+            ));
+            told = true;
+        }
         let leaderless: Vec<String> = mine.iter().filter(|p| p.leader.is_none()).map(|p| p.name()).collect();
         let pending: Vec<String> = mine
             .iter()
@@ -674,7 +725,7 @@ mod tests {
             write: "case {path} in */b3/*) echo 'No space left on device' >&2; exit 1;; esac; cat > {path}".into(),
             timeout: Duration::from_secs(10),
         };
-        let p = plan_files(&nodes, &transport, 4, Direction::Promote).unwrap();
+        let p = plan_files(&nodes, &transport, 4, Direction::Promote, None).unwrap();
         let e = write(&transport, &p).unwrap_err().to_string();
         assert!(e.starts_with("promote broker 4 failed on broker 3"), "{e}");
         assert!(e.contains("every node's observer.ids is as before (2 put back, 0 never written)"), "{e}");
@@ -688,7 +739,7 @@ mod tests {
             write: "cat > {path}".into(),
             timeout: Duration::from_secs(10),
         };
-        let e = plan_files(&nodes, &gone, 4, Direction::Promote).err().unwrap().to_string();
+        let e = plan_files(&nodes, &gone, 4, Direction::Promote, None).err().unwrap().to_string();
         assert!(e.starts_with("cannot read observer.ids of 2 of 3 nodes; nothing was written"), "{e}");
         assert!(e.contains("broker 1 (") && e.contains("broker 2 (") && !e.contains("broker 3 ("), "{e}");
     }

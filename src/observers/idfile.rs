@@ -4,9 +4,13 @@
 //! comments, other ids, blank lines and the file's separators stay as they
 //! were, so an operator's annotations survive a promote/demote round trip.
 //!
+//! Topic rules (`topic:NAME observers=LIST`, docs/observer-ids.md) are read
+//! here as the registries read them, with the same messages for a malformed
+//! one; the id edits leave rule lines as they are.
+//!
 //! Not here: reading or writing files (transport.rs).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Java's `\s` in the registries' `[,\s]+` split: space, \t, \n, \x0B, \f, \r.
 fn is_separator(c: char) -> bool {
@@ -29,9 +33,209 @@ fn split_comment(line: &str) -> (&str, &str) {
     }
 }
 
-/// The ids `text` names, exactly as the broker and controller registries parse it.
+/// The lines as the registries split them: at `\r\n`, `\r` or `\n`.
+fn java_lines(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(['\r', '\n']) {
+        out.push(&rest[..at]);
+        let skip = if rest[at..].starts_with("\r\n") { 2 } else { 1 };
+        rest = &rest[at + skip..];
+    }
+    out.push(rest);
+    out
+}
+
+const KINDS: [&str; 3] = ["topic:", "prefix:", "regex:"];
+
+/// Whether a line is a topic rule: its first word starts with `topic:`, `prefix:` or `regex:`.
+fn is_rule_line(line: &str) -> bool {
+    let body = split_comment(line).0.trim_start_matches(|c: char| c != ',' && is_separator(c));
+    KINDS.iter().any(|k| body.starts_with(k))
+}
+
+/// The cluster-wide ids `text` names, exactly as the broker and controller registries parse it
+/// (topic rule lines are not cluster-wide ids).
 pub fn parse(text: &str) -> BTreeSet<i32> {
-    text.lines().flat_map(|l| split_comment(l).0.split(is_separator).filter_map(id_of).collect::<Vec<_>>()).collect()
+    java_lines(text)
+        .into_iter()
+        .filter(|l| !is_rule_line(l))
+        .flat_map(|l| split_comment(l).0.split(is_separator).filter_map(id_of).collect::<Vec<_>>())
+        .collect()
+}
+
+/// The topic rules of one file, as the registries hold them. Two are equal when their canonical
+/// text is (the registries' test for a change).
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    exact: BTreeMap<String, BTreeSet<i32>>,
+    prefixes: BTreeMap<String, BTreeSet<i32>>,
+    /// In file order: the Java pattern, okp's translation (None: okp's regex engine cannot read
+    /// it, so the topics it could match are unknown here), the ids.
+    regexes: Vec<(String, Option<regex::Regex>, BTreeSet<i32>)>,
+}
+
+impl PartialEq for Rules {
+    fn eq(&self, other: &Self) -> bool {
+        self.shown() == other.shown()
+    }
+}
+
+impl Rules {
+    pub fn is_empty(&self) -> bool {
+        self.exact.is_empty() && self.prefixes.is_empty() && self.regexes.is_empty()
+    }
+
+    /// The rule's ids for `topic`, most specific first (the exact name, the longest prefix, the
+    /// first regex matching the whole name); None when no rule names it (the cluster-wide ids
+    /// apply). Err: a regex okp cannot evaluate comes before any match, so it cannot tell.
+    pub fn resolve(&self, topic: &str) -> std::result::Result<Option<&BTreeSet<i32>>, String> {
+        if let Some(s) = self.exact.get(topic) {
+            return Ok(Some(s));
+        }
+        if let Some((_, s)) =
+            self.prefixes.iter().filter(|(p, _)| topic.starts_with(p.as_str())).max_by_key(|(p, _)| p.len())
+        {
+            return Ok(Some(s));
+        }
+        for (pattern, re, s) in &self.regexes {
+            match re {
+                Some(re) if re.is_match(topic) => return Ok(Some(s)),
+                Some(_) => {}
+                None => return Err(format!("regex:{pattern} cannot be evaluated by okp")),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every id some rule names.
+    pub fn ids(&self) -> BTreeSet<i32> {
+        self.exact
+            .values()
+            .chain(self.prefixes.values())
+            .chain(self.regexes.iter().map(|r| &r.2))
+            .flatten()
+            .copied()
+            .collect()
+    }
+
+    /// The canonical text of the audit line's `rules=` field.
+    pub fn shown(&self) -> String {
+        let list = |s: &BTreeSet<i32>| {
+            if s.is_empty() {
+                "none".to_string()
+            } else {
+                s.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+            }
+        };
+        let mut parts: Vec<String> = self.exact.iter().map(|(n, s)| format!("topic:{n}={}", list(s))).collect();
+        parts.extend(self.prefixes.iter().map(|(n, s)| format!("prefix:{n}={}", list(s))));
+        parts.extend(self.regexes.iter().map(|(p, _, s)| format!("regex:{p}={}", list(s))));
+        parts.join(";")
+    }
+}
+
+/// The topic rules of `text`, or the registries' message for the first malformed one
+/// (`line L, column C: …`), on which they keep their last good set.
+pub fn rules(text: &str) -> std::result::Result<Rules, String> {
+    let mut out = Rules::default();
+    let mut seen = BTreeSet::new();
+    for (i, line) in java_lines(text).into_iter().enumerate() {
+        if !is_rule_line(line) {
+            continue;
+        }
+        let body = split_comment(line).0;
+        let where_ = format!("line {}, column ", i + 1);
+        let space = |c: char| c != ',' && is_separator(c);
+        let mut tokens: Vec<(&str, usize)> = Vec::new();
+        let mut at = 0;
+        for part in body.split(space) {
+            if !part.is_empty() {
+                tokens.push((part, body[..at].chars().count() + 1));
+            }
+            at += part.len() + 1;
+        }
+        let start = tokens[0].1;
+        if tokens.len() != 2 || !tokens[1].0.starts_with("observers=") {
+            return Err(format!("{where_}{start}: a topic rule is SELECTOR observers=LIST"));
+        }
+        let (selector, col) = tokens[0];
+        let kind = KINDS.iter().find(|k| selector.starts_with(**k)).copied().unwrap_or("topic:");
+        let value = &selector[kind.len()..];
+        let list = &tokens[1].0["observers=".len()..];
+        let ids = rule_list(list, &where_, tokens[1].1 + "observers=".len())?;
+        if !seen.insert(selector.to_string()) {
+            return Err(format!("{where_}{col}: a second rule for {selector}"));
+        }
+        let value_col = col + kind.len();
+        if kind == "regex:" {
+            if value.is_empty() || !java_regex_compiles(value) {
+                return Err(format!("{where_}{value_col}: not a regular expression: {value}"));
+            }
+            let re = regex::Regex::new(&format!("^(?:{value})$")).ok();
+            out.regexes.push((value.to_string(), re, ids));
+        } else {
+            let legal = !value.is_empty()
+                && value.chars().count() <= 249
+                && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+            if !legal {
+                return Err(format!("{where_}{value_col}: not a topic name: {value}"));
+            }
+            let map = if kind == "topic:" { &mut out.exact } else { &mut out.prefixes };
+            map.insert(value.to_string(), ids);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether Java could compile `pattern`, as far as okp can tell: okp's engine reads it, or it
+/// uses only constructs okp's engine lacks (lookaround, backreferences, possessive quantifiers).
+/// Unbalanced brackets fail both.
+fn java_regex_compiles(pattern: &str) -> bool {
+    if regex::Regex::new(pattern).is_ok() {
+        return true;
+    }
+    let mut depth: i32 = 0;
+    let mut escaped = false;
+    let mut class = false;
+    for c in pattern.chars() {
+        match (escaped, class, c) {
+            (true, _, _) => escaped = false,
+            (false, _, '\\') => escaped = true,
+            (false, false, '[') => class = true,
+            (false, true, ']') => class = false,
+            (false, false, '(') => depth += 1,
+            (false, false, ')') => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    depth == 0 && !class && !escaped
+}
+
+/// `none`, or broker ids separated by single commas.
+fn rule_list(list: &str, where_: &str, col: usize) -> std::result::Result<BTreeSet<i32>, String> {
+    if list == "none" {
+        return Ok(BTreeSet::new());
+    }
+    let mut out = BTreeSet::new();
+    let mut at = col;
+    for item in list.split(',') {
+        match id_of(item) {
+            Some(id) => out.insert(id),
+            None => {
+                return Err(format!(
+                    "{where_}{at}: not a broker id: \"{item}\" (a list is none or ids separated by commas)"
+                ))
+            }
+        };
+        at += item.chars().count() + 1;
+    }
+    Ok(out)
 }
 
 /// The tokens of `text` the registries ignore: outside comments, neither an id
@@ -40,7 +244,7 @@ pub fn parse(text: &str) -> BTreeSet<i32> {
 /// for an id promotes that broker on that node; okp names them as a red state.
 pub fn ignored(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for line in text.lines() {
+    for line in java_lines(text).into_iter().filter(|l| !is_rule_line(l)) {
         for t in split_comment(line).0.split(is_separator) {
             if !t.is_empty() && id_of(t).is_none() && !out.iter().any(|o| o == t) {
                 out.push(t.to_string());
@@ -77,6 +281,10 @@ pub fn without_id(text: &str, id: i32) -> String {
         } else {
             (line, "")
         };
+        if is_rule_line(body) {
+            out.push_str(line);
+            continue;
+        }
         let (ids, comment) = split_comment(body);
         let tokens: Vec<&str> = ids.split(is_separator).filter(|t| !t.is_empty()).collect();
         if !tokens.iter().any(|t| id_of(t) == Some(id)) {
@@ -100,6 +308,66 @@ pub fn without_id(text: &str, id: i32) -> String {
         out.push_str(eol);
     }
     out
+}
+
+/// `text` with `id` made an observer (`observer`) or a full replica of `topic` alone: the exact
+/// rule `topic:TOPIC` gets the topic's observers as this file resolves them now (its rule, a
+/// prefix's, a regex's or the cluster-wide ids) with `id` added or removed. An existing exact rule
+/// has its list rewritten in place (indentation and comment kept); otherwise one line is appended.
+/// Unchanged bytes when nothing changes. Err: the topic name is not one Kafka accepts, a rule in
+/// the file is malformed (the registries keep their last good set), or a regex okp cannot
+/// evaluate leaves the topic's observers unknown.
+pub fn with_topic_rule(text: &str, topic: &str, id: i32, observer: bool) -> std::result::Result<String, String> {
+    let legal = !topic.is_empty()
+        && topic.len() <= 249
+        && topic.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !legal {
+        return Err(format!(
+            "--topic {}: not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)",
+            crate::escape::one_line(topic)
+        ));
+    }
+    let rules = rules(text)?;
+    let mut ids = match rules.resolve(topic)? {
+        Some(s) => s.clone(),
+        None => parse(text),
+    };
+    let had_rule = rules.exact.contains_key(topic);
+    let changed = if observer { ids.insert(id) } else { ids.remove(&id) };
+    if !changed && had_rule {
+        return Ok(text.to_string());
+    }
+    let list = if ids.is_empty() {
+        "none".to_string()
+    } else {
+        ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+    };
+    let selector = format!("topic:{topic}");
+    if !had_rule {
+        let mut out = text.to_string();
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!("{selector} observers={list}\n"));
+        return Ok(out);
+    }
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        let (body, comment) = split_comment(line);
+        let first = body.split(|c: char| c != ',' && is_separator(c)).find(|w| !w.is_empty());
+        if is_rule_line(line) && first == Some(selector.as_str()) {
+            if let Some(at) = body.find("observers=") {
+                let end = body[at..].find(|c: char| c != ',' && is_separator(c)).map_or(body.len(), |e| at + e);
+                out.push_str(&body[..at]);
+                out.push_str(&format!("observers={list}"));
+                out.push_str(&body[end..]);
+                out.push_str(comment);
+                continue;
+            }
+        }
+        out.push_str(line);
+    }
+    Ok(out)
 }
 
 /// `[4,5]`: the form the OBSERVER AUDIT line uses.
@@ -168,5 +436,98 @@ mod tests {
         assert_eq!(with_id("5, 4\n", 4), "5, 4\n", "already there: unchanged bytes");
         assert_eq!(with_id("# 4\n", 4), "# 4\n4\n", "an id in a comment does not count");
         assert_eq!(without_id(&with_id("# keep\n5\n", 4), 4), "# keep\n5\n", "a round trip restores the bytes");
+    }
+
+    #[test]
+    fn topic_rules_resolve_most_specific_first() {
+        let text = "# cluster-wide\n4\ntopic:orders observers=5,6   # exact\n  prefix:ord observers=7\n\
+                    prefix:orders- observers=none\nregex:ord.* observers=8\nregex:log.*\tobservers=9,10\n3\n";
+        let r = rules(text).unwrap();
+        let of = |t: &str| r.resolve(t).unwrap().cloned();
+        assert_eq!(of("orders"), Some(set(&[5, 6])));
+        assert_eq!(of("orders-eu"), Some(set(&[])), "the longest prefix; none means no observers");
+        assert_eq!(of("ordinal"), Some(set(&[7])), "a prefix before a regex");
+        assert_eq!(of("logs"), Some(set(&[9, 10])));
+        assert_eq!(of("xlogs"), None, "a regex matches the whole name");
+        assert_eq!(parse(text), set(&[3, 4]), "rule lines are not cluster-wide ids");
+        assert!(ignored(text).is_empty(), "nor ignored tokens");
+        assert_eq!(r.ids(), set(&[5, 6, 7, 8, 9, 10]));
+        // The registries' audit text (patches/tests/ObserverIdsContractTest.java, topicRulesPrecedence).
+        assert_eq!(r.shown(), "topic:orders=5,6;prefix:ord=7;prefix:orders-=none;regex:ord.*=8;regex:log.*=9,10");
+        assert!(rules("4\n5, 6 # old file\n").unwrap().is_empty(), "an old file has no rules");
+    }
+
+    #[test]
+    fn malformed_rules_are_named_as_the_registries_name_them() {
+        // The same cases and messages as the contract test's malformedRulesNamed.
+        let list = "(a list is none or ids separated by commas)";
+        for (text, want) in [
+            ("topic:a", "line 1, column 1: a topic rule is SELECTOR observers=LIST".to_string()),
+            ("4\n  topic:a observers=4 extra", "line 2, column 3: a topic rule is SELECTOR observers=LIST".into()),
+            ("topic:a 4", "line 1, column 1: a topic rule is SELECTOR observers=LIST".into()),
+            ("topic:bad/name observers=4", "line 1, column 7: not a topic name: bad/name".into()),
+            ("prefix: observers=4", "line 1, column 8: not a topic name: ".into()),
+            ("regex:( observers=4", "line 1, column 7: not a regular expression: (".into()),
+            ("topic:a observers=", format!("line 1, column 19: not a broker id: \"\" {list}")),
+            ("topic:a observers=4,,5", format!("line 1, column 21: not a broker id: \"\" {list}")),
+            ("topic:a observers=none,4", format!("line 1, column 19: not a broker id: \"none\" {list}")),
+            ("topic:a observers=4\r\ntopic:a observers=5", "line 2, column 1: a second rule for topic:a".into()),
+            ("\ntopic:audit observers=5x\n", format!("line 2, column 23: not a broker id: \"5x\" {list}")),
+        ] {
+            assert_eq!(rules(text).unwrap_err(), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_java_only_regex_is_accepted_but_not_evaluated() {
+        let r = rules("regex:(?!tmp).* observers=4\n").unwrap();
+        assert!(r.resolve("orders").is_err(), "lookahead: okp cannot tell which topics it matches");
+        assert!(rules("topic:x observers=4\nregex:a(?=b observers=4").is_err(), "unbalanced: Java refuses it too");
+    }
+
+    #[test]
+    fn id_edits_leave_rule_lines_alone() {
+        let text = "4\ntopic:audit observers=4,5\n";
+        assert_eq!(without_id(text, 4), "topic:audit observers=4,5\n");
+        assert_eq!(with_id("topic:audit observers=4\n", 4), "topic:audit observers=4\n4\n");
+    }
+
+    #[test]
+    fn a_topic_rule_is_edited_in_place_or_appended() {
+        // No rule: the topic takes the cluster-wide ids, less (or plus) the broker.
+        assert_eq!(with_topic_rule("4, 5\n", "tfull", 4, false).unwrap(), "4, 5\ntopic:tfull observers=5\n");
+        assert_eq!(with_topic_rule("4", "tfull", 4, false).unwrap(), "4\ntopic:tfull observers=none\n");
+        assert_eq!(with_topic_rule("", "audit", 7, true).unwrap(), "topic:audit observers=7\n");
+        // A prefix rule resolves it: its ids are the start.
+        assert_eq!(
+            with_topic_rule("4\nprefix:ledger observers=7\n", "ledger-eu", 4, true).unwrap(),
+            "4\nprefix:ledger observers=7\ntopic:ledger-eu observers=4,7\n"
+        );
+        // An exact rule: its list rewritten, indentation and comment kept, CRLF kept.
+        assert_eq!(
+            with_topic_rule("4\r\n  topic:audit\tobservers=7 # DR copy\r\n", "audit", 4, true).unwrap(),
+            "4\r\n  topic:audit\tobservers=4,7 # DR copy\r\n"
+        );
+        assert_eq!(
+            with_topic_rule("topic:audit observers=7\n", "audit", 7, false).unwrap(),
+            "topic:audit observers=none\n"
+        );
+        let same = "topic:audit observers=7\n";
+        assert_eq!(with_topic_rule(same, "audit", 7, true).unwrap(), same, "already so: the same bytes");
+        assert_eq!(
+            with_topic_rule("topic:audit-2 observers=7\n", "audit", 7, true).unwrap(),
+            "topic:audit-2 observers=7\ntopic:audit observers=7\n"
+        );
+        // What the registries would read afterwards.
+        let after = with_topic_rule("4\n", "tfull", 4, false).unwrap();
+        assert_eq!(
+            (parse(&after), rules(&after).unwrap().resolve("tfull").unwrap().cloned()),
+            (set(&[4]), Some(set(&[])))
+        );
+        assert!(with_topic_rule("4\n", "bad/name", 4, true).unwrap_err().contains("not a Kafka topic name"));
+        assert!(with_topic_rule("topic:a observers=x\n", "b", 4, true).unwrap_err().starts_with("line 1, column 19"));
+        assert!(with_topic_rule("regex:(?!x).* observers=4\n", "b", 4, true)
+            .unwrap_err()
+            .contains("cannot be evaluated"));
     }
 }

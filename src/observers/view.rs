@@ -194,6 +194,17 @@ pub struct ObserverSet {
     /// Per file, the tokens its readers ignore (`broker 1: 4x`): a red state,
     /// since a typo for an id reads as "not an observer" on that node.
     pub ignored: Vec<String>,
+    /// The topic rules in force, canonical (`topic:audit=7;prefix:ledger=7`), one entry per
+    /// distinct text among the files; empty when no file has a rule.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub topic_rules: Vec<String>,
+    /// Per file, its first malformed rule (`broker 1: line 2, column 23: …`): a red state, as the
+    /// node's registries keep their last good set, which okp cannot see.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub malformed: Vec<String>,
+    /// Each file's cluster-wide ids and rules, to answer per topic.
+    #[serde(skip)]
+    files: Vec<(BTreeSet<i32>, idfile::Rules)>,
 }
 
 impl ObserverSet {
@@ -201,38 +212,79 @@ impl ObserverSet {
     /// observer keeps it out of an ISR or a leadership), with every
     /// disagreement named.
     pub fn from_files(files: &[(String, String)]) -> ObserverSet {
-        let read: Vec<(&str, BTreeSet<i32>)> = files.iter().map(|(n, t)| (n.as_str(), idfile::parse(t))).collect();
-        let union: BTreeSet<i32> = read.iter().flat_map(|(_, s)| s.iter().copied()).collect();
-        let disagreeing: Vec<String> =
-            read.iter().filter(|(_, s)| *s != union).map(|(n, s)| format!("{n}: {}", idfile::show(s))).collect();
+        let mut malformed = Vec::new();
+        let read: Vec<(&str, BTreeSet<i32>, idfile::Rules)> = files
+            .iter()
+            .map(|(n, t)| {
+                let rules = idfile::rules(t).unwrap_or_else(|e| {
+                    malformed.push(format!("{n}: {}", crate::escape::one_line(&e)));
+                    idfile::Rules::default()
+                });
+                (n.as_str(), idfile::parse(t), rules)
+            })
+            .collect();
+        let union: BTreeSet<i32> = read.iter().flat_map(|(_, s, _)| s.iter().copied()).collect();
+        let first_rules = read.first().map(|r| r.2.clone()).unwrap_or_default();
+        let disagreeing: Vec<String> = read
+            .iter()
+            .filter(|(_, s, r)| *s != union || *r != first_rules)
+            .map(|(n, s, r)| {
+                if r.is_empty() {
+                    format!("{n}: {}", idfile::show(s))
+                } else {
+                    format!("{n}: {} {}", idfile::show(s), r.shown())
+                }
+            })
+            .collect();
         let agree =
             if disagreeing.is_empty() { "all agree".to_string() } else { format!("{} disagree", disagreeing.len()) };
+        let mut topic_rules: Vec<String> = read.iter().filter(|r| !r.2.is_empty()).map(|r| r.2.shown()).collect();
+        topic_rules.dedup();
         ObserverSet {
             ids: Some(union),
             source: format!("observer.ids of {} nodes ({agree})", read.len()),
             disagreeing,
             ignored: files.iter().filter_map(|(n, t)| ignored_in(n, t)).collect(),
+            topic_rules,
+            malformed,
+            files: read.into_iter().map(|(_, s, r)| (s, r)).collect(),
         }
     }
 
     /// One file (`--observers-file`), named by `source`.
     pub fn from_file(source: String, text: &str) -> ObserverSet {
-        let ignored = ignored_in(&source, text).into_iter().collect();
-        ObserverSet { ids: Some(idfile::parse(text)), source, disagreeing: vec![], ignored }
+        let mut set = ObserverSet::from_files(&[(source.clone(), text.to_string())]);
+        set.source = source;
+        set
     }
 
     /// Nobody said which replicas are observers, or the command line did.
     pub fn given(ids: Option<BTreeSet<i32>>, source: String) -> ObserverSet {
-        ObserverSet { ids, source, disagreeing: vec![], ignored: vec![] }
+        let files = ids.iter().map(|s| (s.clone(), idfile::Rules::default())).collect();
+        ObserverSet { ids, source, disagreeing: vec![], ignored: vec![], topic_rules: vec![], malformed: vec![], files }
     }
 
     /// Whether `status` must report red for the files themselves.
     pub fn files_red(&self) -> bool {
-        !self.ignored.is_empty()
+        !self.ignored.is_empty() || !self.malformed.is_empty()
     }
 
-    pub fn is_observer(&self, id: i32) -> Option<bool> {
-        self.ids.as_ref().map(|s| s.contains(&id))
+    /// Whether `id` is an observer of `topic` on some node (its rule there, or that node's
+    /// cluster-wide ids): any node that believes so keeps it out of the ISR. None when nobody
+    /// said, or a node's regex okp cannot evaluate leaves it open.
+    pub fn is_observer_of(&self, topic: &str, id: i32) -> Option<bool> {
+        self.ids.as_ref()?;
+        let mut unknown = false;
+        for (ids, rules) in &self.files {
+            match rules.resolve(topic) {
+                Ok(Some(s)) if s.contains(&id) => return Some(true),
+                Ok(Some(_)) => {}
+                Ok(None) if ids.contains(&id) => return Some(true),
+                Ok(None) => {}
+                Err(_) => unknown = true,
+            }
+        }
+        (!unknown).then_some(false)
     }
 }
 
@@ -262,7 +314,7 @@ pub fn rows(snap: &Snapshot, observers: &ObserverSet, max_lag: i64) -> Vec<Repli
         for &r in &p.replicas {
             let is_leader = p.leader == Some(r);
             let in_isr = p.isr.contains(&r);
-            let is_observer = observers.is_observer(r);
+            let is_observer = observers.is_observer_of(&p.topic, r);
             let live = snap.live(r);
             let leo = p.leo.get(&r).copied();
             let lag = match (reference, leo) {
@@ -327,6 +379,12 @@ pub fn table(rows: &[ReplicaRow], observers: &ObserverSet, color: bool) -> Strin
     for d in &observers.ignored {
         s.push_str(&format!("  ignored tokens: {d}\n"));
     }
+    for r in &observers.topic_rules {
+        s.push_str(&format!("  topic rules: {}\n", crate::escape::one_line(r)));
+    }
+    for d in &observers.malformed {
+        s.push_str(&format!("  malformed rule: {d}\n"));
+    }
     s.push('\n');
     let head = [
         "TOPIC",
@@ -377,7 +435,13 @@ pub fn table(rows: &[ReplicaRow], observers: &ObserverSet, color: bool) -> Strin
         .filter(|r| !r.flags.is_empty())
         .map(|r| format!("{}-{} replica {}: {}", r.topic, r.partition, r.replica, r.flags.join(", ")))
         .collect();
-    if observers.files_red() {
+    if !observers.malformed.is_empty() {
+        s.push_str(&format!(
+            "\nred state: a topic rule in observer.ids is malformed ({}); that node's brokers and controllers keep their last good ids and rules (frozen) until it is fixed, which okp cannot see. The rule format is in docs/observer-ids.md.\n",
+            observers.malformed.join("; ")
+        ));
+    }
+    if !observers.ignored.is_empty() {
         s.push_str(&format!(
             "\nred state: observer.ids holds tokens that are neither ids nor comments ({}); every node ignores them, so a typo for an id (`4x`, `4;5`) leaves that broker a normal replica on that node. Fix the file: ids separated by commas or whitespace, `#` for comments.\n",
             observers.ignored.join("; ")
@@ -399,7 +463,7 @@ pub fn json(rows: &[ReplicaRow], observers: &ObserverSet, max_lag: i64) -> Strin
         "observers": observers,
         "caught_up_max_lag": max_lag,
         "replicas": rows,
-        "red_states": rows.iter().filter(|r| !r.flags.is_empty()).count() + observers.ignored.len(),
+        "red_states": rows.iter().filter(|r| !r.flags.is_empty()).count() + observers.ignored.len() + observers.malformed.len(),
     });
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
@@ -479,5 +543,40 @@ pub(crate) mod tests {
             (one.ids, one.ignored),
             (Some([4].into()), vec!["file /etc/kafka/observer.ids: `banana`".to_string()])
         );
+    }
+
+    #[test]
+    fn topic_rules_decide_per_topic_and_a_malformed_one_is_red() {
+        let snap = Snapshot {
+            cluster_id: None,
+            brokers: [1, 2, 4].iter().map(|i| (*i, format!("h:{i}"))).collect(),
+            partitions: vec![
+                part("tobs", Some(1), &[1, 2, 4], &[1, 2], &[]),
+                part("tfull", Some(1), &[1, 2, 4], &[1, 2, 4], &[]),
+            ],
+        };
+        let text = "4\ntopic:tfull observers=none\n";
+        let obs = ObserverSet::from_files(&[("b1".into(), text.into()), ("b2".into(), text.into())]);
+        assert_eq!(obs.topic_rules, vec!["topic:tfull=none".to_string()]);
+        assert_eq!((obs.is_observer_of("tobs", 4), obs.is_observer_of("tfull", 4)), (Some(true), Some(false)));
+        let r = rows(&snap, &obs, 0);
+        let role =
+            |t: &str| r.iter().find(|x| x.topic == t && x.replica == 4).map(|x| (x.role, x.flags.clone())).unwrap();
+        assert_eq!(role("tobs"), ("observer", vec![]));
+        assert_eq!(role("tfull"), ("isr", vec![]), "a full replica of tfull by its rule: no red state");
+        assert!(table(&r, &obs, false).contains("topic rules: topic:tfull=none"));
+        // A node without the rule keeps 4 an observer of tfull: okp takes the union, and names it.
+        let split = ObserverSet::from_files(&[("b1".into(), text.into()), ("b2".into(), "4\n".into())]);
+        assert_eq!(split.is_observer_of("tfull", 4), Some(true));
+        assert_eq!(split.disagreeing, vec!["b2: [4]".to_string()]);
+        let bad = ObserverSet::from_files(&[("b1".into(), "4\ntopic:tfull observers=none,4\n".into())]);
+        assert!(
+            bad.files_red() && bad.malformed[0].starts_with("b1: line 2, column 23: not a broker id"),
+            "{:?}",
+            bad.malformed
+        );
+        assert!(table(&[], &bad, false).contains("red state: a topic rule in observer.ids is malformed"));
+        let j: serde_json::Value = serde_json::from_str(&json(&[], &bad, 0)).unwrap();
+        assert_eq!(j["red_states"], 1);
     }
 }

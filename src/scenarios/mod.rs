@@ -14,6 +14,7 @@ mod metrics;
 mod promotion;
 mod reassign;
 mod roll;
+mod topic;
 mod topology;
 mod write_path;
 
@@ -71,6 +72,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "MET", title: "metrics layer: JMX gauges in steady state, with a lagging observer, during a demotion, with an observer stuck in the ISR", gate: false, run: metrics::met },
     // ---- edge: reassignment (docs/contract.md#reassignment) ----
     Scenario { id: "REASSIGN", title: "reassignment under acks=all load: observer-only targets refused; the observer added (never in the ISR, whole log), primary 3 moved out and back, the observer removed", gate: true, run: reassign::reassign },
+    Scenario { id: "TOPIC", title: "observers per topic: 4 observes tobs and fully replicates tfull by one rule; acks=all on tobs does not wait for 4 frozen, tfull does (as upstream); the rules swapped live; an exact rule wins over a prefix rule", gate: true, run: topic::topic },
     // Edges: elections and leader balance (docs/contract.md). Last: it restarts the nodes that can be controller, twice.
     Scenario { id: "PREF", title: "preferred election of an observer leader keeps a leader; auto rebalance with an observer first: no leader change, imbalance 0", gate: true, run: elections::pref },
     // Opt-in (`--scenarios HOSTS`): its own cluster on separate hosts (network namespaces, sshd), operated over ssh and Ansible.
@@ -85,8 +87,9 @@ pub const SCENARIOS: &[Scenario] = &[
 /// depends on it.
 fn typical_seconds(id: &str, mode: Mode) -> u32 {
     // (id, ZooKeeper, KRaft)
-    const TYPICAL: [(&str, u32, u32); 21] = [
+    const TYPICAL: [(&str, u32, u32); 22] = [
         ("HOSTS", 300, 330),
+        ("TOPIC", 55, 60),
         ("ROLL", 70, 117),
         ("PREF", 65, 71),
         ("REASSIGN", 82, 64),

@@ -52,48 +52,50 @@ pub fn init(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
 /// then with the observer frozen (SIGSTOP) while its records flow: a patched
 /// leader never waits for the observer, so p99 stays far below
 /// replica.lag.time.max.ms.
-pub fn latency(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
-    let boot = x.c.bootstrap(&[OBSERVER]);
-    let props = format!("bootstrap.servers={boot}");
-    // Not idempotent: an idempotent producer (the default from 3.0) first asks the least loaded
-    // broker for a producer id, and that may be the frozen observer, still in the metadata until
-    // its session expires: a 30 s request timeout that says nothing about the HW (seen on 4.1.2).
-    let perf = |n: &str, rate: &str| {
-        args(&[
-            "--topic",
-            "lat",
-            "--num-records",
-            n,
-            "--throughput",
-            rate,
-            "--record-size",
-            "100",
-            "--producer-props",
-            &props,
-            "acks=all",
-            "linger.ms=0",
-            "enable.idempotence=false",
-        ])
-    };
-    let healthy = x.c.tool(Tool::Perf, &perf("300", "100"), None, Duration::from_secs(60))?;
-    let h = parse_perf(&healthy.stdout);
-    o.fact("healthy", &h);
-    o.check(
-        "300 records with acks=all, observer present",
-        healthy.ok() && h.as_ref().is_some_and(|p| p.records == 300),
-        format!("rc {} {:?}", healthy.rc, h),
-    );
-    // The producer first, the freeze once its records reach the high watermark: a leader counts
-    // a frozen follower's lag from its last fetch, so a producer that starts late (a loaded
-    // machine) would meet a stall already mostly over, and upstream jars could pass the gate
-    // (evidence/findings/lat-upstream-pass-under-load). Now the stall, when there is one,
-    // falls on the records after the freeze: at 100/s for 6 s, most of the 600.
-    let base = x.c.probe_hw("lat").unwrap_or(0);
-    let running = x.c.spawn_tool(Tool::Perf, &perf("600", "100"))?;
+/// ProducerPerformance's arguments: `n` records of 100 bytes to `topic` at `rate`/s with
+/// acks=all, bootstrapped from every broker but 4. Not idempotent: an idempotent producer (the
+/// default from 3.0) first asks the least loaded broker for a producer id, and that may be the
+/// frozen observer, still in the metadata until its session expires: a 30 s request timeout that
+/// says nothing about the HW (seen on 4.1.2).
+pub(super) fn perf_args(x: &mut Ctx, topic: &str, n: &str, rate: &str) -> Vec<String> {
+    let props = format!("bootstrap.servers={}", x.c.bootstrap(&[OBSERVER]));
+    args(&[
+        "--topic",
+        topic,
+        "--num-records",
+        n,
+        "--throughput",
+        rate,
+        "--record-size",
+        "100",
+        "--producer-props",
+        &props,
+        "acks=all",
+        "linger.ms=0",
+        "enable.idempotence=false",
+    ])
+}
+
+/// 600 records to `topic` at 100/s with acks=all, broker 4 frozen once 20 of them are
+/// acknowledged and thawed when the producer ends: the producer's outcome, its summary, and
+/// when 4 was frozen (seconds after the producer's start; None: nothing flowed within 60 s).
+///
+/// The producer first, the freeze once its records reach the high watermark: a leader counts
+/// a frozen follower's lag from its last fetch, so a producer that starts late (a loaded
+/// machine) would meet a stall already mostly over, and upstream jars could pass the gate
+/// (evidence/findings/lat-upstream-pass-under-load). Now the stall, when there is one,
+/// falls on the records after the freeze: at 100/s for 6 s, most of the 600.
+pub(super) fn produce_while_frozen(
+    x: &mut Ctx,
+    topic: &str,
+) -> Result<(crate::cluster::tools::Output, Option<crate::cluster::tools::PerfSummary>, Option<f64>)> {
+    let base = x.c.probe_hw(topic).unwrap_or(0);
+    let perf = perf_args(x, topic, "600", "100");
+    let running = x.c.spawn_tool(Tool::Perf, &perf)?;
     let t0 = Instant::now();
     let mut flowing = None;
     while t0.elapsed() < Duration::from_secs(60) {
-        if x.c.probe_hw("lat").is_some_and(|h| h >= base + 20) {
+        if x.c.probe_hw(topic).is_some_and(|h| h >= base + 20) {
             flowing = Some(t0.elapsed().as_secs_f64());
             break;
         }
@@ -103,12 +105,26 @@ pub fn latency(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     x.c.journal.note(&format!(
         "broker 4 frozen {}",
         flowing.map_or("after 60 s with no 20 records acknowledged".into(), |s| format!(
-            "{s:.1} s after the producer's start, once 20 of its records were acknowledged"
+            "{s:.1} s after the producer's start, once 20 of its records to {topic} were acknowledged"
         ))
     ));
     let frozen = x.c.finish_tool(Tool::Perf, running, Duration::from_secs(90));
     x.c.thaw(OBSERVER);
     let f = parse_perf(&frozen.stdout);
+    Ok((frozen, f, flowing))
+}
+
+pub fn latency(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
+    let perf = perf_args(x, "lat", "300", "100");
+    let healthy = x.c.tool(Tool::Perf, &perf, None, Duration::from_secs(60))?;
+    let h = parse_perf(&healthy.stdout);
+    o.fact("healthy", &h);
+    o.check(
+        "300 records with acks=all, observer present",
+        healthy.ok() && h.as_ref().is_some_and(|p| p.records == 300),
+        format!("rc {} {:?}", healthy.rc, h),
+    );
+    let (frozen, f, flowing) = produce_while_frozen(x, "lat")?;
     o.fact("observer_frozen", &f);
     o.fact("frozen_after_seconds", flowing.map(round));
     let limit = x.c.timers.lag_ms as f64 / 3.0;

@@ -163,7 +163,7 @@ fn write_in_ctl(
         std::thread::scope(|s| {
             s.spawn(during);
             let t0 = Instant::now();
-            let r = change::plan_files(nodes, &transport, 4, dir).and_then(|p| change::write(&transport, &p));
+            let r = change::plan_files(nodes, &transport, 4, dir, None).and_then(|p| change::write(&transport, &p));
             (r, t0.elapsed().as_secs_f64())
         })
     })

@@ -39,7 +39,7 @@ fn failed_checks(run: &serde_json::Value) -> Vec<String> {
 /// Every scenario id, in suite order (the zk suite runs them all; `okp verify --help` names them).
 const ALL: &[&str] = &[
     "INIT", "LAT", "S1", "S2", "S3", "TXN", "S5", "DEM", "STALE", "AUTO", "S6", "S7", "S8", "MULTI", "FFO", "S4",
-    "MET", "REASSIGN", "PREF", "ROLL",
+    "MET", "REASSIGN", "TOPIC", "PREF", "ROLL",
 ];
 
 /// Runs the whole suite (less `leave_out`) and checks the verdict, every scenario, and the evidence files.

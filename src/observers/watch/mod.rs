@@ -104,12 +104,16 @@ impl Cluster for Live<'_> {
     fn view(&mut self) -> Result<View> {
         let set = change::observer_set(None, None, self.nodes, self.transport)?;
         let snap = view::snapshot(self.bootstrap, None, Depth { offsets: true, min_insync: true })?;
-        Ok(View { snap, observers: set.ids.unwrap_or_default(), disagreeing: set.disagreeing, ignored: set.ignored })
+        // A malformed rule is as unclear as an ignored token: the node keeps a set okp cannot see.
+        let ignored =
+            set.ignored.into_iter().chain(set.malformed.into_iter().map(|m| format!("malformed rule: {m}"))).collect();
+        Ok(View { snap, observers: set.ids.unwrap_or_default(), disagreeing: set.disagreeing, ignored })
     }
 
     fn prepare(&mut self, broker: i32, dir: Direction) -> Result<Vec<Refusal>> {
         let a = change::Args {
             broker,
+            topic: None,
             direction: dir,
             for_unclean: false,
             force: false,
@@ -133,8 +137,8 @@ impl Cluster for Live<'_> {
     }
 
     fn wait(&mut self, stop: &dyn Fn() -> bool) -> Result<Outcome> {
-        let (a, _) = self.prepared.take().ok_or_else(|| Error::External("nothing written to wait for".into()))?;
-        change::wait(&a, self.written.take().unwrap_or_else(Instant::now), stop)
+        let (a, p) = self.prepared.take().ok_or_else(|| Error::External("nothing written to wait for".into()))?;
+        change::wait(&a, &p.rules_after(), self.written.take().unwrap_or_else(Instant::now), stop)
     }
 }
 

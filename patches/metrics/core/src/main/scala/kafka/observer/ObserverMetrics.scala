@@ -40,9 +40,13 @@ object ObserverMetrics {
   val BrokerGaugeNames: Seq[String] =
     Seq("ObserverSetSize", "ObserverReplicas", "ObserversInIsr", "CaughtUpObservers", "ObserverMaxLag")
 
-  /** Gauge values of a partition led by `leaderId`, with `followers` as the leader tracks them. */
-  def ofPartition(leaderId: Int, isr: Set[Int], leaderEndOffset: Long, followers: Iterable[FollowerState]): ObserverGaugeValues = {
-    val observers = ObserverIds.current
+  /**
+   * Gauge values of a partition of `topic` led by `leaderId`, with `followers` as the leader tracks
+   * them; the observers are the topic's (its rule, or the cluster-wide ids).
+   */
+  def ofPartition(topic: String, leaderId: Int, isr: Set[Int], leaderEndOffset: Long,
+                  followers: Iterable[FollowerState]): ObserverGaugeValues = {
+    val observers = ObserverIds.observersOf(topic)
     if (observers.isEmpty) {
       ObserverGaugeValues.Zero
     } else {

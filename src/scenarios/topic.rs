@@ -1,0 +1,209 @@
+//! TOPIC: observers per topic (docs/observer-ids.md, "Topic rules"). Broker 4 is an observer of
+//! topic `tobs` and a full replica of topic `tfull` at the same time, by one rule in observer.ids;
+//! acks=all on `tobs` does not wait for 4 frozen while `tfull` does, as upstream; the rules are
+//! swapped live and back; an exact rule wins over an overlapping prefix rule.
+
+use std::time::{Duration, Instant};
+
+use super::{round, Ctx, Flavor, ScenarioResult};
+use crate::cluster::tools::PartitionState;
+use crate::cluster::OBSERVER;
+use crate::error::Result;
+
+/// The topic 4 observes under the cluster-wide id, and the one a rule makes it a full replica of.
+const OBS: &str = "tobs";
+const FULL: &str = "tfull";
+
+/// The cluster-wide observer 4, and topic `tfull` with no observers.
+const RULES: &str = "4\ntopic:tfull observers=none\n";
+/// The roles swapped: `tobs` has no observers, `tfull` takes the cluster-wide 4.
+const SWAPPED: &str = "4\ntopic:tobs observers=none\n";
+/// A prefix rule covering both topics and an exact rule for `tobs`: the exact rule wins for it.
+const PRECEDENCE: &str = "4\nprefix:t observers=none\ntopic:tobs observers=4\n";
+
+pub fn topic(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
+    let nodes = x.c.kafka_nodes();
+    x.c.set_observers(&nodes, RULES)?;
+    let r = steps(x, o);
+    // Leave the cluster as found: observer.ids `4` everywhere and in effect, both topics gone.
+    let restored = x.c.set_observers(&nodes, "4\n");
+    let edited = Instant::now();
+    for t in [OBS, FULL] {
+        let deleted = x.c.delete_topic_and_wait(t, Duration::from_secs(60)).unwrap_or(false);
+        o.check(&format!("clean-up: topic {t} deleted"), deleted, "");
+    }
+    let settle = x.ttl() + Duration::from_secs(1);
+    if let Some(left) = settle.checked_sub(edited.elapsed()) {
+        std::thread::sleep(left);
+    }
+    restored?;
+    r
+}
+
+fn in_isr(s: &PartitionState) -> bool {
+    s.in_isr(OBSERVER)
+}
+
+fn leads(s: &PartitionState) -> bool {
+    s.leader == Some(OBSERVER)
+}
+
+fn steps(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
+    let patched = x.flavor == Flavor::Patched;
+    let outs = x.c.create_topics(&[
+        (OBS, "1:2:4", &["min.insync.replicas=2"][..]),
+        (FULL, "1:2:4", &["min.insync.replicas=2"][..]),
+    ])?;
+    o.check(
+        "topics tobs and tfull created on 1:2:4 with `4` and `topic:tfull observers=none` in observer.ids",
+        outs.iter().all(|out| out.ok()),
+        outs.iter().map(|out| format!("rc {}", out.rc)).collect::<Vec<_>>().join(", "),
+    );
+    let t = x.lag() + x.ttl() + Duration::from_secs(30);
+    x.wait(
+        o,
+        FULL,
+        t,
+        "tfull: broker 4 is in the ISR (a full replica by its topic rule)",
+        "full_join_seconds",
+        in_isr,
+    )?;
+    x.hold_all(
+        o,
+        &[OBS],
+        x.lag() * 2 + Duration::from_secs(2),
+        |_| "tobs: broker 4 never enters the ISR and never leads (observer by the cluster-wide id)".into(),
+        |s| in_isr(s) || leads(s),
+    )?;
+
+    // Broker 4 frozen while records flow (LAT's measurement): acks=all on tobs does not wait for
+    // it; on tfull it stalls, as upstream, until the leader drops 4 after replica.lag.time.max.ms.
+    let lag_ms = x.lag().as_secs_f64() * 1000.0;
+    let limit = lag_ms / 3.0;
+    for (topic, gated) in [(FULL, false), (OBS, true)] {
+        let (out, f, flowing) = super::write_path::produce_while_frozen(x, topic)?;
+        o.fact(&format!("{topic}_observer_frozen"), &f);
+        o.fact(&format!("{topic}_frozen_after_seconds"), flowing.map(round));
+        o.check(
+            &format!("{topic}: 600 records with acks=all, broker 4 frozen once they flow"),
+            flowing.is_some() && out.ok() && f.as_ref().is_some_and(|p| p.records == 600),
+            format!("rc {} {:?}", out.rc, f),
+        );
+        let shown = f
+            .as_ref()
+            .map(|p| format!("p50 {} ms, p99 {} ms, max {} ms", p.p50_ms, p.p99_ms, p.max_ms))
+            .unwrap_or_else(|| "no summary".into());
+        if gated {
+            o.check(
+                &format!("tobs: acks=all does not wait for 4 frozen: p99 < {limit:.0} ms (a third of replica.lag.time.max.ms)"),
+                f.as_ref().is_some_and(|p| p.p99_ms < limit),
+                shown,
+            );
+        } else {
+            o.check(
+                &format!("tfull: acks=all waits for 4 frozen, as upstream: max >= {:.0} ms (half of replica.lag.time.max.ms)", lag_ms / 2.0),
+                f.as_ref().is_some_and(|p| p.max_ms >= lag_ms / 2.0),
+                shown,
+            );
+            let t = x.lag() + Duration::from_secs(40);
+            x.wait(o, FULL, t, "tfull: thawed broker 4 rejoins the ISR", "full_rejoin_seconds", in_isr)?;
+        }
+    }
+
+    // The rules swapped live: 4 joins tobs's ISR and leaves tfull's. First 4 back in tfull's ISR
+    // (tobs's freeze kept it away from tfull too), so its leaving is the swap's doing.
+    let t = x.lag() + Duration::from_secs(40);
+    x.wait(o, FULL, t, "tfull: 4 back in the ISR before the swap", "full_back_seconds", in_isr)?;
+    let nodes = x.c.kafka_nodes();
+    x.c.set_observers(&nodes, SWAPPED)?;
+    let t = x.lag() + x.ttl() + Duration::from_secs(30);
+    x.wait(o, OBS, t, "swapped: 4 joins tobs's ISR (`topic:tobs observers=none`)", "swap_join_seconds", in_isr)?;
+    x.wait(o, FULL, t, "swapped: 4 leaves tfull's ISR (the cluster-wide 4 now applies)", "swap_leave_seconds", |s| {
+        !in_isr(s)
+    })?;
+
+    // Overlapping rules: `prefix:t observers=none` covers both, `topic:tobs observers=4` wins for tobs.
+    x.c.set_observers(&nodes, PRECEDENCE)?;
+    x.wait(o, OBS, t, "precedence: the exact rule wins, 4 leaves tobs's ISR", "precedence_leave_seconds", |s| {
+        !in_isr(s)
+    })?;
+    x.wait(o, FULL, t, "precedence: the prefix rule applies, 4 joins tfull's ISR", "precedence_join_seconds", in_isr)?;
+    x.hold_all(
+        o,
+        &[OBS],
+        x.lag() + x.ttl(),
+        |_| "precedence: 4 stays out of tobs's ISR and never leads it".into(),
+        |s| in_isr(s) || leads(s),
+    )?;
+
+    // okp observers promote/demote --topic tobs: only tobs's rule changes, on every node, and the
+    // command waits for tobs's partition alone; tfull keeps 4 in its ISR throughout.
+    let nodes_file = nodes_yaml(x)?;
+    let verbs: &[(&str, bool)] = if patched { &[("promote", true), ("demote", false)] } else { &[] };
+    for &(verb, joins) in verbs {
+        let (rc, out) = okp_observers(x, verb, &nodes_file)?;
+        let want = if joins { "topic:tobs observers=none" } else { "topic:tobs observers=4" };
+        let files: Vec<String> = nodes
+            .iter()
+            .map(|id| crate::fsx::read::lossy_text(&x.c.node(*id).observer_file(), crate::fsx::read::MAX_TEXT))
+            .collect();
+        o.check(
+            &format!("okp observers {verb} --broker 4 --topic tobs: exit 0, `{want}` on every node, the prefix rule and the id untouched"),
+            rc == Some(0) && files.iter().all(|f| f == &PRECEDENCE.replace("topic:tobs observers=4", want)),
+            format!("exit {rc:?}; {}", out.lines().last().unwrap_or("")),
+        );
+        let s = x.state(OBS)?;
+        o.check(
+            &format!("after {verb} --topic tobs: 4 {} tobs's ISR", if joins { "in" } else { "out of" }),
+            in_isr(&s) == joins,
+            s.show(),
+        );
+        let full = x.state(FULL)?;
+        o.check(&format!("after {verb} --topic tobs: tfull unchanged, 4 in its ISR"), in_isr(&full), full.show());
+    }
+
+    // Back to the cluster-wide id alone: 4 leaves tfull's ISR.
+    x.c.set_observers(&nodes, "4\n")?;
+    if patched {
+        x.wait(o, FULL, t, "rules removed: 4 is an observer of tfull again", "restore_seconds", |s| !in_isr(s))?;
+    }
+    Ok(())
+}
+
+/// A nodes file naming every node's observer.ids, for okp's own observers commands.
+fn nodes_yaml(x: &mut Ctx) -> Result<std::path::PathBuf> {
+    let path = x.c.journal.dir().join("TOPIC-nodes.yaml");
+    let mut text = String::from("nodes:\n");
+    for id in x.c.kafka_nodes() {
+        let role = if x.c.controllers().contains(&id) { "controller" } else { "broker" };
+        text.push_str(&format!("  - {{id: {id}, role: {role}, path: '{}'}}\n", x.c.node(id).observer_file().display()));
+    }
+    crate::fsx::write_atomic(&path, text.as_bytes())?;
+    Ok(path)
+}
+
+/// `okp observers VERB --broker 4 --topic tobs`: its exit code and output (journaled).
+fn okp_observers(x: &mut Ctx, verb: &str, nodes: &std::path::Path) -> Result<(Option<i32>, String)> {
+    let okp = crate::cluster::homes::okp_binary()?;
+    let boot = x.c.bootstrap(&[]);
+    let args: Vec<String> = [verb, "--broker", "4", "--topic", OBS, "--bootstrap", &boot, "--timeout", "60", "--nodes"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([nodes.display().to_string()])
+        .collect();
+    let t0 = Instant::now();
+    let out = std::process::Command::new(&okp)
+        .arg("observers")
+        .args(&args)
+        .output()
+        .map_err(|e| crate::error::Error::io("cannot run okp observers", e))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    x.c.journal.note(&format!(
+        "$ okp observers {}\n  (rc={:?}, {:.2} s)\n{}",
+        args.join(" "),
+        out.status.code(),
+        t0.elapsed().as_secs_f64(),
+        text.lines().map(|l| format!("  | {l}\n")).collect::<String>()
+    ));
+    Ok((out.status.code(), text))
+}
