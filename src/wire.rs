@@ -24,6 +24,7 @@ const API_LIST_OFFSETS: i16 = 2;
 const API_METADATA: i16 = 3;
 const API_DESCRIBE_CONFIGS: i16 = 32;
 const API_VERSIONS: i16 = 18;
+const API_ALTER_PARTITION_REASSIGNMENTS: i16 = 45;
 
 /// ListOffsets `replica_id` of an ordinary consumer: a leader answers with its high watermark.
 /// One partition's leader, replicas and ISR, as Metadata answers it and as
@@ -74,6 +75,8 @@ pub struct BrokerAddr {
     pub id: i32,
     pub host: String,
     pub port: i32,
+    /// broker.rack, None when unset.
+    pub rack: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +99,21 @@ pub struct Metadata {
     pub topic_errors: Vec<(String, i16)>,
     /// The cluster's id (null from a ZooKeeper cluster that has none yet).
     pub cluster_id: Option<String>,
+    /// The controller as the broker names it (ZooKeeper mode: the active controller; KRaft: a
+    /// live broker, which forwards controller requests); -1 when none.
+    pub controller_id: i32,
+}
+
+/// AlterPartitionReassignments' answer: one per partition, or the whole request's error (code,
+/// message).
+pub type ReassignAnswers = Result<Vec<ReassignAnswer>, (i16, Option<String>)>;
+
+/// One partition's answer to AlterPartitionReassignments: Kafka's error code and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReassignAnswer {
+    pub partition: i32,
+    pub error: i16,
+    pub message: Option<String>,
 }
 
 /// One partition's answer to ListOffsets: the offset, or Kafka's error code.
@@ -191,11 +209,11 @@ impl Probe {
             let id = r.i32()?;
             let host = r.string()?;
             let port = r.i32()?;
-            r.nullable_string()?; // rack
-            m.brokers.push(BrokerAddr { id, host, port });
+            let rack = r.nullable_string()?;
+            m.brokers.push(BrokerAddr { id, host, port, rack });
         }
         m.cluster_id = r.nullable_string()?;
-        r.i32()?; // controller_id
+        m.controller_id = r.i32()?;
         for _ in 0..r.i32()? {
             let err = r.i16()?;
             let name = r.string()?;
@@ -228,6 +246,46 @@ impl Probe {
             }
         }
         Some(m)
+    }
+
+    /// AlterPartitionReassignments v0 (KIP-455, Kafka 2.4+; a flexible version): moves each
+    /// partition of `topic` to its replica list. Sent to the controller (ZooKeeper mode) or any
+    /// broker (KRaft mode forwards it). The request's own error (code, message) when the whole
+    /// call failed, else one answer per partition; None when the broker did not answer.
+    pub fn alter_reassignments(
+        &mut self,
+        topic: &str,
+        targets: &[(i32, Vec<i32>)],
+        timeout_ms: i32,
+    ) -> Option<ReassignAnswers> {
+        let mut body = Vec::new();
+        body.extend_from_slice(&timeout_ms.to_be_bytes());
+        put_uvarint(&mut body, 2); // one topic
+        put_compact_str(&mut body, topic);
+        put_uvarint(&mut body, targets.len() as u64 + 1);
+        for (p, replicas) in targets {
+            body.extend_from_slice(&p.to_be_bytes());
+            put_uvarint(&mut body, replicas.len() as u64 + 1);
+            for r in replicas {
+                body.extend_from_slice(&r.to_be_bytes());
+            }
+            body.push(0); // partition tagged fields
+        }
+        body.push(0); // topic tagged fields
+        body.push(0); // request tagged fields
+        let resp = self.call_flexible(API_ALTER_PARTITION_REASSIGNMENTS, 0, &body)?;
+        parse_alter_reassignments(&resp)
+    }
+
+    /// `call` with request header v2 (client id, then tagged fields) and response header v1
+    /// (correlation id, then tagged fields): the flexible versions.
+    fn call_flexible(&mut self, api: i16, version: i16, body: &[u8]) -> Option<Vec<u8>> {
+        let mut with_tags = vec![0u8]; // the request header's tagged fields, after the client id
+        with_tags.extend_from_slice(body);
+        let resp = self.call(api, version, &with_tags)?;
+        let mut r = Reader::new(&resp);
+        r.skip_tags()?;
+        Some(resp[r.at..].to_vec())
     }
 
     /// Partition `p` of `topic`, as this broker's metadata cache has it.
@@ -455,6 +513,42 @@ fn batches_of(records: &[u8]) -> Vec<Batch> {
     out
 }
 
+fn parse_alter_reassignments(resp: &[u8]) -> Option<ReassignAnswers> {
+    let mut r = Reader::new(resp);
+    r.i32()?; // throttle_time_ms
+    let error = r.i16()?;
+    let message = r.compact_nullable_string()?;
+    if error != 0 {
+        return Some(Err((error, message)));
+    }
+    let mut out = Vec::new();
+    for _ in 0..r.compact_len()? {
+        r.compact_nullable_string()?; // topic name
+        for _ in 0..r.compact_len()? {
+            let partition = r.i32()?;
+            let error = r.i16()?;
+            let message = r.compact_nullable_string()?;
+            r.skip_tags()?;
+            out.push(ReassignAnswer { partition, error, message });
+        }
+        r.skip_tags()?;
+    }
+    Some(Ok(out))
+}
+
+fn put_uvarint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8 & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+fn put_compact_str(buf: &mut Vec<u8>, s: &str) {
+    put_uvarint(buf, s.len() as u64 + 1);
+    buf.extend_from_slice(s.as_bytes());
+}
+
 fn put_str(buf: &mut Vec<u8>, s: &str) {
     buf.extend_from_slice(&(s.len() as i16).to_be_bytes());
     buf.extend_from_slice(s.as_bytes());
@@ -507,6 +601,41 @@ impl<'a> Reader<'a> {
     fn ids(&mut self) -> Option<Vec<i32>> {
         let n = self.i32()?;
         (0..n.max(0)).map(|_| self.i32()).collect()
+    }
+
+    fn uvarint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..35).step_by(7) {
+            let b = self.take(1)?[0];
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    /// A compact array's length (its varint is length + 1; 0 is null, read as empty).
+    fn compact_len(&mut self) -> Option<u64> {
+        Some(self.uvarint()?.saturating_sub(1))
+    }
+
+    fn compact_nullable_string(&mut self) -> Option<Option<String>> {
+        let n = self.uvarint()?;
+        if n == 0 {
+            return Some(None);
+        }
+        Some(Some(String::from_utf8_lossy(self.take(n as usize - 1)?).into_owned()))
+    }
+
+    /// Tagged fields: each a tag and a length-prefixed value, none of which okp reads.
+    fn skip_tags(&mut self) -> Option<()> {
+        for _ in 0..self.uvarint()? {
+            self.uvarint()?;
+            let n = self.uvarint()?;
+            self.take(n as usize)?;
+        }
+        Some(())
     }
 }
 
@@ -610,5 +739,41 @@ mod tests {
         assert_eq!(r.ids(), Some(vec![]));
         assert_eq!(r.ids(), Some(vec![1, 2, 3]));
         assert_eq!(r.i32(), None, "reading past the end is None, not a panic");
+    }
+
+    #[test]
+    fn reads_an_alter_partition_reassignments_answer() {
+        // Hand-encoded from the protocol spec (v0, flexible): one topic, two partitions, the second refused.
+        let mut b = Vec::new();
+        b.extend_from_slice(&0i32.to_be_bytes());
+        b.extend_from_slice(&0i16.to_be_bytes());
+        b.push(0); // null message
+        put_uvarint(&mut b, 2);
+        put_compact_str(&mut b, "t");
+        put_uvarint(&mut b, 3);
+        b.extend_from_slice(&0i32.to_be_bytes());
+        b.extend_from_slice(&0i16.to_be_bytes());
+        b.push(0);
+        b.push(0);
+        b.extend_from_slice(&1i32.to_be_bytes());
+        b.extend_from_slice(&39i16.to_be_bytes());
+        put_compact_str(&mut b, "Every target replica [4] is an observer of t");
+        b.push(1); // one tagged field: tag 7, 2 bytes
+        b.extend_from_slice(&[7, 2, 0xAA, 0xBB]);
+        b.push(0);
+        b.push(0);
+        let got = parse_alter_reassignments(&b).unwrap().unwrap();
+        assert_eq!(got[0], ReassignAnswer { partition: 0, error: 0, message: None });
+        assert_eq!((got[1].partition, got[1].error), (1, 39));
+        assert!(got[1].message.as_deref().unwrap().contains("observer of t"));
+        let mut top = Vec::new();
+        top.extend_from_slice(&0i32.to_be_bytes());
+        top.extend_from_slice(&41i16.to_be_bytes());
+        put_compact_str(&mut top, "not the controller");
+        assert_eq!(parse_alter_reassignments(&top).unwrap(), Err((41, Some("not the controller".into()))));
+        assert!(parse_alter_reassignments(&b[..9]).is_none(), "a cut answer is None, not a panic");
+        let mut v = Vec::new();
+        put_uvarint(&mut v, 300);
+        assert_eq!((v.clone(), Reader::new(&v).uvarint()), (vec![0xAC, 0x02], Some(300)));
     }
 }

@@ -37,6 +37,38 @@ pub enum ObserversCommand {
     /// input, a second instance or a damaged state, 3 the cluster, a transport
     /// or the disk failed, 130 stopped by SIGTERM/SIGINT.
     Watch(ObserversWatchArgs),
+    /// Lay a topic out by rack: primaries in some racks, observers in others, and its topic rule.
+    ///
+    /// Prints the plan (each partition's replicas, the rule, the reassignment JSON) and changes
+    /// nothing unless --execute: then it writes the rule on every node, waits for the nodes to
+    /// re-read it, moves the replicas with AlterPartitionReassignments and waits until the
+    /// cluster shows the layout. Exit 0 placed (or planned), 1 not placed within --timeout,
+    /// 2 bad input or a layout the racks cannot hold (naming the rack), 3 the cluster, a
+    /// transport or a refused reassignment.
+    Place(ObserversPlaceArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ObserversPlaceArgs {
+    /// The topic to lay out (it must exist).
+    #[arg(long, value_name = "TOPIC")]
+    pub topic: String,
+    /// RACK:COUNT primaries in broker.rack RACK (repeatable; listed first in each partition's replicas, so the preferred leader is one).
+    #[arg(long = "replicas", value_name = "RACK:COUNT", required = true)]
+    pub replicas: Vec<crate::observers::place::Want>,
+    /// RACK:COUNT observers in broker.rack RACK (repeatable); the topic rule names the brokers chosen.
+    #[arg(long = "observers", value_name = "RACK:COUNT")]
+    pub observers: Vec<crate::observers::place::Want>,
+    /// Write the rule and move the replicas (without it: print the plan, change nothing).
+    #[arg(long)]
+    pub execute: bool,
+    /// Seconds to wait for the cluster to show the layout.
+    #[arg(long, value_name = "S", default_value_t = 300)]
+    pub timeout: u64,
+    #[command(flatten)]
+    pub bootstrap: Bootstrap,
+    #[command(flatten)]
+    pub files: NodeFiles,
 }
 
 #[derive(Args, Debug)]

@@ -35,6 +35,18 @@ pub fn run(a: ObserversArgs) -> Result<Outcome> {
             change_one(a, Direction::Demote)
         }
         ObserversCommand::Watch(a) => watch(a),
+        ObserversCommand::Place(a) => {
+            let (nodes, transport) = resolve(&a.files)?;
+            let args = observers::place::Args {
+                topic: a.topic,
+                primaries: a.replicas,
+                observers: a.observers,
+                execute: a.execute,
+                timeout: std::time::Duration::from_secs(a.timeout),
+                bootstrap: a.bootstrap.bootstrap,
+            };
+            observers::place::run(&nodes, &transport, &args)
+        }
     }
 }
 

@@ -35,7 +35,7 @@ use crate::error::{Error, Failure, Outcome, Result};
 use crate::fsx::read::read_regular;
 
 /// How long the registries may take to see an edited file (their cache TTL).
-const REREAD: Duration = Duration::from_secs(5);
+pub const REREAD: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -246,6 +246,27 @@ pub fn plan_files(
     Ok(Prepared { broker, topic: topic.map(str::to_string), direction, edits, refusals: Vec::new() })
 }
 
+/// Every node's file with topic `topic`'s exact rule naming `ids` (`okp observers place`), in
+/// the order a demotion writes (brokers first: the rule adds observers). Nothing is written.
+pub fn plan_rule(nodes: &[NodeSpec], transport: &Transport, topic: &str, ids: &BTreeSet<i32>) -> Result<Prepared> {
+    super::transport::check_nodes(nodes)?;
+    let order = write_order(nodes, Direction::Demote);
+    let texts = read_every(&order, transport)?;
+    let mut edits = Vec::new();
+    for (node, before) in order.into_iter().zip(texts) {
+        let after = idfile::set_topic_rule(&before, topic, ids)
+            .map_err(|e| Error::Usage(format!("{}: observer.ids: {e}; nothing was written", node.label())))?;
+        edits.push(Edit { node, before, after });
+    }
+    Ok(Prepared {
+        broker: -1,
+        topic: Some(topic.to_string()),
+        direction: Direction::Demote,
+        edits,
+        refusals: Vec::new(),
+    })
+}
+
 /// Every node's file in `nodes`' order, or an error naming every node that could not be read
 /// (one node: its own error, whose kind decides the exit code; a missing file is bad input).
 pub fn read_every(nodes: &[NodeSpec], transport: &Transport) -> Result<Vec<String>> {
@@ -312,18 +333,30 @@ impl Prepared {
         } else {
             "brokers first, then KRaft controllers"
         };
-        let mut plan = format!(
-            "plan: {verb} broker {} ({} it {} {}; {order}); {} node(s) change, {} already agree\n",
-            self.broker,
-            if self.direction == Direction::Promote { "remove" } else { "add" },
-            if self.direction == Direction::Promote { "from" } else { "to" },
-            match &self.topic {
-                Some(t) => format!("topic {}'s rule in observer.ids", crate::escape::one_line(t)),
-                None => "observer.ids".to_string(),
-            },
-            self.changing(),
-            self.edits.len() - self.changing()
-        );
+        let mut plan = if self.broker < 0 {
+            format!(
+                "plan: {} ({order}); {} node(s) change, {} already agree\n",
+                match &self.topic {
+                    Some(t) => format!("write topic {}'s rule in observer.ids", crate::escape::one_line(t)),
+                    None => "write observer.ids".to_string(),
+                },
+                self.changing(),
+                self.edits.len() - self.changing()
+            )
+        } else {
+            format!(
+                "plan: {verb} broker {} ({} it {} {}; {order}); {} node(s) change, {} already agree\n",
+                self.broker,
+                if self.direction == Direction::Promote { "remove" } else { "add" },
+                if self.direction == Direction::Promote { "from" } else { "to" },
+                match &self.topic {
+                    Some(t) => format!("topic {}'s rule in observer.ids", crate::escape::one_line(t)),
+                    None => "observer.ids".to_string(),
+                },
+                self.changing(),
+                self.edits.len() - self.changing()
+            )
+        };
         for e in &self.edits {
             if e.before == e.after {
                 plan.push_str(&format!("  {}: unchanged {}\n", e.node.label(), summary(&e.before)));

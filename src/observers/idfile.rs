@@ -332,9 +332,29 @@ pub fn with_topic_rule(text: &str, topic: &str, id: i32, observer: bool) -> std:
         Some(s) => s.clone(),
         None => parse(text),
     };
-    let had_rule = rules.exact.contains_key(topic);
     let changed = if observer { ids.insert(id) } else { ids.remove(&id) };
-    if !changed && had_rule {
+    if !changed && rules.exact.contains_key(topic) {
+        return Ok(text.to_string());
+    }
+    set_topic_rule(text, topic, &ids)
+}
+
+/// `text` with topic `topic`'s exact rule naming `ids` (`none` when empty): rewritten in place
+/// when the file has one (indentation and comment kept; the same bytes when it already says so),
+/// else one line appended. Err as `with_topic_rule`.
+pub fn set_topic_rule(text: &str, topic: &str, ids: &BTreeSet<i32>) -> std::result::Result<String, String> {
+    let legal = !topic.is_empty()
+        && topic.len() <= 249
+        && topic.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !legal {
+        return Err(format!(
+            "topic {}: not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)",
+            crate::escape::one_line(topic)
+        ));
+    }
+    let rules = rules(text)?;
+    let had_rule = rules.exact.contains_key(topic);
+    if rules.exact.get(topic) == Some(ids) {
         return Ok(text.to_string());
     }
     let list = if ids.is_empty() {

@@ -17,6 +17,7 @@
 
 pub mod change;
 pub mod idfile;
+pub mod place;
 pub mod transport;
 pub mod view;
 pub mod watch;

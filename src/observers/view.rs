@@ -68,7 +68,7 @@ pub struct Depth {
 }
 
 /// The first bootstrap server that answers Metadata.
-fn metadata(bootstrap: &[String], topic: Option<&str>) -> Result<(probe::Metadata, String)> {
+pub(crate) fn metadata(bootstrap: &[String], topic: Option<&str>) -> Result<(probe::Metadata, String)> {
     let one: Vec<&str> = topic.into_iter().collect();
     let topics = topic.map(|_| &one[..]);
     for b in bootstrap {

@@ -89,7 +89,7 @@ fn typical_seconds(id: &str, mode: Mode) -> u32 {
     // (id, ZooKeeper, KRaft)
     const TYPICAL: [(&str, u32, u32); 22] = [
         ("HOSTS", 300, 330),
-        ("TOPIC", 55, 60),
+        ("TOPIC", 85, 90),
         ("ROLL", 70, 117),
         ("PREF", 65, 71),
         ("REASSIGN", 82, 64),

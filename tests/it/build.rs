@@ -79,8 +79,8 @@ fn a_type_error_in_a_hook_fails_with_the_compilers_message() {
     copy_into(&repo_root().join("patches"), p.path());
     let e = p.path().join("edits.yaml");
     let text = std::fs::read_to_string(&e).unwrap().replacen(
-        "if (kafka.observer.ObserverIds.isObserver(followerReplicaId)) return false",
-        "if (kafka.observer.ObserverIds.isObserver(followerReplicaId)) return \"no\"",
+        "if (kafka.observer.ObserverIds.isObserver(topicPartition.topic, followerReplicaId)) return false",
+        "if (kafka.observer.ObserverIds.isObserver(topicPartition.topic, followerReplicaId)) return \"no\"",
         1,
     );
     std::fs::write(&e, text).unwrap();

@@ -201,12 +201,12 @@ fn a_patch_set_that_changes_a_method_no_edit_sits_in_is_refused() {
     let e = p.path().join("edits.yaml");
     // The promotion gate's code closes its method and opens another, which takes the rest of the body.
     // (edits.yaml holds the code as a `|2` block: 6 columns of YAML indentation before the code's own.)
-    let gate = "\n          if (kafka.observer.ObserverIds.isObserver(followerReplicaId)) return false\n";
+    let gate = "\n          if (kafka.observer.ObserverIds.isObserver(topicPartition.topic, followerReplicaId)) return false\n";
     let text = std::fs::read_to_string(&e).unwrap();
     assert!(text.contains(gate));
     let sneaky = [
         "",
-        "          if (kafka.observer.ObserverIds.isObserver(followerReplicaId)) return false",
+        "          if (kafka.observer.ObserverIds.isObserver(topicPartition.topic, followerReplicaId)) return false",
         "          sneaky(followerReplicaId)",
         "        }",
         "",
