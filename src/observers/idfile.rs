@@ -175,10 +175,7 @@ pub fn rules(text: &str) -> std::result::Result<Rules, String> {
             let re = regex::Regex::new(&format!("^(?:{value})$")).ok();
             out.regexes.push((value.to_string(), re, ids));
         } else {
-            let legal = !value.is_empty()
-                && value.chars().count() <= 249
-                && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-            if !legal {
+            if !is_topic_name(value) {
                 return Err(format!("{where_}{value_col}: not a topic name: {value}"));
             }
             let map = if kind == "topic:" { &mut out.exact } else { &mut out.prefixes };
@@ -318,40 +315,41 @@ pub fn without_id(text: &str, id: i32) -> String {
 /// the file is malformed (the registries keep their last good set), or a regex okp cannot
 /// evaluate leaves the topic's observers unknown.
 pub fn with_topic_rule(text: &str, topic: &str, id: i32, observer: bool) -> std::result::Result<String, String> {
-    let legal = !topic.is_empty()
-        && topic.len() <= 249
-        && topic.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if !legal {
-        return Err(format!(
-            "--topic {}: not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)",
-            crate::escape::one_line(topic)
-        ));
-    }
-    let rules = rules(text)?;
-    let mut ids = match rules.resolve(topic)? {
+    check_topic_name(topic)?;
+    let mut ids = match rules(text)?.resolve(topic)? {
         Some(s) => s.clone(),
         None => parse(text),
     };
-    let changed = if observer { ids.insert(id) } else { ids.remove(&id) };
-    if !changed && rules.exact.contains_key(topic) {
-        return Ok(text.to_string());
+    if observer {
+        ids.insert(id);
+    } else {
+        ids.remove(&id);
     }
     set_topic_rule(text, topic, &ids)
+}
+
+/// Kafka's topic names: letters, digits, `.`, `_`, `-`, 1 to 249 of them.
+fn is_topic_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().count() <= 249
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+fn check_topic_name(topic: &str) -> std::result::Result<(), String> {
+    if is_topic_name(topic) {
+        return Ok(());
+    }
+    Err(format!(
+        "topic {}: not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)",
+        crate::escape::one_line(topic)
+    ))
 }
 
 /// `text` with topic `topic`'s exact rule naming `ids` (`none` when empty): rewritten in place
 /// when the file has one (indentation and comment kept; the same bytes when it already says so),
 /// else one line appended. Err as `with_topic_rule`.
 pub fn set_topic_rule(text: &str, topic: &str, ids: &BTreeSet<i32>) -> std::result::Result<String, String> {
-    let legal = !topic.is_empty()
-        && topic.len() <= 249
-        && topic.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if !legal {
-        return Err(format!(
-            "topic {}: not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)",
-            crate::escape::one_line(topic)
-        ));
-    }
+    check_topic_name(topic)?;
     let rules = rules(text)?;
     let had_rule = rules.exact.contains_key(topic);
     if rules.exact.get(topic) == Some(ids) {

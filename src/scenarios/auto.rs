@@ -76,15 +76,7 @@ pub fn auto(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     let f = Files { nodes: dir.join("nodes.yaml"), state: dir.join("state.json"), audit: dir.join("audit.log") };
     let all = x.c.kafka_nodes();
-    let mut nodes = String::from("nodes:\n");
-    for id in &all {
-        let role = if x.c.controllers().contains(id) { "controller" } else { "broker" };
-        nodes.push_str(&format!(
-            "  - {{id: {id}, role: {role}, path: '{}'}}\n",
-            x.c.node(*id).observer_file().display()
-        ));
-    }
-    crate::fsx::write_atomic(&f.nodes, nodes.as_bytes())?;
+    x.write_nodes_file(&f.nodes)?;
     let files = |x: &Ctx| -> Vec<String> {
         all.iter()
             .map(|id| crate::fsx::read::lossy_text(&x.c.node(*id).observer_file(), crate::fsx::read::MAX_TEXT))

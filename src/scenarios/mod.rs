@@ -372,6 +372,20 @@ impl Ctx<'_> {
         Ok(s)
     }
 
+    /// Writes `path`, a nodes file naming every node's observer.ids (role and path), for okp's
+    /// own `observers` commands run against this cluster.
+    pub fn write_nodes_file(&self, path: &std::path::Path) -> Result<()> {
+        let mut text = String::from("nodes:\n");
+        for id in self.c.kafka_nodes() {
+            let role = if self.c.controllers().contains(&id) { "controller" } else { "broker" };
+            text.push_str(&format!(
+                "  - {{id: {id}, role: {role}, path: '{}'}}\n",
+                self.c.node(id).observer_file().display()
+            ));
+        }
+        crate::fsx::write_atomic(path, text.as_bytes())
+    }
+
     /// Observer files back to `4` everywhere, and broker 4 out of the ISR of `topic`.
     pub fn restore_observer(&mut self, o: &mut ScenarioResult, topic: &str) -> Result<()> {
         let all = self.c.kafka_nodes();

@@ -187,7 +187,6 @@ fn place(x: &mut Ctx, o: &mut ScenarioResult, nodes_file: &std::path::Path) -> R
     let perf = super::write_path::perf_args(x, PLACE, "3000", "300");
     let running = x.c.spawn_tool(crate::cluster::tools::Tool::Perf, &perf)?;
     std::thread::sleep(Duration::from_secs(2));
-    let okp = crate::cluster::homes::okp_binary()?;
     let boot = x.c.bootstrap(&[]);
     let args: Vec<String> = [
         "observers",
@@ -213,26 +212,14 @@ fn place(x: &mut Ctx, o: &mut ScenarioResult, nodes_file: &std::path::Path) -> R
     .map(|s| s.to_string())
     .chain([nodes_file.display().to_string()])
     .collect();
-    let t0 = Instant::now();
-    let run = std::process::Command::new(&okp)
-        .args(&args)
-        .output()
-        .map_err(|e| crate::error::Error::io("cannot run okp observers place", e))?;
-    let secs = t0.elapsed().as_secs_f64();
-    let text = format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
-    x.c.journal.note(&format!(
-        "$ okp {}\n  (rc={:?}, {secs:.2} s)\n{}",
-        args.join(" "),
-        run.status.code(),
-        text.lines().map(|l| format!("  | {l}\n")).collect::<String>()
-    ));
+    let (code, text, secs) = run_okp(x, &args)?;
     let produced = x.c.finish_tool(crate::cluster::tools::Tool::Perf, running, Duration::from_secs(90));
     let p = crate::cluster::tools::parse_perf(&produced.stdout);
     o.fact("place_seconds", round(secs));
     o.check(
         "okp observers place --topic tplace --replicas r1:1,r2:1,r3:1 --observers r4:1 --execute: exit 0, placed",
-        run.status.code() == Some(0) && text.contains("placed: topic tplace"),
-        format!("exit {:?} in {secs:.1} s; {}", run.status.code(), text.lines().last().unwrap_or("")),
+        code == Some(0) && text.contains("placed: topic tplace"),
+        format!("exit {code:?} in {secs:.1} s; {}", text.lines().last().unwrap_or("")),
     );
     let s = x.state(PLACE)?;
     o.check(
@@ -263,37 +250,38 @@ fn place(x: &mut Ctx, o: &mut ScenarioResult, nodes_file: &std::path::Path) -> R
 /// A nodes file naming every node's observer.ids, for okp's own observers commands.
 fn nodes_yaml(x: &mut Ctx) -> Result<std::path::PathBuf> {
     let path = x.c.journal.dir().join("TOPIC-nodes.yaml");
-    let mut text = String::from("nodes:\n");
-    for id in x.c.kafka_nodes() {
-        let role = if x.c.controllers().contains(&id) { "controller" } else { "broker" };
-        text.push_str(&format!("  - {{id: {id}, role: {role}, path: '{}'}}\n", x.c.node(id).observer_file().display()));
-    }
-    crate::fsx::write_atomic(&path, text.as_bytes())?;
+    x.write_nodes_file(&path)?;
     Ok(path)
 }
 
 /// `okp observers VERB --broker 4 --topic tobs`: its exit code and output (journaled).
 fn okp_observers(x: &mut Ctx, verb: &str, nodes: &std::path::Path) -> Result<(Option<i32>, String)> {
-    let okp = crate::cluster::homes::okp_binary()?;
     let boot = x.c.bootstrap(&[]);
-    let args: Vec<String> = [verb, "--broker", "4", "--topic", OBS, "--bootstrap", &boot, "--timeout", "60", "--nodes"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([nodes.display().to_string()])
-        .collect();
+    let args: Vec<String> =
+        ["observers", verb, "--broker", "4", "--topic", OBS, "--bootstrap", &boot, "--timeout", "60", "--nodes"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([nodes.display().to_string()])
+            .collect();
+    let (code, text, _) = run_okp(x, &args)?;
+    Ok((code, text))
+}
+
+/// Runs this okp with `args`: its exit code, stdout then stderr, and seconds; journaled.
+fn run_okp(x: &mut Ctx, args: &[String]) -> Result<(Option<i32>, String, f64)> {
+    let okp = crate::cluster::homes::okp_binary()?;
     let t0 = Instant::now();
     let out = std::process::Command::new(&okp)
-        .arg("observers")
-        .args(&args)
+        .args(args)
         .output()
-        .map_err(|e| crate::error::Error::io("cannot run okp observers", e))?;
+        .map_err(|e| crate::error::Error::io(format!("cannot run okp {}", args.join(" ")), e))?;
+    let secs = t0.elapsed().as_secs_f64();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     x.c.journal.note(&format!(
-        "$ okp observers {}\n  (rc={:?}, {:.2} s)\n{}",
+        "$ okp {}\n  (rc={:?}, {secs:.2} s)\n{}",
         args.join(" "),
         out.status.code(),
-        t0.elapsed().as_secs_f64(),
         text.lines().map(|l| format!("  | {l}\n")).collect::<String>()
     ));
-    Ok((out.status.code(), text))
+    Ok((out.status.code(), text, secs))
 }
