@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use super::ListFormat;
+use crate::observers::watch::policy::TopicPolicy;
 use crate::observers::watch::Policy;
 
 #[derive(Args, Debug)]
@@ -160,7 +161,7 @@ pub struct ObserversWatchArgs {
     /// Let the watchdog run at all (rule 1: without it, or `enable: true` in --config, it refuses to start).
     #[arg(long)]
     pub enable: bool,
-    /// A YAML file of settings, each key a flag's name (enable, bootstrap, nodes, transport, read-cmd, write-cmd, transport-timeout, policy, max-lag, interval, cooldown, confirm-interval, timeout, state, audit-log, dry-run); flags win.
+    /// A YAML file of settings, each key a flag's name (enable, bootstrap, nodes, transport, read-cmd, write-cmd, transport-timeout, policy, topic-policies, max-lag, interval, cooldown, confirm-interval, timeout, state, audit-log, dry-run); flags win.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Trace every decision (and run the pre-checks), write nothing: no observer.ids, no state.
@@ -174,9 +175,12 @@ pub struct ObserversWatchArgs {
     pub bootstrap: Vec<String>,
     #[command(flatten)]
     pub files: NodeFiles,
-    /// When to promote (default under-min-isr): under-min-isr (ISR below min.insync.replicas), leader-unavailable (no leader), under-replicated (ISR below the non-observer replicas).
+    /// When to promote (default under-min-isr), for every topic no --topic-policy selects: under-min-isr (ISR below min.insync.replicas), leader-unavailable (no leader), under-replicated (ISR below the non-observer replicas), never (no topic is a reason to promote).
     #[arg(long, value_enum, value_name = "POLICY")]
     pub policy: Option<Policy>,
+    /// The policy of the topics SELECTOR selects, written as in observer.ids: topic:NAME, prefix:P or regex:R (repeatable; the name wins over the longest prefix, which wins over the first matching regex in the order given; any replaces the config's topic-policies), e.g. topic:audit=under-replicated, prefix:tmp-=never.
+    #[arg(long = "topic-policy", value_name = "SELECTOR=POLICY", value_parser = TopicPolicy::parse_flag)]
+    pub topic_policy: Vec<TopicPolicy>,
     /// An observer this many offsets behind is still caught up (default 0).
     #[arg(long, value_name = "N")]
     pub max_lag: Option<i64>,

@@ -71,6 +71,7 @@ fn watch(a: ObserversWatchArgs) -> Result<Outcome> {
         timeout: a.timeout,
         state: a.state,
         audit_log: a.audit_log,
+        topic_policies: Some(a.topic_policy).filter(|l| !l.is_empty()),
     };
     let settings = config::resolve(&flags, a.once, a.config.as_deref().zip(file.as_ref()))?;
     let f = &a.files;
@@ -102,6 +103,7 @@ fn change_one(a: ObserversChangeArgs, direction: Direction) -> Result<Outcome> {
     let args = change::Args {
         broker: a.broker,
         topic: a.topic,
+        restore_rule: false,
         direction,
         for_unclean: a.for_unclean_election,
         force: a.force,

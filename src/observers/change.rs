@@ -160,6 +160,10 @@ pub struct Args {
     pub broker: i32,
     /// Change this topic's rule alone (`--topic`), not the cluster-wide ids.
     pub topic: Option<String>,
+    /// Demote with `topic`: take away the topic's exact rule when the rest of the file gives the
+    /// topic the same observers (`idfile::restore_topic_rule`), as the watchdog does for a rule
+    /// its promotion added. False for the command.
+    pub restore_rule: bool,
     pub direction: Direction,
     pub for_unclean: bool,
     pub force: bool,
@@ -191,7 +195,7 @@ pub struct Prepared {
 /// Reads every node's file (in write order) and the cluster, and runs the
 /// pre-checks. Nothing is written. A broker the cluster does not know is bad input.
 pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Prepared> {
-    let mut prepared = plan_files(nodes, transport, a.broker, a.direction, a.topic.as_deref())?;
+    let mut prepared = plan_edits(nodes, transport, a.broker, a.direction, a.topic.as_deref(), a.restore_rule)?;
     let mut snap = view::snapshot(
         &a.bootstrap,
         None,
@@ -215,8 +219,21 @@ pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Pr
             ids(&known)
         )));
     }
+    if a.topic.is_none() {
+        // The cluster-wide ids do not decide a topic every node's file gives a rule of its own:
+        // the change leaves such a topic's partitions as they are, so their pre-checks do not apply.
+        let rules: Vec<idfile::Rules> =
+            prepared.edits.iter().map(|e| idfile::rules(&e.before).unwrap_or_default()).collect();
+        snap.partitions.retain(|p| !ruled_everywhere(&rules, &p.topic));
+    }
     prepared.refusals = prechecks(&snap, a.broker, a.direction, a.for_unclean);
     Ok(prepared)
+}
+
+/// Whether every node's rules (`rules`, one per node) give `topic` observers of its own, so that
+/// the cluster-wide ids decide it on no node. A regex okp cannot evaluate counts as not deciding.
+pub fn ruled_everywhere(rules: &[idfile::Rules], topic: &str) -> bool {
+    !rules.is_empty() && rules.iter().all(|r| matches!(r.resolve(topic), Ok(Some(_))))
 }
 
 /// Every node's file and what it becomes, in write order, with no pre-check (the cluster is
@@ -230,6 +247,19 @@ pub fn plan_files(
     direction: Direction,
     topic: Option<&str>,
 ) -> Result<Prepared> {
+    plan_edits(nodes, transport, broker, direction, topic, false)
+}
+
+/// `plan_files`; with `restore_rule` a demotion with `topic` takes away the topic's exact rule
+/// when the rest of the file gives the topic the same observers (`Args::restore_rule`).
+fn plan_edits(
+    nodes: &[NodeSpec],
+    transport: &Transport,
+    broker: i32,
+    direction: Direction,
+    topic: Option<&str>,
+    restore_rule: bool,
+) -> Result<Prepared> {
     super::transport::check_nodes(nodes)?;
     let order = write_order(nodes, direction);
     let texts = read_every(&order, transport)?;
@@ -238,6 +268,8 @@ pub fn plan_files(
         let after = match (topic, direction) {
             (None, Direction::Promote) => idfile::without_id(&before, broker),
             (None, Direction::Demote) => idfile::with_id(&before, broker),
+            (Some(t), Direction::Demote) if restore_rule => idfile::restore_topic_rule(&before, t, broker)
+                .map_err(|e| Error::Usage(format!("{}: observer.ids: {e}; nothing was written", node.label())))?,
             (Some(t), _) => idfile::with_topic_rule(&before, t, broker, direction == Direction::Demote)
                 .map_err(|e| Error::Usage(format!("{}: observer.ids: {e}; nothing was written", node.label())))?,
         };
@@ -775,6 +807,24 @@ mod tests {
         let e = plan_files(&nodes, &gone, 4, Direction::Promote, None).err().unwrap().to_string();
         assert!(e.starts_with("cannot read observer.ids of 2 of 3 nodes; nothing was written"), "{e}");
         assert!(e.contains("broker 1 (") && e.contains("broker 2 (") && !e.contains("broker 3 ("), "{e}");
+    }
+
+    #[test]
+    fn a_topic_every_node_rules_is_outside_a_cluster_wide_change() {
+        let r = |t: &str| idfile::rules(t).unwrap();
+        let both = [r("4\ntopic:tfull observers=none\n"), r("4\nprefix:tf observers=none\n")];
+        assert!(ruled_everywhere(&both, "tfull"), "a rule on every node, whichever kind");
+        assert!(!ruled_everywhere(&both, "tobs"));
+        let one = [r("4\ntopic:tfull observers=none\n"), r("4\n")];
+        assert!(!ruled_everywhere(&one, "tfull"), "a node without the rule takes the cluster-wide ids");
+        assert!(!ruled_everywhere(&[r("regex:(?!x).* observers=4\n")], "tfull"), "unknown: checked");
+        assert!(!ruled_everywhere(&[], "tfull"));
+        // Broker 4 leads tfull, a full replica by its rule: a cluster-wide demotion does not
+        // touch tfull, so its leadership does not refuse it once tfull is left out.
+        let mut s = snap(vec![part("tfull", Some(4), &[1, 2, 4], &[1, 2, 4], &[])], &[1, 2, 4]);
+        assert_eq!(prechecks(&s, 4, Direction::Demote, false)[0].rule, Rule::Leadership);
+        s.partitions.retain(|p| !ruled_everywhere(&both, &p.topic));
+        assert!(prechecks(&s, 4, Direction::Demote, false).is_empty());
     }
 
     #[test]

@@ -108,6 +108,17 @@ impl Rules {
         Ok(None)
     }
 
+    /// Whether `topic` has an exact rule (`topic:NAME`) of its own.
+    pub fn has_exact(&self, topic: &str) -> bool {
+        self.exact.contains_key(topic)
+    }
+
+    /// The regex rules okp's engine cannot evaluate (Java-only constructs), as `regex:R`: with
+    /// one of them the topics of every later rule, and of the cluster-wide ids, are unknown here.
+    pub fn unevaluable(&self) -> Vec<String> {
+        self.regexes.iter().filter(|r| r.1.is_none()).map(|r| format!("regex:{}", r.0)).collect()
+    }
+
     /// Every id some rule names.
     pub fn ids(&self) -> BTreeSet<i32> {
         self.exact
@@ -160,29 +171,76 @@ pub fn rules(text: &str) -> std::result::Result<Rules, String> {
             return Err(format!("{where_}{start}: a topic rule is SELECTOR observers=LIST"));
         }
         let (selector, col) = tokens[0];
-        let kind = KINDS.iter().find(|k| selector.starts_with(**k)).copied().unwrap_or("topic:");
-        let value = &selector[kind.len()..];
         let list = &tokens[1].0["observers=".len()..];
         let ids = rule_list(list, &where_, tokens[1].1 + "observers=".len())?;
         if !seen.insert(selector.to_string()) {
             return Err(format!("{where_}{col}: a second rule for {selector}"));
         }
-        let value_col = col + kind.len();
-        if kind == "regex:" {
-            if value.is_empty() || !java_regex_compiles(value) {
-                return Err(format!("{where_}{value_col}: not a regular expression: {value}"));
+        let value_col = col + selector.find(':').map_or(0, |at| at + 1);
+        match Selector::parse(selector).map_err(|e| format!("{where_}{value_col}: {e}"))? {
+            Selector::Regex(value) => {
+                if !java_regex_compiles(&value) {
+                    return Err(format!("{where_}{value_col}: not a regular expression: {value}"));
+                }
+                let re = regex::Regex::new(&format!("^(?:{value})$")).ok();
+                out.regexes.push((value, re, ids));
             }
-            let re = regex::Regex::new(&format!("^(?:{value})$")).ok();
-            out.regexes.push((value.to_string(), re, ids));
-        } else {
-            if !is_topic_name(value) {
-                return Err(format!("{where_}{value_col}: not a topic name: {value}"));
+            Selector::Topic(value) => {
+                out.exact.insert(value, ids);
             }
-            let map = if kind == "topic:" { &mut out.exact } else { &mut out.prefixes };
-            map.insert(value.to_string(), ids);
+            Selector::Prefix(value) => {
+                out.prefixes.insert(value, ids);
+            }
         }
     }
     Ok(out)
+}
+
+/// The first word of a topic rule: which topics it covers. The watchdog's `--topic-policy` and
+/// `topic-policies:` write theirs the same way.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Selector {
+    /// `topic:NAME`: that topic.
+    Topic(String),
+    /// `prefix:P`: every topic whose name starts with P.
+    Prefix(String),
+    /// `regex:R`: every topic whose whole name matches R.
+    Regex(String),
+}
+
+impl Selector {
+    /// `topic:NAME`, `prefix:P` or `regex:R`, checked as the registries check a rule's first
+    /// word: NAME and P are Kafka topic names, R is not empty, and no word holds whitespace or
+    /// `#` (in observer.ids they would end it). Whether R compiles is the caller's to check: the
+    /// registries' Java (`rules`) or okp's own engine (the watchdog's topic policies). Err: what
+    /// is wrong, quoting the word as written (the caller escapes it for a terminal).
+    pub fn parse(word: &str) -> std::result::Result<Selector, String> {
+        let Some(kind) = KINDS.iter().find(|k| word.starts_with(**k)).copied() else {
+            return Err(format!("{word}: a selector is topic:NAME, prefix:P or regex:R"));
+        };
+        let value = &word[kind.len()..];
+        if let Some(c) = value.chars().find(|c| *c == '#' || (*c != ',' && is_separator(*c))) {
+            return Err(format!(
+                "{word} holds {c:?}: a selector is one word, without whitespace or `#`, as in observer.ids"
+            ));
+        }
+        match kind {
+            "regex:" if value.is_empty() => Err(format!("not a regular expression: {value}")),
+            "regex:" => Ok(Selector::Regex(value.to_string())),
+            _ if !is_topic_name(value) => Err(format!("not a topic name: {value}")),
+            "topic:" => Ok(Selector::Topic(value.to_string())),
+            _ => Ok(Selector::Prefix(value.to_string())),
+        }
+    }
+
+    /// As written: `topic:audit`.
+    pub fn shown(&self) -> String {
+        match self {
+            Selector::Topic(v) => format!("topic:{v}"),
+            Selector::Prefix(v) => format!("prefix:{v}"),
+            Selector::Regex(v) => format!("regex:{v}"),
+        }
+    }
 }
 
 /// Whether Java could compile `pattern`, as far as okp can tell: okp's engine reads it, or it
@@ -326,6 +384,29 @@ pub fn with_topic_rule(text: &str, topic: &str, id: i32, observer: bool) -> std:
         ids.remove(&id);
     }
     set_topic_rule(text, topic, &ids)
+}
+
+/// `text` with `id` an observer of `topic` again, after a promotion that wrote `topic`'s exact rule
+/// where the topic had none (its observers came from a prefix, a regex or the cluster-wide ids):
+/// the exact rule goes again when the rest of the file gives `topic` the very observers it would
+/// name (`id` and the rule's others), which puts the file back as it was; otherwise (the rest of
+/// the file changed meanwhile) it is rewritten as `with_topic_rule` does. Err as `with_topic_rule`.
+pub fn restore_topic_rule(text: &str, topic: &str, id: i32) -> std::result::Result<String, String> {
+    let after = with_topic_rule(text, topic, id, true)?;
+    let Some(want) = rules(&after)?.exact.get(topic).cloned() else { return Ok(after) };
+    let selector = format!("topic:{topic}");
+    let without: String = after
+        .split_inclusive('\n')
+        .filter(|line| {
+            let first = split_comment(line).0.split(|c: char| c != ',' && is_separator(c)).find(|w| !w.is_empty());
+            !(is_rule_line(line) && first == Some(selector.as_str()))
+        })
+        .collect();
+    let gives = match rules(&without)?.resolve(topic)? {
+        Some(s) => s.clone(),
+        None => parse(&without),
+    };
+    Ok(if gives == want { without } else { after })
 }
 
 /// Kafka's topic names: letters, digits, `.`, `_`, `-`, 1 to 249 of them.
@@ -508,6 +589,44 @@ mod tests {
         let text = "4\ntopic:audit observers=4,5\n";
         assert_eq!(without_id(text, 4), "topic:audit observers=4,5\n");
         assert_eq!(with_id("topic:audit observers=4\n", 4), "topic:audit observers=4\n4\n");
+    }
+
+    #[test]
+    fn selectors_are_checked_as_the_registries_check_a_rule() {
+        assert_eq!(Selector::parse("topic:audit"), Ok(Selector::Topic("audit".into())));
+        assert_eq!(Selector::parse("prefix:orders-"), Ok(Selector::Prefix("orders-".into())));
+        assert_eq!(Selector::parse("regex:a{1,2}"), Ok(Selector::Regex("a{1,2}".into())), "a comma is no separator");
+        assert_eq!(Selector::parse("regex:(?!tmp).*").map(|s| s.shown()), Ok("regex:(?!tmp).*".into()));
+        assert_eq!(Selector::parse("regex:(").map(|s| s.shown()), Ok("regex:(".into()), "compiling it is the caller's");
+        for (word, want) in [
+            ("audit", "audit: a selector is topic:NAME, prefix:P or regex:R"),
+            ("topic:bad/name", "not a topic name: bad/name"),
+            ("prefix:", "not a topic name: "),
+            ("regex:", "not a regular expression: "),
+            ("regex:a b", "regex:a b holds ' ': a selector is one word, without whitespace or `#`, as in observer.ids"),
+            ("regex:a#b", "regex:a#b holds '#': a selector is one word, without whitespace or `#`, as in observer.ids"),
+        ] {
+            assert_eq!(Selector::parse(word).unwrap_err(), want, "{word:?}");
+        }
+    }
+
+    #[test]
+    fn a_rule_the_promotion_added_goes_again_when_the_rest_of_the_file_says_the_same() {
+        // Observers of ledger-eu by a prefix rule: the promotion added an exact rule, the
+        // demotion takes it away again, and the file is as it was.
+        let before = "4\nprefix:ledger observers=4,7\n";
+        let promoted = with_topic_rule(before, "ledger-eu", 4, false).unwrap();
+        assert_eq!(promoted, "4\nprefix:ledger observers=4,7\ntopic:ledger-eu observers=7\n");
+        assert_eq!(restore_topic_rule(&promoted, "ledger-eu", 4).unwrap(), before);
+        // By the cluster-wide ids: the same.
+        let promoted = with_topic_rule("4, 5\n", "tfull", 4, false).unwrap();
+        assert_eq!(restore_topic_rule(&promoted, "tfull", 4).unwrap(), "4, 5\n");
+        // The prefix rule changed meanwhile: the exact rule stays, naming what it named before.
+        let moved = promoted.replace("4, 5", "5");
+        assert_eq!(restore_topic_rule(&moved, "tfull", 4).unwrap(), "5\ntopic:tfull observers=4,5\n");
+        // An exact rule the rest of the file does not repeat is rewritten, not removed.
+        let own = "topic:audit observers=none # DR later\n";
+        assert_eq!(restore_topic_rule(own, "audit", 7).unwrap(), "topic:audit observers=7 # DR later\n");
     }
 
     #[test]

@@ -264,6 +264,11 @@ impl ObserverSet {
         ObserverSet { ids, source, disagreeing: vec![], ignored: vec![], topic_rules: vec![], malformed: vec![], files }
     }
 
+    /// The first file's topic rules: every file's when they agree (`disagreeing` is empty).
+    pub fn rules(&self) -> idfile::Rules {
+        self.files.first().map(|f| f.1.clone()).unwrap_or_default()
+    }
+
     /// Whether `status` must report red for the files themselves.
     pub fn files_red(&self) -> bool {
         !self.ignored.is_empty() || !self.malformed.is_empty()

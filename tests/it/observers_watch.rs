@@ -119,6 +119,56 @@ fn bad_flags_and_config_are_refused_before_anything_is_written() {
 }
 
 #[test]
+fn bad_topic_policies_are_refused_naming_the_flag_or_the_entry_before_anything_is_written() {
+    let p = Place::new();
+    for (extra, word) in [
+        (&["--enable", "--once", "--topic-policy", "topic:audit=always"][..], "unknown policy `always`"),
+        (
+            &["--enable", "--once", "--topic-policy", "regex:(?!tmp).*=never"],
+            "not a regular expression okp can evaluate",
+        ),
+        (&["--enable", "--once", "--topic-policy", "audit=never"], "a selector is topic:NAME, prefix:P or regex:R"),
+        (
+            &["--enable", "--once", "--topic-policy", "topic:a=never", "--topic-policy", "topic:a=under-replicated"],
+            "--topic-policy topic:a=under-replicated: a second topic policy for topic:a (the first: topic:a=never)",
+        ),
+    ] {
+        let o = p.run(extra);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(word), "{extra:?}: {}", stderr(&o));
+    }
+    let cfg = p.dir.path().join("watch.yaml");
+    for (text, word) in [
+        (
+            "enable: true\ntopic-policies:\n  - {topic: audit, policy: never}\n  - {regex: '(', policy: never}\n",
+            "watch.yaml:4:5: topic-policies, regex: not a regular expression okp can evaluate: (",
+        ),
+        (
+            "enable: true\ntopic-policies:\n  - {prefix: ledger, policy: never}\n  - {prefix: ledger, policy: under-replicated}\n",
+            "watch.yaml:4:14: topic-policies: a second topic policy for prefix:ledger (the first on line 3)",
+        ),
+        ("enable: true\ntopic-policies:\n  - {topic: audit, policy: sometimes}\n", "watch.yaml:3:"),
+    ] {
+        std::fs::write(&cfg, text).unwrap();
+        let o = p.run(&["--once", "--config", cfg.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{text}: {}", stderr(&o));
+        assert!(stderr(&o).contains(word), "{text}: {}", stderr(&o));
+    }
+    // A FIFO as the config file: refused at once, not read forever.
+    std::fs::remove_file(&cfg).unwrap();
+    let c = std::ffi::CString::new(cfg.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path this test owns.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let t0 = Instant::now();
+    let o = p.run(&["--once", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert!(!p.audit().exists() && !p.state().exists(), "nothing written");
+    assert_eq!(std::fs::read(p.ids()).unwrap(), b"4\n");
+}
+
+#[test]
 fn an_audit_log_that_cannot_be_written_refuses_the_start() {
     let p = Place::new();
     // A directory where the log should be (tests run as root, where file modes stop nothing).

@@ -31,6 +31,10 @@ pub struct Line {
     pub outcome: Option<&'static str>,
     pub policy: Option<Policy>,
     pub broker: Option<i32>,
+    /// An action through a topic rule: the exact rule it rewrites (`topic:tobs`); absent: the
+    /// cluster-wide ids.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic_rule: Option<String>,
     /// Per partition: leader, replicas, ISR and its size, min.insync.replicas, non-observer count, the broker's lag.
     pub partitions: Vec<Numbers>,
     pub max_lag: i64,
@@ -112,6 +116,7 @@ impl Audit {
             outcome: None,
             policy: None,
             broker: None,
+            topic_rule: None,
             partitions: vec![],
             max_lag: self.max_lag,
             reason,
@@ -131,6 +136,7 @@ impl Audit {
         l.outcome = outcome;
         l.policy = d.policy;
         l.broker = d.broker;
+        l.topic_rule = d.topic.as_ref().map(|t| format!("topic:{t}"));
         l.partitions = d.parts.clone();
         l.seconds = seconds;
         self.write(&l)

@@ -7,13 +7,24 @@
 //! the shipped systemd unit passes no `--enable`, so starting the unit does
 //! nothing until an operator has decided to turn it on.
 //!
+//! Topic policies (`topic-policies:`, a list of `{topic: NAME | prefix: P | regex: R, policy:
+//! POLICY}`, or the flags `--topic-policy SELECTOR=POLICY`, which replace the file's list when
+//! any is given) are checked here once, each refusal naming the file, line and column of the
+//! entry (or the flag): a selector observer.ids would refuse, a regex okp cannot evaluate, an
+//! unknown policy, a second entry for one selector, more than `MAX_TOPIC_POLICIES`.
+//!
 //! Not here: the nodes and their transport (the command edge resolves them
 //! like `promote` does, from the flags or these keys), running (`watch::run`).
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde_saphyr::Spanned;
+
 use super::decide::{Policy, Rules};
+use super::policy::{TopicPolicies, TopicPolicy, MAX_TOPIC_POLICIES};
 use crate::error::{Error, Result};
 use crate::model::{yaml, Origin};
 
@@ -53,6 +64,70 @@ pub struct File {
     pub timeout: Option<u64>,
     pub state: Option<PathBuf>,
     pub audit_log: Option<PathBuf>,
+    /// Policies per topic, most specific first (see `policy::TopicPolicies`); each checked as read.
+    #[serde(default, deserialize_with = "topic_policies")]
+    pub topic_policies: Option<Vec<TopicPolicy>>,
+}
+
+/// One `topic-policies:` entry as written, with where its selector stands.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTopicPolicy {
+    topic: Option<Spanned<String>>,
+    prefix: Option<Spanned<String>>,
+    regex: Option<Spanned<String>>,
+    policy: Policy,
+}
+
+/// One entry, checked as it is read: the parser places a refusal at the entry.
+struct Entry(TopicPolicy);
+
+impl<'de> serde::Deserialize<'de> for Entry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Entry, D::Error> {
+        let raw = RawTopicPolicy::deserialize(d)?;
+        let named: Vec<(&str, Spanned<String>)> = [("topic", raw.topic), ("prefix", raw.prefix), ("regex", raw.regex)]
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect();
+        let [(kind, value)] = &named[..] else {
+            return Err(de::Error::custom(format_args!(
+                "a topic policy is {{topic: NAME | prefix: P | regex: R, policy: POLICY}}: one selector, this entry has {}",
+                named.len()
+            )));
+        };
+        let at = (value.referenced.line() as usize, value.referenced.column() as usize);
+        TopicPolicy::new(&format!("{kind}:{}", value.value), raw.policy, Some(at))
+            .map(Entry)
+            .map_err(|e| de::Error::custom(format_args!("topic-policies, {kind}: {e}")))
+    }
+}
+
+/// `topic-policies:`: a list of at most `MAX_TOPIC_POLICIES` entries (counted before the next
+/// one is checked: a file of a million regexes is refused without compiling them).
+fn topic_policies<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Vec<TopicPolicy>>, D::Error> {
+    struct List;
+    impl<'de> Visitor<'de> for List {
+        type Value = Vec<TopicPolicy>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a list of {topic: NAME | prefix: P | regex: R, policy: POLICY}")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while out.len() < MAX_TOPIC_POLICIES {
+                match seq.next_element::<Entry>()? {
+                    Some(e) => out.push(e.0),
+                    None => return Ok(out),
+                }
+            }
+            match seq.next_element::<de::IgnoredAny>()? {
+                None => Ok(out),
+                Some(_) => Err(de::Error::custom(format_args!(
+                    "more than {MAX_TOPIC_POLICIES} topic policies: at most {MAX_TOPIC_POLICIES}"
+                ))),
+            }
+        }
+    }
+    d.deserialize_seq(List).map(Some)
 }
 
 /// Reads a config file; a relative path in it is relative to the file's directory.
@@ -73,7 +148,31 @@ pub fn parse(origin: &Origin) -> Result<File> {
     if origin.text.lines().map(str::trim).all(|l| l.is_empty() || l.starts_with('#') || l == "---") {
         return Ok(File::default());
     }
-    yaml::parse(origin)
+    let f: File = yaml::parse(origin)?;
+    if let Some(list) = &f.topic_policies {
+        TopicPolicies::new(list).map_err(|(i, e)| {
+            let (line, col) = list.get(i).and_then(|t| t.at).unwrap_or((1, 1));
+            Error::Manifest { file: origin.name.clone(), line, col, msg: format!("topic-policies: {e}") }
+        })?;
+    }
+    Ok(f)
+}
+
+/// The topic policies in force: the flags' when any is given, else the file's; checked as a whole
+/// (a second entry for one selector), each refusal naming the flag or the file's line.
+fn topic_table(flags: &File, file: Option<(&Path, &File)>) -> Result<TopicPolicies> {
+    let given = flags.topic_policies.as_ref().filter(|l| !l.is_empty());
+    let list = given.or(file.and_then(|(_, f)| f.topic_policies.as_ref())).cloned().unwrap_or_default();
+    TopicPolicies::new(&list).map_err(|(i, e)| match (given, file, list.get(i)) {
+        (None, Some((path, _)), Some(TopicPolicy { at: Some((line, col)), .. })) => Error::Manifest {
+            file: path.display().to_string(),
+            line: *line,
+            col: *col,
+            msg: format!("topic-policies: {e}"),
+        },
+        (_, _, Some(t)) => Error::Usage(format!("--topic-policy {}: {e}", crate::escape::one_line(&t.shown()))),
+        _ => Error::Usage(format!("--topic-policy: {e}")),
+    })
 }
 
 /// Everything a run needs, checked.
@@ -135,10 +234,12 @@ pub fn resolve(flags: &File, once: bool, file: Option<(&Path, &File)>) -> Result
             state.display()
         )));
     }
+    let topics = topic_table(flags, file)?;
     Ok(Settings {
         bootstrap,
         rules: Rules {
             policy: g.policy.or(f.policy).unwrap_or(Policy::UnderMinIsr),
+            topics,
             max_lag,
             cooldown_ms: cooldown.as_millis() as i64,
         },
@@ -250,5 +351,75 @@ mod tests {
         let exec: Vec<&str> = unit.lines().filter(|l| l.starts_with("ExecStart=")).collect();
         assert_eq!(exec, ["ExecStart=/usr/local/bin/okp observers watch --config /etc/okp/observer-watch.yaml"]);
         assert!(unit.contains("RestartPreventExitStatus=2"), "not enabled (exit 2) is not restarted");
+    }
+
+    #[test]
+    fn topic_policies_from_the_file_or_the_flags_most_specific_first() {
+        let o = |t: &str| Origin::new("w.yaml", t);
+        let f = parse(&o("enable: true\nbootstrap: [b:1]\npolicy: never\ntopic-policies:\n  - {topic: audit, policy: under-replicated}\n  - prefix: ledger\n    policy: under-replicated\n  - {regex: 'tmp-.*', policy: never}\n"))
+            .unwrap();
+        let list = f.topic_policies.as_ref().unwrap();
+        assert_eq!(
+            list.iter().map(|t| t.shown()).collect::<Vec<_>>(),
+            ["topic:audit=under-replicated", "prefix:ledger=under-replicated", "regex:tmp-.*=never"]
+        );
+        assert_eq!(list[1].at, Some((6, 13)), "where the selector stands");
+        let p = Path::new("w.yaml");
+        let s = resolve(&File::default(), false, Some((p, &f))).unwrap();
+        let of = |s: &Settings, t: &str| s.rules.policy_for(t);
+        assert_eq!(
+            (of(&s, "audit"), of(&s, "ledger-eu"), of(&s, "tmp-1"), of(&s, "orders")),
+            (Policy::UnderReplicated, Policy::UnderReplicated, Policy::Never, Policy::Never)
+        );
+        // Flags replace the file's list as a whole.
+        let flags = File {
+            topic_policies: Some(vec![TopicPolicy::parse_flag("prefix:orders-=under-min-isr").unwrap()]),
+            ..File::default()
+        };
+        let s = resolve(&flags, false, Some((p, &f))).unwrap();
+        assert_eq!((of(&s, "orders-1"), of(&s, "audit")), (Policy::UnderMinIsr, Policy::Never));
+        // None at all: the cluster's policy for every topic, as before.
+        let s = resolve(&enabled(), false, None).unwrap();
+        assert!(s.rules.topics.is_empty() && of(&s, "audit") == Policy::UnderMinIsr);
+    }
+
+    #[test]
+    fn a_malformed_topic_policy_is_refused_naming_the_file_and_the_entry() {
+        let o = |t: &str| {
+            Origin::new("w.yaml", format!("enable: true\ntopic-policies:\n  - {{topic: audit, policy: never}}\n{t}"))
+        };
+        for (entry, want) in [
+            ("  - {regex: '(', policy: never}\n", "w.yaml:4:5: topic-policies, regex: not a regular expression okp can evaluate: ("),
+            ("  - {regex: '(?!tmp).*', policy: never}\n", "w.yaml:4:5: topic-policies, regex: not a regular expression okp can evaluate: (?!tmp).*"),
+            ("  - {topic: 'a/b', policy: never}\n", "w.yaml:4:5: topic-policies, topic: not a topic name: a/b"),
+            ("  - {prefix: 'a b', policy: never}\n", "w.yaml:4:5: topic-policies, prefix: prefix:a b holds ' '"),
+            ("  - {topic: b, policy: always}\n", "w.yaml:4:"),
+            ("  - {topic: b, prefix: c, policy: never}\n", "w.yaml:4:5: a topic policy is {topic: NAME | prefix: P | regex: R, policy: POLICY}: one selector, this entry has 2"),
+            ("  - {policy: never}\n", "one selector, this entry has 0"),
+            ("  - {topic: b}\n", "missing field `policy`"),
+            ("  - {topic: b, policy: never, why: x}\n", "unknown field `why`"),
+            ("  - {topic: audit, policy: under-replicated}\n", "w.yaml:4:13: topic-policies: a second topic policy for topic:audit (the first on line 3)"),
+        ] {
+            let e = parse(&o(entry)).unwrap_err();
+            assert!(e.to_string().contains(want), "{entry:?}: {e}");
+            assert_eq!(e.exit_code(), 2, "{e}");
+        }
+        assert!(parse(&o("  - {topic: always, policy: always}\n")).unwrap_err().to_string().contains("always"));
+        // Too many: refused at the first entry over the cap, before it is even checked.
+        let mut many = String::new();
+        for i in 0..MAX_TOPIC_POLICIES {
+            many.push_str(&format!("  - {{topic: t{i}, policy: never}}\n"));
+        }
+        many.push_str("  - {regex: '(', policy: never}\n");
+        let e = parse(&o(&many)).unwrap_err().to_string();
+        assert!(e.contains("more than 1000 topic policies"), "{e}");
+        // A second flag for one selector.
+        let two = ["topic:a=never", "topic:a=under-replicated"].map(|f| TopicPolicy::parse_flag(f).unwrap()).to_vec();
+        let e = resolve(&File { topic_policies: Some(two), ..enabled() }, false, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--topic-policy topic:a=under-replicated: a second topic policy for topic:a (the first: topic:a=never)"
+        );
+        assert_eq!(e.exit_code(), 2);
     }
 }

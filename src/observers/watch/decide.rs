@@ -6,23 +6,42 @@
 //! the cooldown refuses it (rule 4). Every decision is a `Decision`, which
 //! becomes one audit line.
 //!
+//! Per topic: a partition is flagged by its topic's policy (a topic policy, else `--policy`),
+//! and its observers are its topic's (a topic rule in observer.ids, else the cluster-wide ids).
+//! A broker that observes the flagged topic through a rule is promoted for that topic alone (its
+//! exact rule is rewritten: the action's `topic`); one that observes it through the cluster-wide
+//! ids is promoted cluster-wide, which changes every topic no rule names. A demotion undoes
+//! exactly that, and is judged on exactly those partitions.
+//!
 //! Not here: reading the cluster, the pre-checks and the writes (`change`),
 //! the second look before a demotion (rule 6, `watch::scan`), the audit file.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use super::policy::Policy;
+use super::policy::TopicPolicies;
 use super::state::{Promoted, State};
+use crate::observers::idfile;
 use crate::observers::view::{Part, Snapshot};
 
 /// The rules a decision needs (the timing of scans is the driver's).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Rules {
+    /// The policy of every topic no topic policy selects.
     pub policy: Policy,
+    /// Per topic (`--topic-policy`, `topic-policies:`); empty: `policy` for every topic.
+    pub topics: TopicPolicies,
     /// An observer this many offsets behind still counts as caught up (rule 3).
     pub max_lag: i64,
     /// Milliseconds between two actions (rule 4).
     pub cooldown_ms: i64,
+}
+
+impl Rules {
+    /// The policy of `topic`: its topic policy, else the cluster's.
+    pub fn policy_for(&self, topic: &str) -> Policy {
+        self.topics.resolve(topic).unwrap_or(self.policy)
+    }
 }
 
 /// One look at the cluster: the snapshot (offsets and min.insync.replicas
@@ -30,12 +49,38 @@ pub struct Rules {
 #[derive(Clone, Debug)]
 pub struct View {
     pub snap: Snapshot,
-    /// The union of every node's observer.ids.
+    /// The union of every node's observer.ids (the cluster-wide ids).
     pub observers: BTreeSet<i32>,
+    /// The topic rules of the nodes' files (every node's, as they agree; when they do not,
+    /// `disagreeing` says so and nothing is done).
+    pub rules: idfile::Rules,
     /// Nodes whose file disagrees with the union (empty when all agree).
     pub disagreeing: Vec<String>,
     /// Files holding tokens that are not ids (`broker 1: `4x``): maybe a typo for an id.
     pub ignored: Vec<String>,
+}
+
+impl View {
+    /// Topic `topic`'s observers, and whether a topic rule gives them (true: changing them edits
+    /// the topic's exact rule) rather than the cluster-wide ids. A regex okp cannot evaluate
+    /// leaves them open: `decide` does nothing while one is in force, and meanwhile every id the
+    /// files name stands in.
+    pub fn observers_of(&self, topic: &str) -> (BTreeSet<i32>, bool) {
+        match self.rules.resolve(topic) {
+            Ok(Some(s)) => (s.clone(), true),
+            Ok(None) => (self.observers.clone(), false),
+            Err(_) => (self.observers.iter().copied().chain(self.rules.ids()).collect(), false),
+        }
+    }
+
+    /// Whether a change of scope `scope` (a topic's exact rule, or with None the cluster-wide
+    /// ids) applies to `topic`: its own topic, or every topic no rule names.
+    fn in_scope(&self, scope: Option<&str>, topic: &str) -> bool {
+        match scope {
+            Some(t) => t == topic,
+            None => !self.observers_of(topic).1,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -107,19 +152,26 @@ pub struct Decision {
     pub action: Action,
     pub policy: Option<Policy>,
     pub broker: Option<i32>,
+    /// The topic whose exact rule the action rewrites (the broker observes it through a topic
+    /// rule); None: the cluster-wide ids.
+    pub topic: Option<String>,
     pub parts: Vec<Numbers>,
     pub reason: String,
 }
+
+/// A broker as the watchdog owns or holds it: its id, and the topic whose rule it was promoted
+/// through (None: cluster-wide).
+pub type Key = (i32, Option<String>);
 
 /// What one scan decided.
 #[derive(Clone, Debug, Default)]
 pub struct Plan {
     /// Decisions written as they are: skips, refusals, forgets, releases.
     pub notes: Vec<Decision>,
-    /// Brokers to drop from `promoted` and hold (a human made them observers again).
-    pub forget: Vec<i32>,
-    /// Held brokers whose hold lapses (none of their partitions is flagged).
-    pub release: Vec<i32>,
+    /// Promotions to drop from `promoted` and hold (a human made the broker an observer again).
+    pub forget: Vec<Key>,
+    /// Holds that lapse (none of their partitions is flagged).
+    pub release: Vec<Key>,
     /// The one action of this scan (rule 5), cooldown permitting (rule 4).
     pub act: Option<Decision>,
 }
@@ -131,7 +183,12 @@ fn ids(v: &[i32]) -> String {
     v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
 }
 
-/// Whether `policy` flags partition `p`, and in which words.
+/// ` for topic T` when `topic` is set (a promotion through T's rule), else nothing.
+pub(super) fn for_topic(topic: Option<&str>) -> String {
+    topic.map(|t| format!(" for topic {t}")).unwrap_or_default()
+}
+
+/// Whether `policy` flags partition `p`, and in which words. `observers`: the observers of its topic.
 pub fn triggered(policy: Policy, p: &Part, observers: &BTreeSet<i32>) -> Option<String> {
     match policy {
         Policy::UnderMinIsr => {
@@ -152,6 +209,7 @@ pub fn triggered(policy: Policy, p: &Part, observers: &BTreeSet<i32>) -> Option<
                 )
             })
         }
+        Policy::Never => None,
     }
 }
 
@@ -159,12 +217,37 @@ pub fn triggered(policy: Policy, p: &Part, observers: &BTreeSet<i32>) -> Option<
 /// `policy` has cleared on every partition it replicates, as if it were an
 /// observer again: each has a leader, the ISR without it keeps
 /// min.insync.replicas, and (under-replicated) every other non-observer
-/// replica is back in the ISR. `Err` says what still holds.
+/// replica is back in the ISR. `Err` says what still holds. The partitions are
+/// those of a cluster-wide promotion (every topic no rule names); `cleared_for`
+/// judges a promotion as the state records it.
 pub fn cleared(view: &View, broker: i32, policy: Policy) -> Result<Vec<Numbers>, String> {
+    cleared_in(view, broker, None, &|_| policy == Policy::UnderReplicated)
+}
+
+/// `cleared` for promotion `p`, on the partitions it changed (its topic's, or cluster-wide those
+/// of every topic no rule names). Each is judged by its topic's policy now, and a topic that
+/// triggered the promotion also by the policy it was promoted under: under-replicated, the
+/// stricter, asks for every other non-observer replica back.
+pub fn cleared_for(view: &View, p: &Promoted, rules: &Rules) -> Result<Vec<Numbers>, String> {
+    let triggering: BTreeSet<&str> = p.partitions.iter().filter_map(|n| n.rsplit_once('-').map(|(t, _)| t)).collect();
+    cleared_in(view, p.broker, p.topic.as_deref(), &|topic| {
+        rules.policy_for(topic) == Policy::UnderReplicated
+            || (p.policy == Policy::UnderReplicated && triggering.contains(topic))
+    })
+}
+
+/// `cleared` on the partitions of scope `scope`; `all_back(topic)`: whether every other
+/// non-observer replica must be back in the ISR (under-replicated).
+fn cleared_in(
+    view: &View,
+    broker: i32,
+    scope: Option<&str>,
+    all_back: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Numbers>, String> {
     let mut numbers = Vec::new();
-    let mut as_observer = view.observers.clone();
-    as_observer.insert(broker);
-    for p in view.snap.partitions.iter().filter(|p| p.replicas.contains(&broker)) {
+    for p in view.snap.partitions.iter().filter(|p| p.replicas.contains(&broker) && view.in_scope(scope, &p.topic)) {
+        let mut as_observer = view.observers_of(&p.topic).0;
+        as_observer.insert(broker);
         let n = Numbers::of(p, &as_observer, broker);
         if p.leader.is_none() {
             return Err(format!("{} has no leader", p.name()));
@@ -181,7 +264,7 @@ pub fn cleared(view: &View, broker: i32, policy: Policy) -> Result<Vec<Numbers>,
                 rest.len()
             ));
         }
-        if policy == Policy::UnderReplicated {
+        if all_back(&p.topic) {
             let missing: Vec<i32> =
                 p.replicas.iter().copied().filter(|r| !as_observer.contains(r) && !rest.contains(r)).collect();
             if !missing.is_empty() {
@@ -193,9 +276,21 @@ pub fn cleared(view: &View, broker: i32, policy: Policy) -> Result<Vec<Numbers>,
     Ok(numbers)
 }
 
-/// The partitions `broker` leads (a leader cannot be demoted live).
-fn leads(snap: &Snapshot, broker: i32) -> Vec<String> {
-    snap.partitions.iter().filter(|p| p.leader == Some(broker)).map(|p| p.name()).collect()
+/// The partitions of scope `scope` that `broker` leads (a leader cannot be demoted live).
+fn leads(view: &View, broker: i32, scope: Option<&str>) -> Vec<String> {
+    view.snap
+        .partitions
+        .iter()
+        .filter(|p| p.leader == Some(broker) && view.in_scope(scope, &p.topic))
+        .map(|p| p.name())
+        .collect()
+}
+
+/// A topic as one scan sees it: its policy and its observers (through a rule or not).
+struct Topic {
+    policy: Policy,
+    observers: BTreeSet<i32>,
+    ruled: bool,
 }
 
 /// One scan's decisions (see the module comment). `now_ms`: wall clock, for the cooldown.
@@ -204,7 +299,9 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
     let policy = rules.policy;
     // Rule 9: the nodes' files are the human's. While they disagree someone may be editing them;
     // a token that is not an id (`4x`) may be a typo for one, which the nodes read as "not an
-    // observer". What the human meant is unknown either way, so nothing is done until it is fixed.
+    // observer"; a rule's regex okp cannot evaluate hides which topics it covers. What the human
+    // meant, or what the nodes do, is unknown either way, so nothing is done until it is fixed.
+    let unevaluable = view.rules.unevaluable();
     let unclear = if !view.disagreeing.is_empty() {
         Some(format!(
             "observer.ids disagree across nodes ({}); the watchdog acts only when every node's file agrees (a human may be editing them)",
@@ -215,73 +312,119 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             "observer.ids holds tokens that are neither ids nor comments ({}); the watchdog acts only on files whose every token is an id",
             view.ignored.join("; ")
         ))
+    } else if !unevaluable.is_empty() {
+        Some(format!(
+            "observer.ids holds a topic rule whose regex okp cannot evaluate ({}): which topics it covers, and so which brokers observe them, is unknown here; the watchdog acts only on rules it can read",
+            unevaluable.join(", ")
+        ))
     } else {
         None
     };
     if let Some(reason) = unclear {
-        plan.notes.push(Decision { action: Action::Refuse, policy: Some(policy), broker: None, parts: vec![], reason });
+        plan.notes.push(Decision {
+            action: Action::Refuse,
+            policy: Some(policy),
+            broker: None,
+            topic: None,
+            parts: vec![],
+            reason,
+        });
         return plan;
     }
+    // Each topic once: its policy and observers.
+    let mut topics: BTreeMap<&str, Topic> = BTreeMap::new();
+    for p in &view.snap.partitions {
+        topics.entry(p.topic.as_str()).or_insert_with(|| {
+            let (observers, ruled) = view.observers_of(&p.topic);
+            Topic { policy: rules.policy_for(&p.topic), observers, ruled }
+        });
+    }
+    let of = |p: &Part| &topics[p.topic.as_str()];
     // Rule 9: a broker it promoted that is an observer again was demoted by hand: forget it, and
     // hold it (never promote it again on its own account) while its partitions stay flagged.
     let mut owned: Vec<&Promoted> = Vec::new();
     for p in &state.promoted {
-        if view.observers.contains(&p.broker) {
-            plan.forget.push(p.broker);
-            plan.notes.push(Decision {
-                action: Action::Forget,
-                policy: Some(p.policy),
-                broker: Some(p.broker),
-                parts: vec![],
-                reason: format!(
-                    "broker {} (promoted by the watchdog at {}) is in observer.ids again: demoted by hand; the watchdog no longer owns it and holds it: it does not promote it again while any of its partitions is flagged",
-                    p.broker, p.at
-                ),
-            });
-        } else {
+        let again = match &p.topic {
+            None => view.observers.contains(&p.broker),
+            Some(t) => view.observers_of(t).0.contains(&p.broker),
+        };
+        if !again {
             owned.push(p);
-        }
-    }
-    let flagged = |b: i32| {
-        view.snap.partitions.iter().any(|p| p.replicas.contains(&b) && triggered(policy, p, &view.observers).is_some())
-    };
-    let mut held: BTreeMap<i32, String> = plan.forget.iter().map(|b| (*b, "now".to_string())).collect();
-    for h in &state.held {
-        if plan.forget.contains(&h.broker) {
             continue;
         }
-        if !flagged(h.broker) {
-            plan.release.push(h.broker);
+        plan.forget.push((p.broker, p.topic.clone()));
+        let reason = match &p.topic {
+            None => format!(
+                "broker {} (promoted by the watchdog at {}) is in observer.ids again: demoted by hand; the watchdog no longer owns it and holds it: it does not promote it again while any of its partitions is flagged",
+                p.broker, p.at
+            ),
+            Some(t) => format!(
+                "broker {} (promoted by the watchdog for topic {t} at {}) is an observer of {t} again in observer.ids: demoted by hand; the watchdog no longer owns it and holds it: it does not promote it again for {t} while any of its partitions of {t} is flagged",
+                p.broker, p.at
+            ),
+        };
+        plan.notes.push(Decision {
+            action: Action::Forget,
+            policy: Some(p.policy),
+            broker: Some(p.broker),
+            topic: p.topic.clone(),
+            parts: vec![],
+            reason,
+        });
+    }
+    let flagged = |b: i32, scope: Option<&str>| {
+        view.snap.partitions.iter().any(|p| {
+            p.replicas.contains(&b)
+                && view.in_scope(scope, &p.topic)
+                && triggered(of(p).policy, p, &of(p).observers).is_some()
+        })
+    };
+    let mut held: BTreeMap<Key, String> = plan.forget.iter().map(|k| (k.clone(), "now".to_string())).collect();
+    for h in &state.held {
+        let key = (h.broker, h.topic.clone());
+        if plan.forget.contains(&key) {
+            continue;
+        }
+        if !flagged(h.broker, h.topic.as_deref()) {
+            plan.release.push(key);
             plan.notes.push(Decision {
                 action: Action::Release,
                 policy: Some(policy),
                 broker: Some(h.broker),
+                topic: h.topic.clone(),
                 parts: vec![],
                 reason: format!(
-                    "hold on broker {} (demoted by hand, seen at {}) lifted: none of its partitions is flagged any more",
-                    h.broker, h.at
+                    "hold on broker {}{} (demoted by hand, seen at {}) lifted: none of its partitions{} is flagged any more",
+                    h.broker,
+                    for_topic(h.topic.as_deref()),
+                    h.at,
+                    h.topic.as_deref().map(|t| format!(" of {t}")).unwrap_or_default()
                 ),
             });
         } else {
-            held.insert(h.broker, format!("at {}", h.at));
+            held.insert(key, format!("at {}", h.at));
         }
     }
 
-    // Promotion candidates: per observer broker, the flagged partitions where it is live and caught up.
-    let mut candidates: BTreeMap<i32, Vec<Numbers>> = BTreeMap::new();
-    let mut why: BTreeMap<i32, Vec<String>> = BTreeMap::new();
+    // Promotion candidates: per observer broker and the scope it observes through (a topic's
+    // rule, or the cluster-wide ids), the flagged partitions where it is live and caught up.
+    let mut candidates: BTreeMap<Key, (Policy, Vec<Numbers>)> = BTreeMap::new();
+    let mut why: BTreeMap<Key, Vec<String>> = BTreeMap::new();
     for p in &view.snap.partitions {
-        let Some(trigger) = triggered(policy, p, &view.observers) else { continue };
-        for o in p.replicas.iter().copied().filter(|r| view.observers.contains(r)) {
-            let n = Numbers::of(p, &view.observers, o);
+        let t = of(p);
+        let Some(trigger) = triggered(t.policy, p, &t.observers) else { continue };
+        let scope = t.ruled.then(|| p.topic.clone());
+        for o in p.replicas.iter().copied().filter(|r| t.observers.contains(r)) {
+            let n = Numbers::of(p, &t.observers, o);
             let skip = |reason: String| Decision {
                 action: Action::Skip,
-                policy: Some(policy),
+                policy: Some(t.policy),
                 broker: Some(o),
+                topic: scope.clone(),
                 parts: vec![n.clone()],
                 reason,
             };
-            if let Some(when) = held.get(&o) {
+            if let Some(when) = held.get(&(o, scope.clone())) {
                 plan.notes.push(skip(format!(
                     "{}: {trigger}; observer {o} is held: a human demoted it ({when}) after the watchdog had promoted it, and the watchdog does not undo that while its partitions stay flagged",
                     p.name()
@@ -303,41 +446,52 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
                     rules.max_lag
                 ))),
                 Some(_) => {
-                    why.entry(o).or_default().push(format!("{}: {trigger}", p.name()));
-                    candidates.entry(o).or_default().push(n);
+                    let key = (o, scope.clone());
+                    why.entry(key.clone()).or_default().push(format!("{}: {trigger}", p.name()));
+                    candidates.entry(key).or_insert_with(|| (t.policy, Vec::new())).1.push(n);
                 }
             }
         }
     }
     // The broker that helps the most partitions, then the smallest worst lag, then the lowest id.
-    let mut ranked: Vec<(i32, Vec<Numbers>)> = candidates.into_iter().collect();
-    ranked.sort_by_key(|(b, parts)| {
+    let mut ranked: Vec<(Key, (Policy, Vec<Numbers>))> = candidates.into_iter().collect();
+    ranked.sort_by_key(|((b, _), (_, parts))| {
         (std::cmp::Reverse(parts.len()), parts.iter().filter_map(|n| n.lag).max().unwrap_or(0), *b)
     });
     let mut wanted: Vec<Decision> = ranked
         .into_iter()
-        .map(|(b, parts)| Decision {
-            action: Action::Promote,
-            policy: Some(policy),
-            broker: Some(b),
-            reason: format!(
-                "{}; observer {b} is live and caught up (lag ≤ --max-lag {})",
-                why.remove(&b).unwrap_or_default().join("; "),
-                rules.max_lag
-            ),
-            parts,
+        .map(|((b, topic), (pol, parts))| {
+            let through = match &topic {
+                None => String::new(),
+                Some(t) => format!(
+                    "; it observes {t} through a topic rule: promoted for {t} alone, the rule topic:{t} rewritten without {b}, the cluster-wide ids untouched"
+                ),
+            };
+            Decision {
+                action: Action::Promote,
+                policy: Some(pol),
+                broker: Some(b),
+                reason: format!(
+                    "{}; observer {b} is live and caught up (lag ≤ --max-lag {}){through}",
+                    why.remove(&(b, topic.clone())).unwrap_or_default().join("; "),
+                    rules.max_lag
+                ),
+                topic,
+                parts,
+            }
         })
         .collect();
 
     // Demotion candidates: brokers it promoted whose condition has cleared (first look; rule 6 confirms).
     for p in &owned {
-        let Ok(parts) = cleared(view, p.broker, p.policy) else { continue };
-        let led = leads(&view.snap, p.broker);
+        let Ok(parts) = cleared_for(view, p, rules) else { continue };
+        let led = leads(view, p.broker, p.topic.as_deref());
         if !led.is_empty() {
             plan.notes.push(Decision {
                 action: Action::Skip,
                 policy: Some(p.policy),
                 broker: Some(p.broker),
+                topic: p.topic.clone(),
                 parts,
                 reason: format!(
                     "the {} condition has cleared, but broker {} leads {}: a leader cannot be demoted live; move leadership (a preferred election) and it will be demoted",
@@ -348,16 +502,26 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             });
             continue;
         }
-        wanted.push(Decision {
-            action: Action::Demote,
-            policy: Some(p.policy),
-            broker: Some(p.broker),
-            parts,
-            reason: format!(
+        let reason = match &p.topic {
+            None => format!(
                 "the {} condition that made the watchdog promote broker {} has cleared: every partition it replicates has a leader and keeps min.insync.replicas without it",
                 p.policy.name(),
                 p.broker
             ),
+            Some(t) => format!(
+                "the {} condition that made the watchdog promote broker {} for topic {t} has cleared: every partition of {t} it replicates has a leader and keeps min.insync.replicas without it; the rule topic:{t} names {} again, the cluster-wide ids untouched",
+                p.policy.name(),
+                p.broker,
+                p.broker
+            ),
+        };
+        wanted.push(Decision {
+            action: Action::Demote,
+            policy: Some(p.policy),
+            broker: Some(p.broker),
+            topic: p.topic.clone(),
+            parts,
+            reason,
         });
     }
 
@@ -368,9 +532,10 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
         plan.notes.push(Decision {
             action: Action::Skip,
             reason: format!(
-                "one action per scan: {} broker {} waits for a later scan ({})",
+                "one action per scan: {} broker {}{} waits for a later scan ({})",
                 other.action.word(),
                 other.broker.unwrap_or(-1),
+                for_topic(other.topic.as_deref()),
                 other.reason
             ),
             ..other
@@ -383,9 +548,10 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             plan.notes.push(Decision {
                 action: Action::Refuse,
                 reason: format!(
-                    "cooldown: the last action ({} broker {} at {}) was {} s ago; the next is allowed in {} s (--cooldown {} s). Wanted: {}",
+                    "cooldown: the last action ({} broker {}{} at {}) was {} s ago; the next is allowed in {} s (--cooldown {} s). Wanted: {}",
                     last.action.verb(),
                     last.broker,
+                    for_topic(last.topic.as_deref()),
                     last.at,
                     since / 1000,
                     (rules.cooldown_ms - since + 999) / 1000,
@@ -416,13 +582,14 @@ pub(crate) mod tests {
                 partitions: parts,
             },
             observers: observers.iter().copied().collect(),
+            rules: idfile::Rules::default(),
             disagreeing: vec![],
             ignored: vec![],
         }
     }
 
     pub(crate) fn rules(policy: Policy) -> Rules {
-        Rules { policy, max_lag: 0, cooldown_ms: 300_000 }
+        Rules { policy, topics: TopicPolicies::default(), max_lag: 0, cooldown_ms: 300_000 }
     }
 
     /// rf4 1:2:3:4 with min.insync.replicas=2 after 2 and 3 died: ISR {1}, 4 caught up.
@@ -431,7 +598,15 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn promoted(broker: i32, policy: Policy) -> Promoted {
-        Promoted { broker, policy, at: "2025-01-01T00:00:00.000Z".into(), at_ms: 0, partitions: vec!["auto-0".into()] }
+        Promoted {
+            broker,
+            topic: None,
+            rule_added: false,
+            policy,
+            at: "2025-01-01T00:00:00.000Z".into(),
+            at_ms: 0,
+            partitions: vec!["auto-0".into()],
+        }
     }
 
     fn state_with(promoted: Vec<Promoted>, last_ms: Option<i64>) -> State {
@@ -439,6 +614,7 @@ pub(crate) mod tests {
             last_action: last_ms.map(|at_ms| LastAction {
                 action: Direction::Promote,
                 broker: 4,
+                topic: None,
                 at: "t".into(),
                 at_ms,
             }),
@@ -621,7 +797,7 @@ pub(crate) mod tests {
         // 4 is in observer.ids again (a human demoted it): forgotten, never demoted on our account.
         let v = view(vec![part("auto", Some(1), &[1, 2, 3, 4], &[1, 2, 3], &[(1, 9), (4, 9)])], &[1, 2, 3, 4], &[4]);
         let plan = decide(&v, &st, &rules(Policy::UnderMinIsr), 0);
-        assert_eq!(plan.forget, vec![4]);
+        assert_eq!(plan.forget, vec![(4, None)]);
         assert_eq!(plan.notes[0].action, Action::Forget);
         assert!(plan.notes[0].reason.contains("demoted by hand"), "{}", plan.notes[0].reason);
         assert!(plan.act.is_none());
@@ -630,13 +806,13 @@ pub(crate) mod tests {
         let plan = decide(&two_primaries_down(0), &st, &rules(Policy::UnderMinIsr), 0);
         assert!(plan.act.is_none(), "{plan:?}");
         assert!(plan.notes.iter().any(|d| d.action == Action::Skip && d.reason.contains("observer 4 is held")));
-        let held = State { held: vec![Held { broker: 4, at: "t".into() }], ..State::new(None) };
+        let held = State { held: vec![Held { broker: 4, topic: None, at: "t".into() }], ..State::new(None) };
         let plan = decide(&two_primaries_down(0), &held, &rules(Policy::UnderMinIsr), 0);
         assert!(plan.act.is_none() && plan.release.is_empty());
         let healthy =
             view(vec![part("auto", Some(1), &[1, 2, 3, 4], &[1, 2, 3], &[(1, 9), (4, 9)])], &[1, 2, 3, 4], &[4]);
         let plan = decide(&healthy, &held, &rules(Policy::UnderMinIsr), 0);
-        assert_eq!(plan.release, vec![4]);
+        assert_eq!(plan.release, vec![(4, None)]);
         assert_eq!(plan.notes[0].action, Action::Release);
         // The nodes' files disagree: no action at all, not even a forget.
         let mut v = two_primaries_down(0);
@@ -652,5 +828,192 @@ pub(crate) mod tests {
         assert!(plan.act.is_none() && plan.forget.is_empty());
         assert_eq!(plan.notes[0].action, Action::Refuse);
         assert!(plan.notes[0].reason.contains("broker 2: `4x`"), "{}", plan.notes[0].reason);
+    }
+
+    // ---- per topic ----
+
+    /// `view` with the observer.ids `text` on every node (cluster-wide ids and topic rules).
+    pub(crate) fn with_ids(mut v: View, text: &str) -> View {
+        v.observers = idfile::parse(text);
+        v.rules = idfile::rules(text).unwrap();
+        v
+    }
+
+    fn policies(rules: Rules, flags: &[&str]) -> Rules {
+        let list: Vec<_> = flags.iter().map(|f| super::super::policy::TopicPolicy::parse_flag(f).unwrap()).collect();
+        Rules { topics: TopicPolicies::new(&list).unwrap(), ..rules }
+    }
+
+    /// tobs and tfull on 1:2:4 (min.insync.replicas=2) with 2 down; `obs` on 1:2:3:4 with 2 and 3 down.
+    fn two_down(text: &str) -> View {
+        with_ids(
+            view(
+                vec![
+                    part("obs", Some(1), &[1, 2, 3, 4], &[1], &[(1, 9), (4, 9)]),
+                    part("tobs", Some(1), &[1, 2, 4], &[1], &[(1, 9), (4, 9)]),
+                    part("tfull", Some(1), &[1, 2, 4], &[1, 4], &[(1, 9), (4, 9)]),
+                ],
+                &[1, 4],
+                &[],
+            ),
+            text,
+        )
+    }
+
+    #[test]
+    fn a_partition_is_flagged_by_its_topics_policy_and_never_is_never() {
+        let r = policies(rules(Policy::Never), &["topic:tobs=under-min-isr", "prefix:t=never"]);
+        let plan = decide(&two_down("4\n"), &State::new(None), &r, 0);
+        let act = plan.act.expect("a promotion");
+        assert_eq!((act.broker, act.topic.as_deref(), act.policy), (Some(4), None, Some(Policy::UnderMinIsr)));
+        let names: Vec<&str> = act.parts.iter().map(|n| n.partition.as_str()).collect();
+        assert_eq!(names, ["tobs-0"], "obs is never (the default), tfull never by the prefix");
+        assert!(plan.notes.is_empty(), "{:?}", plan.notes);
+        // The exact name beats the prefix, the longest prefix beats a shorter one and any regex.
+        let r =
+            policies(rules(Policy::UnderMinIsr), &["regex:t.*=never", "prefix:tob=never", "prefix:to=under-min-isr"]);
+        let plan = decide(&two_down("4\n"), &State::new(None), &r, 0);
+        let names: Vec<&str> = plan.act.as_ref().unwrap().parts.iter().map(|n| n.partition.as_str()).collect();
+        assert_eq!(names, ["obs-0"], "obs: the cluster's; tobs: prefix:tob (never); tfull: regex (never)");
+        // Nothing but never: nothing to do.
+        let plan = decide(&two_down("4\n"), &State::new(None), &rules(Policy::Never), 0);
+        assert!(plan.act.is_none() && plan.notes.is_empty(), "{plan:?}");
+    }
+
+    #[test]
+    fn observers_are_per_topic_and_a_rule_makes_the_promotion_per_topic() {
+        let text = "4\nprefix:t observers=none\ntopic:tobs observers=4\n";
+        let v = two_down(text);
+        assert_eq!(v.observers_of("tobs"), ([4].into(), true));
+        assert_eq!(v.observers_of("tfull"), (BTreeSet::new(), true));
+        assert_eq!(v.observers_of("obs"), ([4].into(), false));
+        // tobs flagged: 4 observes it through its rule: promoted for tobs alone.
+        let r = policies(rules(Policy::Never), &["topic:tobs=under-min-isr"]);
+        let act = decide(&v, &State::new(None), &r, 0).act.expect("a promotion");
+        assert_eq!((act.broker, act.topic.as_deref()), (Some(4), Some("tobs")));
+        assert!(act.reason.contains("it observes tobs through a topic rule: promoted for tobs alone, the rule topic:tobs rewritten without 4, the cluster-wide ids untouched"), "{}", act.reason);
+        // tfull flagged: 4 is a full replica of it by the prefix rule, no observer to promote
+        // (its ISR 1,4 holds 2 of its 3 primaries: under-replicated, and nothing to do).
+        let r = policies(rules(Policy::Never), &["topic:tfull=under-replicated"]);
+        let plan = decide(&v, &State::new(None), &r, 0);
+        assert!(plan.act.is_none() && plan.notes.is_empty(), "{plan:?}");
+        // obs flagged: 4 observes it through the cluster-wide ids: a cluster-wide promotion,
+        // which covers obs only (the rules keep tobs and tfull as they are).
+        let r = policies(rules(Policy::Never), &["topic:obs=under-min-isr"]);
+        let act = decide(&v, &State::new(None), &r, 0).act.expect("a promotion");
+        assert_eq!((act.broker, act.topic.as_deref()), (Some(4), None));
+        assert!(!act.reason.contains("topic rule"), "{}", act.reason);
+        // Both flagged: two promotions of broker 4, one per scan (rule 5).
+        let r = rules(Policy::UnderMinIsr);
+        let plan = decide(&v, &State::new(None), &r, 0);
+        assert_eq!(plan.act.as_ref().map(|a| a.topic.clone()), Some(None), "obs first: the lower key on a tie");
+        assert!(
+            plan.notes
+                .iter()
+                .any(|d| d.reason.starts_with("one action per scan: promote broker 4 for topic tobs waits")),
+            "{:?}",
+            plan.notes
+        );
+        // Under-replicated counts a topic's own primaries: tfull's are 1, 2 and 4.
+        let r = policies(rules(Policy::Never), &["prefix:t=under-replicated"]);
+        let plan = decide(&v, &State::new(None), &r, 0);
+        let act = plan.act.expect("tobs");
+        assert_eq!(act.topic.as_deref(), Some("tobs"));
+        assert_eq!(act.parts[0].primaries, 2, "tobs: 1 and 2 (4 observes it)");
+    }
+
+    fn promoted_for(topic: &str, policy: Policy) -> Promoted {
+        Promoted { topic: Some(topic.into()), partitions: vec![format!("{topic}-0")], ..promoted(4, policy) }
+    }
+
+    #[test]
+    fn a_promotion_for_a_topic_is_demoted_on_that_topics_partitions_and_forgotten_by_its_rule() {
+        let promoted_text = "4\nprefix:t observers=none\ntopic:tobs observers=none\n";
+        let st = state_with(vec![promoted_for("tobs", Policy::UnderMinIsr)], None);
+        let r = policies(rules(Policy::Never), &["topic:tobs=under-min-isr"]);
+        // 2 back in tobs's ISR; obs still under min.insync.replicas (it is not the promotion's
+        // business), 4 leads tfull (a full replica there, untouched): demote for tobs.
+        let back = with_ids(
+            view(
+                vec![
+                    part("obs", Some(1), &[1, 2, 3, 4], &[1], &[(1, 9), (4, 9)]),
+                    part("tobs", Some(1), &[1, 2, 4], &[1, 2, 4], &[(1, 9), (2, 9), (4, 9)]),
+                    part("tfull", Some(4), &[1, 2, 4], &[1, 2, 4], &[(1, 9), (2, 9), (4, 9)]),
+                ],
+                &[1, 2, 4],
+                &[],
+            ),
+            promoted_text,
+        );
+        let act = decide(&back, &st, &r, 0).act.expect("a demotion");
+        assert_eq!((act.action, act.broker, act.topic.as_deref()), (Action::Demote, Some(4), Some("tobs")));
+        assert_eq!(act.parts.iter().map(|n| n.partition.as_str()).collect::<Vec<_>>(), ["tobs-0"]);
+        assert!(
+            act.reason.contains("promote broker 4 for topic tobs has cleared")
+                && act.reason.contains("the rule topic:tobs names 4 again"),
+            "{}",
+            act.reason
+        );
+        // The same look judged cluster-wide (the old way) is not cleared: obs would block it.
+        assert!(cleared(&back, 4, Policy::UnderMinIsr).unwrap_err().contains("obs-0"));
+        // Still down on tobs: not cleared.
+        let down = with_ids(
+            view(vec![part("tobs", Some(1), &[1, 2, 4], &[1, 4], &[(1, 9), (4, 9)])], &[1, 4], &[]),
+            promoted_text,
+        );
+        assert!(decide(&down, &st, &r, 0).act.is_none());
+        // A human wrote `topic:tobs observers=4` again: forgotten, held for tobs only.
+        let by_hand = with_ids(down.clone(), "4\nprefix:t observers=none\ntopic:tobs observers=4\n");
+        let plan = decide(&by_hand, &st, &r, 0);
+        assert_eq!(plan.forget, vec![(4, Some("tobs".to_string()))]);
+        assert!(plan.notes[0].reason.contains("is an observer of tobs again"), "{}", plan.notes[0].reason);
+        assert!(plan.act.is_none());
+        // Promoted both cluster-wide and for tobs; a human put 4 back into the cluster-wide ids:
+        // the cluster-wide promotion is forgotten, the one for tobs stays the watchdog's.
+        let both = state_with(vec![promoted(4, Policy::UnderMinIsr), promoted_for("tobs", Policy::UnderMinIsr)], None);
+        let plan = decide(&with_ids(down, "4\ntopic:tobs observers=none\n"), &both, &r, 0);
+        assert_eq!(plan.forget, vec![(4, None)]);
+    }
+
+    #[test]
+    fn a_demotion_is_judged_by_each_topics_policy() {
+        // Promoted for audit under under-replicated: cleared only with every primary back.
+        let st = state_with(vec![promoted_for("audit", Policy::UnderReplicated)], None);
+        let r = policies(rules(Policy::Never), &["topic:audit=under-replicated"]);
+        let one_back = with_ids(
+            view(vec![part("audit", Some(1), &[1, 2, 3, 4], &[1, 2, 4], &[(1, 9), (4, 9)])], &[1, 2, 4], &[]),
+            "topic:audit observers=none\n",
+        );
+        assert!(decide(&one_back, &st, &r, 0).act.is_none(), "3 not back");
+        let all_back = with_ids(
+            view(vec![part("audit", Some(1), &[1, 2, 3, 4], &[1, 2, 3, 4], &[(1, 9), (4, 9)])], &[1, 2, 3, 4], &[]),
+            "topic:audit observers=none\n",
+        );
+        assert!(decide(&all_back, &st, &r, 0).act.is_some());
+        // A cluster-wide promotion spans topics of different policies: each is judged by its own.
+        let st =
+            state_with(vec![Promoted { partitions: vec!["a-0".into()], ..promoted(4, Policy::UnderMinIsr) }], None);
+        let two = |b_isr: &[i32]| {
+            view(
+                vec![
+                    part("a", Some(1), &[1, 2, 3, 4], &[1, 2, 4], &[(1, 9), (4, 9)]),
+                    part("b", Some(1), &[1, 2, 3, 4], b_isr, &[(1, 9), (4, 9)]),
+                ],
+                &[1, 2, 3, 4],
+                &[],
+            )
+        };
+        let r = policies(rules(Policy::UnderMinIsr), &["topic:b=under-replicated"]);
+        assert!(decide(&two(&[1, 2, 4]), &st, &r, 0).act.is_none(), "b must have 3 back, a need not");
+        assert!(decide(&two(&[1, 2, 3, 4]), &st, &r, 0).act.is_some());
+    }
+
+    #[test]
+    fn a_rule_okp_cannot_evaluate_stops_everything() {
+        let v = two_down("4\nregex:(?!x).* observers=4\n");
+        let plan = decide(&v, &State::new(None), &rules(Policy::UnderMinIsr), 0);
+        assert!(plan.act.is_none());
+        assert_eq!(plan.notes[0].action, Action::Refuse);
+        assert!(plan.notes[0].reason.contains("regex:(?!x).*"), "{}", plan.notes[0].reason);
     }
 }

@@ -18,6 +18,11 @@
 //! `decide` forgets (and holds) a broker demoted by hand and refuses while the
 //! nodes' files disagree.
 //!
+//! Per topic (docs/observers-watch.md, "Per topic"): a partition is flagged by its topic's
+//! policy; a broker that observes the topic through a topic rule is promoted by rewriting that
+//! topic's exact rule alone (`change` with `--topic`), and the state records the topic so the
+//! demotion restores that rule and nothing else.
+//!
 //! Not here: the policies' arithmetic (`decide`), the files' formats
 //! (`state`, `audit`, `config`), the edits themselves (`change`).
 
@@ -41,6 +46,18 @@ use super::transport::{NodeSpec, Transport};
 use super::view::{self, Depth};
 use crate::error::{Error, Failure, Outcome, Result};
 
+/// One action: broker `broker` promoted or demoted in the cluster-wide ids, or (`topic`) in that
+/// topic's exact rule alone, as `okp observers promote|demote --broker B [--topic T]` does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub broker: i32,
+    pub direction: Direction,
+    pub topic: Option<String>,
+    /// A demotion that takes away the exact rule its promotion added, when the rest of the file
+    /// still gives the topic the same observers (`idfile::restore_topic_rule`).
+    pub restore_rule: bool,
+}
+
 /// The cluster as the watchdog touches it: `Live` is the real one; the tests
 /// drive `scan` with a scripted one.
 pub trait Cluster {
@@ -48,7 +65,7 @@ pub trait Cluster {
     fn view(&mut self) -> Result<View>;
     /// `change::prepare` for this change: reads every node's file and the
     /// cluster, runs the pre-checks, prints the plan; returns the refusals.
-    fn prepare(&mut self, broker: i32, dir: Direction) -> Result<Vec<Refusal>>;
+    fn prepare(&mut self, change: &Change) -> Result<Vec<Refusal>>;
     /// `change::write` of what `prepare` planned.
     fn write(&mut self) -> Result<()>;
     /// `change::wait` until the cluster shows it; `stop` ends the wait early.
@@ -103,18 +120,20 @@ struct Live<'a> {
 impl Cluster for Live<'_> {
     fn view(&mut self) -> Result<View> {
         let set = change::observer_set(None, None, self.nodes, self.transport)?;
+        let rules = set.rules();
         let snap = view::snapshot(self.bootstrap, None, Depth { offsets: true, min_insync: true })?;
         // A malformed rule is as unclear as an ignored token: the node keeps a set okp cannot see.
         let ignored =
             set.ignored.into_iter().chain(set.malformed.into_iter().map(|m| format!("malformed rule: {m}"))).collect();
-        Ok(View { snap, observers: set.ids.unwrap_or_default(), disagreeing: set.disagreeing, ignored })
+        Ok(View { snap, observers: set.ids.unwrap_or_default(), rules, disagreeing: set.disagreeing, ignored })
     }
 
-    fn prepare(&mut self, broker: i32, dir: Direction) -> Result<Vec<Refusal>> {
+    fn prepare(&mut self, c: &Change) -> Result<Vec<Refusal>> {
         let a = change::Args {
-            broker,
-            topic: None,
-            direction: dir,
+            broker: c.broker,
+            topic: c.topic.clone(),
+            restore_rule: c.restore_rule,
+            direction: c.direction,
             for_unclean: false,
             force: false,
             dry_run: false,
@@ -205,14 +224,22 @@ fn scan_inner(
     let changed = !plan.forget.is_empty() || !plan.release.is_empty();
     if changed && !s.dry_run {
         let at = audit::now().0;
-        state.promoted.retain(|p| !plan.forget.contains(&p.broker));
-        state.held.extend(plan.forget.iter().map(|b| Held { broker: *b, at: at.clone() }));
-        state.held.retain(|h| !plan.release.contains(&h.broker));
+        state.promoted.retain(|p| !plan.forget.contains(&(p.broker, p.topic.clone())));
+        state.held.extend(plan.forget.iter().map(|(b, t)| Held { broker: *b, topic: t.clone(), at: at.clone() }));
+        state.held.retain(|h| !plan.release.contains(&(h.broker, h.topic.clone())));
         state::save(&s.state, state).map_err(fatal)?;
     }
     let Some(mut act) = plan.act else { return Ok(Outcome::Done) };
     let (Some(broker), Some(policy)) = (act.broker, act.policy) else { return Ok(Outcome::Done) };
     let dir = if act.action == Action::Promote { Direction::Promote } else { Direction::Demote };
+    // Through a topic's rule (Some) or the cluster-wide ids (None); a promotion that writes the
+    // topic's first exact rule says so, and its demotion takes the rule away again.
+    let topic = act.topic.clone();
+    let key = (broker, topic.clone());
+    let on = decide::for_topic(topic.as_deref());
+    let mine = |st: &State| st.promoted.iter().find(|p| (p.broker, p.topic.clone()) == key).cloned();
+    let rule_added = dir == Direction::Promote && topic.as_deref().is_some_and(|t| !view.rules.has_exact(t));
+    let restore_rule = dir == Direction::Demote && mine(state).is_some_and(|p| p.rule_added);
     // A wanted action not taken, and how the scan ends.
     let skip = |audit: &mut Audit, act: &Decision, reason: String, end: Outcome| -> Inner {
         let d = Decision { action: Action::Skip, reason, ..act.clone() };
@@ -232,7 +259,15 @@ fn scan_inner(
         }
         let second = cluster.view().map_err(soft)?;
         let secs = s.confirm_interval.as_secs();
-        if second.observers.contains(&broker) || !second.disagreeing.is_empty() || !second.ignored.is_empty() {
+        let again = match &topic {
+            None => second.observers.contains(&broker),
+            Some(t) => second.observers_of(t).0.contains(&broker),
+        };
+        if again
+            || !second.disagreeing.is_empty()
+            || !second.ignored.is_empty()
+            || !second.rules.unevaluable().is_empty()
+        {
             return skip(
                 audit,
                 &act,
@@ -240,7 +275,11 @@ fn scan_inner(
                 Outcome::Done,
             );
         }
-        match decide::cleared(&second, broker, policy) {
+        let judged = match mine(state) {
+            Some(p) => decide::cleared_for(&second, &p, &s.rules),
+            None => Err(format!("broker {broker}{on} is no longer in the state file")),
+        };
+        match judged {
             Err(why) => {
                 return skip(
                     audit,
@@ -256,17 +295,23 @@ fn scan_inner(
         }
     }
     if clock.stopping() {
-        return skip(audit, &act, format!("stopping: the {} of broker {broker} was not started", dir.verb()), stopped);
+        return skip(
+            audit,
+            &act,
+            format!("stopping: the {} of broker {broker}{on} was not started", dir.verb()),
+            stopped,
+        );
     }
-    // The same pre-checks as `okp observers promote|demote`, on a fresh look, never forced.
-    let refusals = cluster.prepare(broker, dir).map_err(soft)?;
+    // The same pre-checks as `okp observers promote|demote [--topic]`, on a fresh look, never forced.
+    let change = Change { broker, direction: dir, topic: topic.clone(), restore_rule };
+    let refusals = cluster.prepare(&change).map_err(soft)?;
     if !refusals.is_empty() {
         let why: Vec<String> =
             refusals.iter().map(|r| format!("{}: {}: {}", r.rule.word(), r.partition, r.detail)).collect();
         let d = Decision {
             action: Action::Refuse,
             reason: format!(
-                "{} broker {broker} refused by the pre-checks ({}); nothing written",
+                "{} broker {broker}{on} refused by the pre-checks ({}); nothing written",
                 dir.verb(),
                 why.join("; ")
             ),
@@ -286,14 +331,16 @@ fn scan_inner(
     match dir {
         Direction::Promote => state.promoted.push(Promoted {
             broker,
+            topic: topic.clone(),
+            rule_added,
             policy,
             at: at.clone(),
             at_ms,
             partitions: act.parts.iter().map(|n| n.partition.clone()).collect(),
         }),
-        Direction::Demote => state.promoted.retain(|p| p.broker != broker),
+        Direction::Demote => state.promoted.retain(|p| (p.broker, p.topic.clone()) != key),
     }
-    state.last_action = Some(LastAction { action: dir, broker, at, at_ms });
+    state.last_action = Some(LastAction { action: dir, broker, topic, at, at_ms });
     state::save(&s.state, state).map_err(fatal)?;
     let t0 = Instant::now();
     if let Err(e) = cluster.write() {
@@ -301,7 +348,7 @@ fn scan_inner(
             .event(
                 "error",
                 format!(
-                    "{} broker {broker}: a write failed ({e}); the nodes' files may now disagree: the watchdog acts again only once every node's file agrees",
+                    "{} broker {broker}{on}: a write failed ({e}); the nodes' files may now disagree: the watchdog acts again only once every node's file agrees",
                     dir.verb()
                 ),
             )
@@ -331,10 +378,15 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, s: &Settings) -> Result<Ou
     audit.event(
         "start",
         format!(
-            "okp {} watching {} (policy {}, max-lag {}, interval {} s, cooldown {} s, confirm-interval {} s{}{}); state {}, lock {}",
+            "okp {} watching {} (policy {}{}, max-lag {}, interval {} s, cooldown {} s, confirm-interval {} s{}{}); state {}, lock {}",
             env!("CARGO_PKG_VERSION"),
             s.bootstrap.join(","),
             s.rules.policy.name(),
+            if s.rules.topics.is_empty() {
+                String::new()
+            } else {
+                format!(", topic policies {}", s.rules.topics.shown())
+            },
             s.rules.max_lag,
             s.interval.as_secs(),
             s.rules.cooldown_ms / 1000,
@@ -407,8 +459,10 @@ mod tests {
                 self.views.first().cloned().ok_or_else(|| Error::External("no cluster".into()))
             }
         }
-        fn prepare(&mut self, broker: i32, dir: Direction) -> Result<Vec<Refusal>> {
-            self.log.push(format!("prepare {} {broker}", dir.verb()));
+        fn prepare(&mut self, c: &Change) -> Result<Vec<Refusal>> {
+            let topic = c.topic.as_deref().map(|t| format!(" --topic {t}")).unwrap_or_default();
+            let restore = if c.restore_rule { " (restoring the rule)" } else { "" };
+            self.log.push(format!("prepare {} {}{topic}{restore}", c.direction.verb(), c.broker));
             Ok(self.refusals.clone())
         }
         fn write(&mut self) -> Result<()> {
@@ -607,5 +661,75 @@ mod tests {
         let mut c = script(vec![]);
         let mut st = State::new(None);
         assert!(matches!(scan(&mut c, &mut r.clock, &mut r.audit, &mut st, &r.s).unwrap(), Scan::Failed(_)));
+    }
+
+    #[test]
+    fn a_promotion_through_a_topic_rule_rewrites_that_rule_and_its_demotion_restores_it() {
+        use super::decide::tests::with_ids;
+        use super::policy::{TopicPolicies, TopicPolicy};
+        let mut r = rig(false);
+        r.s.rules.policy = Policy::Never;
+        r.s.rules.topics = TopicPolicies::new(&[TopicPolicy::parse_flag("topic:tobs=under-min-isr").unwrap()]).unwrap();
+        // 4 observes tobs through `prefix:t observers=4` (tobs has no exact rule): promoted for
+        // tobs alone, and the state says the promotion added tobs's rule.
+        let tobs = |isr: &[i32], live: &[i32], text: &str| {
+            with_ids(view(vec![part("tobs", Some(1), &[1, 2, 4], isr, &[(1, 9), (2, 9), (4, 9)])], live, &[]), text)
+        };
+        let mut c = script(vec![tobs(&[1], &[1, 4], "prefix:t observers=4\n")]);
+        let mut st = State::new(None);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        assert_eq!(c.log, ["view", "prepare promote 4 --topic tobs", "write", "wait"]);
+        let l = lines(&r);
+        let rules: Vec<(&str, &str)> =
+            l.iter().map(|x| (x["outcome"].as_str().unwrap_or("-"), x["topic_rule"].as_str().unwrap_or("-"))).collect();
+        assert_eq!(rules, [("decided", "topic:tobs"), ("done", "topic:tobs")]);
+        let saved = state::load(&r.s.state).unwrap();
+        assert_eq!((saved.promoted[0].topic.as_deref(), saved.promoted[0].rule_added), (Some("tobs"), true));
+        assert_eq!(saved.last_action.as_ref().and_then(|a| a.topic.as_deref()), Some("tobs"));
+        // 2 back, past the cooldown, cleared twice: demoted for tobs, restoring the file.
+        r.clock.now = saved.last_action.as_ref().unwrap().at_ms + 301_000;
+        let back = tobs(&[1, 2, 4], &[1, 2, 4], "prefix:t observers=4\ntopic:tobs observers=none\n");
+        let mut c = script(vec![back.clone(), back]);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        assert_eq!(c.log, ["view", "view", "prepare demote 4 --topic tobs (restoring the rule)", "write", "wait"]);
+        assert!(st.promoted.is_empty());
+        let l = lines(&r);
+        assert_eq!(
+            (l.last().unwrap()["action"].as_str(), l.last().unwrap()["topic_rule"].as_str()),
+            (Some("demote"), Some("topic:tobs"))
+        );
+        // An exact rule of tobs's own at the promotion: rewritten both ways, never removed.
+        let mut r = rig(false);
+        let mut c = script(vec![tobs(&[1], &[1, 4], "prefix:t observers=none\ntopic:tobs observers=4\n")]);
+        let mut st = State::new(None);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        assert_eq!(c.log, ["view", "prepare promote 4 --topic tobs", "write", "wait"]);
+        assert!(!st.promoted[0].rule_added);
+        r.clock.now = st.last_action.as_ref().unwrap().at_ms + 301_000;
+        let back = tobs(&[1, 2, 4], &[1, 2, 4], "prefix:t observers=none\ntopic:tobs observers=none\n");
+        let mut c = script(vec![back.clone(), back]);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        assert_eq!(c.log, ["view", "view", "prepare demote 4 --topic tobs", "write", "wait"]);
+    }
+
+    #[test]
+    fn a_topic_rule_back_during_the_confirmation_stops_the_demotion() {
+        use super::decide::tests::with_ids;
+        let mut r = rig(false);
+        let tobs = |text: &str| {
+            with_ids(
+                view(vec![part("tobs", Some(1), &[1, 2, 4], &[1, 2, 4], &[(1, 9), (4, 9)])], &[1, 2, 4], &[]),
+                text,
+            )
+        };
+        let mut st = State {
+            promoted: vec![Promoted { topic: Some("tobs".into()), ..promoted(4, Policy::UnderMinIsr) }],
+            ..State::new(Some("c1".into()))
+        };
+        let mut c = script(vec![tobs("topic:tobs observers=none\n"), tobs("topic:tobs observers=4\n")]);
+        assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        assert_eq!(c.log, ["view", "view"], "nothing prepared or written");
+        assert!(lines(&r)[0]["reason"].as_str().unwrap().contains("observer.ids changed during the 5 s confirmation"));
+        assert_eq!(st.promoted.len(), 1);
     }
 }

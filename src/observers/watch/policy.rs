@@ -1,5 +1,13 @@
-//! The watchdog's policies: when it promotes an observer of a partition. Its own module, as
-//! both the decisions (`decide`) and the persisted state (`state`) name it.
+//! The watchdog's policies: when it promotes an observer of a partition. One for the whole
+//! cluster (`--policy`), and one per topic where a topic policy selects it (`--topic-policy`,
+//! `topic-policies:`), selected as observer.ids rules select topics: the exact name, else the
+//! longest prefix, else the first matching regex in the order given, else the cluster's policy.
+//! Its own module, as the decisions (`decide`), the settings (`config`) and the persisted state
+//! (`state`) name it.
+
+use std::collections::BTreeMap;
+
+use crate::observers::idfile::Selector;
 
 /// When the watchdog promotes an observer of a partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
@@ -11,6 +19,8 @@ pub enum Policy {
     LeaderUnavailable,
     /// The ISR is smaller than the partition's non-observer replicas.
     UnderReplicated,
+    /// Never: the topic is no reason to promote.
+    Never,
 }
 
 impl Policy {
@@ -19,6 +29,225 @@ impl Policy {
             Policy::UnderMinIsr => "under-min-isr",
             Policy::LeaderUnavailable => "leader-unavailable",
             Policy::UnderReplicated => "under-replicated",
+            Policy::Never => "never",
         }
+    }
+
+    fn named(word: &str) -> Result<Policy, String> {
+        <Policy as clap::ValueEnum>::from_str(word, false).map_err(|_| {
+            format!(
+                "unknown policy `{}` (under-min-isr, leader-unavailable, under-replicated or never)",
+                crate::escape::one_line(word)
+            )
+        })
+    }
+}
+
+/// The most topic policies one watchdog takes, and the longest regex of one: far above what a
+/// cluster needs, low enough that a file built to stall the watchdog is refused at once.
+pub const MAX_TOPIC_POLICIES: usize = 1000;
+pub const MAX_REGEX_CHARS: usize = 4096;
+/// The compiled size a topic policy's regex may take (the regex crate's own default is 10 MiB).
+const REGEX_SIZE: usize = 1 << 20;
+
+/// One topic policy: the topics it selects and their policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopicPolicy {
+    pub selector: Selector,
+    pub policy: Policy,
+    /// Where it was written: (line, column) in the config file; None for a flag.
+    pub at: Option<(usize, usize)>,
+}
+
+impl TopicPolicy {
+    /// A selector as observer.ids writes one, which okp must be able to evaluate itself: a regex
+    /// in the flavour of observer.ids (the regex crate, matching the whole name), without the
+    /// Java-only constructs observer.ids tolerates, at most `MAX_REGEX_CHARS` long and compiled
+    /// within a smaller size limit.
+    pub fn new(selector: &str, policy: Policy, at: Option<(usize, usize)>) -> Result<TopicPolicy, String> {
+        let selector = Selector::parse(selector).map_err(|e| crate::escape::one_line(&e))?;
+        if let Selector::Regex(r) = &selector {
+            compile(r)?;
+        }
+        Ok(TopicPolicy { selector, policy, at })
+    }
+
+    /// `--topic-policy SELECTOR=POLICY` (the last `=` splits: a regex may hold one).
+    pub fn parse_flag(s: &str) -> Result<TopicPolicy, String> {
+        let (selector, policy) = s.rsplit_once('=').ok_or_else(|| {
+            "expected SELECTOR=POLICY, e.g. topic:audit=under-replicated or prefix:orders-=never".to_string()
+        })?;
+        TopicPolicy::new(selector, Policy::named(policy)?, None)
+    }
+
+    /// `topic:audit=under-replicated`.
+    pub fn shown(&self) -> String {
+        format!("{}={}", self.selector.shown(), self.policy.name())
+    }
+}
+
+/// `^(?:R)$` as observer.ids compiles a rule's regex, with a smaller compiled-size limit.
+fn compile(pattern: &str) -> Result<regex::Regex, String> {
+    let chars = pattern.chars().count();
+    if chars > MAX_REGEX_CHARS {
+        return Err(format!("a regex of {chars} characters: at most {MAX_REGEX_CHARS}"));
+    }
+    regex::RegexBuilder::new(&format!("^(?:{pattern})$")).size_limit(REGEX_SIZE).build().map_err(|e| {
+        // The engine's message draws the pattern over several lines; its last line says what.
+        let why = e.to_string();
+        let why = why.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("").trim_start_matches("error: ");
+        format!(
+            "not a regular expression okp can evaluate: {} ({}); okp matches topic policies itself, so the Java-only constructs observer.ids tolerates (lookaround, backreferences) are refused here",
+            crate::escape::one_line(pattern),
+            crate::escape::one_line(why)
+        )
+    })
+}
+
+/// The topic policies of one watchdog, checked and compiled.
+#[derive(Clone, Debug, Default)]
+pub struct TopicPolicies {
+    exact: BTreeMap<String, Policy>,
+    prefixes: BTreeMap<String, Policy>,
+    /// In the order given.
+    regexes: Vec<(regex::Regex, Policy)>,
+    shown: Vec<String>,
+}
+
+impl TopicPolicies {
+    /// Err: the index of the entry refused (a second one for a selector, one too many) and why.
+    pub fn new(list: &[TopicPolicy]) -> Result<TopicPolicies, (usize, String)> {
+        if list.len() > MAX_TOPIC_POLICIES {
+            return Err((MAX_TOPIC_POLICIES, format!("{} topic policies: at most {MAX_TOPIC_POLICIES}", list.len())));
+        }
+        let mut out = TopicPolicies::default();
+        let mut first: BTreeMap<&Selector, &TopicPolicy> = BTreeMap::new();
+        for (i, t) in list.iter().enumerate() {
+            if let Some(f) = first.insert(&t.selector, t) {
+                let was = match f.at {
+                    Some((line, _)) => format!(" (the first on line {line})"),
+                    None => format!(" (the first: {})", f.shown()),
+                };
+                return Err((
+                    i,
+                    format!("a second topic policy for {}{was}", crate::escape::one_line(&t.selector.shown())),
+                ));
+            }
+            match &t.selector {
+                Selector::Topic(n) => {
+                    out.exact.insert(n.clone(), t.policy);
+                }
+                Selector::Prefix(p) => {
+                    out.prefixes.insert(p.clone(), t.policy);
+                }
+                Selector::Regex(r) => out.regexes.push((compile(r).map_err(|e| (i, e))?, t.policy)),
+            }
+            out.shown.push(t.shown());
+        }
+        Ok(out)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.shown.is_empty()
+    }
+
+    /// The policy a topic policy gives `topic`: the exact name's, else the longest prefix's, else
+    /// the first matching regex's; None: no topic policy selects it (the cluster's applies).
+    pub fn resolve(&self, topic: &str) -> Option<Policy> {
+        if let Some(p) = self.exact.get(topic) {
+            return Some(*p);
+        }
+        if let Some((_, p)) =
+            self.prefixes.iter().filter(|(p, _)| topic.starts_with(p.as_str())).max_by_key(|(p, _)| p.len())
+        {
+            return Some(*p);
+        }
+        self.regexes.iter().find(|(re, _)| re.is_match(topic)).map(|(_, p)| *p)
+    }
+
+    /// As given, `;`-separated: `topic:audit=under-replicated;prefix:orders-=never`.
+    pub fn shown(&self) -> String {
+        crate::escape::one_line(&self.shown.join(";"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(flags: &[&str]) -> TopicPolicies {
+        let list: Vec<TopicPolicy> = flags.iter().map(|f| TopicPolicy::parse_flag(f).unwrap()).collect();
+        TopicPolicies::new(&list).unwrap()
+    }
+
+    #[test]
+    fn the_most_specific_topic_policy_wins_as_in_observer_ids() {
+        let t = table(&[
+            "regex:ord.*=leader-unavailable",
+            "prefix:ord=under-replicated",
+            "regex:orders-.*=never",
+            "prefix:orders-=under-min-isr",
+            "topic:orders-eu=never",
+            "regex:a=b.*=under-replicated",
+        ]);
+        assert_eq!(t.resolve("orders-eu"), Some(Policy::Never), "the exact name first");
+        assert_eq!(t.resolve("orders-us"), Some(Policy::UnderMinIsr), "then the longest prefix");
+        assert_eq!(t.resolve("ordinal"), Some(Policy::UnderReplicated), "a prefix before any regex");
+        assert_eq!(t.resolve("a=bc"), Some(Policy::UnderReplicated), "the last `=` splits the flag");
+        assert_eq!(t.resolve("xorders"), None, "a regex matches the whole name; no match: the cluster's");
+        let r = table(&["regex:au.*=never", "regex:.*dit=under-replicated"]);
+        assert_eq!(r.resolve("audit"), Some(Policy::Never), "the first regex in the order given");
+        assert_eq!(r.shown(), "regex:au.*=never;regex:.*dit=under-replicated");
+    }
+
+    #[test]
+    fn a_malformed_topic_policy_is_refused_with_its_reason() {
+        for (flag, want) in [
+            ("topic:audit", "expected SELECTOR=POLICY"),
+            (
+                "topic:audit=always",
+                "unknown policy `always` (under-min-isr, leader-unavailable, under-replicated or never)",
+            ),
+            ("audit=never", "audit: a selector is topic:NAME, prefix:P or regex:R"),
+            ("topic:a/b=never", "not a topic name: a/b"),
+            ("regex:(=never", "not a regular expression okp can evaluate: ( (unclosed group)"),
+            ("regex:(?!tmp).*=never", "not a regular expression okp can evaluate: (?!tmp).*"),
+            ("regex:a\tb=never", "holds '\\t'"),
+            ("regex:(a{1000}){1000}=never", "exceeds size limit"),
+        ] {
+            let e = TopicPolicy::parse_flag(flag).unwrap_err();
+            assert!(e.contains(want), "{flag:?}: {e}");
+        }
+        let long = format!("regex:{}=never", "a".repeat(MAX_REGEX_CHARS + 1));
+        assert!(TopicPolicy::parse_flag(&long).unwrap_err().contains("at most 4096"));
+        let twice: Vec<TopicPolicy> = ["topic:a=never", "prefix:a=never", "topic:a=under-replicated"]
+            .map(|f| TopicPolicy::parse_flag(f).unwrap())
+            .to_vec();
+        let (i, e) = TopicPolicies::new(&twice).unwrap_err();
+        assert_eq!((i, e.as_str()), (2, "a second topic policy for topic:a (the first: topic:a=never)"));
+        let many = vec![TopicPolicy::parse_flag("topic:a=never").unwrap(); MAX_TOPIC_POLICIES + 1];
+        assert!(TopicPolicies::new(&many).unwrap_err().1.contains("at most 1000"));
+    }
+
+    #[test]
+    fn a_hostile_regex_is_refused_or_matched_in_linear_time() {
+        // Catastrophic backtracking in a backtracking engine; the regex crate matches in linear time.
+        let t = table(&["regex:(a+)+b=never"]);
+        let topic = "a".repeat(249);
+        let t0 = std::time::Instant::now();
+        assert_eq!(t.resolve(&topic), None);
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+        // Nested past the parser's limit: refused, not a stack overflow; and blowing up the
+        // compiled size, refused in bounded time (a few ms each in a debug build: the 1000 a
+        // watchdog takes at most cost seconds, not minutes).
+        let deep = format!("regex:{}a{}=never", "(".repeat(2_000), ")".repeat(2_000));
+        let e = TopicPolicy::parse_flag(&deep).unwrap_err();
+        assert!(e.contains("nest"), "{e}");
+        let t0 = std::time::Instant::now();
+        for _ in 0..100 {
+            let e = TopicPolicy::parse_flag("regex:((((a{100}){100}){100}){100})=never").unwrap_err();
+            assert!(e.contains("exceeds size limit"), "{e}");
+        }
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{:?}", t0.elapsed());
     }
 }

@@ -9,6 +9,12 @@
 //! watchdog on the same state file is refused by name. A separate file, since
 //! every save replaces the state file (a lock on the old inode would be lost).
 //!
+//! A promotion through a topic rule records its topic (`topic`, and `rule_added` when the
+//! promotion wrote the topic's exact rule): the demotion restores that rule and nothing else. The
+//! fields are absent for a cluster-wide promotion, so a file written before topic rules reads as
+//! it always did, and a file of only cluster-wide promotions is written as before. An okp older
+//! than them refuses a file that holds one (`unknown field`), rather than misread it.
+//!
 //! Not here: what the brokers in it mean to a decision (`decide`).
 
 use std::path::{Path, PathBuf};
@@ -16,6 +22,7 @@ use std::path::{Path, PathBuf};
 use super::policy::Policy;
 use crate::error::{Error, Result};
 use crate::observers::change::Direction;
+use crate::observers::idfile;
 
 pub const SCHEMA: &str = "okp-observer-watch-state/1";
 
@@ -37,6 +44,14 @@ pub struct State {
 #[serde(deny_unknown_fields)]
 pub struct Promoted {
     pub broker: i32,
+    /// The topic whose exact rule the promotion rewrote (the broker observed it through a topic
+    /// rule); absent: the cluster-wide ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+    /// The promotion wrote `topic`'s exact rule, which the topic did not have: the demotion takes
+    /// it away again when the rest of the file still says the same (`idfile::restore_topic_rule`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub rule_added: bool,
     /// The policy whose condition must clear before it is demoted.
     pub policy: Policy,
     pub at: String,
@@ -49,6 +64,9 @@ pub struct Promoted {
 #[serde(deny_unknown_fields)]
 pub struct Held {
     pub broker: i32,
+    /// The topic it was promoted for (through its rule); absent: cluster-wide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
     /// When the watchdog saw the manual demotion.
     pub at: String,
 }
@@ -58,8 +76,15 @@ pub struct Held {
 pub struct LastAction {
     pub action: Direction,
     pub broker: i32,
+    /// The topic whose rule it changed; absent: the cluster-wide ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
     pub at: String,
     pub at_ms: i64,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl State {
@@ -105,12 +130,25 @@ pub fn parse(name: &str, text: &str) -> Result<State> {
     let state: State = serde_json::from_str(text).map_err(|e| damaged(e.line(), e.column(), e.to_string()))?;
     let mut seen = std::collections::BTreeSet::new();
     for p in &state.promoted {
-        if p.broker < 0 || !seen.insert(p.broker) {
+        let topic =
+            p.topic.as_deref().map(|t| format!(" for topic {}", crate::escape::one_line(t))).unwrap_or_default();
+        if p.broker < 0 || !seen.insert((p.broker, p.topic.as_deref())) {
             return Err(damaged(
                 1,
                 1,
-                format!("broker {} is not a broker id or is listed twice in `promoted`", p.broker),
+                format!("broker {}{topic} is not a broker id or is listed twice in `promoted`", p.broker),
             ));
+        }
+    }
+    for t in state
+        .promoted
+        .iter()
+        .filter_map(|p| p.topic.as_deref())
+        .chain(state.held.iter().filter_map(|h| h.topic.as_deref()))
+    {
+        // The topic goes into observer.ids as `topic:T`: only a name Kafka accepts.
+        if idfile::Selector::parse(&format!("topic:{t}")).is_err() {
+            return Err(damaged(1, 1, format!("topic {}: not a Kafka topic name", crate::escape::one_line(t))));
         }
     }
     Ok(state)
@@ -186,10 +224,63 @@ mod tests {
         assert_eq!(load(&p).unwrap(), State::new(None));
         let mut s = State::new(Some("c1".into()));
         s.promoted.push(super::super::decide::tests::promoted(4, Policy::UnderMinIsr));
-        s.last_action = Some(LastAction { action: Direction::Promote, broker: 4, at: "t".into(), at_ms: 7 });
+        s.last_action =
+            Some(LastAction { action: Direction::Promote, broker: 4, topic: None, at: "t".into(), at_ms: 7 });
         save(&p, &s).unwrap();
         assert_eq!(load(&p).unwrap(), s);
         assert!(std::fs::read_to_string(&p).unwrap().contains("\"action\": \"promote\""));
+    }
+
+    #[test]
+    fn a_state_of_topic_promotions_round_trips_and_an_old_file_reads_as_cluster_wide() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.json");
+        let mut s = State::new(Some("c1".into()));
+        s.promoted.push(super::super::decide::tests::promoted(4, Policy::UnderMinIsr));
+        s.promoted.push(Promoted {
+            topic: Some("tobs".into()),
+            rule_added: true,
+            ..super::super::decide::tests::promoted(4, Policy::UnderReplicated)
+        });
+        s.held.push(Held { broker: 5, topic: Some("audit".into()), at: "t".into() });
+        s.last_action = Some(LastAction {
+            action: Direction::Promote,
+            broker: 4,
+            topic: Some("tobs".into()),
+            at: "t".into(),
+            at_ms: 7,
+        });
+        save(&p, &s).unwrap();
+        assert_eq!(load(&p).unwrap(), s);
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.matches("\"topic\": \"tobs\"").count(), 2, "{text}");
+        assert_eq!(text.matches("rule_added").count(), 1, "written only when true: {text}");
+        // A file of an okp before topic rules: every promotion is cluster-wide.
+        let old = format!(
+            "{{\"schema\": \"{SCHEMA}\", \"cluster_id\": \"c1\", \"promoted\": [{{\"broker\": 4, \"policy\": \"under-min-isr\", \"at\": \"t\", \"at_ms\": 1, \"partitions\": [\"obs-0\"]}}], \"held\": [{{\"broker\": 5, \"at\": \"t\"}}], \"last_action\": {{\"action\": \"promote\", \"broker\": 4, \"at\": \"t\", \"at_ms\": 1}}}}"
+        );
+        let st = parse("s.json", &old).unwrap();
+        assert_eq!((st.promoted[0].topic.as_deref(), st.promoted[0].rule_added), (None, false));
+        assert_eq!((st.held[0].topic.as_deref(), st.last_action.unwrap().topic), (None, None));
+        // A cluster-wide state is written as before: no new field appears.
+        let mut cw = State::new(None);
+        cw.promoted.push(super::super::decide::tests::promoted(4, Policy::UnderMinIsr));
+        save(&p, &cw).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(!text.contains("topic") && !text.contains("rule_added"), "{text}");
+        // The same broker for two topics is two promotions; twice for one topic is damage; a
+        // topic that could not be in observer.ids is damage.
+        let one = |t: &str| {
+            format!(r#"{{"broker": 4, "topic": "{t}", "policy": "never", "at": "t", "at_ms": 1, "partitions": []}}"#)
+        };
+        let file = |a: String, b: String| {
+            format!("{{\"schema\": \"{SCHEMA}\", \"cluster_id\": null, \"promoted\": [{a}, {b}], \"held\": [], \"last_action\": null}}")
+        };
+        assert!(parse("s.json", &file(one("a"), one("b"))).is_ok());
+        let e = parse("s.json", &file(one("a"), one("a"))).unwrap_err().to_string();
+        assert!(e.contains("broker 4 for topic a is not a broker id or is listed twice"), "{e}");
+        let e = parse("s.json", &file(one("a"), one("x\\ny"))).unwrap_err().to_string();
+        assert!(e.contains("topic x\\ny: not a Kafka topic name"), "{e}");
     }
 
     #[test]
