@@ -161,13 +161,30 @@ impl PatchSet {
             if edits.iter().any(|x| x.id == e.id) {
                 return Err(err("is defined twice".into()));
             }
-            if !model.anchors.anchors.iter().any(|a| a.id == e.anchor) {
+            let Some(anchor) = model.anchors.anchors.iter().find(|a| a.id == e.anchor) else {
                 return Err(err(format!("names unknown anchor `{}`", e.anchor)));
-            }
+            };
             let code: Vec<String> =
                 e.code.strip_suffix('\n').unwrap_or(&e.code).split('\n').map(str::to_string).collect();
             if code.iter().all(|l| l.trim().is_empty()) {
                 return Err(err("has no code".into()));
+            }
+            // The proof reads which method holds an edit from the marker's indentation: a
+            // replacement indented less than the line it replaces would be placed outside it.
+            if let (Op::Replace, crate::model::anchors::Pattern::Lines(want)) = (e.op, &anchor.pattern) {
+                let indent = |l: &str| l.len() - l.trim_start().len();
+                let (first, at) = (code.iter().find(|l| !l.trim().is_empty()), want.first());
+                if let (Some(first), Some(at)) = (first, at) {
+                    if indent(first) != indent(at) {
+                        return Err(err(format!(
+                            "replaces anchor `{}` (indented {}) with code indented {}: a replacement starts at \
+                             its anchor's indentation",
+                            e.anchor,
+                            indent(at),
+                            indent(first)
+                        )));
+                    }
+                }
             }
             if e.why.trim().is_empty() || e.why.contains('\n') {
                 return Err(err("needs a one-line `why` (it becomes the marker comment)".into()));

@@ -74,6 +74,20 @@ public final class ObserverIdsContractTest {
         default boolean containsAllButObservers(List<Integer> isr, List<Integer> replicas) {
             throw new UnsupportedOperationException("java only");
         }
+
+        /** The replicas an election may pick (topic null: the union decides). */
+        List<Integer> candidates(String topic, List<Integer> replicas);
+
+        /** The first replica not observing the topic, or null when there is none. */
+        Integer preferredReplica(String topic, List<Integer> replicas);
+
+        /** A value that changes when the ids or the rules change. */
+        Object version();
+
+        /** The KRaft controller's own helpers; the Java side only. */
+        default ObserverReplicas.Cache javaCache() {
+            throw new UnsupportedOperationException("java only");
+        }
     }
 
     interface Maker {
@@ -106,6 +120,25 @@ public final class ObserverIdsContractTest {
                     public boolean isObserver(String topic, int id) {
                         return cache.isObserver(topic, id);
                     }
+
+                    public List<Integer> candidates(String topic, List<Integer> replicas) {
+                        List<Integer> out = new ArrayList<>();
+                        scala.collection.Iterator<Object> it =
+                            cache.candidates(topic, toScala(replicas)).iterator();
+                        while (it.hasNext()) {
+                            out.add((Integer) it.next());
+                        }
+                        return out;
+                    }
+
+                    public Integer preferredReplica(String topic, List<Integer> replicas) {
+                        scala.Option<Object> p = cache.preferredReplica(topic, toScala(replicas));
+                        return p.isDefined() ? (Integer) p.get() : null;
+                    }
+
+                    public Object version() {
+                        return cache.version();
+                    }
                 };
             };
         }
@@ -131,8 +164,43 @@ public final class ObserverIdsContractTest {
                 public boolean containsAllButObservers(List<Integer> isr, List<Integer> replicas) {
                     return cache.containsAllButObservers(isr, replicas);
                 }
+
+                public List<Integer> candidates(String topic, List<Integer> replicas) {
+                    // The controller's candidates are the initial ISR's (all observers: kept whole)
+                    // and the leader gate's; compare the gate, which never keeps an observer.
+                    java.util.function.IntPredicate gate = cache.leaderGate(topic, id -> true);
+                    List<Integer> out = new ArrayList<>();
+                    for (Integer id : replicas) {
+                        if (gate.test(id)) {
+                            out.add(id);
+                        }
+                    }
+                    return out;
+                }
+
+                public Integer preferredReplica(String topic, List<Integer> replicas) {
+                    int[] r = new int[replicas.size()];
+                    for (int i = 0; i < r.length; i++) {
+                        r[i] = replicas.get(i);
+                    }
+                    int p = cache.preferredReplica(topic, r, -7);
+                    return p == -7 ? null : p;
+                }
+
+                public Object version() {
+                    return cache.version();
+                }
+
+                public ObserverReplicas.Cache javaCache() {
+                    return cache;
+                }
             };
         };
+    }
+
+    @SuppressWarnings("deprecation")
+    private static scala.collection.Seq<Object> toScala(List<Integer> replicas) {
+        return scala.collection.JavaConverters.asScalaBufferConverter(new ArrayList<Object>(replicas)).asScala();
     }
 
     private static Set<Integer> fromScala(scala.collection.immutable.Set<Object> ids) {
@@ -632,6 +700,78 @@ public final class ObserverIdsContractTest {
             cache.containsAllButObservers(isr, Arrays.asList(4)), "4 alone not complete");
     }
 
+    // The hooks' helpers per topic (docs/contract.md, "Topic rules: which hook asks per topic"):
+    // the ZooKeeper elections' candidates and preferred replica, the KRaft leader gate and
+    // preferred replica, and the version the imbalance count is recounted on.
+    static void hookHelpersPerTopic(Ctx c) throws IOException {
+        Path f = c.write("h.ids", "4\ntopic:tfull observers=none\nprefix:orders- observers=5,6\n");
+        c.env.put(FILE_ENV, f.toString());
+        Registry r = c.open();
+        List<Integer> a = Arrays.asList(4, 1, 2);
+        String i = c.impl + ": ";
+        check(i + "an observed topic's candidates leave its observer out", r.candidates("tobs", a).equals(Arrays.asList(1, 2)),
+            "" + r.candidates("tobs", a));
+        check(i + "a topic ruled observers=none keeps every replica a candidate", r.candidates("tfull", a).equals(a),
+            "" + r.candidates("tfull", a));
+        check(i + "a prefix rule's observers are left out, the cluster-wide 4 is not one of them",
+            r.candidates("orders-eu", Arrays.asList(5, 6, 1, 4)).equals(Arrays.asList(1, 4)),
+            "" + r.candidates("orders-eu", Arrays.asList(5, 6, 1, 4)));
+        check(i + "no topic (null): every topic's observers are left out",
+            r.candidates(null, Arrays.asList(5, 6, 1, 4)).equals(Arrays.asList(1)),
+            "" + r.candidates(null, Arrays.asList(5, 6, 1, 4)));
+        check(i + "the preferred replica of an observed topic is its first non-observer",
+            Integer.valueOf(1).equals(r.preferredReplica("tobs", a)), "" + r.preferredReplica("tobs", a));
+        check(i + "4 is the preferred replica of the topic it fully replicates",
+            Integer.valueOf(4).equals(r.preferredReplica("tfull", a)), "" + r.preferredReplica("tfull", a));
+        check(i + "a partition whose replicas all observe its topic has no preferred replica",
+            r.preferredReplica("orders-eu", Arrays.asList(5, 6)) == null, "" + r.preferredReplica("orders-eu", Arrays.asList(5, 6)));
+        Object v1 = r.version();
+        c.advance(5 * SECOND);
+        check(i + "the version is equal for a second read of the same file", r.version().equals(v1), r.version() + " vs " + v1);
+        c.write("h.ids", "4\ntopic:tfull observers=none\n");
+        c.advance(5 * SECOND);
+        Object v2 = r.version();
+        check(i + "a change of the rules alone changes the version (the cluster-wide ids did not change)",
+            !v2.equals(v1), v2 + " vs " + v1);
+    }
+
+    // The KRaft controller's own helpers: initial ISR, the leader gate's liveness, reassignment, names.
+    static void javaHookHelpersPerTopic(Ctx c) throws IOException {
+        c.env.put(FILE_ENV, c.write("j.ids", "4\ntopic:tfull observers=none\n").toString());
+        Registry r = c.open();
+        r.current();
+        if (!c.impl.equals("java")) {
+            return; // the broker and the ZooKeeper controller have their own cases above
+        }
+        ObserverReplicas.Cache cache = r.javaCache();
+        check("java: the initial ISR leaves the topic's observer out",
+            cache.initialIsr("tobs", Arrays.asList(4, 1)).equals(Arrays.asList(1)), "" + cache.initialIsr("tobs", Arrays.asList(4, 1)));
+        check("java: an initial ISR of observers only is kept, so the partition has a leader",
+            cache.initialIsr("tobs", Arrays.asList(4)).equals(Arrays.asList(4)), "" + cache.initialIsr("tobs", Arrays.asList(4)));
+        check("java: a full replica by its topic rule stays in the initial ISR",
+            cache.initialIsr("tfull", Arrays.asList(4, 1)).equals(Arrays.asList(4, 1)), "" + cache.initialIsr("tfull", Arrays.asList(4, 1)));
+        java.util.function.IntPredicate upstream = id -> id != 9;
+        java.util.function.IntPredicate gate = cache.leaderGate("tobs", upstream);
+        check("java: the gate refuses the topic's observer and keeps upstream's test",
+            !gate.test(4) && gate.test(1) && !gate.test(9), "4/1/9 wrong");
+        check("java: the gate says an observer is otherwise live (kraft-keep-leader)",
+            ObserverReplicas.isLiveLeader(gate, 4) && !ObserverReplicas.isLiveLeader(gate, 9), "isLiveLeader wrong");
+        check("java: the gate of a topic 4 fully replicates accepts 4", cache.leaderGate("tfull", upstream).test(4), "4 refused");
+        check("java: the election's preferred target of an observed topic is its first non-observer",
+            cache.preferredReplica("tobs", Arrays.asList(4, 1)) == 1 && cache.preferredReplica("tfull", Arrays.asList(4, 1)) == 4,
+            "tobs/tfull wrong");
+        check("java: reassignment waits for 4 where it is a full replica, not where it observes",
+            !cache.containsAllButObservers("tfull", Arrays.asList(1), Arrays.asList(1, 4))
+                && cache.containsAllButObservers("tobs", Arrays.asList(1), Arrays.asList(1, 4)), "wrong");
+        org.apache.kafka.common.Uuid id = org.apache.kafka.common.Uuid.randomUuid();
+        String before = ObserverReplicas.topicName(id);
+        ObserverReplicas.topicNamed(id, "tobs");
+        String named = ObserverReplicas.topicName(id);
+        ObserverReplicas.topicRemoved(id);
+        check("java: a topic's name by id, from replay until removal",
+            before == null && "tobs".equals(named) && ObserverReplicas.topicName(id) == null, before + "/" + named);
+    }
+
     // ---- the real objects, wired to the real process environment, in a child JVM ----
 
     static void topicRulesPrecedence(Ctx c) throws IOException {
@@ -807,6 +947,8 @@ public final class ObserverIdsContractTest {
         cases.put("javaSetIsUnmodifiable", ObserverIdsContractTest::javaSetIsUnmodifiable);
         cases.put("javaContainsAllButObservers", ObserverIdsContractTest::javaContainsAllButObservers);
         cases.put("topicRulesPrecedence", ObserverIdsContractTest::topicRulesPrecedence);
+        cases.put("hookHelpersPerTopic", ObserverIdsContractTest::hookHelpersPerTopic);
+        cases.put("javaHookHelpersPerTopic", ObserverIdsContractTest::javaHookHelpersPerTopic);
         cases.put("malformedRuleFreezes", ObserverIdsContractTest::malformedRuleFreezes);
         cases.put("malformedRulesNamed", ObserverIdsContractTest::malformedRulesNamed);
 

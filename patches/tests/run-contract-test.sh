@@ -82,15 +82,19 @@ count_run() {
 echo "== javac $("${bin}javac" -version 2>&1 | awk '{print $2}') --release 8: ObserverReplicas.java"
 slf4j_compile=$(jar org.slf4j:slf4j-api:$SLF4J_COMPILE)
 java_out=
+clients_run=
 for mv in $METADATA_VERSIONS; do
     out=$work/java-$mv
     mkdir -p "$out"
     # -Xlint:all -Werror because several Kafka releases build their Java modules with -Werror.
     if "${bin}javac" --release 8 -Xlint:all -Werror -encoding UTF-8 \
-        -cp "$(jar org.apache.kafka:kafka-metadata:$mv):$slf4j_compile" -d "$out" "$java_src"; then
+        -cp "$(jar org.apache.kafka:kafka-metadata:$mv):$(jar org.apache.kafka:kafka-clients:$mv):$slf4j_compile" \
+        -d "$out" "$java_src"; then
         echo "ok   compiles against kafka-metadata $mv"
         passed=$((passed + 1))
         java_out=${java_out:-$out}
+        # org.apache.kafka.common.Uuid (topic ids) is in the clients jar of the same release.
+        clients_run=${clients_run:-$(jar org.apache.kafka:kafka-clients:$mv)}
     else
         fail_step "compile against kafka-metadata $mv"
     fi
@@ -117,7 +121,7 @@ for build in $SCALA_BUILDS; do
         fail_step "contract test on scala $sv (no compiled ObserverReplicas)"
         continue
     fi
-    run_cp=$scala_out:$java_out:$lib:$(jar org.slf4j:slf4j-api:$SLF4J_RUN):$(jar org.slf4j:slf4j-simple:$SLF4J_RUN)
+    run_cp=$scala_out:$java_out:$clients_run:$lib:$(jar org.slf4j:slf4j-api:$SLF4J_RUN):$(jar org.slf4j:slf4j-simple:$SLF4J_RUN)
     if ! "${bin}javac" -encoding UTF-8 -cp "$run_cp" -d "$test_out" "$test_src"; then
         fail_step "compile ObserverIdsContractTest for scala $sv"
         continue

@@ -167,6 +167,10 @@ fn steps(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         o.check(&format!("after {verb} --topic tobs: tfull unchanged, 4 in its ISR"), in_isr(&full), full.show());
     }
 
+    // Elections ask per topic: 4 observes tobs (`topic:tobs observers=4`) and fully replicates
+    // every other t* topic (`prefix:t observers=none`); it may lead those, never tobs.
+    leaders(x, o)?;
+
     // okp observers place --execute under acks=all load: topic tplace from 1:2:3 to primaries in
     // racks r1-r3 and an observer in r4 (each broker is its own rack here); no acked record lost.
     place(x, o, &nodes_file)?;
@@ -174,6 +178,101 @@ fn steps(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     // Back to the cluster-wide id alone: 4 leaves tfull's ISR.
     x.c.set_observers(&nodes, "4\n")?;
     x.wait(o, FULL, t, "rules removed: 4 is an observer of tfull again", "restore_seconds", |s| !in_isr(s))?;
+    Ok(())
+}
+
+/// A topic broker 4 fully replicates under PRECEDENCE's prefix rule while it observes tobs.
+const LEAD: &str = "tlead";
+/// The broker stopped to force the elections: the leader of tobs and of tlead.
+const FIRST: i32 = 1;
+
+/// Every election path asks per topic (with PRECEDENCE in force). tlead on 1,4,2: broker 1 stopped
+/// (controlled shutdown), its leadership of tlead goes to 4, the next replica in the ISR, and of
+/// tobs to 2, never 4; then preferred elections: tobs reassigned to 4,1,2 keeps 1 (the first
+/// replica not observing tobs), tlead reassigned to 4,1,2 is led by 4 (its preferred replica). A
+/// patched controller that asked "an observer of any topic" would skip 4 for tlead every time.
+fn leaders(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
+    let outs = x.c.create_topics(&[(LEAD, "1:4:2", &["min.insync.replicas=2"][..])])?;
+    o.check(
+        "tlead created on 1:4:2 (4 a full replica by `prefix:t observers=none`)",
+        outs[0].ok(),
+        format!("rc {}", outs[0].rc),
+    );
+    let t = x.lag() + x.ttl() + Duration::from_secs(30);
+    x.wait(o, LEAD, t, "tlead: 4 in the ISR", "lead_join_seconds", in_isr)?;
+    x.wait(o, OBS, Duration::from_secs(30), "tobs: broker 1 leads before the stop", "obs_first_leads_seconds", |s| {
+        s.leader == Some(FIRST)
+    })?;
+    x.c.stop(FIRST);
+    let moved = x.wait(
+        o,
+        LEAD,
+        x.session() + Duration::from_secs(20),
+        "broker 1 stopped: tlead's leadership goes to 4, the next replica in its ISR (4 may lead the topic it fully replicates)",
+        "lead_to_observer_of_other_topic_seconds",
+        |s| s.leader.is_some() && s.leader != Some(FIRST),
+    )?;
+    o.check(
+        "tlead: the new leader is 4",
+        moved.as_ref().is_some_and(leads),
+        moved.map(|s| s.show()).unwrap_or_default(),
+    );
+    let obs = x.wait(
+        o,
+        OBS,
+        x.session() + Duration::from_secs(20),
+        "broker 1 stopped: tobs has a new leader",
+        "obs_new_leader_seconds",
+        |s| s.leader.is_some() && s.leader != Some(FIRST),
+    )?;
+    o.check(
+        "tobs: the new leader is 2, never 4 (its observer)",
+        obs.as_ref().is_some_and(|s| s.leader == Some(2)),
+        obs.map(|s| s.show()).unwrap_or_default(),
+    );
+    let restart = x.c.restart(FIRST)?;
+    o.fact("first_restart_seconds", round(restart));
+    for topic in [OBS, LEAD] {
+        x.wait(
+            o,
+            topic,
+            x.lag() + Duration::from_secs(30),
+            &format!("{topic}: broker 1 back in the ISR"),
+            &format!("{topic}_first_back_seconds"),
+            |s| s.in_isr(FIRST),
+        )?;
+    }
+    // Preferred elections: tlead as it stands (1 leads again), then each reassigned to 4,1,2.
+    elect_preferred(x, o, LEAD, FIRST, "1, its first replica")?;
+    for (topic, leader, why) in
+        [(OBS, FIRST, "1, the first replica not observing tobs, never 4"), (LEAD, OBSERVER, "4, its first replica")]
+    {
+        let out = x.c.reassign(topic, &[OBSERVER, FIRST, 2], "--execute")?;
+        o.check(
+            &format!("{topic} reassigned to 4,1,2 (the same replicas, 4 first)"),
+            out.ok(),
+            format!("rc {}", out.rc),
+        );
+        let t = Duration::from_secs(30);
+        x.wait(o, topic, t, &format!("{topic}: replicas now 4,1,2"), &format!("{topic}_reordered_seconds"), |s| {
+            s.replicas == [OBSERVER, FIRST, 2]
+        })?;
+        elect_preferred(x, o, topic, leader, why)?;
+    }
+    x.hold_all(o, &[OBS], x.lag(), |_| "tobs: 4 first in its replicas still never leads it".into(), leads)?;
+    let deleted = x.c.delete_topic_and_wait(LEAD, Duration::from_secs(60)).unwrap_or(false);
+    o.check("tlead deleted", deleted, "");
+    Ok(())
+}
+
+/// A preferred election of `topic`; then `leader` (`why`) must lead it.
+fn elect_preferred(x: &mut Ctx, o: &mut ScenarioResult, topic: &str, leader: i32, why: &str) -> Result<()> {
+    let out = x.c.elect(topic, "preferred", &[])?;
+    o.fact(&format!("{topic}_preferred_election_to_{leader}"), format!("rc {}: {}", out.rc, out.stdout.trim()));
+    let name = format!("{topic}: after a preferred election, {why} leads");
+    x.wait(o, topic, Duration::from_secs(30), &name, &format!("{topic}_preferred_{leader}_seconds"), |s| {
+        s.leader == Some(leader)
+    })?;
     Ok(())
 }
 

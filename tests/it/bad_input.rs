@@ -243,3 +243,26 @@ fn bad_guards_in_anchors_yaml_are_refused_at_their_entry() {
     assert!(stderr(&o).contains(&format!("anchors.yaml:{line}:")), "{}", stderr(&o));
     assert!(stderr(&o).contains("unknown field `mehtod`"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_replacement_indented_off_its_anchor_is_refused_naming_the_edit() {
+    // The proof places an edit in a method by the indentation of its marker: a replacement two
+    // columns left of the line it replaces would sit at the enclosing object's level.
+    let p = tempfile::tempdir().unwrap();
+    copy_into(&repo_root().join("patches"), p.path());
+    let e = p.path().join("edits.yaml");
+    let line = "        val leaderOpt = PartitionLeaderElectionAlgorithms.reassignPartitionLeaderElection(";
+    let text = std::fs::read_to_string(&e).unwrap().replacen(&format!("  {line}"), line, 1);
+    std::fs::write(&e, &text).unwrap();
+    let o = okp().arg("--patches").arg(p.path()).args(["show", "--version", "3.9.2", "--mode", "zk"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let at = text.lines().position(|l| l == "  - id: zk-election-reassign").unwrap() + 1;
+    let err = stderr(&o);
+    assert!(err.contains(&format!("edits.yaml:{at}:")), "expected line {at}: {err}");
+    assert!(
+        err.contains(
+            "edit zk-election-reassign: replaces anchor `el.reassign-candidates` (indented 4) with code indented 2"
+        ),
+        "{err}"
+    );
+}

@@ -77,11 +77,25 @@ object ObserverIds {
    */
   def preferredReplica(replicas: scala.collection.Seq[Int]): Option[Int] = replicas.find(id => !isObserver(id))
 
-  /** As [[preferredReplica]], with the observers of `topic`. */
-  def preferredReplica(topic: String, replicas: scala.collection.Seq[Int]): Option[Int] = {
-    val observers = observersOf(topic)
-    replicas.find(id => !observers.contains(id))
-  }
+  /** As [[preferredReplica]], with the observers of `topic` (null: not known, the union decides). */
+  def preferredReplica(topic: String, replicas: scala.collection.Seq[Int]): Option[Int] =
+    shared.preferredReplica(topic, replicas)
+
+  /**
+   * The replicas an election of a partition of `topic` may pick, in assignment order: `replicas`
+   * without the topic's observers. The ZooKeeper controller's elections (offline, clean and
+   * unclean; reassignment; preferred; controlled shutdown) pass this to upstream's algorithms in
+   * place of the assignment, so each picks as upstream among the rest, and the preferred replica
+   * is the first that is not an observer of the topic.
+   */
+  def candidates(topic: String, replicas: scala.collection.Seq[Int]): scala.collection.Seq[Int] =
+    shared.candidates(topic, replicas)
+
+  /**
+   * What the observers now in force are, as a value: equal for two reads with the same ids and
+   * rules. The controller counts its imbalance gauge again when it changes.
+   */
+  def version: AnyRef = shared.version
 }
 
 /**
@@ -109,6 +123,24 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
   def current: Set[Int] = fresh.union
 
   def observersOf(topic: String): Set[Int] = fresh.observersOf(topic)
+
+  def version: AnyRef = {
+    val s = fresh
+    (s.ids, s.rules.shown)
+  }
+
+  // The observers of `topic`; null (a caller that could not name the topic) asks for the union.
+  private def observersOrUnion(topic: String): Set[Int] = if (topic == null) current else observersOf(topic)
+
+  def candidates(topic: String, replicas: scala.collection.Seq[Int]): scala.collection.Seq[Int] = {
+    val observers = observersOrUnion(topic)
+    if (observers.isEmpty) replicas else replicas.filterNot(observers.contains)
+  }
+
+  def preferredReplica(topic: String, replicas: scala.collection.Seq[Int]): Option[Int] = {
+    val observers = observersOrUnion(topic)
+    replicas.find(id => !observers.contains(id))
+  }
 
   private def fresh: Snapshot = {
     val seen = snapshot.get

@@ -43,10 +43,12 @@ import org.slf4j.LoggerFactory;
  * Format: ids separated by commas and/or whitespace; {@code #} starts a comment to the end of its
  * line; a token that is not a plain decimal number in 0..2147483647 is ignored. Topic rules
  * ({@code topic:NAME}, {@code prefix:P} or {@code regex:R}, then {@code observers=LIST}) are read
- * as the Scala side reads them; a malformed one fails the read (fault {@code malformed}). This
- * controller's election, initial-ISR, reassignment and leader-balance hooks do not know the topic
- * and ask {@link #isObserver(int)}: an observer of any topic. The AlterPartition check knows it and
- * asks {@link #isObserver(String, int)}, as the brokers' ISR admission does. Nothing here
+ * as the Scala side reads them; a malformed one fails the read (fault {@code malformed}). Every
+ * controller hook asks per topic: by name where the topic's name is in scope (initial ISR,
+ * AlterPartition, the metrics), by topic id elsewhere (elections through {@link #leaderGate},
+ * leader balance, reassignment), resolved through the names the controller has replayed
+ * ({@link #topicNamed}); an id it has not seen yet falls back to {@link #isObserver(int)}, an
+ * observer of any topic, which is stricter than asked, never looser. Nothing here
  * throws. A failed read logs one WARN when the condition starts or changes (missing, unreadable),
  * not one per retry. Every change of the set, the first evaluation, and each freeze and unfreeze
  * log one INFO line in the audit format of okp's docs/observer-ids.md:
@@ -93,14 +95,119 @@ public final class ObserverReplicas {
         return SHARED.isObserver(topic, brokerId);
     }
 
+    // Topic names by id, as the controller replays TopicRecord and RemoveTopicRecord (active and
+    // standby alike). Ids are random and never reused, so an entry left by a record that was
+    // replayed and then reverted names nothing else.
+    private static final java.util.concurrent.ConcurrentHashMap<org.apache.kafka.common.Uuid, String> TOPIC_NAMES =
+        new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** The controller replayed a TopicRecord: {@code topicId} is {@code name}. */
+    public static void topicNamed(org.apache.kafka.common.Uuid topicId, String name) {
+        if (topicId != null && name != null) {
+            TOPIC_NAMES.put(topicId, name);
+        }
+    }
+
+    /** The controller replayed a RemoveTopicRecord. */
+    public static void topicRemoved(org.apache.kafka.common.Uuid topicId) {
+        if (topicId != null) {
+            TOPIC_NAMES.remove(topicId);
+        }
+    }
+
+    /** The name of {@code topicId}, or null if this controller has not replayed it. */
+    static String topicName(org.apache.kafka.common.Uuid topicId) {
+        return topicId == null ? null : TOPIC_NAMES.get(topicId);
+    }
+
+    /** The observers of {@code topic}; of every topic (the union) when the name is unknown (null). */
+    static Set<Integer> observersOf(String topic) {
+        return SHARED.observersOrUnion(topic);
+    }
+
+    /** True if {@code brokerId} is an observer of the topic {@code topicId}; see {@link #observersOf(String)}. */
+    static boolean isObserver(org.apache.kafka.common.Uuid topicId, int brokerId) {
+        return observersOf(topicName(topicId)).contains(brokerId);
+    }
+
     /**
-     * A leader predicate whose observer gate can be set aside: {@code ReplicationControlManager}'s
-     * {@code LeaderAcceptor} tests {@code !isObserver(id) && isLiveLeader(id)}, where
-     * {@code isLiveLeader} is upstream's test (the broker is active, or the one being unfenced, and
-     * its log directory for the partition is online).
+     * A new partition's initial ISR: {@code isr} without the observers of {@code topic}, in order
+     * (its head becomes the leader), unless every member is one; then {@code isr} as given, so the
+     * partition is not created without a leader.
+     */
+    static java.util.List<Integer> initialIsr(String topic, java.util.List<Integer> isr) {
+        return SHARED.initialIsr(topic, isr);
+    }
+
+    /**
+     * The preferred replica of a partition of {@code topic} (null: unknown, the union decides):
+     * the first replica that is not an observer of it; with none, {@code leader}, so such a
+     * partition is never counted imbalanced and its leadership never moved; with no replicas, -1
+     * (no leader), as upstream.
+     */
+    static int preferredReplica(String topic, int[] replicas, int leader) {
+        return SHARED.preferredReplica(topic, replicas, leader);
+    }
+
+    /** Upstream's {@code PartitionRegistration.hasPreferredLeader()}, with the observers of the topic {@code topicId}. */
+    public static boolean hasPreferredLeader(org.apache.kafka.common.Uuid topicId, int[] replicas, int leader) {
+        return leader == preferredReplica(topicName(topicId), replicas, leader);
+    }
+
+    /** Upstream's {@code PartitionRegistration.hasPreferredLeader()}, with the observers of {@code topic}. */
+    public static boolean hasPreferredLeader(String topic, int[] replicas, int leader) {
+        return leader == preferredReplica(topic, replicas, leader);
+    }
+
+    /** As {@link #preferredReplica(String, int[], int)} for a list of replicas (the election's target replicas). */
+    static int preferredReplica(org.apache.kafka.common.Uuid topicId, java.util.List<Integer> replicas) {
+        return SHARED.preferredReplica(topicName(topicId), replicas);
+    }
+
+    /**
+     * Something that can say whether the leader predicate would accept a broker if it were not an
+     * observer: upstream's test (the broker is active, or the one being unfenced, and its log
+     * directory for the partition is online).
      */
     interface LeaderLiveness {
         boolean isLiveLeader(int brokerId);
+    }
+
+    /**
+     * The leader predicate of one partition's election: upstream's {@code isAcceptableLeader} with
+     * the observers of the topic {@code topicId} refused. The topic's name is looked up once, here.
+     * {@code PartitionChangeBuilder} wraps its predicate with this on every path (clean, unclean,
+     * preferred, reassignment, controlled shutdown, ELR and last-known-leader recovery).
+     */
+    static IntPredicate leaderGate(org.apache.kafka.common.Uuid topicId, IntPredicate upstream) {
+        return SHARED.leaderGate(topicName(topicId), upstream);
+    }
+
+    private static final class LeaderGate implements IntPredicate, LeaderLiveness {
+        private final Cache cache;
+        private final String topic;
+        private final IntPredicate upstream;
+
+        LeaderGate(Cache cache, String topic, IntPredicate upstream) {
+            this.cache = cache;
+            this.topic = topic;
+            this.upstream = upstream;
+        }
+
+        @Override
+        public boolean test(int brokerId) {
+            return !cache.observersOrUnion(topic).contains(brokerId) && upstream.test(brokerId);
+        }
+
+        @Override
+        public boolean isLiveLeader(int brokerId) {
+            return upstream.test(brokerId);
+        }
+
+        @Override
+        public String toString() {
+            return upstream.toString();
+        }
     }
 
     /**
@@ -118,7 +225,20 @@ public final class ObserverReplicas {
      * reassignment waits for, since an observer never joins the ISR.
      */
     static boolean containsAllButObservers(Collection<Integer> isr, Collection<Integer> replicas) {
-        return SHARED.containsAllButObservers(isr, replicas);
+        return containsAllButObservers(null, isr, replicas);
+    }
+
+    /** As {@link #containsAllButObservers(Collection, Collection)} with the observers of {@code topic} (null: the union). */
+    static boolean containsAllButObservers(String topic, Collection<Integer> isr, Collection<Integer> replicas) {
+        return SHARED.containsAllButObservers(topic, isr, replicas);
+    }
+
+    /**
+     * What the observers now in force are, as a value: equal for two reads with the same ids and
+     * rules. The imbalance count is counted again when it changes.
+     */
+    public static Object version() {
+        return SHARED.version();
     }
 
     /** One cache of the observer ids; the controller uses {@link #SHARED}, tests build their own. */
@@ -151,15 +271,66 @@ public final class ObserverReplicas {
             return fresh().observersOf(topic);
         }
 
-        // One snapshot of the set answers for every replica.
+        // The observers of a topic; null (a topic this controller cannot name) asks for the union.
+        Set<Integer> observersOrUnion(String topic) {
+            return topic == null ? current() : observersOf(topic);
+        }
+
         boolean containsAllButObservers(Collection<Integer> isr, Collection<Integer> replicas) {
-            Set<Integer> observers = current();
+            return containsAllButObservers(null, isr, replicas);
+        }
+
+        // One snapshot of the set answers for every replica.
+        boolean containsAllButObservers(String topic, Collection<Integer> isr, Collection<Integer> replicas) {
+            Set<Integer> observers = observersOrUnion(topic);
             for (Integer replica : replicas) {
                 if (!observers.contains(replica) && !isr.contains(replica)) {
                     return false;
                 }
             }
             return true;
+        }
+
+        java.util.List<Integer> initialIsr(String topic, java.util.List<Integer> isr) {
+            Set<Integer> observers = observersOrUnion(topic);
+            java.util.List<Integer> kept = new java.util.ArrayList<>(isr.size());
+            for (Integer id : isr) {
+                if (!observers.contains(id)) {
+                    kept.add(id);
+                }
+            }
+            return kept.isEmpty() ? isr : kept;
+        }
+
+        int preferredReplica(String topic, int[] replicas, int leader) {
+            Set<Integer> observers = observersOrUnion(topic);
+            for (int replica : replicas) {
+                if (!observers.contains(replica)) {
+                    return replica;
+                }
+            }
+            return replicas.length > 0 ? leader : -1;
+        }
+
+        // The election's target: with every target an observer, upstream's first (the gate then
+        // refuses it, so no observer is elected).
+        int preferredReplica(String topic, java.util.List<Integer> replicas) {
+            Set<Integer> observers = observersOrUnion(topic);
+            for (Integer replica : replicas) {
+                if (!observers.contains(replica)) {
+                    return replica;
+                }
+            }
+            return replicas.get(0);
+        }
+
+        IntPredicate leaderGate(String topic, IntPredicate upstream) {
+            return new LeaderGate(this, topic, upstream);
+        }
+
+        Object version() {
+            Snapshot s = fresh();
+            return java.util.Arrays.<Object>asList(s.ids, s.rules.shown);
         }
 
         Set<Integer> current() {
