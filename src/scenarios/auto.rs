@@ -19,10 +19,10 @@ use crate::cluster::OBSERVER;
 use crate::error::{Error, Result};
 
 /// The watchdog's files for this run, beside the journal.
-struct Files {
-    nodes: PathBuf,
-    state: PathBuf,
-    audit: PathBuf,
+pub(super) struct Files {
+    pub(super) nodes: PathBuf,
+    pub(super) state: PathBuf,
+    pub(super) audit: PathBuf,
 }
 
 fn audit_lines(audit: &Path) -> Vec<serde_json::Value> {
@@ -33,7 +33,7 @@ fn audit_lines(audit: &Path) -> Vec<serde_json::Value> {
 }
 
 /// `okp observers watch --enable --once …`: the exit code and the audit lines it added (journaled).
-fn watch(x: &mut Ctx, f: &Files, extra: &[&str]) -> Result<(Option<i32>, Vec<serde_json::Value>)> {
+pub(super) fn watch(x: &mut Ctx, f: &Files, extra: &[&str]) -> Result<(Option<i32>, Vec<serde_json::Value>)> {
     let okp = crate::cluster::homes::okp_binary()?;
     let before = audit_lines(&f.audit).len();
     let boot = x.c.bootstrap(&[]);
@@ -60,7 +60,7 @@ fn watch(x: &mut Ctx, f: &Files, extra: &[&str]) -> Result<(Option<i32>, Vec<ser
 }
 
 /// The decisions among `lines` about partition `part`, as `action` or `action/outcome`.
-fn about(lines: &[serde_json::Value], part: &str) -> Vec<String> {
+pub(super) fn about(lines: &[serde_json::Value], part: &str) -> Vec<String> {
     lines
         .iter()
         .filter(|l| l["partitions"].as_array().is_some_and(|ps| ps.iter().any(|p| p["partition"] == part)))

@@ -15,6 +15,7 @@ mod promotion;
 mod reassign;
 mod roll;
 mod topic;
+mod topic_watch;
 mod topology;
 mod write_path;
 

@@ -167,6 +167,7 @@ fn steps(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         o.check(&format!("after {verb} --topic tobs: tfull unchanged, 4 in its ISR"), in_isr(&full), full.show());
     }
 
+    super::topic_watch::watch_per_topic(x, o, &nodes_file)?;
     // Elections ask per topic: 4 observes tobs (`topic:tobs observers=4`) and fully replicates
     // every other t* topic (`prefix:t observers=none`); it may lead those, never tobs.
     leaders(x, o)?;
