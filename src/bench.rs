@@ -47,6 +47,26 @@ pub struct Options {
     pub out: PathBuf,
     /// A/A: the second flavor runs the upstream jars too (labelled `patched` in the samples).
     pub control: bool,
+    /// Topic rules written after the cluster-wide `4` on every node of every cluster (`--rules`).
+    pub rules: Option<String>,
+}
+
+/// Reads a `--rules` file: topic rules only (the registries' own reading, `idfile::rules`), at
+/// least one, no cluster-wide id (the observer stays broker 4).
+pub fn rules_file(path: &std::path::Path) -> Result<String> {
+    let text = crate::fsx::read::text(path, crate::fsx::read::MAX_TEXT, "rules file")?;
+    let bad = |why: String| Error::Usage(format!("{}: {why}", path.display()));
+    let rules = crate::observers::idfile::rules(&text).map_err(bad)?;
+    if rules.is_empty() {
+        return Err(bad("no topic rule in it (a line `topic:NAME|prefix:P|regex:R observers=LIST`)".into()));
+    }
+    let ids = crate::observers::idfile::parse(&text);
+    if !ids.is_empty() {
+        return Err(bad(format!(
+            "cluster-wide ids {ids:?} in it: only topic rules here (the bench's observer stays broker {FOURTH})"
+        )));
+    }
+    Ok(text)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, serde::Serialize)]
@@ -159,6 +179,7 @@ pub fn broker(ws: &Workspace, opts: Options) -> Result<Outcome> {
         "record_size": opts.record_size,
         "producer": "acks=all linger.ms=0 enable.idempotence=false, bootstrap brokers 1-3",
         "control": opts.control,
+        "rules": opts.rules,
         "seconds": crate::scenarios::round(t0.elapsed().as_secs_f64()),
         "samples": samples,
         "ratios": ratios,
@@ -183,10 +204,20 @@ fn one_cluster(opts: &Options, rt: Runtime, round: u32, flavor: Flavor) -> Resul
     let journal = Journal::new(&journal_dir, run_dir.path());
     let timers = Timers { lag_ms: 10_000, session_ms: 6_000 };
     let mut c = Cluster::up(opts.mode, rt, timers, run_dir.path(), None, journal, crate::cluster::Homes::Shared)?;
-    let result = measure(&mut c, opts, round, flavor);
+    let result = with_rules(&mut c, opts).and_then(|()| measure(&mut c, opts, round, flavor));
     c.down();
     drop(c);
     result
+}
+
+/// `--rules`: the rules after the cluster-wide `4` on every node, then one cache TTL and a second,
+/// so every registry has read them before the first record.
+fn with_rules(c: &mut Cluster, opts: &Options) -> Result<()> {
+    let Some(rules) = &opts.rules else { return Ok(()) };
+    let nodes = c.kafka_nodes();
+    c.set_observers(&nodes, &format!("{FOURTH}\n{rules}"))?;
+    std::thread::sleep(Duration::from_secs(6));
+    Ok(())
 }
 
 fn measure(c: &mut Cluster, opts: &Options, round: u32, flavor: Flavor) -> Result<Vec<Sample>> {
@@ -335,6 +366,14 @@ fn summary_md(opts: &Options, samples: &[Sample], ratios: &[Ratio], secs: f64) -
              a patched/upstream ratio must be read against.\n\n",
         );
     }
+    if let Some(rules) = &opts.rules {
+        let shown: Vec<&str> = rules.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+        s.push_str(&format!(
+            "**Topic rules** (`--rules`) after the cluster-wide `{FOURTH}` on every node of every cluster (upstream \
+             ignores them): `{}`.\n\n",
+            shown.join("`; `")
+        ));
+    }
     s.push_str("| case | metric | upstream | patched | patched/upstream | spread |\n|---|---|---|---|---|---|\n");
     for r in ratios {
         s.push_str(&format!(
@@ -378,8 +417,13 @@ fn summary_md(opts: &Options, samples: &[Sample], ratios: &[Ratio], secs: f64) -
 }
 
 /// The default evidence directory of a run.
-pub fn default_out(release: &Release, mode: Mode, control: bool) -> PathBuf {
-    let suffix = if control { "-control" } else { "" };
+pub fn default_out(release: &Release, mode: Mode, control: bool, rules: bool) -> PathBuf {
+    let suffix = match (control, rules) {
+        (true, true) => "-rules-control",
+        (true, false) => "-control",
+        (false, true) => "-rules",
+        (false, false) => "",
+    };
     Path::new("evidence").join("bench").join("broker").join(format!("{}-{mode}{suffix}", release.version))
 }
 

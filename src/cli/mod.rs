@@ -317,6 +317,12 @@ pub struct BenchBrokerArgs {
     /// ratio is upstream/upstream and its spread is this machine's noise floor for the same settings.
     #[arg(long)]
     pub control: bool,
+    /// A file of observer.ids topic rules (docs/observer-ids.md) written after the cluster-wide `4`
+    /// on every node of every cluster (upstream ignores them): the cost of rules present. The
+    /// produced topics are bench3 and bench4; rules naming neither measure rules that do not match.
+    /// No cluster-wide ids in it (default out: <V>-<mode>-rules).
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -13,7 +13,8 @@ pub fn run(ws: &Workspace, args: BenchArgs) -> Result<Outcome> {
         BenchCommand::Broker(a) => {
             let release = ws.release(a.release.version)?.clone();
             let mode = release.mode_for(a.release.mode, ModeDefault::ZkFirst)?;
-            let out = a.out.unwrap_or_else(|| crate::bench::default_out(&release, mode, a.control));
+            let rules = a.rules.as_deref().map(crate::bench::rules_file).transpose()?;
+            let out = a.out.unwrap_or_else(|| crate::bench::default_out(&release, mode, a.control, rules.is_some()));
             crate::bench::broker(
                 ws,
                 crate::bench::Options {
@@ -26,6 +27,7 @@ pub fn run(ws: &Workspace, args: BenchArgs) -> Result<Outcome> {
                     record_size: a.record_size,
                     out,
                     control: a.control,
+                    rules,
                 },
             )
         }

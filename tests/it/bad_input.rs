@@ -266,3 +266,29 @@ fn a_replacement_indented_off_its_anchor_is_refused_naming_the_edit() {
         "{err}"
     );
 }
+
+#[test]
+fn bench_rules_must_be_topic_rules_read_as_the_registries_read_them() {
+    let t = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[u8], &str); 4] = [
+        ("ids", b"4\ntopic:a observers=none\n", "cluster-wide ids {4} in it: only topic rules here"),
+        ("malformed", b"topic:a observers=4x\n", "line 1, column 19: not a broker id: \"4x\""),
+        ("empty", b"# nothing\n", "no topic rule in it"),
+        ("regex", b"regex:( observers=1\n", "line 1, column 7: not a regular expression: ("),
+    ];
+    for (name, text, says) in cases {
+        let f = t.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        let out = t.path().join(format!("out-{name}"));
+        let o = okp()
+            .args(["bench", "broker", "--version", "3.9.2", "--rules"])
+            .arg(&f)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("{}: {says}", f.display())), "{name}: {}", stderr(&o));
+        assert!(!out.exists(), "{name}: nothing written");
+    }
+}
