@@ -24,7 +24,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
 use super::decide::{Policy, Rules};
-use super::policy::{TopicPolicies, TopicPolicy, MAX_TOPIC_POLICIES};
+use super::policy::{TopicPolicies, TopicPolicy, MAX_REGEX_POLICIES, MAX_TOPIC_POLICIES};
 use crate::error::{Error, Result};
 use crate::model::{yaml, Origin};
 
@@ -102,8 +102,9 @@ impl<'de> serde::Deserialize<'de> for Entry {
     }
 }
 
-/// `topic-policies:`: a list of at most `MAX_TOPIC_POLICIES` entries (counted before the next
-/// one is checked: a file of a million regexes is refused without compiling them).
+/// `topic-policies:`: a list of at most `MAX_TOPIC_POLICIES` entries, `MAX_REGEX_POLICIES` of them
+/// regexes (counted as they are read: a file of a million regexes is refused without compiling
+/// them all).
 fn topic_policies<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Vec<TopicPolicy>>, D::Error> {
     struct List;
     impl<'de> Visitor<'de> for List {
@@ -117,6 +118,14 @@ fn topic_policies<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option
                 match seq.next_element::<Entry>()? {
                     Some(e) => out.push(e.0),
                     None => return Ok(out),
+                }
+                if out.iter().filter(|t| t.is_regex()).count() > MAX_REGEX_POLICIES {
+                    let last = out.last().map(|t| t.selector.shown()).unwrap_or_default();
+                    return Err(de::Error::custom(format_args!(
+                        "topic-policies, entry {} ({}): more than {MAX_REGEX_POLICIES} regex topic policies: at most {MAX_REGEX_POLICIES}",
+                        out.len(),
+                        crate::escape::one_line(&last)
+                    )));
                 }
             }
             match seq.next_element::<de::IgnoredAny>()? {
@@ -413,6 +422,16 @@ mod tests {
         many.push_str("  - {regex: '(', policy: never}\n");
         let e = parse(&o(&many)).unwrap_err().to_string();
         assert!(e.contains("more than 1000 topic policies"), "{e}");
+        // Too many regexes: refused as the one over the cap is read.
+        let mut regexes = String::new();
+        for i in 0..=MAX_REGEX_POLICIES {
+            regexes.push_str(&format!("  - {{regex: 'r{i}.*', policy: never}}\n"));
+        }
+        let e = parse(&o(&regexes)).unwrap_err().to_string();
+        assert!(
+            e.contains("w.yaml:3:3: topic-policies, entry 66 (regex:r64.*): more than 64 regex topic policies"),
+            "{e}"
+        );
         // A second flag for one selector.
         let two = ["topic:a=never", "topic:a=under-replicated"].map(|f| TopicPolicy::parse_flag(f).unwrap()).to_vec();
         let e = resolve(&File { topic_policies: Some(two), ..enabled() }, false, None).unwrap_err();
