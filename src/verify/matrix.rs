@@ -383,7 +383,7 @@ mod tests {
     #[test]
     fn the_proof_column_links_each_pairs_provenance_proof_run_or_not() {
         let t = runs_of(&evidence());
-        // Without the partial runs, which would stand in for 2.7.0 zk's missing full run.
+        // Without the partial runs, which would stand in for 3.1.0 zk's missing full run.
         let _ = std::fs::remove_dir_all(t.path().join(PARTIAL_DIR));
         write_matrix(t.path(), Some(&matrix_pairs())).unwrap();
         let page = std::fs::read_to_string(t.path().join("VERIFY.md")).unwrap();
@@ -391,7 +391,7 @@ mod tests {
         let row =
             |start: &str| page.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {page}"));
         assert!(row("| [3.9.2-zk]").contains("| [proved](build/proof/3.9.2-zk.json) |"), "{page}");
-        assert!(row("| 2.7.0-zk | not run").contains("| [proved](build/proof/2.7.0-zk.json) |"), "{page}");
+        assert!(row("| 3.1.0-zk | not run").contains("| [proved](build/proof/3.1.0-zk.json) |"), "{page}");
         assert!(row("| [3.1.2-zk]").contains("| [proved](build/proof/3.1.2-zk.json) |"), "{page}");
         assert!(row("| 4.4.0-kraft |").contains("| – | – |"), "no proof, no unit run: {page}");
         // Damaged or not a proof: said so, never a pass.
