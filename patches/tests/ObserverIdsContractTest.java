@@ -49,10 +49,11 @@ public final class ObserverIdsContractTest {
     // comma-separated, no spaces, so each value is one whitespace-free token.
     private static final String SET = "(\\[(?:[0-9]+(?:,[0-9]+)*)?\\])";
     private static final Pattern AUDIT = Pattern.compile("OBSERVER AUDIT registry=(broker|controller) node=- "
-        + "event=(initial|change|freeze|unfreeze) "
+        + "event=(initial|change|freeze|unfreeze|racks) "
         + "source=(file:\\S+|env:KAFKA_OBSERVER_BROKER_IDS|none|frozen:(?:file-missing|unreadable|malformed)) "
         + "before=" + SET + " after=" + SET + " added=" + SET + " removed=" + SET + " epochMs=([0-9]+)"
-        + "( rules=(?:\\[\\]|(?:topic|prefix|regex):\\S+))?");
+        + "( rules=(?:\\[\\]|(?:topic|prefix|regex):\\S+))?"
+        + "( racks=\\[[a-zA-Z0-9._/-]+:(?:none|[0-9]+(?:,[0-9]+)*)(?:;[a-zA-Z0-9._/-]+:(?:none|[0-9]+(?:,[0-9]+)*))*\\])?");
 
     private static final ByteArrayOutputStream CAPTURED = new ByteArrayOutputStream();
     private static int passed;
@@ -83,6 +84,9 @@ public final class ObserverIdsContractTest {
 
         /** A value that changes when the ids or the rules change. */
         Object version();
+
+        /** This node learned broker {@code id}'s broker.rack (null: none set). */
+        void brokerRack(int id, String rack);
 
         /** The KRaft controller's own helpers; the Java side only. */
         default ObserverReplicas.Cache javaCache() {
@@ -139,6 +143,10 @@ public final class ObserverIdsContractTest {
                     public Object version() {
                         return cache.version();
                     }
+
+                    public void brokerRack(int id, String rack) {
+                        cache.brokerRack(id, rack);
+                    }
                 };
             };
         }
@@ -189,6 +197,10 @@ public final class ObserverIdsContractTest {
 
                 public Object version() {
                     return cache.version();
+                }
+
+                public void brokerRack(int id, String rack) {
+                    cache.brokerRack(id, rack);
                 }
 
                 public ObserverReplicas.Cache javaCache() {
@@ -824,8 +836,8 @@ public final class ObserverIdsContractTest {
         c.expectTopic("audit", "a malformed rule keeps the last good rules", 5);
         c.expectTopic("other", "and the last good cluster-wide ids", 4);
         c.expectLogs("one WARN naming line and column, and the freeze audited with the kept rules",
-            warn(unreadable("<dir>/m.ids", "line 2, column 23: not a broker id: \"5x\" (a list is none or ids "
-                + "separated by commas)"), frozenAt("[4]")),
+            warn(unreadable("<dir>/m.ids", "line 2, column 23: not a broker id: \"5x\" (a list is none, or broker ids "
+                + "and rack:NAME separated by commas)"), frozenAt("[4]")),
             audit("freeze", "frozen:malformed", "[4]", "[4]", "[]", "[]", "topic:audit=5"));
         c.write("m.ids", "topic:audit observers=none\n");
         c.advance(5 * SECOND);
@@ -842,10 +854,18 @@ public final class ObserverIdsContractTest {
             {"topic:bad/name observers=4", "line 1, column 7: not a topic name: bad/name"},
             {"prefix: observers=4", "line 1, column 8: not a topic name: "},
             {"regex:( observers=4", "line 1, column 7: not a regular expression: ("},
-            {"topic:a observers=", "line 1, column 19: not a broker id: \"\" (a list is none or ids separated by commas)"},
-            {"topic:a observers=4,,5", "line 1, column 21: not a broker id: \"\" (a list is none or ids separated by commas)"},
-            {"topic:a observers=none,4", "line 1, column 19: not a broker id: \"none\" (a list is none or ids separated by commas)"},
+            {"topic:a observers=", "line 1, column 19: not a broker id: \"\" (a list is none, or broker ids and rack:NAME separated by commas)"},
+            {"topic:a observers=4,,5", "line 1, column 21: not a broker id: \"\" (a list is none, or broker ids and rack:NAME separated by commas)"},
+            {"topic:a observers=none,4", "line 1, column 19: not a broker id: \"none\" (a list is none, or broker ids and rack:NAME separated by commas)"},
             {"topic:a observers=4\r\ntopic:a observers=5", "line 2, column 1: a second rule for topic:a"},
+            {"topic:a observers=4,rack:", "line 1, column 21: not a rack: \"rack:\" (a rack is rack:NAME, NAME of 1-255 "
+                + "letters, digits, '.', '_', '-' or '/')"},
+            {"topic:a observers=rack:a*b", "line 1, column 19: not a rack: \"rack:a*b\" (a rack is rack:NAME, NAME of "
+                + "1-255 letters, digits, '.', '_', '-' or '/')"},
+            {"topic:a observers=rack:" + String.join("", java.util.Collections.nCopies(256, "r")), "line 1, column 19: not a rack: \"rack:" + String.join("", java.util.Collections.nCopies(256, "r"))
+                + "\" (a rack is rack:NAME, NAME of 1-255 letters, digits, '.', '_', '-' or '/')"},
+            {"topic:a observers=Rack:x", "line 1, column 19: not a broker id: \"Rack:x\" " + "(a list is none, or broker ids "
+                + "and rack:NAME separated by commas)"},
         };
         int n = 0;
         for (String[] k : cases) {
@@ -859,6 +879,76 @@ public final class ObserverIdsContractTest {
                 audit("initial", "none", "[]", "[]", "[]", "[]"));
             n++;
         }
+    }
+
+    static String auditRacks(String line, String racks) {
+        return line + " racks=[" + racks + "]";
+    }
+
+    static void rackItems(Ctx c) throws IOException {
+        Path f = c.write("k.ids", "4\n"
+            + "topic:audit observers=rack:dr,9\n"
+            + "prefix:ledger observers=rack:west,rack:dr\n"
+            + "topic:plain observers=5\n");
+        c.env.put(FILE_ENV, f.toString());
+        c.open();
+        // Nothing known yet: every broker is an observer of a topic whose rule names a rack.
+        check(c.impl + ": a broker whose rack is unknown observes a topic whose rule names a rack",
+            c.registry.isObserver("audit", 1) && c.registry.isObserver("ledger-eu", 2)
+                && !c.registry.isObserver("plain", 1) && !c.registry.isObserver("other", 1)
+                && c.registry.isObserver(1), "unknown rack treated as not an observer");
+        c.expectLogs("the initial audit line: canonical lists (ids, then racks by name) and the racks field",
+            auditRacks(audit("initial", "file:<dir>/k.ids", "[]", "[4]", "[4]", "[]",
+                "topic:audit=9,rack:dr;topic:plain=5;prefix:ledger=rack:dr,rack:west"), "dr:none;west:none"));
+        for (int id = 0; id < 12; id++) {
+            c.registry.brokerRack(id, id == 7 || id == 8 ? "dr" : id >= 4 && id <= 6 ? "west" : id == 3 ? null : "east");
+        }
+        c.expectTopic("audit", "rack:dr resolves from the brokers' racks, with the listed id", 7, 8, 9);
+        c.expectTopic("ledger-eu", "a prefix rule with two racks", 4, 5, 6, 7, 8);
+        c.expectTopic("plain", "an id rule is untouched by racks", 5);
+        c.expectTopic("other", "no rule: the cluster-wide ids", 4);
+        c.expect("current(): ids and the brokers of every named rack", 4, 5, 6, 7, 8, 9);
+        check(c.impl + ": a broker known without broker.rack matches no rack item",
+            !c.registry.isObserver("audit", 3) && !c.registry.isObserver(3), "3 is an observer");
+        check(c.impl + ": elections skip the rack's brokers", c.registry.candidates("audit", Arrays.asList(7, 1, 8, 2))
+            .equals(Arrays.asList(1, 2)) && Integer.valueOf(1).equals(c.registry.preferredReplica("audit",
+            Arrays.asList(8, 7, 1))), "candidates " + c.registry.candidates("audit", Arrays.asList(7, 1, 8, 2)));
+        check(c.impl + ": an unknown broker is no candidate of a rack-ruled topic", c.registry.candidates("audit",
+            Arrays.asList(20, 1)).equals(Arrays.asList(1)) && c.registry.candidates("plain", Arrays.asList(20, 1))
+            .equals(Arrays.asList(20, 1)), "20 kept");
+        c.expectLogs("the rack view changed: one racks event naming the racks' brokers",
+            auditRacks(audit("racks", "file:<dir>/k.ids", "[4]", "[4]", "[]", "[]",
+                "topic:audit=9,rack:dr;topic:plain=5;prefix:ledger=rack:dr,rack:west"), "dr:7,8;west:4,5,6"));
+        Object before = c.registry.version();
+        c.registry.brokerRack(8, "dr");
+        c.registry.brokerRack(1, "east");
+        check(c.impl + ": telling a known rack again changes nothing", before.equals(c.registry.version()), "changed");
+        c.expectLogs("and logs nothing");
+        c.registry.brokerRack(6, "dr");
+        c.expectTopic("audit", "a broker that moved racks (registered again) follows its new rack", 6, 7, 8, 9);
+        check(c.impl + ": the version changes with the racks", !before.equals(c.registry.version()), "same");
+        c.expectLogs("the move is audited",
+            auditRacks(audit("racks", "file:<dir>/k.ids", "[4]", "[4]", "[]", "[]",
+                "topic:audit=9,rack:dr;topic:plain=5;prefix:ledger=rack:dr,rack:west"), "dr:6,7,8;west:4,5"));
+        c.registry.brokerRack(2, "west");
+        c.expectTopic("ledger-x", "a rack the rules name gained a broker", 2, 4, 5, 6, 7, 8);
+        c.newLogs();
+        c.registry.brokerRack(1, "north");
+        c.expectTopic("audit", "a broker moving between racks no rule names", 6, 7, 8, 9);
+        c.expectLogs("logs nothing");
+        c.write("k.ids", "topic:audit observers=rack:dr\n");
+        c.advance(5 * SECOND);
+        c.expectTopic("audit", "rules changed live, racks kept", 6, 7, 8);
+        c.expectLogs("a change of the rules is audited with the racks",
+            auditRacks(audit("change", "file:<dir>/k.ids", "[4]", "[]", "[]", "[4]", "topic:audit=rack:dr"), "dr:6,7,8"));
+        c.write("k.ids", "4\n");
+        c.advance(5 * SECOND);
+        c.expectTopic("audit", "the rules removed: the cluster-wide ids", 4);
+        c.expectLogs("no rule names a rack: no racks field",
+            audit("change", "file:<dir>/k.ids", "[]", "[4]", "[4]", "[]", "[]"));
+        c.registry.brokerRack(9, "dr");
+        c.expect("a rack change with no rule naming a rack", 4);
+        c.expectLogs("is not an event");
     }
 
     static void realWiring(Path dir) throws Exception {
@@ -951,6 +1041,7 @@ public final class ObserverIdsContractTest {
         cases.put("javaHookHelpersPerTopic", ObserverIdsContractTest::javaHookHelpersPerTopic);
         cases.put("malformedRuleFreezes", ObserverIdsContractTest::malformedRuleFreezes);
         cases.put("malformedRulesNamed", ObserverIdsContractTest::malformedRulesNamed);
+        cases.put("rackItems", ObserverIdsContractTest::rackItems);
 
         Path root = Files.createTempDirectory("okp-observer-contract");
         try {

@@ -31,11 +31,18 @@ import org.slf4j.LoggerFactory
  * a comment that runs to the end of its line; a token that is not a plain decimal number in
  * 0..2147483647 is ignored, because a stray character written at 3 a.m. must not stop a broker.
  * Topic rules (the file only): a line whose first word starts with `topic:`, `prefix:` or `regex:`
- * is `SELECTOR observers=LIST`, LIST `none` or broker ids separated by commas. A topic's observers
- * are those of its exact rule, else of its longest matching prefix, else of the first regex in the
- * file that matches the whole name, else the cluster-wide ids. A malformed rule line makes the
- * whole read fail (fault `malformed`): the last good set stays, as for an unreadable file, because
- * acting on half a file could promote a topic's observer.
+ * is `SELECTOR observers=LIST`, LIST `none` or items separated by commas, each a broker id or
+ * `rack:NAME` (every broker whose broker.rack is NAME). A topic's observers are those of its exact
+ * rule, else of its longest matching prefix, else of the first regex in the file that matches the
+ * whole name, else the cluster-wide ids. A malformed rule line makes the whole read fail (fault
+ * `malformed`): the last good set stays, as for an unreadable file, because acting on half a file
+ * could promote a topic's observer.
+ *
+ * Racks come from this node's own view of the brokers, told through [[ObserverIds.brokerRack]] by
+ * the ZooKeeper controller (its live brokers), the ZooKeeper broker (UpdateMetadata) and the KRaft
+ * broker (each metadata image). A rack is remembered once seen. A broker whose rack this node has
+ * not seen is an observer of every topic whose rule names a rack (fail safe: doubt keeps a replica
+ * out of the ISR and out of leadership); a broker seen without broker.rack matches no rack item.
  *
  * Nothing here throws. A failed read logs one WARN when the condition starts or changes (missing,
  * unreadable), not one per retry. Every change of the set, the first evaluation, and each freeze and
@@ -96,6 +103,9 @@ object ObserverIds {
    * rules. The controller counts its imbalance gauge again when it changes.
    */
   def version: AnyRef = shared.version
+
+  /** This node learned that broker `brokerId` has broker.rack `rack` (null: none set). Cheap when nothing changed. */
+  def brokerRack(brokerId: Int, rack: String): Unit = shared.brokerRack(brokerId, rack)
 }
 
 /**
@@ -116,9 +126,22 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
   // one whose compareAndSet wins publishes and logs, so an event is logged once.
   private[this] val snapshot = new AtomicReference[Snapshot](null)
 
-  def isObserver(brokerId: Int): Boolean = current.contains(brokerId)
+  // Broker id -> broker.rack (None: the broker has none) as this node has seen them; immutable,
+  // replaced whole on a change, which is rare (a broker's first registration, a rack changed).
+  private[this] val racks = new AtomicReference[Map[Int, Option[String]]](Map.empty)
 
-  def isObserver(topic: String, brokerId: Int): Boolean = observersOf(topic).contains(brokerId)
+  def brokerRack(brokerId: Int, rack: String): Unit = {
+    val told = Option(rack)
+    var done = false
+    while (!done) {
+      val seen = racks.get
+      done = seen.get(brokerId).contains(told) || racks.compareAndSet(seen, seen.updated(brokerId, told))
+    }
+  }
+
+  def isObserver(brokerId: Int): Boolean = fresh.isObserver(null, brokerId)
+
+  def isObserver(topic: String, brokerId: Int): Boolean = fresh.isObserver(topic, brokerId)
 
   def current: Set[Int] = fresh.union
 
@@ -126,28 +149,35 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
 
   def version: AnyRef = {
     val s = fresh
-    (s.ids, s.rules.shown)
+    (s.ids, s.rules.shown, s.racksShown)
   }
 
-  // The observers of `topic`; null (a caller that could not name the topic) asks for the union.
-  private def observersOrUnion(topic: String): Set[Int] = if (topic == null) current else observersOf(topic)
-
   def candidates(topic: String, replicas: scala.collection.Seq[Int]): scala.collection.Seq[Int] = {
-    val observers = observersOrUnion(topic)
-    if (observers.isEmpty) replicas else replicas.filterNot(observers.contains)
+    val s = fresh
+    if (s.union.isEmpty && s.rules.racks.isEmpty) replicas else replicas.filterNot(id => s.isObserver(topic, id))
   }
 
   def preferredReplica(topic: String, replicas: scala.collection.Seq[Int]): Option[Int] = {
-    val observers = observersOrUnion(topic)
-    replicas.find(id => !observers.contains(id))
+    val s = fresh
+    replicas.find(id => !s.isObserver(topic, id))
   }
 
   private def fresh: Snapshot = {
     val seen = snapshot.get
     val now = nanoTime.getAsLong
     // A difference of nanoTime values stays right when the counter wraps; the wall clock can jump.
-    if (seen != null && now - seen.loadedAt < ObserverIds.TtlNanos) seen
-    else reload(seen, now)
+    if (seen != null && now - seen.loadedAt < ObserverIds.TtlNanos) {
+      val view = racks.get
+      if (seen.racks eq view) seen else reracked(seen, view)
+    } else reload(seen, now)
+  }
+
+  // The rack view changed since `seen` was made: the same ids and rules resolved against it. Only
+  // the thread whose compareAndSet wins logs, and only when a rule names a rack whose brokers moved.
+  private def reracked(seen: Snapshot, view: Map[Int, Option[String]]): Snapshot = {
+    val next = new Snapshot(seen.ids, seen.rules, view, seen.source, seen.fault, seen.error, seen.fileRead, seen.loadedAt)
+    if (snapshot.compareAndSet(seen, next) && next.racksShown != seen.racksShown) audit("racks", seen, next)
+    next
   }
 
   // A failed read still yields a snapshot with a fresh timestamp, so a broken file costs one read
@@ -158,7 +188,7 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
         val bytes = Files.readAllBytes(Paths.get(path))
         // Ids are ASCII; ISO-8859-1 turns each other byte into one char of an ignored token.
         val (ids, rules) = parseFile(new String(bytes, StandardCharsets.ISO_8859_1))
-        new Snapshot(ids, rules, "file:" + path, null, null, true, now)
+        new Snapshot(ids, rules, racks.get, "file:" + path, null, null, true, now)
       } catch {
         case e: NoSuchFileException => failed(seen, FileMissing, e, now)
         case e: MalformedRule => failed(seen, Malformed, e, now)
@@ -171,11 +201,13 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
   // After a good read the last good set stays (frozen), whatever the failure: a deleted file must
   // not promote every observer. Before one there is no last good set, so the env ids stand in.
   private def failed(seen: Snapshot, fault: String, error: Throwable, now: Long): Snapshot =
-    if (seen != null && seen.fileRead) new Snapshot(seen.ids, seen.rules, "frozen:" + fault, fault, error, true, now)
+    if (seen != null && seen.fileRead)
+      new Snapshot(seen.ids, seen.rules, racks.get, "frozen:" + fault, fault, error, true, now)
     else {
       val fromEnv = env.apply(ObserverIds.IdsEnv)
-      if (fromEnv == null) new Snapshot(Set.empty, TopicRules.Empty, "none", fault, error, false, now)
-      else new Snapshot(parse(fromEnv), TopicRules.Empty, "env:" + ObserverIds.IdsEnv, fault, error, false, now)
+      if (fromEnv == null) new Snapshot(Set.empty, TopicRules.Empty, racks.get, "none", fault, error, false, now)
+      else
+        new Snapshot(parse(fromEnv), TopicRules.Empty, racks.get, "env:" + ObserverIds.IdsEnv, fault, error, false, now)
     }
 
   private def report(seen: Snapshot, next: Snapshot): Unit = {
@@ -186,18 +218,23 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
       else if (seen.fileRead && seen.fault != null && next.fault == null) "unfreeze"
       else if (next.fileRead && next.fault != null && conditionChanged) "freeze"
       else if (next.ids != seen.ids || next.rules.shown != seen.rules.shown) "change"
+      else if (next.racksShown != seen.racksShown) "racks"
       else null
-    if (event != null) {
-      val before = if (seen == null) Set.empty[Int] else seen.ids
-      val after = next.ids
-      // The rules field only when a topic rule is or was in force, so old files log as before.
-      val rules =
-        if (next.rules.shown.isEmpty && (seen == null || seen.rules.shown.isEmpty)) ""
-        else " rules=" + (if (next.rules.shown.isEmpty) "[]" else next.rules.shown)
-      log.info(s"OBSERVER AUDIT registry=broker node=- event=$event source=${next.source} before=${show(before)} " +
-        s"after=${show(after)} added=${show(after -- before)} removed=${show(before -- after)} " +
-        s"epochMs=${System.currentTimeMillis()}$rules")
-    }
+    if (event != null) audit(event, seen, next)
+  }
+
+  private def audit(event: String, seen: Snapshot, next: Snapshot): Unit = {
+    val before = if (seen == null) Set.empty[Int] else seen.ids
+    val after = next.ids
+    // The rules field only when a topic rule is or was in force, so old files log as before; the
+    // racks field only when a rule names a rack.
+    val rules =
+      if (next.rules.shown.isEmpty && (seen == null || seen.rules.shown.isEmpty)) ""
+      else " rules=" + (if (next.rules.shown.isEmpty) "[]" else next.rules.shown)
+    val racksField = if (next.rules.racks.isEmpty) "" else " racks=[" + next.racksShown + "]"
+    log.info(s"OBSERVER AUDIT registry=broker node=- event=$event source=${next.source} before=${show(before)} " +
+      s"after=${show(after)} added=${show(after -- before)} removed=${show(before -- after)} " +
+      s"epochMs=${System.currentTimeMillis()}$rules$racksField")
   }
 
   private def warning(s: Snapshot): String = {
@@ -224,23 +261,52 @@ private[observer] object ObserverIdCache {
   // One evaluation: the cluster-wide ids and the topic rules, where they came from (the audit
   // line's source), the failure of this read if any (fault and error null after a good read), and
   // whether the file was ever read. A topic's observers are resolved once per snapshot and kept.
-  private final class Snapshot(val ids: Set[Int], val rules: TopicRules, val source: String, val fault: String,
-                               val error: Throwable, val fileRead: Boolean, val loadedAt: Long) {
-    val union: Set[Int] = ids ++ rules.ids
-    private[this] val byTopic = new java.util.concurrent.ConcurrentHashMap[String, Set[Int]]()
+  // `racks` is the rack view the rules' rack items were resolved against.
+  private final class Snapshot(val ids: Set[Int], val rules: TopicRules, val racks: Map[Int, Option[String]],
+                               val source: String, val fault: String, val error: Throwable, val fileRead: Boolean,
+                               val loadedAt: Long) {
+    private[this] val racked: Map[String, Set[Int]] =
+      if (rules.racks.isEmpty) Map.empty
+      else rules.racks.iterator.map(r => r -> racks.collect { case (id, Some(`r`)) => id }.toSet).toMap
 
-    def observersOf(topic: String): Set[Int] =
-      if (rules.isEmpty) ids
+    val union: Set[Int] = ids ++ rules.ids ++ racked.values.flatten
+
+    // Each rack a rule names, with the brokers this node knows in it: the audit line's racks field.
+    val racksShown: String =
+      racked.toSeq.sortBy(_._1).map { case (r, in) => r + ":" + showList(in) }.mkString(";")
+
+    private[this] val byTopic = new java.util.concurrent.ConcurrentHashMap[String, Resolved]()
+
+    private def resolved(topic: String): Resolved = {
+      val known = byTopic.get(topic)
+      if (known != null) known
       else {
-        val known = byTopic.get(topic)
-        if (known != null) known
-        else {
-          val resolved = rules.resolve(topic).getOrElse(ids)
-          byTopic.putIfAbsent(topic, resolved)
-          resolved
+        val r = rules.resolve(topic) match {
+          case Some(spec) => new Resolved(spec.ids ++ spec.racks.flatMap(racked), spec.racks.nonEmpty)
+          case None => new Resolved(ids, false)
         }
+        byTopic.putIfAbsent(topic, r)
+        r
+      }
+    }
+
+    def observersOf(topic: String): Set[Int] = if (rules.isEmpty) ids else resolved(topic).observers
+
+    // Null `topic` (a caller that could not name it) asks for the union. A broker whose rack is not
+    // known is an observer wherever a rack item could name it.
+    def isObserver(topic: String, brokerId: Int): Boolean =
+      if (topic == null) union.contains(brokerId) || (rules.racks.nonEmpty && !racks.contains(brokerId))
+      else if (rules.isEmpty) ids.contains(brokerId)
+      else {
+        val r = resolved(topic)
+        r.observers.contains(brokerId) || (r.namesRack && !racks.contains(brokerId))
       }
   }
+
+  private final class Resolved(val observers: Set[Int], val namesRack: Boolean)
+
+  /** A rule's observers as written: broker ids and rack names. */
+  private[observer] final case class Spec(ids: Set[Int], racks: Set[String])
 
   /** A rule line that cannot be read; the message names its line and column. */
   private[observer] final class MalformedRule(message: String) extends Exception(message)
@@ -249,11 +315,13 @@ private[observer] object ObserverIdCache {
    * The topic rules of one file. `shown` is their canonical text for the audit line and for
    * comparing two reads: exact names sorted, then prefixes sorted, then regexes in file order.
    */
-  private[observer] final class TopicRules(exact: Map[String, Set[Int]], prefixes: Seq[(String, Set[Int])],
-                                           regexes: Seq[(java.util.regex.Pattern, Set[Int])]) {
+  private[observer] final class TopicRules(exact: Map[String, Spec], prefixes: Seq[(String, Spec)],
+                                           regexes: Seq[(java.util.regex.Pattern, Spec)]) {
     def isEmpty: Boolean = exact.isEmpty && prefixes.isEmpty && regexes.isEmpty
 
-    val ids: Set[Int] = (exact.values ++ prefixes.map(_._2) ++ regexes.map(_._2)).foldLeft(Set.empty[Int])(_ ++ _)
+    private[this] val specs: Seq[Spec] = exact.values.toSeq ++ prefixes.map(_._2) ++ regexes.map(_._2)
+    val ids: Set[Int] = specs.foldLeft(Set.empty[Int])(_ ++ _.ids)
+    val racks: Set[String] = specs.foldLeft(Set.empty[String])(_ ++ _.racks)
 
     val shown: String = {
       val parts = exact.toSeq.sortBy(_._1).map { case (name, set) => "topic:" + name + "=" + showList(set) } ++
@@ -263,7 +331,7 @@ private[observer] object ObserverIdCache {
     }
 
     // Most specific first: the exact name, the longest prefix, the first regex in the file.
-    def resolve(topic: String): Option[Set[Int]] =
+    def resolve(topic: String): Option[Spec] =
       exact.get(topic)
         .orElse(prefixes.filter(p => topic.startsWith(p._1)).sortBy(-_._1.length).headOption.map(_._2))
         .orElse(regexes.find(_._1.matcher(topic).matches).map(_._2))
@@ -275,15 +343,20 @@ private[observer] object ObserverIdCache {
 
   private def showList(set: Set[Int]): String = if (set.isEmpty) "none" else set.toSeq.sorted.mkString(",")
 
+  // Ids ascending, then rack items by name (String order, as the Java side sorts).
+  private def showList(spec: Spec): String =
+    if (spec.ids.isEmpty && spec.racks.isEmpty) "none"
+    else (spec.ids.toSeq.sorted.map(_.toString) ++ spec.racks.toSeq.sorted.map("rack:" + _)).mkString(",")
+
   private val Kinds = Seq("topic:", "prefix:", "regex:")
   private val LegalName = "[a-zA-Z0-9._-]{1,249}"
 
   /** The cluster-wide ids and the topic rules of a file's text; throws [[MalformedRule]]. */
   private[observer] def parseFile(text: String): (Set[Int], TopicRules) = {
     val plain = new StringBuilder
-    var exact = Map.empty[String, Set[Int]]
-    val prefixes = Seq.newBuilder[(String, Set[Int])]
-    val regexes = Seq.newBuilder[(java.util.regex.Pattern, Set[Int])]
+    var exact = Map.empty[String, Spec]
+    val prefixes = Seq.newBuilder[(String, Spec)]
+    val regexes = Seq.newBuilder[(java.util.regex.Pattern, Spec)]
     val seen = scala.collection.mutable.Set.empty[String]
     val lines = text.split("\r\n|\r|\n", -1)
     for (i <- lines.indices) {
@@ -336,20 +409,33 @@ private[observer] object ObserverIdCache {
     out.result()
   }
 
-  // `none`, or broker ids separated by single commas; strict, unlike the cluster-wide ids.
-  private def parseList(list: String, where: String, col: Int): Set[Int] =
-    if (list == "none") Set.empty
+  private val LegalRack = "[a-zA-Z0-9._/-]{1,255}"
+
+  // `none`, or broker ids and `rack:NAME` items separated by single commas; strict, unlike the
+  // cluster-wide ids.
+  private def parseList(list: String, where: String, col: Int): Spec =
+    if (list == "none") Spec(Set.empty, Set.empty)
     else {
       val ids = Set.newBuilder[Int]
+      val racks = Set.newBuilder[String]
       var at = col
       for (item <- list.split(",", -1)) {
-        val id = parseId(item)
-        if (id < 0)
-          throw new MalformedRule(where + at + ": not a broker id: \"" + item + "\" (a list is none or ids separated by commas)")
-        ids += id
+        if (item.startsWith("rack:")) {
+          val name = item.substring("rack:".length)
+          if (!name.matches(LegalRack))
+            throw new MalformedRule(where + at + ": not a rack: \"" + item + "\" (a rack is rack:NAME, NAME of 1-255 " +
+              "letters, digits, '.', '_', '-' or '/')")
+          racks += name
+        } else {
+          val id = parseId(item)
+          if (id < 0)
+            throw new MalformedRule(where + at + ": not a broker id: \"" + item + "\" (a list is none, or broker ids " +
+              "and rack:NAME separated by commas)")
+          ids += id
+        }
         at += item.length + 1
       }
-      ids.result()
+      Spec(ids.result(), racks.result())
     }
 
   // `#` starts a comment wherever it stands, so "3 # was 4" does not make 4 an observer.

@@ -42,8 +42,11 @@ import org.slf4j.LoggerFactory;
  * </ol>
  * Format: ids separated by commas and/or whitespace; {@code #} starts a comment to the end of its
  * line; a token that is not a plain decimal number in 0..2147483647 is ignored. Topic rules
- * ({@code topic:NAME}, {@code prefix:P} or {@code regex:R}, then {@code observers=LIST}) are read
- * as the Scala side reads them; a malformed one fails the read (fault {@code malformed}). Every
+ * ({@code topic:NAME}, {@code prefix:P} or {@code regex:R}, then {@code observers=LIST}, LIST
+ * items broker ids or {@code rack:NAME}) are read as the Scala side reads them; a malformed one
+ * fails the read (fault {@code malformed}). Racks come from the broker registrations in each
+ * metadata image this controller publishes ({@link #brokerRack}); a broker whose registration it
+ * has not published yet is an observer of every topic whose rule names a rack (fail safe). Every
  * controller hook asks per topic: by name where the topic's name is in scope (initial ISR,
  * AlterPartition, the metrics), by topic id elsewhere (elections through {@link #leaderGate},
  * leader balance, reassignment), resolved through the names the controller has replayed
@@ -83,6 +86,14 @@ public final class ObserverReplicas {
      */
     public static boolean isObserver(int brokerId) {
         return SHARED.isObserver(brokerId);
+    }
+
+    /**
+     * A metadata image this controller published registers {@code brokerId} with broker.rack
+     * {@code rack} (null: none set). Cheap when nothing changed.
+     */
+    public static void brokerRack(int brokerId, String rack) {
+        SHARED.brokerRack(brokerId, rack);
     }
 
     /** The observer ids now in force (an unmodifiable snapshot). */
@@ -125,9 +136,9 @@ public final class ObserverReplicas {
         return SHARED.observersOrUnion(topic);
     }
 
-    /** True if {@code brokerId} is an observer of the topic {@code topicId}; see {@link #observersOf(String)}. */
+    /** True if {@code brokerId} is an observer of the topic {@code topicId} (of any topic if not replayed). */
     static boolean isObserver(org.apache.kafka.common.Uuid topicId, int brokerId) {
-        return observersOf(topicName(topicId)).contains(brokerId);
+        return SHARED.isObserverOrUnion(topicName(topicId), brokerId);
     }
 
     /**
@@ -196,7 +207,7 @@ public final class ObserverReplicas {
 
         @Override
         public boolean test(int brokerId) {
-            return !cache.observersOrUnion(topic).contains(brokerId) && upstream.test(brokerId);
+            return !cache.isObserverOrUnion(topic, brokerId) && upstream.test(brokerId);
         }
 
         @Override
@@ -250,6 +261,10 @@ public final class ObserverReplicas {
         // expired, every thread that notices may reload (harmless, the read is idempotent), but
         // only the one whose compareAndSet wins publishes and logs, so an event is logged once.
         private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
+        // Broker id -> broker.rack ("" stands for none set) as published; immutable, replaced whole
+        // on a change, which is rare (a broker's first registration, a rack changed).
+        private final AtomicReference<java.util.Map<Integer, String>> racks =
+            new AtomicReference<java.util.Map<Integer, String>>(Collections.<Integer, String>emptyMap());
 
         Cache(Function<String, String> env, LongSupplier nanoTime) {
             this.env = env;
@@ -259,12 +274,32 @@ public final class ObserverReplicas {
             this.path = fromEnv == null || fromEnv.trim().isEmpty() ? DEFAULT_FILE : fromEnv;
         }
 
+        void brokerRack(int brokerId, String rack) {
+            String told = rack == null ? "" : rack;
+            while (true) {
+                java.util.Map<Integer, String> seen = racks.get();
+                if (told.equals(seen.get(brokerId))) {
+                    return;
+                }
+                java.util.Map<Integer, String> next = new java.util.HashMap<>(seen);
+                next.put(brokerId, told);
+                if (racks.compareAndSet(seen, Collections.unmodifiableMap(next))) {
+                    return;
+                }
+            }
+        }
+
         boolean isObserver(int brokerId) {
-            return current().contains(brokerId);
+            return fresh().isObserver(null, brokerId);
         }
 
         boolean isObserver(String topic, int brokerId) {
-            return observersOf(topic).contains(brokerId);
+            return topic != null && fresh().isObserver(topic, brokerId);
+        }
+
+        // Null `topic` (a topic this controller cannot name) asks for the union.
+        boolean isObserverOrUnion(String topic, int brokerId) {
+            return fresh().isObserver(topic, brokerId);
         }
 
         Set<Integer> observersOf(String topic) {
@@ -280,11 +315,11 @@ public final class ObserverReplicas {
             return containsAllButObservers(null, isr, replicas);
         }
 
-        // One snapshot of the set answers for every replica.
+        // One snapshot answers for every replica.
         boolean containsAllButObservers(String topic, Collection<Integer> isr, Collection<Integer> replicas) {
-            Set<Integer> observers = observersOrUnion(topic);
+            Snapshot s = fresh();
             for (Integer replica : replicas) {
-                if (!observers.contains(replica) && !isr.contains(replica)) {
+                if (!s.isObserver(topic, replica) && !isr.contains(replica)) {
                     return false;
                 }
             }
@@ -292,10 +327,10 @@ public final class ObserverReplicas {
         }
 
         java.util.List<Integer> initialIsr(String topic, java.util.List<Integer> isr) {
-            Set<Integer> observers = observersOrUnion(topic);
+            Snapshot s = fresh();
             java.util.List<Integer> kept = new java.util.ArrayList<>(isr.size());
             for (Integer id : isr) {
-                if (!observers.contains(id)) {
+                if (!s.isObserver(topic, id)) {
                     kept.add(id);
                 }
             }
@@ -303,9 +338,9 @@ public final class ObserverReplicas {
         }
 
         int preferredReplica(String topic, int[] replicas, int leader) {
-            Set<Integer> observers = observersOrUnion(topic);
+            Snapshot s = fresh();
             for (int replica : replicas) {
-                if (!observers.contains(replica)) {
+                if (!s.isObserver(topic, replica)) {
                     return replica;
                 }
             }
@@ -315,9 +350,9 @@ public final class ObserverReplicas {
         // The election's target: with every target an observer, upstream's first (the gate then
         // refuses it, so no observer is elected).
         int preferredReplica(String topic, java.util.List<Integer> replicas) {
-            Set<Integer> observers = observersOrUnion(topic);
+            Snapshot s = fresh();
             for (Integer replica : replicas) {
-                if (!observers.contains(replica)) {
+                if (!s.isObserver(topic, replica)) {
                     return replica;
                 }
             }
@@ -330,7 +365,7 @@ public final class ObserverReplicas {
 
         Object version() {
             Snapshot s = fresh();
-            return java.util.Arrays.<Object>asList(s.ids, s.rules.shown);
+            return java.util.Arrays.<Object>asList(s.ids, s.rules.shown, s.racksShown);
         }
 
         Set<Integer> current() {
@@ -343,9 +378,21 @@ public final class ObserverReplicas {
             // A difference of nanoTime values stays right when the counter wraps; the wall clock
             // can jump.
             if (seen != null && now - seen.loadedAt < TTL_NANOS) {
-                return seen;
+                java.util.Map<Integer, String> view = racks.get();
+                return seen.racks == view ? seen : reracked(seen, view);
             }
             return reload(seen, now);
+        }
+
+        // The rack view changed since `seen` was made: the same ids and rules resolved against it.
+        // Only the thread whose compareAndSet wins logs, and only when a rule's rack moved.
+        private Snapshot reracked(Snapshot seen, java.util.Map<Integer, String> view) {
+            Snapshot next = new Snapshot(seen.ids, seen.rules, view, seen.source, seen.fault, seen.error,
+                seen.fileRead, seen.loadedAt);
+            if (snapshot.compareAndSet(seen, next) && !next.racksShown.equals(seen.racksShown)) {
+                audit("racks", seen, next);
+            }
+            return next;
         }
 
         // A failed read still yields a snapshot with a fresh timestamp, so a broken file costs one
@@ -356,7 +403,7 @@ public final class ObserverReplicas {
                 byte[] bytes = Files.readAllBytes(Paths.get(path));
                 // Ids are ASCII; ISO-8859-1 turns each other byte into one char of an ignored token.
                 Parsed parsed = parseFile(new String(bytes, StandardCharsets.ISO_8859_1));
-                next = new Snapshot(parsed.ids, parsed.rules, "file:" + path, null, null, true, now);
+                next = new Snapshot(parsed.ids, parsed.rules, racks.get(), "file:" + path, null, null, true, now);
             } catch (NoSuchFileException e) {
                 next = failed(seen, FILE_MISSING, e, now);
             } catch (MalformedRule e) {
@@ -375,13 +422,15 @@ public final class ObserverReplicas {
         // stand in.
         private Snapshot failed(Snapshot seen, String fault, Exception error, long now) {
             if (seen != null && seen.fileRead) {
-                return new Snapshot(seen.ids, seen.rules, "frozen:" + fault, fault, error, true, now);
+                return new Snapshot(seen.ids, seen.rules, racks.get(), "frozen:" + fault, fault, error, true, now);
             }
             String fromEnv = env.apply(IDS_ENV);
             if (fromEnv == null) {
-                return new Snapshot(Collections.<Integer>emptySet(), TopicRules.EMPTY, "none", fault, error, false, now);
+                return new Snapshot(Collections.<Integer>emptySet(), TopicRules.EMPTY, racks.get(), "none", fault, error,
+                    false, now);
             }
-            return new Snapshot(parse(fromEnv), TopicRules.EMPTY, "env:" + IDS_ENV, fault, error, false, now);
+            return new Snapshot(parse(fromEnv), TopicRules.EMPTY, racks.get(), "env:" + IDS_ENV, fault, error, false,
+                now);
         }
 
         private void report(Snapshot seen, Snapshot next) {
@@ -398,17 +447,25 @@ public final class ObserverReplicas {
                 event = "freeze";
             } else if (!next.ids.equals(seen.ids) || !next.rules.shown.equals(seen.rules.shown)) {
                 event = "change";
+            } else if (!next.racksShown.equals(seen.racksShown)) {
+                event = "racks";
             } else {
                 return;
             }
+            audit(event, seen, next);
+        }
+
+        private void audit(String event, Snapshot seen, Snapshot next) {
             Set<Integer> before = seen == null ? Collections.<Integer>emptySet() : seen.ids;
             Set<Integer> after = next.ids;
-            // The rules field only when a topic rule is or was in force, so old files log as before.
+            // The rules field only when a topic rule is or was in force, so old files log as before;
+            // the racks field only when a rule names a rack.
             String rules = next.rules.shown.isEmpty() && (seen == null || seen.rules.shown.isEmpty())
                 ? "" : " rules=" + (next.rules.shown.isEmpty() ? "[]" : next.rules.shown);
+            String racksField = next.rules.racks.isEmpty() ? "" : " racks=[" + next.racksShown + "]";
             LOG.info("OBSERVER AUDIT registry=controller node=- event={} source={} before={} after={} added={} "
-                    + "removed={} epochMs={}{}", event, next.source, show(before), show(after),
-                show(minus(after, before)), show(minus(before, after)), System.currentTimeMillis(), rules);
+                    + "removed={} epochMs={}{}{}", event, next.source, show(before), show(after),
+                show(minus(after, before)), show(minus(before, after)), System.currentTimeMillis(), rules, racksField);
         }
 
         private String warning(Snapshot s) {
@@ -432,6 +489,11 @@ public final class ObserverReplicas {
     private static final class Snapshot {
         final Set<Integer> ids;
         final TopicRules rules;
+        // The rack view the rules' rack items were resolved against.
+        final java.util.Map<Integer, String> racks;
+        // Each rack a rule names -> the brokers known in it.
+        private final java.util.TreeMap<String, Set<Integer>> racked = new java.util.TreeMap<>();
+        final String racksShown;
         final Set<Integer> union;
         final String source;
         final String fault;
@@ -440,15 +502,31 @@ public final class ObserverReplicas {
         final long loadedAt;
 
         // A topic's observers, resolved once per snapshot.
-        private final java.util.concurrent.ConcurrentHashMap<String, Set<Integer>> byTopic =
+        private final java.util.concurrent.ConcurrentHashMap<String, Resolved> byTopic =
             new java.util.concurrent.ConcurrentHashMap<>();
 
-        Snapshot(Set<Integer> ids, TopicRules rules, String source, String fault, Exception error, boolean fileRead,
-                 long loadedAt) {
+        Snapshot(Set<Integer> ids, TopicRules rules, java.util.Map<Integer, String> racks, String source, String fault,
+                 Exception error, boolean fileRead, long loadedAt) {
             this.ids = ids;
             this.rules = rules;
+            this.racks = racks;
             Set<Integer> all = new HashSet<>(ids);
             all.addAll(rules.ids);
+            for (String rack : rules.racks) {
+                Set<Integer> in = new HashSet<>();
+                for (java.util.Map.Entry<Integer, String> e : racks.entrySet()) {
+                    if (e.getValue().equals(rack)) {
+                        in.add(e.getKey());
+                    }
+                }
+                racked.put(rack, in);
+                all.addAll(in);
+            }
+            StringBuilder shown = new StringBuilder();
+            for (java.util.Map.Entry<String, Set<Integer>> e : racked.entrySet()) {
+                shown.append(shown.length() > 0 ? ";" : "").append(e.getKey()).append(':').append(showList(e.getValue()));
+            }
+            this.racksShown = shown.toString();
             this.union = Collections.unmodifiableSet(all);
             this.source = source;
             this.fault = fault;
@@ -457,20 +535,63 @@ public final class ObserverReplicas {
             this.loadedAt = loadedAt;
         }
 
-        Set<Integer> observersOf(String topic) {
-            if (rules.isEmpty()) {
-                return ids;
-            }
-            Set<Integer> known = byTopic.get(topic);
+        private Resolved resolved(String topic) {
+            Resolved known = byTopic.get(topic);
             if (known != null) {
                 return known;
             }
-            Set<Integer> resolved = rules.resolve(topic);
-            if (resolved == null) {
-                resolved = ids;
+            Spec spec = rules.resolve(topic);
+            Resolved r;
+            if (spec == null) {
+                r = new Resolved(ids, false);
+            } else {
+                Set<Integer> all = new HashSet<>(spec.ids);
+                for (String rack : spec.racks) {
+                    all.addAll(racked.get(rack));
+                }
+                r = new Resolved(Collections.unmodifiableSet(all), !spec.racks.isEmpty());
             }
-            byTopic.putIfAbsent(topic, resolved);
-            return resolved;
+            byTopic.putIfAbsent(topic, r);
+            return r;
+        }
+
+        Set<Integer> observersOf(String topic) {
+            return rules.isEmpty() ? ids : resolved(topic).observers;
+        }
+
+        // Null `topic` asks for the union. A broker whose rack is not known is an observer wherever
+        // a rack item could name it.
+        boolean isObserver(String topic, int brokerId) {
+            if (topic == null) {
+                return union.contains(brokerId) || (!rules.racks.isEmpty() && !racks.containsKey(brokerId));
+            }
+            if (rules.isEmpty()) {
+                return ids.contains(brokerId);
+            }
+            Resolved r = resolved(topic);
+            return r.observers.contains(brokerId) || (r.namesRack && !racks.containsKey(brokerId));
+        }
+    }
+
+    private static final class Resolved {
+        final Set<Integer> observers;
+        final boolean namesRack;
+
+        Resolved(Set<Integer> observers, boolean namesRack) {
+            this.observers = observers;
+            this.namesRack = namesRack;
+        }
+    }
+
+    /** A rule's observers as written: broker ids and rack names. */
+    static final class Spec {
+        static final Spec NONE = new Spec(Collections.<Integer>emptySet(), Collections.<String>emptySet());
+        final Set<Integer> ids;
+        final Set<String> racks;
+
+        Spec(Set<Integer> ids, Set<String> racks) {
+            this.ids = ids;
+            this.racks = racks;
         }
     }
 
@@ -498,38 +619,42 @@ public final class ObserverReplicas {
      * comparing two reads: exact names sorted, then prefixes sorted, then regexes in file order.
      */
     static final class TopicRules {
-        static final TopicRules EMPTY = new TopicRules(new java.util.TreeMap<String, Set<Integer>>(),
-            new java.util.TreeMap<String, Set<Integer>>(), new java.util.ArrayList<java.util.regex.Pattern>(),
-            new java.util.ArrayList<Set<Integer>>());
+        static final TopicRules EMPTY = new TopicRules(new java.util.TreeMap<String, Spec>(),
+            new java.util.TreeMap<String, Spec>(), new java.util.ArrayList<java.util.regex.Pattern>(),
+            new java.util.ArrayList<Spec>());
 
-        private final java.util.TreeMap<String, Set<Integer>> exact;
-        private final java.util.TreeMap<String, Set<Integer>> prefixes;
+        private final java.util.TreeMap<String, Spec> exact;
+        private final java.util.TreeMap<String, Spec> prefixes;
         private final java.util.List<java.util.regex.Pattern> regexes;
-        private final java.util.List<Set<Integer>> regexSets;
+        private final java.util.List<Spec> regexSets;
         final Set<Integer> ids = new HashSet<>();
+        final Set<String> racks = new HashSet<>();
         final String shown;
 
-        TopicRules(java.util.TreeMap<String, Set<Integer>> exact, java.util.TreeMap<String, Set<Integer>> prefixes,
-                   java.util.List<java.util.regex.Pattern> regexes, java.util.List<Set<Integer>> regexSets) {
+        TopicRules(java.util.TreeMap<String, Spec> exact, java.util.TreeMap<String, Spec> prefixes,
+                   java.util.List<java.util.regex.Pattern> regexes, java.util.List<Spec> regexSets) {
             this.exact = exact;
             this.prefixes = prefixes;
             this.regexes = regexes;
             this.regexSets = regexSets;
             StringBuilder out = new StringBuilder();
-            for (java.util.Map.Entry<String, Set<Integer>> e : exact.entrySet()) {
+            for (java.util.Map.Entry<String, Spec> e : exact.entrySet()) {
                 out.append(out.length() > 0 ? ";" : "").append("topic:").append(e.getKey()).append('=')
                     .append(showList(e.getValue()));
-                ids.addAll(e.getValue());
+                ids.addAll(e.getValue().ids);
+                racks.addAll(e.getValue().racks);
             }
-            for (java.util.Map.Entry<String, Set<Integer>> e : prefixes.entrySet()) {
+            for (java.util.Map.Entry<String, Spec> e : prefixes.entrySet()) {
                 out.append(out.length() > 0 ? ";" : "").append("prefix:").append(e.getKey()).append('=')
                     .append(showList(e.getValue()));
-                ids.addAll(e.getValue());
+                ids.addAll(e.getValue().ids);
+                racks.addAll(e.getValue().racks);
             }
             for (int i = 0; i < regexes.size(); i++) {
                 out.append(out.length() > 0 ? ";" : "").append("regex:").append(regexes.get(i).pattern()).append('=')
                     .append(showList(regexSets.get(i)));
-                ids.addAll(regexSets.get(i));
+                ids.addAll(regexSets.get(i).ids);
+                racks.addAll(regexSets.get(i).racks);
             }
             this.shown = out.toString();
         }
@@ -540,8 +665,8 @@ public final class ObserverReplicas {
 
         // Most specific first: the exact name, the longest prefix, the first regex in the file.
         // Null when no rule names the topic.
-        Set<Integer> resolve(String topic) {
-            Set<Integer> set = exact.get(topic);
+        Spec resolve(String topic) {
+            Spec set = exact.get(topic);
             if (set != null) {
                 return set;
             }
@@ -561,6 +686,21 @@ public final class ObserverReplicas {
             }
             return null;
         }
+    }
+
+    // Ids ascending, then rack items by name.
+    private static String showList(Spec spec) {
+        if (spec.ids.isEmpty() && spec.racks.isEmpty()) {
+            return "none";
+        }
+        StringBuilder out = new StringBuilder();
+        for (Integer id : new TreeSet<>(spec.ids)) {
+            out.append(out.length() > 0 ? "," : "").append(id);
+        }
+        for (String rack : new TreeSet<>(spec.racks)) {
+            out.append(out.length() > 0 ? "," : "").append("rack:").append(rack);
+        }
+        return out.toString();
     }
 
     private static String showList(Set<Integer> set) {
@@ -585,10 +725,10 @@ public final class ObserverReplicas {
     /** The cluster-wide ids and the topic rules of a file's text. */
     static Parsed parseFile(String text) throws MalformedRule {
         StringBuilder plain = new StringBuilder();
-        java.util.TreeMap<String, Set<Integer>> exact = new java.util.TreeMap<>();
-        java.util.TreeMap<String, Set<Integer>> prefixes = new java.util.TreeMap<>();
+        java.util.TreeMap<String, Spec> exact = new java.util.TreeMap<>();
+        java.util.TreeMap<String, Spec> prefixes = new java.util.TreeMap<>();
         java.util.List<java.util.regex.Pattern> regexes = new java.util.ArrayList<>();
-        java.util.List<Set<Integer>> regexSets = new java.util.ArrayList<>();
+        java.util.List<Spec> regexSets = new java.util.ArrayList<>();
         Set<String> seen = new HashSet<>();
         String[] lines = text.split("\r\n|\r|\n", -1);
         for (int i = 0; i < lines.length; i++) {
@@ -631,7 +771,7 @@ public final class ObserverReplicas {
             String selector = tokens.get(0);
             int col = cols.get(0);
             String value = selector.substring(kind.length());
-            Set<Integer> set = parseList(tokens.get(1).substring("observers=".length()), where,
+            Spec set = parseList(tokens.get(1).substring("observers=".length()), where,
                 cols.get(1) + "observers=".length());
             if (!seen.add(selector)) {
                 throw new MalformedRule(where + col + ": a second rule for " + selector);
@@ -658,23 +798,36 @@ public final class ObserverReplicas {
         return new Parsed(parse(plain.toString()), new TopicRules(exact, prefixes, regexes, regexSets));
     }
 
-    // `none`, or broker ids separated by single commas; strict, unlike the cluster-wide ids.
-    private static Set<Integer> parseList(String list, String where, int col) throws MalformedRule {
+    private static final String LEGAL_RACK = "[a-zA-Z0-9._/-]{1,255}";
+
+    // `none`, or broker ids and `rack:NAME` items separated by single commas; strict, unlike the
+    // cluster-wide ids.
+    private static Spec parseList(String list, String where, int col) throws MalformedRule {
         if (list.equals("none")) {
-            return Collections.emptySet();
+            return Spec.NONE;
         }
         Set<Integer> ids = new HashSet<>();
+        Set<String> racks = new HashSet<>();
         int at = col;
         for (String item : list.split(",", -1)) {
-            int id = parseId(item);
-            if (id < 0) {
-                throw new MalformedRule(where + at + ": not a broker id: \"" + item
-                    + "\" (a list is none or ids separated by commas)");
+            if (item.startsWith("rack:")) {
+                String name = item.substring("rack:".length());
+                if (!name.matches(LEGAL_RACK)) {
+                    throw new MalformedRule(where + at + ": not a rack: \"" + item + "\" (a rack is rack:NAME, NAME of "
+                        + "1-255 letters, digits, '.', '_', '-' or '/')");
+                }
+                racks.add(name);
+            } else {
+                int id = parseId(item);
+                if (id < 0) {
+                    throw new MalformedRule(where + at + ": not a broker id: \"" + item
+                        + "\" (a list is none, or broker ids and rack:NAME separated by commas)");
+                }
+                ids.add(id);
             }
-            ids.add(id);
             at += item.length() + 1;
         }
-        return Collections.unmodifiableSet(ids);
+        return new Spec(Collections.unmodifiableSet(ids), Collections.unmodifiableSet(racks));
     }
 
     // '#' starts a comment wherever it stands, so "3 # was 4" does not make 4 an observer.
