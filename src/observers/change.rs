@@ -65,6 +65,9 @@ pub enum Rule {
     Lag,
     /// A number the check needs could not be read.
     Unknown,
+    /// Promote with a topic: a `rack:NAME` item of the topic's rule keeps N an observer whatever
+    /// its id does. Never overridable: no edit of the ids promotes it.
+    RackItem,
 }
 
 impl Rule {
@@ -74,6 +77,7 @@ impl Rule {
             Rule::MinInsync => "min.insync.replicas",
             Rule::Lag => "log end offset",
             Rule::Unknown => "unknown",
+            Rule::RackItem => "rack item",
         }
     }
 }
@@ -140,9 +144,38 @@ pub fn prechecks(snap: &Snapshot, broker: i32, dir: Direction, for_unclean: bool
     out
 }
 
-/// `--force` waives a refusal, except leadership.
+/// `--force` waives a refusal, except leadership and a rack item.
 pub fn blocking(r: &Refusal, force: bool) -> bool {
-    r.rule == Rule::Leadership || !force
+    matches!(r.rule, Rule::Leadership | Rule::RackItem) || !force
+}
+
+/// Promote `broker` for `topic` alone: a refusal per distinct rule (the nodes' files in `edits`,
+/// usually all alike) whose `rack:NAME` item keeps `broker` an observer of `topic` (`racks`: the
+/// cluster's brokers and their broker.rack). Naming the first node's file and line, and the other
+/// nodes with the same rule.
+fn rack_refusals(edits: &[Edit], topic: &str, broker: i32, racks: &idfile::RackView) -> Vec<Refusal> {
+    let mut held: Vec<(idfile::RackHold, Vec<&NodeSpec>)> = Vec::new();
+    for e in edits {
+        let Ok(Some(hold)) = idfile::rack_hold(&e.before, topic, broker, racks) else { continue };
+        match held.iter_mut().find(|(h, _)| *h == hold) {
+            Some((_, nodes)) => nodes.push(&e.node),
+            None => held.push((hold, vec![&e.node])),
+        }
+    }
+    held.into_iter()
+        .map(|(hold, nodes)| {
+            let name = |n: &NodeSpec| match &n.host {
+                Some(h) => format!("{} {} ({})", n.role.word(), n.id, crate::escape::one_line(h)),
+                None => format!("{} {}", n.role.word(), n.id),
+            };
+            let mut detail = hold.message(broker, topic, &nodes[0].path, &name(nodes[0]));
+            if nodes.len() > 1 {
+                let others: Vec<String> = nodes[1..].iter().map(|n| name(n)).collect();
+                detail.push_str(&format!(" (the same rule on {})", others.join(", ")));
+            }
+            Refusal { rule: Rule::RackItem, partition: crate::escape::one_line(topic), detail }
+        })
+        .collect()
 }
 
 /// Node order for the writes (see the module comment).
@@ -226,7 +259,10 @@ pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Pr
             prepared.edits.iter().map(|e| idfile::rules(&e.before).unwrap_or_default()).collect();
         snap.partitions.retain(|p| !ruled_everywhere(&rules, &p.topic));
     }
-    prepared.refusals = prechecks(&snap, a.broker, a.direction, a.for_unclean);
+    if let (Some(t), Direction::Promote) = (&a.topic, a.direction) {
+        prepared.refusals = rack_refusals(&prepared.edits, t, a.broker, &snap.racks);
+    }
+    prepared.refusals.extend(prechecks(&snap, a.broker, a.direction, a.for_unclean));
     Ok(prepared)
 }
 
@@ -433,7 +469,9 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
     }
     let blocked = prepared.blocked(a.force);
     if !blocked.is_empty() {
-        let hint = if blocked.iter().all(|r| r.rule != Rule::Leadership) {
+        let hint = if blocked.iter().any(|r| r.rule == Rule::RackItem) {
+            "; --force never overrides a rack item"
+        } else if blocked.iter().all(|r| r.rule != Rule::Leadership) {
             "; --force overrides these checks"
         } else {
             "; --force never overrides leadership"
@@ -721,7 +759,12 @@ mod tests {
     use crate::observers::view::tests::part;
 
     fn snap(parts: Vec<view::Part>, live: &[i32]) -> Snapshot {
-        Snapshot { cluster_id: None, brokers: live.iter().map(|i| (*i, format!("h:{i}"))).collect(), partitions: parts }
+        Snapshot {
+            cluster_id: None,
+            brokers: live.iter().map(|i| (*i, format!("h:{i}"))).collect(),
+            racks: live.iter().map(|i| (*i, None)).collect(),
+            partitions: parts,
+        }
     }
 
     #[test]
@@ -825,6 +868,36 @@ mod tests {
         assert_eq!(prechecks(&s, 4, Direction::Demote, false)[0].rule, Rule::Leadership);
         s.partitions.retain(|p| !ruled_everywhere(&both, &p.topic));
         assert!(prechecks(&s, 4, Direction::Demote, false).is_empty());
+    }
+
+    #[test]
+    fn a_rack_item_that_keeps_the_broker_an_observer_refuses_its_promotion() {
+        let node = |id, role, path: &str| NodeSpec { id, role, path: path.into(), host: None };
+        let rule = "4\ntopic:orders observers=5,rack:west # DR\n";
+        let edit = |n: NodeSpec, before: &str| Edit { node: n, before: before.into(), after: before.into() };
+        let edits = vec![
+            edit(node(101, NodeRole::Controller, "/c/observer.ids"), rule),
+            edit(node(1, NodeRole::Broker, "/opt/kafka/observer.ids"), rule),
+            edit(NodeSpec { host: Some("b2.example".into()), ..node(2, NodeRole::Broker, "/o") }, rule),
+            edit(node(3, NodeRole::Broker, "/o3"), "4\nprefix:ord observers=rack:west\n"),
+            edit(node(6, NodeRole::Broker, "/o6"), "4\n"),
+        ];
+        let racks: idfile::RackView =
+            [(1, Some("east".to_string())), (4, Some("west".to_string())), (6, None)].into_iter().collect();
+        let r = rack_refusals(&edits, "orders", 4, &racks);
+        let details: Vec<&str> = r.iter().map(|r| r.detail.as_str()).collect();
+        assert_eq!(
+            details,
+            [
+                "broker 4 observes topic orders through rack:west (line 2 of /c/observer.ids on controller 101: `topic:orders observers=5,rack:west`); edit that rule by hand, or list the brokers by id (the same rule on broker 1, broker 2 (b2.example))",
+                "broker 4 observes topic orders through rack:west (line 2 of /o3 on broker 3: `prefix:ord observers=rack:west`); edit that rule by hand, or list the brokers by id",
+            ]
+        );
+        assert!(r.iter().all(|r| r.rule == Rule::RackItem && r.partition == "orders" && blocking(r, true)));
+        assert!(rack_refusals(&edits, "orders", 1, &racks).is_empty(), "east: no rack item holds it");
+        assert!(rack_refusals(&edits, "orders", 6, &racks).is_empty(), "no broker.rack: none either");
+        assert_eq!(rack_refusals(&edits, "orders", 9, &racks).len(), 2, "an unknown rack: held");
+        assert!(rack_refusals(&edits, "logs", 4, &racks).is_empty(), "no rule for logs");
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //!
 //! Topic rules (`topic:NAME observers=LIST`, docs/observer-ids.md) are read
 //! here as the registries read them, with the same messages for a malformed
-//! one; the id edits leave rule lines as they are.
+//! one; the id edits leave rule lines as they are. A LIST holds broker ids and
+//! `rack:NAME` items; which brokers a rack item names is the cluster's answer
+//! (`RackView`, from Metadata), given by the caller.
 //!
 //! Not here: reading or writing files (transport.rs).
 
@@ -64,15 +66,100 @@ pub fn parse(text: &str) -> BTreeSet<i32> {
         .collect()
 }
 
+/// A rule's list (`observers=LIST`): broker ids and `rack:NAME` items, each a set. Both empty:
+/// `none`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Observers {
+    pub ids: BTreeSet<i32>,
+    /// The NAMEs of the list's `rack:NAME` items: every broker whose broker.rack is NAME.
+    pub racks: BTreeSet<String>,
+}
+
+/// Id → broker.rack, as the cluster's Metadata names its brokers (None: the broker sets no
+/// broker.rack). A broker not in it is one whose rack is unknown.
+pub type RackView = BTreeMap<i32, Option<String>>;
+
+impl Observers {
+    /// A list of ids alone.
+    pub fn of_ids(ids: BTreeSet<i32>) -> Observers {
+        Observers { ids, racks: BTreeSet::new() }
+    }
+
+    /// The canonical text of the registries' audit line: the ids ascending, then the rack items
+    /// by byte order (`7,rack:dr`); `none` when both are empty.
+    pub fn shown(&self) -> String {
+        if self.ids.is_empty() && self.racks.is_empty() {
+            return "none".to_string();
+        }
+        let ids = self.ids.iter().map(|i| i.to_string());
+        ids.chain(self.racks.iter().map(|r| format!("rack:{r}"))).collect::<Vec<_>>().join(",")
+    }
+
+    /// The rack item(s) that make broker `id` an observer, whether or not it is also listed by
+    /// id: `rack:NAME` of its broker.rack; with its rack unknown (not in `racks`), every rack item
+    /// of the list, as the registries fail safe. None: no rack item makes it one (a broker known
+    /// without broker.rack matches none).
+    pub fn through_rack(&self, id: i32, racks: &RackView) -> Option<String> {
+        if self.racks.is_empty() {
+            return None;
+        }
+        match racks.get(&id) {
+            None => Some(self.racks.iter().map(|r| format!("rack:{r}")).collect::<Vec<_>>().join(",")),
+            Some(Some(rack)) if self.racks.contains(rack) => Some(format!("rack:{rack}")),
+            Some(_) => None,
+        }
+    }
+
+    /// Whether broker `id` is one of these observers: listed, or through a rack (`through_rack`).
+    pub fn contains(&self, id: i32, racks: &RackView) -> bool {
+        self.ids.contains(&id) || self.through_rack(id, racks).is_some()
+    }
+
+    /// The brokers these observers are: the ids, every broker of `racks` in a named rack, and of
+    /// `others` (brokers the caller knows of otherwise, such as partitions' replicas) those whose
+    /// rack is unknown when a rack is named.
+    pub fn members(&self, racks: &RackView, others: impl IntoIterator<Item = i32>) -> BTreeSet<i32> {
+        let mut out = self.ids.clone();
+        out.extend(racks.keys().copied().chain(others).filter(|id| self.through_rack(*id, racks).is_some()));
+        out
+    }
+
+    /// Both lists together.
+    fn extend(&mut self, other: &Observers) {
+        self.ids.extend(other.ids.iter().copied());
+        self.racks.extend(other.racks.iter().cloned());
+    }
+}
+
+/// One rule of a file, as written.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// The rule's first word: `topic:orders`, `prefix:ord`, `regex:ord.*`.
+    selector: String,
+    /// Its line in the file, 1-based.
+    line: usize,
+    list: Observers,
+}
+
+/// The rule in force for a topic (`Rules::in_force`).
+#[derive(Debug, Clone, Copy)]
+pub struct InForce<'a> {
+    /// The rule's first word as written: `topic:orders`, `prefix:ord`, `regex:ord.*`.
+    pub selector: &'a str,
+    /// Its line in the file, 1-based.
+    pub line: usize,
+    pub observers: &'a Observers,
+}
+
 /// The topic rules of one file, as the registries hold them. Two are equal when their canonical
 /// text is (the registries' test for a change).
 #[derive(Debug, Clone, Default)]
 pub struct Rules {
-    exact: BTreeMap<String, BTreeSet<i32>>,
-    prefixes: BTreeMap<String, BTreeSet<i32>>,
+    exact: BTreeMap<String, Entry>,
+    prefixes: BTreeMap<String, Entry>,
     /// In file order: the Java pattern, okp's translation (None: okp's regex engine cannot read
-    /// it, so the topics it could match are unknown here), the ids.
-    regexes: Vec<(String, Option<regex::Regex>, BTreeSet<i32>)>,
+    /// it, so the topics it could match are unknown here), the rule.
+    regexes: Vec<(String, Option<regex::Regex>, Entry)>,
 }
 
 impl PartialEq for Rules {
@@ -86,26 +173,46 @@ impl Rules {
         self.exact.is_empty() && self.prefixes.is_empty() && self.regexes.is_empty()
     }
 
-    /// The rule's ids for `topic`, most specific first (the exact name, the longest prefix, the
+    /// The rule's list for `topic`, most specific first (the exact name, the longest prefix, the
     /// first regex matching the whole name); None when no rule names it (the cluster-wide ids
     /// apply). Err: a regex okp cannot evaluate comes before any match, so it cannot tell.
-    pub fn resolve(&self, topic: &str) -> std::result::Result<Option<&BTreeSet<i32>>, String> {
-        if let Some(s) = self.exact.get(topic) {
-            return Ok(Some(s));
+    pub fn resolve(&self, topic: &str) -> std::result::Result<Option<&Observers>, String> {
+        Ok(self.in_force(topic)?.map(|r| r.observers))
+    }
+
+    /// `resolve`, with the rule's selector and line.
+    pub fn in_force(&self, topic: &str) -> std::result::Result<Option<InForce<'_>>, String> {
+        fn found(e: &Entry) -> InForce<'_> {
+            InForce { selector: &e.selector, line: e.line, observers: &e.list }
         }
-        if let Some((_, s)) =
+        if let Some(e) = self.exact.get(topic) {
+            return Ok(Some(found(e)));
+        }
+        if let Some((_, e)) =
             self.prefixes.iter().filter(|(p, _)| topic.starts_with(p.as_str())).max_by_key(|(p, _)| p.len())
         {
-            return Ok(Some(s));
+            return Ok(Some(found(e)));
         }
-        for (pattern, re, s) in &self.regexes {
+        for (pattern, re, e) in &self.regexes {
             match re {
-                Some(re) if re.is_match(topic) => return Ok(Some(s)),
+                Some(re) if re.is_match(topic) => return Ok(Some(found(e))),
                 Some(_) => {}
                 None => return Err(format!("regex:{pattern} cannot be evaluated by okp")),
             }
         }
         Ok(None)
+    }
+
+    /// Topic `topic`'s observers against the cluster's racks (`racks`): the rule's ids and the
+    /// brokers in its racks, of `others` also those whose rack is unknown when the rule names a
+    /// rack (`Observers::members`); None when no rule names it. Err as `resolve`.
+    pub fn observers_of(
+        &self,
+        topic: &str,
+        racks: &RackView,
+        others: impl IntoIterator<Item = i32>,
+    ) -> std::result::Result<Option<BTreeSet<i32>>, String> {
+        Ok(self.resolve(topic)?.map(|o| o.members(racks, others)))
     }
 
     /// Whether `topic` has an exact rule (`topic:NAME`) of its own.
@@ -119,29 +226,29 @@ impl Rules {
         self.regexes.iter().filter(|r| r.1.is_none()).map(|r| format!("regex:{}", r.0)).collect()
     }
 
+    fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.exact.values().chain(self.prefixes.values()).chain(self.regexes.iter().map(|r| &r.2))
+    }
+
     /// Every id some rule names.
     pub fn ids(&self) -> BTreeSet<i32> {
-        self.exact
-            .values()
-            .chain(self.prefixes.values())
-            .chain(self.regexes.iter().map(|r| &r.2))
-            .flatten()
-            .copied()
-            .collect()
+        self.entries().flat_map(|e| e.list.ids.iter().copied()).collect()
+    }
+
+    /// Every rule's list together: the ids and the racks some rule names.
+    pub fn any(&self) -> Observers {
+        let mut out = Observers::default();
+        for e in self.entries() {
+            out.extend(&e.list);
+        }
+        out
     }
 
     /// The canonical text of the audit line's `rules=` field.
     pub fn shown(&self) -> String {
-        let list = |s: &BTreeSet<i32>| {
-            if s.is_empty() {
-                "none".to_string()
-            } else {
-                s.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
-            }
-        };
-        let mut parts: Vec<String> = self.exact.iter().map(|(n, s)| format!("topic:{n}={}", list(s))).collect();
-        parts.extend(self.prefixes.iter().map(|(n, s)| format!("prefix:{n}={}", list(s))));
-        parts.extend(self.regexes.iter().map(|(p, _, s)| format!("regex:{p}={}", list(s))));
+        let mut parts: Vec<String> = self.exact.iter().map(|(n, e)| format!("topic:{n}={}", e.list.shown())).collect();
+        parts.extend(self.prefixes.iter().map(|(n, e)| format!("prefix:{n}={}", e.list.shown())));
+        parts.extend(self.regexes.iter().map(|(p, _, e)| format!("regex:{p}={}", e.list.shown())));
         parts.join(";")
     }
 }
@@ -172,24 +279,25 @@ pub fn rules(text: &str) -> std::result::Result<Rules, String> {
         }
         let (selector, col) = tokens[0];
         let list = &tokens[1].0["observers=".len()..];
-        let ids = rule_list(list, &where_, tokens[1].1 + "observers=".len())?;
+        let list = rule_list(list, &where_, tokens[1].1 + "observers=".len())?;
         if !seen.insert(selector.to_string()) {
             return Err(format!("{where_}{col}: a second rule for {selector}"));
         }
         let value_col = col + selector.find(':').map_or(0, |at| at + 1);
+        let entry = Entry { selector: selector.to_string(), line: i + 1, list };
         match Selector::parse(selector).map_err(|e| format!("{where_}{value_col}: {e}"))? {
             Selector::Regex(value) => {
                 if !java_regex_compiles(&value) {
                     return Err(format!("{where_}{value_col}: not a regular expression: {value}"));
                 }
                 let re = regex::Regex::new(&format!("^(?:{value})$")).ok();
-                out.regexes.push((value, re, ids));
+                out.regexes.push((value, re, entry));
             }
             Selector::Topic(value) => {
-                out.exact.insert(value, ids);
+                out.exact.insert(value, entry);
             }
             Selector::Prefix(value) => {
-                out.prefixes.insert(value, ids);
+                out.prefixes.insert(value, entry);
             }
         }
     }
@@ -272,25 +380,37 @@ fn java_regex_compiles(pattern: &str) -> bool {
     depth == 0 && !class && !escaped
 }
 
-/// `none`, or broker ids separated by single commas.
-fn rule_list(list: &str, where_: &str, col: usize) -> std::result::Result<BTreeSet<i32>, String> {
+/// `none`, or items separated by single commas, each a broker id or `rack:NAME`. `col`: the
+/// list's column, for the registries' messages.
+fn rule_list(list: &str, where_: &str, col: usize) -> std::result::Result<Observers, String> {
+    let mut out = Observers::default();
     if list == "none" {
-        return Ok(BTreeSet::new());
+        return Ok(out);
     }
-    let mut out = BTreeSet::new();
     let mut at = col;
     for item in list.split(',') {
-        match id_of(item) {
-            Some(id) => out.insert(id),
-            None => {
+        if let Some(name) = item.strip_prefix("rack:") {
+            if !is_rack_name(name) {
                 return Err(format!(
-                    "{where_}{at}: not a broker id: \"{item}\" (a list is none or ids separated by commas)"
-                ))
+                    "{where_}{at}: not a rack: \"{item}\" (a rack is rack:NAME, NAME of 1-255 letters, digits, '.', '_', '-' or '/')"
+                ));
             }
-        };
+            out.racks.insert(name.to_string());
+        } else if let Some(id) = id_of(item) {
+            out.ids.insert(id);
+        } else {
+            return Err(format!(
+                "{where_}{at}: not a broker id: \"{item}\" (a list is none, or broker ids and rack:NAME separated by commas)"
+            ));
+        }
         at += item.chars().count() + 1;
     }
     Ok(out)
+}
+
+/// A `rack:NAME` item's NAME as the registries accept it: `[a-zA-Z0-9._/-]{1,255}`.
+fn is_rack_name(name: &str) -> bool {
+    (1..=255).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b))
 }
 
 /// The tokens of `text` the registries ignore: outside comments, neither an id
@@ -367,23 +487,77 @@ pub fn without_id(text: &str, id: i32) -> String {
 
 /// `text` with `id` made an observer (`observer`) or a full replica of `topic` alone: the exact
 /// rule `topic:TOPIC` gets the topic's observers as this file resolves them now (its rule, a
-/// prefix's, a regex's or the cluster-wide ids) with `id` added or removed. An existing exact rule
-/// has its list rewritten in place (indentation and comment kept); otherwise one line is appended.
-/// Unchanged bytes when nothing changes. Err: the topic name is not one Kafka accepts, a rule in
-/// the file is malformed (the registries keep their last good set), or a regex okp cannot
-/// evaluate leaves the topic's observers unknown.
+/// prefix's, a regex's or the cluster-wide ids), rack items kept, with `id` added to or removed
+/// from its ids. An existing exact rule has its list rewritten in place (indentation and comment
+/// kept); otherwise one line is appended. Unchanged bytes when nothing changes. Err: the topic
+/// name is not one Kafka accepts, a rule in the file is malformed (the registries keep their last
+/// good set), or a regex okp cannot evaluate leaves the topic's observers unknown.
+///
+/// Removing the id does not promote a broker a rack item of the rule keeps an observer: check
+/// `rack_hold` first.
 pub fn with_topic_rule(text: &str, topic: &str, id: i32, observer: bool) -> std::result::Result<String, String> {
     check_topic_name(topic)?;
-    let mut ids = match rules(text)?.resolve(topic)? {
+    let mut list = match rules(text)?.resolve(topic)? {
         Some(s) => s.clone(),
-        None => parse(text),
+        None => Observers::of_ids(parse(text)),
     };
     if observer {
-        ids.insert(id);
+        list.ids.insert(id);
     } else {
-        ids.remove(&id);
+        list.ids.remove(&id);
     }
-    set_topic_rule(text, topic, &ids)
+    set_topic_list(text, topic, &list)
+}
+
+/// Why removing broker `id` from topic `topic`'s rule in `text` would not make it a full replica
+/// of `topic`: the rule in force names a rack item that keeps it an observer (`racks`: the
+/// cluster's brokers and their broker.rack; a broker not in it has an unknown rack, which any
+/// rack item holds). None: no rack item holds it. Err as `with_topic_rule`.
+pub fn rack_hold(text: &str, topic: &str, id: i32, racks: &RackView) -> std::result::Result<Option<RackHold>, String> {
+    let rules = rules(text)?;
+    let Some(rule) = rules.in_force(topic)? else { return Ok(None) };
+    let Some(item) = rule.observers.through_rack(id, racks) else { return Ok(None) };
+    let written =
+        java_lines(text).get(rule.line - 1).map(|l| split_comment(l).0.trim().to_string()).unwrap_or_default();
+    Ok(Some(RackHold { line: rule.line, rule: written, item, known: racks.contains_key(&id) }))
+}
+
+/// A rack item that keeps a broker an observer of a topic (`rack_hold`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RackHold {
+    /// The rule's line, 1-based.
+    pub line: usize,
+    /// The rule as written, without its comment: `topic:orders observers=5,rack:west`.
+    pub rule: String,
+    /// `rack:west`; with the broker's rack unknown, every rack item of the rule (`rack:dr,rack:west`).
+    pub item: String,
+    /// Whether the cluster reports the broker (and so its broker.rack).
+    pub known: bool,
+}
+
+impl RackHold {
+    /// What a promotion of `broker` for `topic` refused for it says, the file `file` of `node`
+    /// named: `broker 4 observes topic orders through rack:west (line 3 of /opt/kafka/observer.ids
+    /// on broker 1: `topic:orders observers=rack:west`); edit that rule by hand, or list the
+    /// brokers by id`.
+    pub fn message(&self, broker: i32, topic: &str, file: &str, node: &str) -> String {
+        let unknown = if self.known {
+            String::new()
+        } else {
+            format!(
+                ": its broker.rack is unknown (the cluster's Metadata does not list broker {broker}), and a rule naming a rack keeps such a broker an observer"
+            )
+        };
+        format!(
+            "broker {broker} observes topic {} through {}{unknown} (line {} of {} on {}: `{}`); edit that rule by hand, or list the brokers by id",
+            crate::escape::one_line(topic),
+            self.item,
+            self.line,
+            crate::escape::one_line(file),
+            node,
+            crate::escape::one_line(&self.rule)
+        )
+    }
 }
 
 /// `text` with `id` an observer of `topic` again, after a promotion that wrote `topic`'s exact rule
@@ -393,7 +567,7 @@ pub fn with_topic_rule(text: &str, topic: &str, id: i32, observer: bool) -> std:
 /// the file changed meanwhile) it is rewritten as `with_topic_rule` does. Err as `with_topic_rule`.
 pub fn restore_topic_rule(text: &str, topic: &str, id: i32) -> std::result::Result<String, String> {
     let after = with_topic_rule(text, topic, id, true)?;
-    let Some(want) = rules(&after)?.exact.get(topic).cloned() else { return Ok(after) };
+    let Some(want) = rules(&after)?.exact.get(topic).map(|e| e.list.clone()) else { return Ok(after) };
     let selector = format!("topic:{topic}");
     let without: String = after
         .split_inclusive('\n')
@@ -404,7 +578,7 @@ pub fn restore_topic_rule(text: &str, topic: &str, id: i32) -> std::result::Resu
         .collect();
     let gives = match rules(&without)?.resolve(topic)? {
         Some(s) => s.clone(),
-        None => parse(&without),
+        None => Observers::of_ids(parse(&without)),
     };
     Ok(if gives == want { without } else { after })
 }
@@ -426,28 +600,29 @@ fn check_topic_name(topic: &str) -> std::result::Result<(), String> {
     ))
 }
 
-/// `text` with topic `topic`'s exact rule naming `ids` (`none` when empty): rewritten in place
-/// when the file has one (indentation and comment kept; the same bytes when it already says so),
-/// else one line appended. Err as `with_topic_rule`.
+/// `text` with topic `topic`'s exact rule naming `ids` alone (`none` when empty; a rack item it
+/// had goes): rewritten in place when the file has one (indentation and comment kept; the same
+/// bytes when it already says so), else one line appended. Err as `with_topic_rule`.
 pub fn set_topic_rule(text: &str, topic: &str, ids: &BTreeSet<i32>) -> std::result::Result<String, String> {
+    set_topic_list(text, topic, &Observers::of_ids(ids.clone()))
+}
+
+/// `set_topic_rule` with a list of ids and rack items, written canonical (`4,7,rack:dr`).
+fn set_topic_list(text: &str, topic: &str, list: &Observers) -> std::result::Result<String, String> {
     check_topic_name(topic)?;
     let rules = rules(text)?;
-    let had_rule = rules.exact.contains_key(topic);
-    if rules.exact.get(topic) == Some(ids) {
+    let had = rules.exact.get(topic).map(|e| &e.list);
+    if had == Some(list) {
         return Ok(text.to_string());
     }
-    let list = if ids.is_empty() {
-        "none".to_string()
-    } else {
-        ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
-    };
+    let shown = list.shown();
     let selector = format!("topic:{topic}");
-    if !had_rule {
+    if had.is_none() {
         let mut out = text.to_string();
         if !out.is_empty() && !out.ends_with('\n') {
             out.push('\n');
         }
-        out.push_str(&format!("{selector} observers={list}\n"));
+        out.push_str(&format!("{selector} observers={shown}\n"));
         return Ok(out);
     }
     let mut out = String::new();
@@ -458,7 +633,7 @@ pub fn set_topic_rule(text: &str, topic: &str, ids: &BTreeSet<i32>) -> std::resu
             if let Some(at) = body.find("observers=") {
                 let end = body[at..].find(|c: char| c != ',' && is_separator(c)).map_or(body.len(), |e| at + e);
                 out.push_str(&body[..at]);
-                out.push_str(&format!("observers={list}"));
+                out.push_str(&format!("observers={shown}"));
                 out.push_str(&body[end..]);
                 out.push_str(comment);
                 continue;
@@ -542,7 +717,7 @@ mod tests {
         let text = "# cluster-wide\n4\ntopic:orders observers=5,6   # exact\n  prefix:ord observers=7\n\
                     prefix:orders- observers=none\nregex:ord.* observers=8\nregex:log.*\tobservers=9,10\n3\n";
         let r = rules(text).unwrap();
-        let of = |t: &str| r.resolve(t).unwrap().cloned();
+        let of = |t: &str| r.resolve(t).unwrap().map(|o| o.ids.clone());
         assert_eq!(of("orders"), Some(set(&[5, 6])));
         assert_eq!(of("orders-eu"), Some(set(&[])), "the longest prefix; none means no observers");
         assert_eq!(of("ordinal"), Some(set(&[7])), "a prefix before a regex");
@@ -559,7 +734,7 @@ mod tests {
     #[test]
     fn malformed_rules_are_named_as_the_registries_name_them() {
         // The same cases and messages as the contract test's malformedRulesNamed.
-        let list = "(a list is none or ids separated by commas)";
+        let list = "(a list is none, or broker ids and rack:NAME separated by commas)";
         for (text, want) in [
             ("topic:a", "line 1, column 1: a topic rule is SELECTOR observers=LIST".to_string()),
             ("4\n  topic:a observers=4 extra", "line 2, column 3: a topic rule is SELECTOR observers=LIST".into()),
@@ -575,6 +750,131 @@ mod tests {
         ] {
             assert_eq!(rules(text).unwrap_err(), want, "{text:?}");
         }
+    }
+
+    #[test]
+    fn rack_items_are_read_as_the_registries_read_them() {
+        let r = |t: &str| rules(t).unwrap().shown();
+        assert_eq!(r("topic:audit observers=rack:dr\n"), "topic:audit=rack:dr");
+        assert_eq!(r("topic:audit observers=7,rack:dr"), "topic:audit=7,rack:dr");
+        assert_eq!(
+            r("prefix:ledger observers=rack:west,rack:dr,rack:west # twice is once\n"),
+            "prefix:ledger=rack:dr,rack:west",
+            "a set: sorted by byte order, a repeated item once"
+        );
+        assert_eq!(
+            r("topic:a observers=rack:dr,9,rack:a/b-1.c_D,4,rack:Z\nregex:x.* observers=rack:x"),
+            "topic:a=4,9,rack:Z,rack:a/b-1.c_D,rack:dr;regex:x.*=rack:x",
+            "ids first, ascending, then the racks"
+        );
+        let longest = format!("rack:{}", "r".repeat(255));
+        assert_eq!(r(&format!("topic:a observers={longest}")), format!("topic:a={longest}"));
+        // The cases of the contract, with the registries' messages and columns.
+        let rack = "(a rack is rack:NAME, NAME of 1-255 letters, digits, '.', '_', '-' or '/')";
+        let list = "(a list is none, or broker ids and rack:NAME separated by commas)";
+        for (text, want) in [
+            ("topic:a observers=rack:", format!("line 1, column 19: not a rack: \"rack:\" {rack}")),
+            ("topic:a observers=4,rack:dr!", format!("line 1, column 21: not a rack: \"rack:dr!\" {rack}")),
+            ("topic:a observers=rack:x:y", format!("line 1, column 19: not a rack: \"rack:x:y\" {rack}")),
+            ("topic:a observers=rack:é,4", format!("line 1, column 19: not a rack: \"rack:é\" {rack}")),
+            ("4\n topic:é observers=4", "line 2, column 8: not a topic name: é".to_string()),
+            ("topic:a observers=rack:dr,rack:", format!("line 1, column 27: not a rack: \"rack:\" {rack}")),
+            (&format!("topic:a observers={longest}r"), format!("line 1, column 19: not a rack: \"{longest}r\" {rack}")),
+            ("topic:a observers=RACK:dr", format!("line 1, column 19: not a broker id: \"RACK:dr\" {list}")),
+            ("topic:a observers=rack", format!("line 1, column 19: not a broker id: \"rack\" {list}")),
+            ("topic:a observers=rack:dr,none", format!("line 1, column 27: not a broker id: \"none\" {list}")),
+            ("topic:a observers=rack:dr,", format!("line 1, column 27: not a broker id: \"\" {list}")),
+            ("topic:a observers=rack:dr,5x", format!("line 1, column 27: not a broker id: \"5x\" {list}")),
+        ] {
+            assert_eq!(rules(text).unwrap_err(), want, "{text:?}");
+        }
+        // Rack items exist only in a rule's list: on a cluster-wide line `rack:dr` is a token
+        // that is not an id, as before.
+        assert_eq!((parse("4 rack:dr\n"), ignored("4 rack:dr\n")), (set(&[4]), vec!["rack:dr".to_string()]));
+    }
+
+    fn racks(v: &[(i32, Option<&str>)]) -> RackView {
+        v.iter().map(|(id, r)| (*id, r.map(str::to_string))).collect()
+    }
+
+    #[test]
+    fn rack_items_resolve_against_the_brokers_racks() {
+        let view =
+            racks(&[(1, Some("east")), (2, Some("east")), (4, Some("west")), (5, Some("west")), (6, None), (7, None)]);
+        let r = rules("4\ntopic:orders observers=7,rack:west\nprefix:ord observers=rack:dr\ntopic:plain observers=7\n")
+            .unwrap();
+        let of = |t: &str, others: &[i32]| r.observers_of(t, &view, others.iter().copied()).unwrap();
+        assert_eq!(of("orders", &[]), Some(set(&[4, 5, 7])), "its ids and the brokers in rack west");
+        assert_eq!(
+            of("orders", &[1, 6, 9]),
+            Some(set(&[4, 5, 7, 9])),
+            "9 is not in Metadata: its rack is unknown, so it observes (fail safe); 6 has no rack: it does not"
+        );
+        assert_eq!(of("ordinal", &[9]), Some(set(&[9])), "a rack nobody is in: only the unknown broker");
+        assert_eq!(of("plain", &[9]), Some(set(&[7])), "no rack item: an unknown rack does not matter");
+        assert_eq!(of("other", &[9]), None, "no rule: the cluster-wide ids apply");
+        let orders = r.resolve("orders").unwrap().unwrap();
+        assert_eq!(orders.ids, set(&[7]), "the list as written, ids");
+        assert!(orders.contains(5, &view) && orders.contains(7, &view) && orders.contains(9, &view));
+        assert!(!orders.contains(1, &view) && !orders.contains(6, &view));
+        assert_eq!(orders.through_rack(4, &view).as_deref(), Some("rack:west"));
+        assert_eq!(orders.through_rack(7, &view), None, "7 is listed by id, without a rack");
+        assert_eq!(r.ids(), set(&[7]), "the ids named anywhere; racks are not ids");
+        assert_eq!(r.any().racks, ["dr".to_string(), "west".to_string()].into());
+    }
+
+    #[test]
+    fn a_rack_item_that_keeps_a_broker_an_observer_is_named() {
+        let view = racks(&[(1, Some("east")), (4, Some("west")), (5, Some("west")), (6, None)]);
+        let text = "4\n# DR\n  prefix:ord observers=5,rack:west # west is DR\n";
+        let hold = |id: i32| rack_hold(text, "orders", id, &view).unwrap();
+        let west = RackHold {
+            line: 3,
+            rule: "prefix:ord observers=5,rack:west".into(),
+            item: "rack:west".into(),
+            known: true,
+        };
+        assert_eq!(hold(4), Some(west.clone()));
+        assert_eq!(hold(5), Some(west.clone()), "listed by id too: removing the id does not promote it");
+        assert_eq!((hold(1), hold(6)), (None, None), "east, and no broker.rack: no rack item holds them");
+        assert_eq!(hold(9), Some(RackHold { known: false, ..west.clone() }), "an unknown rack: held (fail safe)");
+        assert_eq!(rack_hold(text, "logs", 4, &view).unwrap(), None, "no rule for the topic");
+        assert_eq!(rack_hold("topic:a observers=rack:x,rack:y", "a", 9, &view).unwrap().unwrap().item, "rack:x,rack:y");
+        assert!(rack_hold("topic:a observers=rack:", "a", 4, &view).is_err());
+        assert_eq!(
+            west.message(4, "orders", "/opt/kafka/observer.ids", "broker 1"),
+            "broker 4 observes topic orders through rack:west (line 3 of /opt/kafka/observer.ids on broker 1: `prefix:ord observers=5,rack:west`); edit that rule by hand, or list the brokers by id"
+        );
+        assert_eq!(
+            RackHold { known: false, ..west }.message(9, "orders", "/o", "controller 101"),
+            "broker 9 observes topic orders through rack:west: its broker.rack is unknown (the cluster's Metadata does not list broker 9), and a rule naming a rack keeps such a broker an observer (line 3 of /o on controller 101: `prefix:ord observers=5,rack:west`); edit that rule by hand, or list the brokers by id"
+        );
+    }
+
+    #[test]
+    fn edits_of_a_topic_rule_keep_its_rack_items() {
+        // demote --topic: the id joins the exact rule, the rack items stay.
+        assert_eq!(
+            with_topic_rule("topic:audit observers=rack:dr # DR\n", "audit", 4, true).unwrap(),
+            "topic:audit observers=4,rack:dr # DR\n"
+        );
+        assert_eq!(
+            with_topic_rule("topic:audit observers=4,rack:dr\n", "audit", 4, false).unwrap(),
+            "topic:audit observers=rack:dr\n"
+        );
+        // A prefix rule in force: the topic's new exact rule copies its rack items.
+        let before = "prefix:ledger observers=7,rack:dr\n";
+        let promoted = with_topic_rule(before, "ledger-eu", 7, false).unwrap();
+        assert_eq!(promoted, "prefix:ledger observers=7,rack:dr\ntopic:ledger-eu observers=rack:dr\n");
+        assert_eq!(restore_topic_rule(&promoted, "ledger-eu", 7).unwrap(), before, "and the demotion puts it back");
+        // The same list written another way is no change.
+        let same = "topic:audit observers=rack:dr,7,rack:dr\n";
+        assert_eq!(with_topic_rule(same, "audit", 7, true).unwrap(), same);
+        // place writes an id rule: the ids it names, its rack items replaced.
+        assert_eq!(
+            set_topic_rule("topic:audit observers=rack:dr\n", "audit", &set(&[5, 6])).unwrap(),
+            "topic:audit observers=5,6\n"
+        );
     }
 
     #[test]
@@ -658,7 +958,7 @@ mod tests {
         // What the registries would read afterwards.
         let after = with_topic_rule("4\n", "tfull", 4, false).unwrap();
         assert_eq!(
-            (parse(&after), rules(&after).unwrap().resolve("tfull").unwrap().cloned()),
+            (parse(&after), rules(&after).unwrap().resolve("tfull").unwrap().map(|o| o.ids.clone())),
             (set(&[4]), Some(set(&[])))
         );
         assert!(with_topic_rule("4\n", "bad/name", 4, true).unwrap_err().contains("not a Kafka topic name"));

@@ -43,7 +43,7 @@ pub enum NodeRole {
 }
 
 impl NodeRole {
-    fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             NodeRole::Controller => "controller",
             NodeRole::Broker => "broker",

@@ -51,6 +51,8 @@ pub struct Snapshot {
     pub cluster_id: Option<String>,
     /// Registered (live) brokers: id → host:port.
     pub brokers: BTreeMap<i32, String>,
+    /// The same brokers' broker.rack (None: unset): what a topic rule's `rack:NAME` items match.
+    pub racks: idfile::RackView,
     pub partitions: Vec<Part>,
 }
 
@@ -95,6 +97,7 @@ pub fn snapshot(bootstrap: &[String], topic: Option<&str>, depth: Depth) -> Resu
         }
     }
     let brokers: BTreeMap<i32, String> = m.brokers.iter().map(|b| (b.id, format!("{}:{}", b.host, b.port))).collect();
+    let racks: idfile::RackView = m.brokers.iter().map(|b| (b.id, b.rack.clone())).collect();
     let mut parts: Vec<Part> = m
         .partitions
         .into_iter()
@@ -156,7 +159,7 @@ pub fn snapshot(bootstrap: &[String], topic: Option<&str>, depth: Depth) -> Resu
             p.min_insync = values.get(&p.topic).and_then(|v| v.parse().ok());
         }
     }
-    Ok(Snapshot { cluster_id: m.cluster_id, brokers, partitions: parts })
+    Ok(Snapshot { cluster_id: m.cluster_id, brokers, racks, partitions: parts })
 }
 
 /// `node: `4x`, `banana`` when `text` has tokens the registries ignore. The
@@ -275,14 +278,16 @@ impl ObserverSet {
     }
 
     /// Whether `id` is an observer of `topic` on some node (its rule there, or that node's
-    /// cluster-wide ids): any node that believes so keeps it out of the ISR. None when nobody
+    /// cluster-wide ids): any node that believes so keeps it out of the ISR. A rule's `rack:NAME`
+    /// items match by `racks` (the cluster's brokers and their broker.rack); a broker not in it
+    /// has an unknown rack, which any rack item holds (the registries fail safe). None when nobody
     /// said, or a node's regex okp cannot evaluate leaves it open.
-    pub fn is_observer_of(&self, topic: &str, id: i32) -> Option<bool> {
+    pub fn is_observer_of(&self, topic: &str, id: i32, racks: &idfile::RackView) -> Option<bool> {
         self.ids.as_ref()?;
         let mut unknown = false;
         for (ids, rules) in &self.files {
             match rules.resolve(topic) {
-                Ok(Some(s)) if s.contains(&id) => return Some(true),
+                Ok(Some(s)) if s.contains(id, racks) => return Some(true),
                 Ok(Some(_)) => {}
                 Ok(None) if ids.contains(&id) => return Some(true),
                 Ok(None) => {}
@@ -319,7 +324,7 @@ pub fn rows(snap: &Snapshot, observers: &ObserverSet, max_lag: i64) -> Vec<Repli
         for &r in &p.replicas {
             let is_leader = p.leader == Some(r);
             let in_isr = p.isr.contains(&r);
-            let is_observer = observers.is_observer_of(&p.topic, r);
+            let is_observer = observers.is_observer_of(&p.topic, r, &snap.racks);
             let live = snap.live(r);
             let leo = p.leo.get(&r).copied();
             let lag = match (reference, leo) {
@@ -495,6 +500,7 @@ pub(crate) mod tests {
         let snap = Snapshot {
             cluster_id: None,
             brokers: [1, 2, 4].iter().map(|i| (*i, format!("h:{i}"))).collect(),
+            racks: [1, 2, 4].iter().map(|i| (*i, None)).collect(),
             partitions: vec![part("obs", Some(1), &[1, 2, 3, 4], &[1, 2, 4], &[(1, 100), (2, 100), (4, 97)])],
         };
         let obs = ObserverSet::from_files(&[("b1".into(), "4\n".into()), ("b2".into(), "4".into())]);
@@ -529,7 +535,7 @@ pub(crate) mod tests {
             ObserverSet::from_files(&[("broker 1".into(), "4x # typo\n".into()), ("broker 2".into(), "4\n".into())]);
         assert_eq!(s.ignored, vec!["broker 1: `4x`".to_string()]);
         assert!(s.files_red());
-        let snap = Snapshot { cluster_id: None, brokers: BTreeMap::new(), partitions: vec![] };
+        let snap = Snapshot { cluster_id: None, brokers: BTreeMap::new(), racks: BTreeMap::new(), partitions: vec![] };
         let t = table(&rows(&snap, &s, 0), &s, false);
         assert!(
             t.contains("ignored tokens: broker 1: `4x`") && t.contains("red state: observer.ids holds tokens"),
@@ -555,6 +561,7 @@ pub(crate) mod tests {
         let snap = Snapshot {
             cluster_id: None,
             brokers: [1, 2, 4].iter().map(|i| (*i, format!("h:{i}"))).collect(),
+            racks: [1, 2, 4].iter().map(|i| (*i, None)).collect(),
             partitions: vec![
                 part("tobs", Some(1), &[1, 2, 4], &[1, 2], &[]),
                 part("tfull", Some(1), &[1, 2, 4], &[1, 2, 4], &[]),
@@ -563,7 +570,10 @@ pub(crate) mod tests {
         let text = "4\ntopic:tfull observers=none\n";
         let obs = ObserverSet::from_files(&[("b1".into(), text.into()), ("b2".into(), text.into())]);
         assert_eq!(obs.topic_rules, vec!["topic:tfull=none".to_string()]);
-        assert_eq!((obs.is_observer_of("tobs", 4), obs.is_observer_of("tfull", 4)), (Some(true), Some(false)));
+        assert_eq!(
+            (obs.is_observer_of("tobs", 4, &snap.racks), obs.is_observer_of("tfull", 4, &snap.racks)),
+            (Some(true), Some(false))
+        );
         let r = rows(&snap, &obs, 0);
         let role =
             |t: &str| r.iter().find(|x| x.topic == t && x.replica == 4).map(|x| (x.role, x.flags.clone())).unwrap();
@@ -572,7 +582,7 @@ pub(crate) mod tests {
         assert!(table(&r, &obs, false).contains("topic rules: topic:tfull=none"));
         // A node without the rule keeps 4 an observer of tfull: okp takes the union, and names it.
         let split = ObserverSet::from_files(&[("b1".into(), text.into()), ("b2".into(), "4\n".into())]);
-        assert_eq!(split.is_observer_of("tfull", 4), Some(true));
+        assert_eq!(split.is_observer_of("tfull", 4, &snap.racks), Some(true));
         assert_eq!(split.disagreeing, vec!["b2: [4]".to_string()]);
         let bad = ObserverSet::from_files(&[("b1".into(), "4\ntopic:tfull observers=none,4\n".into())]);
         assert!(
@@ -583,5 +593,43 @@ pub(crate) mod tests {
         assert!(table(&[], &bad, false).contains("red state: a topic rule in observer.ids is malformed"));
         let j: serde_json::Value = serde_json::from_str(&json(&[], &bad, 0)).unwrap();
         assert_eq!(j["red_states"], 1);
+    }
+
+    #[test]
+    fn a_rack_item_names_the_brokers_of_that_rack_and_any_of_unknown_rack() {
+        // audit keeps its observers in rack dr: broker 7 is there, 8 sets no broker.rack, 9 is a
+        // replica the Metadata response does not list (down), so its rack is unknown.
+        let snap = Snapshot {
+            cluster_id: None,
+            brokers: [1, 2, 7, 8].iter().map(|i| (*i, format!("h:{i}"))).collect(),
+            racks: [(1, Some("east")), (2, Some("east")), (7, Some("dr")), (8, None)]
+                .into_iter()
+                .map(|(i, r)| (i, r.map(str::to_string)))
+                .collect(),
+            partitions: vec![
+                part("audit", Some(1), &[1, 2, 7, 8, 9], &[1, 2, 7, 8], &[]),
+                part("orders", Some(1), &[1, 2, 7], &[1, 2, 7], &[]),
+            ],
+        };
+        let text = "topic:audit observers=rack:dr # DR\n";
+        let obs = ObserverSet::from_files(&[("b1".into(), text.into()), ("b2".into(), text.into())]);
+        assert_eq!(obs.topic_rules, vec!["topic:audit=rack:dr".to_string()]);
+        let r = rows(&snap, &obs, 0);
+        let of = |t: &str, id: i32| {
+            r.iter()
+                .find(|x| x.topic == t && x.replica == id)
+                .map(|x| (x.role, x.is_observer, x.flags.clone()))
+                .unwrap()
+        };
+        assert_eq!(of("audit", 7), ("isr", Some(true), vec!["observer-in-isr"]), "in rack dr");
+        assert_eq!(of("audit", 8), ("isr", Some(false), vec![]), "no broker.rack: no rack item matches it");
+        assert_eq!(of("audit", 9), ("down", Some(true), vec![]), "an unknown rack: an observer (fail safe)");
+        assert_eq!(of("audit", 2), ("isr", Some(false), vec![]));
+        assert_eq!(of("orders", 7), ("isr", Some(false), vec![]), "no rule for orders and no cluster-wide ids");
+        let t = table(&r, &obs, false);
+        assert!(
+            t.contains("topic rules: topic:audit=rack:dr") && t.contains("audit-0 replica 7: observer-in-isr"),
+            "{t}"
+        );
     }
 }

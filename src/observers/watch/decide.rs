@@ -62,14 +62,21 @@ pub struct View {
 
 impl View {
     /// Topic `topic`'s observers, and whether a topic rule gives them (true: changing them edits
-    /// the topic's exact rule) rather than the cluster-wide ids. A regex okp cannot evaluate
-    /// leaves them open: `decide` does nothing while one is in force, and meanwhile every id the
-    /// files name stands in.
+    /// the topic's exact rule) rather than the cluster-wide ids. A rule's `rack:NAME` items stand
+    /// for the brokers the snapshot's Metadata reports in that rack. A replica Metadata does not
+    /// list (down: its rack is unknown here) counts as no observer for the watchdog's arithmetic,
+    /// although the nodes (and `status`) hold it as one: here that is the safe direction (an
+    /// under-replicated partition is flagged, a demotion waits for that primary to be back, a
+    /// promoted broker that went down is not taken for one demoted by hand), and such a broker is
+    /// never a candidate (not live), while the promotion itself (`change`) refuses a broker a rack
+    /// item may hold. A regex okp cannot evaluate leaves the observers open: `decide` does nothing
+    /// while one is in force, and meanwhile every id and rack the files name stands in.
     pub fn observers_of(&self, topic: &str) -> (BTreeSet<i32>, bool) {
+        let racks = &self.snap.racks;
         match self.rules.resolve(topic) {
-            Ok(Some(s)) => (s.clone(), true),
+            Ok(Some(s)) => (s.members(racks, []), true),
             Ok(None) => (self.observers.clone(), false),
-            Err(_) => (self.observers.iter().copied().chain(self.rules.ids()).collect(), false),
+            Err(_) => (self.observers.iter().copied().chain(self.rules.any().members(racks, [])).collect(), false),
         }
     }
 
@@ -579,6 +586,7 @@ pub(crate) mod tests {
             snap: Snapshot {
                 cluster_id: Some("c1".into()),
                 brokers: live.iter().map(|i| (*i, format!("h:{i}"))).collect(),
+                racks: live.iter().map(|i| (*i, None)).collect(),
                 partitions: parts,
             },
             observers: observers.iter().copied().collect(),
@@ -878,6 +886,22 @@ pub(crate) mod tests {
         // Nothing but never: nothing to do.
         let plan = decide(&two_down("4\n"), &State::new(None), &rules(Policy::Never), 0);
         assert!(plan.act.is_none() && plan.notes.is_empty(), "{plan:?}");
+    }
+
+    #[test]
+    fn a_rack_item_makes_the_brokers_of_its_rack_observers_of_the_topic() {
+        // tobs keeps its observers in rack dr: broker 4 is there. 2 is down, so Metadata does not
+        // list it: its rack is unknown, and the watchdog counts it as a primary.
+        let mut v = two_down("topic:tobs observers=rack:dr\n");
+        v.snap.racks.insert(4, Some("dr".into()));
+        assert_eq!(v.observers_of("tobs"), ([4].into(), true));
+        assert_eq!(v.observers_of("obs"), (BTreeSet::new(), false), "no rule, no cluster-wide ids");
+        let r = policies(rules(Policy::Never), &["topic:tobs=under-replicated"]);
+        let act = decide(&v, &State::new(None), &r, 0).act.expect("a promotion");
+        assert_eq!((act.broker, act.topic.as_deref()), (Some(4), Some("tobs")), "2, a primary, is out of the ISR");
+        assert!(act.reason.contains("non-observer replicas 1,2"), "{}", act.reason);
+        v.snap.racks.insert(4, None);
+        assert_eq!(v.observers_of("tobs"), (BTreeSet::new(), true), "4 sets no broker.rack: no rack item matches it");
     }
 
     #[test]

@@ -584,6 +584,35 @@ mod tests {
         assert!(st.promoted.is_empty() && !r.s.state.exists());
     }
 
+    #[test]
+    fn a_promotion_a_rack_item_refuses_is_audited_and_the_loop_goes_on() {
+        let mut r = rig(false);
+        let mut v = super::decide::tests::with_ids(
+            view(vec![part("tobs", Some(1), &[1, 2, 4], &[1], &[(1, 9), (4, 9)])], &[1, 4], &[]),
+            "topic:tobs observers=rack:dr\n",
+        );
+        v.snap.racks.insert(4, Some("dr".into()));
+        let mut c = script(vec![v]);
+        c.refusals = vec![Refusal {
+            rule: change::Rule::RackItem,
+            partition: "tobs".into(),
+            detail: "broker 4 observes topic tobs through rack:dr (line 1 of /b1/observer.ids on broker 1: `topic:tobs observers=rack:dr`); edit that rule by hand, or list the brokers by id".into(),
+        }];
+        let mut st = State::new(None);
+        for _ in 0..2 {
+            assert_eq!(run_scan(&mut r, &mut c, &mut st), Outcome::Done);
+        }
+        assert_eq!(c.log, ["view", "prepare promote 4 --topic tobs", "view", "prepare promote 4 --topic tobs"]);
+        let l: Vec<serde_json::Value> = lines(&r).into_iter().filter(|x| x["action"] == "refuse").collect();
+        assert_eq!((l.len(), l[0]["topic_rule"].as_str()), (2, Some("topic:tobs")), "one refusal per scan");
+        let reason = l[0]["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("promote broker 4 for topic tobs refused by the pre-checks (rack item: tobs: broker 4 observes topic tobs through rack:dr (line 1 of /b1/observer.ids"),
+            "{reason}"
+        );
+        assert!(st.promoted.is_empty() && !r.s.state.exists(), "nothing recorded, nothing written");
+    }
+
     fn back() -> View {
         view(vec![part("auto", Some(1), &[1, 2, 3, 4], &[1, 2, 3, 4], &[(1, 9), (4, 9)])], &[1, 2, 3, 4], &[])
     }
