@@ -735,6 +735,8 @@ mod tests {
     fn malformed_rules_are_named_as_the_registries_name_them() {
         // The same cases and messages as the contract test's malformedRulesNamed.
         let list = "(a list is none, or broker ids and rack:NAME separated by commas)";
+        let rack = "(a rack is rack:NAME, NAME of 1-255 letters, digits, '.', '_', '-' or '/')";
+        let long = format!("topic:a observers=rack:{}", "r".repeat(256));
         for (text, want) in [
             ("topic:a", "line 1, column 1: a topic rule is SELECTOR observers=LIST".to_string()),
             ("4\n  topic:a observers=4 extra", "line 2, column 3: a topic rule is SELECTOR observers=LIST".into()),
@@ -747,6 +749,10 @@ mod tests {
             ("topic:a observers=none,4", format!("line 1, column 19: not a broker id: \"none\" {list}")),
             ("topic:a observers=4\r\ntopic:a observers=5", "line 2, column 1: a second rule for topic:a".into()),
             ("\ntopic:audit observers=5x\n", format!("line 2, column 23: not a broker id: \"5x\" {list}")),
+            ("topic:a observers=4,rack:", format!("line 1, column 21: not a rack: \"rack:\" {rack}")),
+            ("topic:a observers=rack:a*b", format!("line 1, column 19: not a rack: \"rack:a*b\" {rack}")),
+            (&long, format!("line 1, column 19: not a rack: \"{}\" {rack}", &long["topic:a observers=".len()..])),
+            ("topic:a observers=Rack:x", format!("line 1, column 19: not a broker id: \"Rack:x\" {list}")),
         ] {
             assert_eq!(rules(text).unwrap_err(), want, "{text:?}");
         }
