@@ -270,9 +270,23 @@ fn a_replacement_indented_off_its_anchor_is_refused_naming_the_edit() {
 #[test]
 fn bench_rules_must_be_topic_rules_read_as_the_registries_read_them() {
     let t = tempfile::tempdir().unwrap();
-    let cases: [(&str, &[u8], &str); 4] = [
+    let cases: [(&str, &[u8], &str); 6] = [
         ("ids", b"4\ntopic:a observers=none\n", "cluster-wide ids {4} in it: only topic rules here"),
-        ("malformed", b"topic:a observers=4x\n", "line 1, column 19: not a broker id: \"4x\""),
+        (
+            "malformed",
+            b"topic:a observers=4x\n",
+            "line 1, column 19: not a broker id: \"4x\" (a list is none, or broker ids and rack:NAME separated by commas)",
+        ),
+        (
+            "rack",
+            b"topic:a observers=4\nprefix:b observers=rack:dr,rack:d r\n",
+            "line 2, column 1: a topic rule is SELECTOR observers=LIST",
+        ),
+        (
+            "rack-name",
+            b"topic:a observers=4,rack:dr\nprefix:b observers=rack:dr,rack:d+r\n",
+            "line 2, column 28: not a rack: \"rack:d+r\" (a rack is rack:NAME, NAME of 1-255 letters, digits, '.', '_', '-' or '/')",
+        ),
         ("empty", b"# nothing\n", "no topic rule in it"),
         ("regex", b"regex:( observers=1\n", "line 1, column 7: not a regular expression: ("),
     ];

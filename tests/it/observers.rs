@@ -3,7 +3,8 @@
 //! once by the hidden `okp dev-cluster` (okp verify's machinery) and driven
 //! over its stdin: status on a healthy cluster, dry-run, promote and demote
 //! end to end (also through the command transport), each pre-check refusing
-//! the case it exists for, and bad input.
+//! the case it exists for, and bad input. Rack items in topic rules run against a stand-in broker
+//! that answers Metadata only (`fake_metadata`), without a cluster.
 //!
 //! One cluster for every case, in one test function: a cluster costs a
 //! minute to start on a 2-core machine, and two would measure each other.
@@ -254,6 +255,18 @@ fn bad_input_without_a_cluster() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("observer.ids does not exist"), "{}", stderr(&o));
     assert!(!Path::new(&missing).exists());
+    // A malformed rack item stops a change before the cluster is asked: bad input naming the
+    // node's file, the line and the column, nothing written.
+    let ids = dir.path().join("rack.ids");
+    std::fs::write(&ids, "4\ntopic:audit observers=7,rack:\n").unwrap();
+    let arg = format!("1={}", ids.display());
+    okp_run(okp().args(["observers", "promote", "--broker", "7", "--topic", "audit", "--bootstrap", "127.0.0.1:1", "--node", &arg]))
+        .code(2)
+        .err_has(&format!(
+            "broker 1 ({}): observer.ids: line 2, column 25: not a rack: \"rack:\" (a rack is rack:NAME, NAME of 1-255 letters, digits, '.', '_', '-' or '/'); nothing was written",
+            ids.display()
+        ));
+    assert_eq!(std::fs::read_to_string(&ids).unwrap(), "4\ntopic:audit observers=7,rack:\n");
     // A FIFO or a device where observer.ids should be is refused, never read (a read would block
     // forever, or never end).
     let fifo = dir.path().join("fifo");
@@ -271,4 +284,174 @@ fn bad_input_without_a_cluster() {
         assert_eq!(o.status.code(), Some(2), "{flag} {value}: {}", stderr(&o));
         assert!(stderr(&o).contains(says), "{flag} {value}: {}", stderr(&o));
     }
+}
+
+/// A stand-in for a Kafka broker that answers ApiVersions v0 and Metadata v4 only, with the
+/// brokers `brokers` (id, broker.rack; each at 127.0.0.1:1, where nothing answers, so no log end
+/// offset is read) and the partitions `parts` (topic, leader, replicas, ISR; index 0). Enough for
+/// the observer rows and for a promotion up to its pre-checks, without a cluster. Its address.
+fn fake_metadata(brokers: &[(i32, Option<&str>)], parts: &[(&str, i32, &[i32], &[i32])]) -> String {
+    use std::io::{Read, Write};
+    fn string(b: &mut Vec<u8>, s: &str) {
+        b.extend_from_slice(&(s.len() as i16).to_be_bytes());
+        b.extend_from_slice(s.as_bytes());
+    }
+    fn ids(b: &mut Vec<u8>, v: &[i32]) {
+        b.extend_from_slice(&(v.len() as i32).to_be_bytes());
+        v.iter().for_each(|i| b.extend_from_slice(&i.to_be_bytes()));
+    }
+    let mut meta = 0i32.to_be_bytes().to_vec(); // throttle_time_ms
+    meta.extend_from_slice(&(brokers.len() as i32).to_be_bytes());
+    for (id, rack) in brokers {
+        meta.extend_from_slice(&id.to_be_bytes());
+        string(&mut meta, "127.0.0.1");
+        meta.extend_from_slice(&1i32.to_be_bytes());
+        match rack {
+            Some(r) => string(&mut meta, r),
+            None => meta.extend_from_slice(&(-1i16).to_be_bytes()),
+        }
+    }
+    string(&mut meta, "fake-cluster");
+    meta.extend_from_slice(&brokers[0].0.to_be_bytes()); // controller_id
+    meta.extend_from_slice(&(parts.len() as i32).to_be_bytes());
+    for (topic, leader, replicas, isr) in parts {
+        meta.extend_from_slice(&0i16.to_be_bytes());
+        string(&mut meta, topic);
+        meta.push(0); // is_internal
+        meta.extend_from_slice(&1i32.to_be_bytes());
+        meta.extend_from_slice(&0i16.to_be_bytes());
+        meta.extend_from_slice(&0i32.to_be_bytes());
+        meta.extend_from_slice(&leader.to_be_bytes());
+        ids(&mut meta, replicas);
+        ids(&mut meta, isr);
+    }
+    let mut versions = 0i16.to_be_bytes().to_vec();
+    versions.extend_from_slice(&2i32.to_be_bytes());
+    for (api, min, max) in [(18i16, 0i16, 0i16), (3, 4, 4)] {
+        [api, min, max].iter().for_each(|v| versions.extend_from_slice(&v.to_be_bytes()));
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut s) = conn else { continue };
+            let (meta, versions) = (meta.clone(), versions.clone());
+            std::thread::spawn(move || loop {
+                let mut len = [0u8; 4];
+                if s.read_exact(&mut len).is_err() {
+                    return;
+                }
+                let mut req = vec![0u8; i32::from_be_bytes(len) as usize];
+                if s.read_exact(&mut req).is_err() {
+                    return;
+                }
+                let body = match i16::from_be_bytes([req[0], req[1]]) {
+                    18 => &versions,
+                    3 => &meta,
+                    _ => return,
+                };
+                let mut out = ((body.len() + 4) as i32).to_be_bytes().to_vec();
+                out.extend_from_slice(&req[4..8]); // the correlation id
+                out.extend_from_slice(body);
+                if s.write_all(&out).is_err() {
+                    return;
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Rack items (`rack:NAME`) in a topic rule, without a cluster: `status` resolves them against the
+/// brokers' broker.rack from Metadata (a replica Metadata does not list has an unknown rack: an
+/// observer, fail safe), and a promotion that a rack item would undo is refused before any write.
+#[test]
+fn rack_items_in_status_and_a_promotion_they_refuse() {
+    let bootstrap = fake_metadata(
+        &[(1, Some("east")), (2, Some("east")), (7, Some("dr")), (8, None)],
+        &[("audit", 1, &[1, 2, 7, 8, 9], &[1, 2, 7, 8]), ("orders", 1, &[1, 2, 7], &[1, 2, 7])],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let text = "4\n# the DR site keeps a copy of audit\ntopic:audit observers=rack:dr # DR\n";
+    let files: Vec<std::path::PathBuf> = (1..=2).map(|i| dir.path().join(format!("b{i}.ids"))).collect();
+    files.iter().for_each(|f| std::fs::write(f, text).unwrap());
+    let nodes: Vec<String> = files.iter().enumerate().map(|(i, f)| format!("{}={}", i + 1, f.display())).collect();
+    let with_nodes = |args: &[&str]| {
+        let mut c = okp();
+        c.args(["observers"]).args(args).args(["--bootstrap", &bootstrap]);
+        nodes.iter().for_each(|n| {
+            c.args(["--node", n]);
+        });
+        c.output().unwrap()
+    };
+
+    let o = with_nodes(&["status", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "an observer in the ISR is a red state: {}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j["observers"]["topic_rules"], serde_json::json!(["topic:audit=rack:dr"]));
+    let row = |t: &str, id: i64| {
+        let r = j["replicas"].as_array().unwrap().iter().find(|r| r["topic"] == t && r["replica"] == id).unwrap();
+        (r["role"].as_str().unwrap().to_string(), r["is_observer"].as_bool(), r["flags"].clone())
+    };
+    assert_eq!(row("audit", 7), ("isr".into(), Some(true), serde_json::json!(["observer-in-isr"])), "in rack dr");
+    assert_eq!(row("audit", 8), ("isr".into(), Some(false), serde_json::json!([])), "no broker.rack");
+    assert_eq!(row("audit", 9), ("down".into(), Some(true), serde_json::json!([])), "unknown rack: an observer");
+    assert_eq!(row("audit", 2), ("isr".into(), Some(false), serde_json::json!([])));
+    assert_eq!(row("orders", 7), ("isr".into(), Some(false), serde_json::json!([])), "no rule for orders");
+    let o = with_nodes(&["status"]);
+    assert!(stdout(&o).contains("topic rules: topic:audit=rack:dr"), "{}", stdout(&o));
+
+    // Broker 7 observes audit through rack:dr: no edit of the ids promotes it. Refused, --force
+    // or not, dry run or not, with every file as it was.
+    let f1 = files[0].display().to_string();
+    for extra in [&[][..], &["--force"], &["--dry-run"]] {
+        let args = [&["promote", "--topic", "audit", "--broker", "7"][..], extra].concat();
+        let o = with_nodes(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("promote broker 7: refused (rack item): audit: broker 7 observes topic audit through rack:dr (line 3 of {f1} on broker 1: `topic:audit observers=rack:dr`); edit that rule by hand, or list the brokers by id (the same rule on broker 2)")),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("refused by 1 pre-check(s); nothing was written; --force never overrides a rack item"),
+            "{err}"
+        );
+        assert!(!stdout(&o).contains("plan:"), "{}", stdout(&o));
+        for f in &files {
+            assert_eq!(std::fs::read(f).unwrap(), text.as_bytes(), "{args:?}: {} unchanged", f.display());
+        }
+    }
+    // Broker 9 is not in Metadata: its rack is unknown, and the rule names a rack.
+    let o = with_nodes(&["promote", "--topic", "audit", "--broker", "9"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("broker 9 observes topic audit through rack:dr: its broker.rack is unknown"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Through a prefix rule, broker 2 listed by id: the promotion writes audit's exact rule,
+    // copying the prefix rule's rack items.
+    let text = "prefix:aud observers=2,rack:dr\n";
+    files.iter().for_each(|f| std::fs::write(f, text).unwrap());
+    let o = with_nodes(&["promote", "--topic", "audit", "--broker", "2", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(r#"("prefix:aud observers=2,rack:dr\n" → "prefix:aud observers=2,rack:dr\ntopic:audit observers=rack:dr\n")"#),
+        "{}",
+        stdout(&o)
+    );
+    assert!(files.iter().all(|f| std::fs::read(f).unwrap() == text.as_bytes()), "a dry run writes nothing");
+
+    // A malformed rack item: a red state naming the node, line and column.
+    std::fs::write(&files[1], "topic:audit observers=7,rack:dr!\n").unwrap();
+    let o = with_nodes(&["status"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let f2 = files[1].display().to_string();
+    assert!(
+        stdout(&o).contains(&format!("malformed rule: broker 2 ({f2}): line 1, column 25: not a rack: \"rack:dr!\" (a rack is rack:NAME, NAME of 1-255 letters, digits, '.', '_', '-' or '/')")),
+        "{}",
+        stdout(&o)
+    );
 }
