@@ -90,7 +90,7 @@ fn typical_seconds(id: &str, mode: Mode) -> u32 {
     // (id, ZooKeeper, KRaft)
     const TYPICAL: [(&str, u32, u32); 22] = [
         ("HOSTS", 300, 330),
-        ("TOPIC", 85, 90),
+        ("TOPIC", 125, 155),
         ("ROLL", 70, 117),
         ("PREF", 65, 71),
         ("REASSIGN", 82, 64),

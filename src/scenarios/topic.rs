@@ -1,7 +1,8 @@
 //! TOPIC: observers per topic (docs/observer-ids.md, "Topic rules"). Broker 4 is an observer of
 //! topic `tobs` and a full replica of topic `tfull` at the same time, by one rule in observer.ids;
 //! acks=all on `tobs` does not wait for 4 frozen while `tfull` does, as upstream; the rules are
-//! swapped live and back; an exact rule wins over an overlapping prefix rule.
+//! swapped live and back; an exact rule wins over an overlapping prefix rule; a rack rule
+//! (`rack:r4`) gives what the id rule gives.
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,10 @@ const RULES: &str = "4\ntopic:tfull observers=none\n";
 const SWAPPED: &str = "4\ntopic:tobs observers=none\n";
 /// A prefix rule covering both topics and an exact rule for `tobs`: the exact rule wins for it.
 const PRECEDENCE: &str = "4\nprefix:t observers=none\ntopic:tobs observers=4\n";
+/// The prefix rule alone: 4 fully replicates both topics.
+const PREFIX_ONLY: &str = "4\nprefix:t observers=none\n";
+/// PRECEDENCE with 4 named by its rack (broker.rack r4) instead of its id: the same observers.
+const BY_RACK: &str = "4\nprefix:t observers=none\ntopic:tobs observers=rack:r4\n";
 
 pub fn topic(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let nodes = x.c.kafka_nodes();
@@ -142,6 +147,8 @@ fn steps(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         |s| in_isr(s) || leads(s),
     )?;
 
+    by_rack(x, o)?;
+
     // okp observers promote/demote --topic tobs: only tobs's rule changes, on every node, and the
     // command waits for tobs's partition alone; tfull keeps 4 in its ISR throughout.
     let nodes_file = nodes_yaml(x)?;
@@ -179,6 +186,46 @@ fn steps(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     // Back to the cluster-wide id alone: 4 leaves tfull's ISR.
     x.c.set_observers(&nodes, "4\n")?;
     x.wait(o, FULL, t, "rules removed: 4 is an observer of tfull again", "restore_seconds", |s| !in_isr(s))?;
+    Ok(())
+}
+
+/// A rack rule gives what the id rule gives: from PREFIX_ONLY (4 in tobs's ISR), BY_RACK takes 4
+/// out of tobs's ISR and keeps it out of its leadership, tfull untouched, each node resolving
+/// `rack:r4` from its own view of broker.rack (the audit line's `racks=[r4:4]`); then PRECEDENCE
+/// again, which names 4 by id: nothing moves.
+fn by_rack(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
+    let nodes = x.c.kafka_nodes();
+    let t = x.lag() + x.ttl() + Duration::from_secs(30);
+    x.c.set_observers(&nodes, PREFIX_ONLY)?;
+    x.wait(o, OBS, t, "rack: with the prefix rule alone, 4 joins tobs's ISR", "rack_off_join_seconds", in_isr)?;
+    let audited_before = x.c.grep_logs(&["racks=[r4:4]"]).len();
+    x.c.set_observers(&nodes, BY_RACK)?;
+    x.wait(o, OBS, t, "rack: `topic:tobs observers=rack:r4` takes 4 out of tobs's ISR", "rack_leave_seconds", |s| {
+        !in_isr(s)
+    })?;
+    x.hold_all(
+        o,
+        &[OBS],
+        x.lag() + x.ttl(),
+        |_| "rack: 4 stays out of tobs's ISR and never leads it, as with the id rule".into(),
+        |s| in_isr(s) || leads(s),
+    )?;
+    let full = x.state(FULL)?;
+    o.check("rack: tfull unchanged, 4 in its ISR", in_isr(&full), full.show());
+    let audited: Vec<String> = x.c.grep_logs(&["racks=[r4:4]"]).into_iter().skip(audited_before).collect();
+    o.check(
+        "rack: an OBSERVER AUDIT line resolves rack r4 to broker 4 from broker.rack (`racks=[r4:4]`)",
+        audited.iter().any(|l| l.contains("OBSERVER AUDIT") && l.contains("rules=") && l.contains("rack:r4")),
+        audited.first().cloned().unwrap_or_else(|| "no such line".into()),
+    );
+    x.c.set_observers(&nodes, PRECEDENCE)?;
+    x.hold_all(
+        o,
+        &[OBS],
+        x.ttl() + Duration::from_secs(2),
+        |_| "rack: back to the id rule (PRECEDENCE), 4 still out of tobs's ISR".into(),
+        |s| in_isr(s) || leads(s),
+    )?;
     Ok(())
 }
 
