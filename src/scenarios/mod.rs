@@ -237,6 +237,23 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// Waits until every node has read the last observer.ids change: the hooks' cache TTL (and a
+    /// second) since the last edit. Before anything whose outcome depends on the new set (a topic
+    /// created right after an edit would otherwise get its initial ISR and first expansions from
+    /// nodes still holding the old one).
+    pub fn settle_observers(&mut self) {
+        if let Some(left) =
+            self.c.since_observers_changed().and_then(|since| (self.ttl() + Duration::from_secs(1)).checked_sub(since))
+        {
+            self.c.journal.note(&format!(
+                "waiting {:.1} s: every node reads the last observer.ids change within its cache TTL ({} s)",
+                left.as_secs_f64(),
+                self.ttl().as_secs()
+            ));
+            std::thread::sleep(left);
+        }
+    }
+
     pub fn lag(&self) -> Duration {
         Duration::from_millis(self.c.timers.lag_ms)
     }
@@ -463,16 +480,7 @@ pub fn run_suite(
         // Every scenario starts on a cluster where every node has read the last observer.ids
         // change (the one before may have just put the file back) and whose controller knows
         // every running broker.
-        if let Some(left) =
-            ctx.c.since_observers_changed().and_then(|since| (ctx.ttl() + Duration::from_secs(1)).checked_sub(since))
-        {
-            ctx.c.journal.note(&format!(
-                "waiting {:.1} s: every node reads the last observer.ids change within its cache TTL ({} s)",
-                left.as_secs_f64(),
-                ctx.ttl().as_secs()
-            ));
-            std::thread::sleep(left);
-        }
+        ctx.settle_observers();
         let t_known = Instant::now();
         if let Some(ids) = ctx.c.wait_brokers_known(Duration::from_secs(30)) {
             ctx.c.journal.note(&format!(

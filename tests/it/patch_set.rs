@@ -51,13 +51,15 @@ fn round_trip(layer: &[&str]) {
         let pristine_dir = hooked_tree(&v);
         let pristine = snapshot(&pristine_dir);
         let (edits, new_files, edited) = shown(&v, &m, layer);
-        // The read-replica hook edits it from 3.3.2 on; the metrics layer on every release.
+        // The read-replica hook edits it from 3.3.2 on, the ZooKeeper broker's rack view up to 3.9.2
+        // (every mode: the file is shared); the metrics layer on every release.
         let numbers: Vec<u32> = v.split('.').map(|n| n.parse().unwrap()).collect();
         let read_replica = numbers >= vec![3, 3, 2];
+        let zk_rack_view = numbers < vec![4, 0, 0];
         assert_eq!(
             edited.contains(REPLICA_MANAGER),
-            !layer.is_empty() || read_replica,
-            "{v} {m}: ReplicaManager is edited exactly with the metrics layer or the read-replica hook (3.3.2+)"
+            !layer.is_empty() || read_replica || zk_rack_view,
+            "{v} {m}: ReplicaManager is edited exactly with the metrics layer, the read-replica hook (3.3.2+) or the ZooKeeper rack view (to 3.9.2)"
         );
 
         // apply: every edit lands, once, marked.
