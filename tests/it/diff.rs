@@ -153,7 +153,15 @@ fn the_zookeeper_controller_is_gone_in_4_0_2() {
         assert_eq!((a["status"].as_str(), a["carries"].as_bool()), (Some("gone"), Some(false)), "{a}");
     }
     for h in v["hooks"].as_array().unwrap() {
-        assert_eq!(h["has_site"], h["scope"] != "zk-controller", "{h}");
+        // broker-rack-view loses its ZooKeeper half (UpdateMetadata, ReplicaManager) with
+        // ZooKeeper; its KRaft half (the broker's metadata publisher) carries.
+        let zk_only = h["scope"] == "zk-controller";
+        let half = h["hook"] == "broker-rack-view";
+        assert_eq!(h["has_site"], !zk_only && !half, "{h}");
+        if half {
+            assert_eq!(anchor(&v, "bmp.set-image")["carries"], true, "{h}");
+            assert_eq!(anchor(&v, "rm.update-metadata-cache")["status"], "gone", "{h}");
+        }
     }
     let psm = v["files"]
         .as_array()

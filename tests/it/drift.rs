@@ -16,6 +16,8 @@ fn check_altered(hook: &str, alter: impl Fn(&mut Vec<String>, &AnchorRef)) -> (i
         "core/src/main/scala/kafka/controller/KafkaController.scala",
         "core/src/main/scala/kafka/controller/ControllerContext.scala",
         "core/src/main/scala/kafka/server/ReplicaManager.scala",
+        "core/src/main/scala/kafka/controller/Election.scala",
+        "core/src/main/scala/kafka/server/metadata/BrokerMetadataPublisher.scala",
     ];
     let tree = copy_tree(&pristine, &files);
     let path = tree.path().join(&a.file);
