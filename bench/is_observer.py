@@ -10,6 +10,8 @@ One JVM per observer configuration, because the registry reads its environment o
   env   KAFKA_OBSERVER_BROKER_IDS=4 and no file
   rules the file naming 4 plus three topic rules (exact, prefix, regex); the probe's topics are
         mostly one no rule names (`orders`), as a broker's produced topic would be
+  racks the same three rules with rack items (`rack:dr`, `rack:west,7`), twelve brokers' racks
+        told to the registry first (ObserverIds.brokerRack, as the metadata hooks do)
 
     cargo build --release && python3 bench/is_observer.py [--pair 3.9.2-zk] [--jars DIR] [--rounds 15] [--calls 20000000]
 
@@ -74,11 +76,15 @@ def main():
         ruled = os.path.join(tmp, "rules.ids")
         with open(ruled, "w") as f:
             f.write("4\ntopic:audit observers=7\nprefix:ledger observers=none\nregex:tmp-.* observers=5\n")
+        racked = os.path.join(tmp, "racks.ids")
+        with open(racked, "w") as f:
+            f.write("4\ntopic:audit observers=rack:dr\nprefix:ledger observers=rack:west,7\nregex:tmp-.* observers=5\n")
         configs = {
             "none": {"KAFKA_OBSERVER_IDS_FILE": os.path.join(tmp, "absent.ids")},
             "file": {"KAFKA_OBSERVER_IDS_FILE": obs},
             "env": {"KAFKA_OBSERVER_IDS_FILE": os.path.join(tmp, "absent.ids"), "KAFKA_OBSERVER_BROKER_IDS": "4"},
             "rules": {"KAFKA_OBSERVER_IDS_FILE": ruled},
+            "racks": {"KAFKA_OBSERVER_IDS_FILE": racked, "OKP_BENCH_RACKS": "1"},
         }
         java_version = subprocess.run([args.java, "-version"], capture_output=True, text=True).stderr.splitlines()[0]
         print(f"isObserver on {version} {mode} patched jars ({kafka[0]}); {java_version}; "

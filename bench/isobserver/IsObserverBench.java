@@ -117,6 +117,12 @@ public final class IsObserverBench {
     public static void main(String[] args) {
         int rounds = Integer.parseInt(args[0]);
         long calls = Long.parseLong(args[1]);
+        if (System.getenv("OKP_BENCH_RACKS") != null) {
+            // Twelve brokers in three racks, told as the metadata hooks tell them.
+            for (int id = 0; id < 12; id++) {
+                kafka.observer.ObserverIds.brokerRack(id, id < 4 ? "east" : id < 8 ? "west" : "dr");
+            }
+        }
         // The probes in a fixed order, each twice (A B C D A B C D): a drift in the machine's load
         // shows as a difference between a probe's two passes.
         for (int pass = 1; pass <= 2; pass++) {
