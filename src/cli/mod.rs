@@ -81,14 +81,15 @@ pub enum Command {
     /// when every gate scenario failed, as it must on unpatched jars), 1 when
     /// not, 2 on bad input, 3 when Java, Maven or a port is unavailable.
     Verify(VerifyArgs),
-    /// Run Kafka's own unit tests of the hooked classes on upstream jars, patched jars, and patched jars with observers.
+    /// Run Kafka's own unit tests of the hooked classes on upstream jars, patched jars, patched jars with observers, and with the same observers from a topic rule.
     ///
     /// The release's test jars from Maven Central, the test libraries of its
     /// family (unit-tests.yaml), the JUnit console launcher; one JVM per class.
     /// Writes DIR/unit/<release>-<mode>/. Exit 0 when no test regresses without
-    /// observers and every change with observers is explained by a contract
-    /// rule, 1 when not, 2 on bad input (unknown release, no test jar, a damaged
-    /// data file), 3 when Java or Maven is unavailable.
+    /// observers, every change with observers is explained by a contract rule,
+    /// and every test ends under the topic rule as with observers; 1 when not,
+    /// 2 on bad input (unknown release, no test jar, a damaged data file), 3
+    /// when Java or Maven is unavailable.
     UnitTests(UnitTestsArgs),
     /// Make a bundle signing key pair (minisign format): PREFIX.key (secret, mode 0600) and PREFIX.pub.
     ///

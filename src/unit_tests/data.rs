@@ -1,9 +1,9 @@
 //! unit-tests.yaml: what `okp unit-tests` runs for a release, per release
 //! family: the test-only libraries of that family's build, the Kafka artifacts
 //! whose `-test.jar` join the classpath, the upstream test classes of the
-//! hooked classes, the observer ids of the third configuration, and the
-//! expected changes (a test whose outcome the observer contract changes, and
-//! the rule of docs/contract.md that explains it).
+//! hooked classes, the observer ids of the third and fourth configurations,
+//! and the expected changes (a test whose outcome the observer contract
+//! changes, and the rule of docs/contract.md that explains it).
 //!
 //! Loaded and validated once (`UnitData::parse`): every error is
 //! `file:line:col: message` and exits 2, before anything runs.

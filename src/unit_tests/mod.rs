@@ -1,12 +1,16 @@
 //! `okp unit-tests`: Kafka's own unit tests of the hooked classes, from the
-//! release's `-test.jar`s on Maven Central, run three times with the JUnit
+//! release's `-test.jar`s on Maven Central, run four times with the JUnit
 //! console launcher: on the release's jars, on the patched jars with no
-//! observer, and on the patched jars with observers configured
-//! (`KAFKA_OBSERVER_BROKER_IDS`, the observer file absent). One JVM at a time,
-//! one per class, in its own process group, killed at the class's time limit.
-//! The evidence goes to `<evidence>/unit/<release>-<mode>/`: unit.json,
-//! summary.md, classpath.txt (each jar with its sha256), the JUnit XML of every
-//! class and configuration, and unexplained.yaml when a change is not explained.
+//! observer, on the patched jars with observers configured
+//! (`KAFKA_OBSERVER_BROKER_IDS`, the observer file absent), and on the patched
+//! jars with the same observers from a topic rule (`regex:.* observers=IDS` in
+//! the observer file, no `KAFKA_OBSERVER_BROKER_IDS`), where every test must end
+//! as it does with observers. One JVM at a time, one per class, in its own
+//! process group, killed at the class's time limit. The evidence goes to
+//! `<evidence>/unit/<release>-<mode>/`: unit.json, summary.md, classpath.txt
+//! (each jar with its sha256), the rules configuration's observer file, the
+//! JUnit XML of every class and configuration, and unexplained.yaml when a
+//! change is not explained or a test ends otherwise under rules.
 //!
 //! Not here: which classes and libraries (`data`, unit-tests.yaml), the
 //! verdicts (`judge`), the patched jars (`verify::jars`).
@@ -25,7 +29,8 @@ use crate::error::{Error, Outcome, Result};
 use crate::jvm::jdk::java_bin;
 use crate::model::{Coordinate, Layers, Mode, Release};
 use crate::verify::unit_record::{
-    self as record, ClassRow, Config, Counts, Flaky, TestOutcome, UnitRecord, UnitVerdict,
+    self as record, ClassRow, Config, Counts, Flaky, LogSeen, RegistryLog, RulesRun, TestOutcome, UnitRecord,
+    UnitVerdict,
 };
 use crate::workspace::Workspace;
 use data::{Family, TestClass, UnitData};
@@ -40,6 +45,41 @@ const RETRIES: u32 = 2;
 
 /// At most this many failures are run again in one run.
 const MAX_RETRIED: usize = 20;
+
+/// The `rules` configuration's observer file, in the run's evidence directory.
+pub const RULES_FILE: &str = "observer-rules.ids";
+
+/// The WARN a registry logs when it cannot read its observer file (docs/observer-ids.md).
+const READ_WARN: &str = "Cannot read observer ids file";
+
+/// The registries' audit lines (docs/observer-ids.md, "Audit log format").
+const AUDIT: &str = "OBSERVER AUDIT";
+
+/// What SLF4J (1.7 and 2.x alike) prints when it finds no logging backend and drops every line.
+const NOP_LOGGER: &str = "no-operation (NOP) logger";
+
+/// The `rules` configuration's observer file for `ids` (comma-separated): what it is, then one
+/// topic rule giving every topic those observers. No cluster-wide ids.
+pub fn rules_file_text(ids: &str) -> String {
+    format!(
+        "# okp unit-tests, configuration `rules`: KAFKA_OBSERVER_IDS_FILE names this file and KAFKA_OBSERVER_BROKER_IDS is unset. Its one topic rule gives every topic the observers the `observers` configuration sets cluster-wide, so every test must end as it does there.\nregex:.* observers={}\n",
+        if ids.is_empty() { "none" } else { ids }
+    )
+}
+
+/// The `rules=` field of the audit line a registry writes after reading `rules_file_text(ids)`:
+/// the ids ascending.
+pub fn audit_rules(ids: &[u32]) -> String {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let list = if sorted.is_empty() {
+        "none".to_string()
+    } else {
+        sorted.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+    };
+    format!("regex:.*={list}")
+}
 
 pub struct Options {
     pub release: Release,
@@ -136,9 +176,23 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
         .tempdir()
         .map_err(|e| Error::io("cannot create the run directory", e))?;
     let staging = work.path().join("evidence");
-    // Never created: "no observer file" in every configuration, whatever /opt/kafka holds.
+    // Never created: "no observer file" in every configuration but `rules`, whatever /opt/kafka holds.
     let absent_file = work.path().join("no-observer-file").join("observer.ids");
     let observers = family.observers.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    // The `rules` configuration's file, in the run's own directory (published with the evidence).
+    let rules_file = staging.join(RULES_FILE);
+    let rules_text = rules_file_text(&observers);
+    write(&rules_file, &rules_text)?;
+    let mut rules_run =
+        RulesRun { file: rules_text, audit_rules: audit_rules(&family.observers), registry_log: Vec::new() };
+    // Per configuration: the observer file the registries are pointed at, and the env ids.
+    let setup = |config: Config| -> (&Path, Option<&str>) {
+        match config {
+            Config::Upstream | Config::Patched => (&absent_file, None),
+            Config::Observers => (&absent_file, Some(observers.as_str())),
+            Config::Rules => (&rules_file, None),
+        }
+    };
     let mut seconds = BTreeMap::new();
     let mut outcomes: BTreeMap<Config, Outcomes> = BTreeMap::new();
     let mut counts: BTreeMap<String, BTreeMap<Config, Counts>> = BTreeMap::new();
@@ -148,11 +202,21 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
         let mut all: Outcomes = BTreeMap::new();
         for class in classes.iter().filter(|c| present.contains(&c.class)) {
             let reports = staging.join("junit").join(config.word()).join(class.simple_name());
-            let env_ids = (config == Config::Observers).then_some(observers.as_str());
-            let jvm =
-                Jvm { java: &java, launcher: &launcher, classpath: cp, family: &family, observer_file: &absent_file };
+            let (observer_file, env_ids) = setup(config);
+            let jvm = Jvm { java: &java, launcher: &launcher, classpath: cp, family: &family, observer_file };
             crate::out::note(format!("unit-tests {v} {}: {} {}", opts.mode, config.word(), class.class));
             let ran = jvm.run_class(&class.class, &reports, env_ids, opts.class_timeout, &work.path().join("logs"))?;
+            if config == Config::Rules {
+                let (lines, nop) = registry_lines(&ran.log)?;
+                rules_run.registry_log.push(registry_log(
+                    &class.class,
+                    &lines,
+                    &rules_file,
+                    &rules_run.audit_rules,
+                    work.path(),
+                    nop,
+                ));
+            }
             let mut c = Counts {
                 seconds: crate::scenarios::round(ran.seconds),
                 timed_out: ran.timed_out,
@@ -214,8 +278,8 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
         };
         let method = test[class.simple_name().len() + 1..].split('(').next().unwrap_or_default().to_string();
         let cp = if config == Config::Upstream { &upstream_cp } else { &patched_cp };
-        let env_ids = (config == Config::Observers).then_some(observers.as_str());
-        let jvm = Jvm { java: &java, launcher: &launcher, classpath: cp, family: &family, observer_file: &absent_file };
+        let (observer_file, env_ids) = setup(config);
+        let jvm = Jvm { java: &java, launcher: &launcher, classpath: cp, family: &family, observer_file };
         for n in 1..=RETRIES {
             let reports =
                 staging.join("junit").join(config.word()).join(class.simple_name()).join(retry_dir(n, &method));
@@ -234,13 +298,19 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
             }
         }
     }
-    let flaky = apply_retries(&staging.join("junit"), &mut outcomes)?;
+    let all_flaky = apply_retries(&staging.join("junit"), &mut outcomes)?;
     seconds.insert("retries".into(), crate::scenarios::round(t.elapsed().as_secs_f64()));
     let empty = BTreeMap::new();
     let get = |c: Config| outcomes.get(&c).unwrap_or(&empty);
-    let j = judge::judge(&family, get(Config::Upstream), get(Config::Patched), get(Config::Observers));
+    let j = judge::judge(
+        &family,
+        get(Config::Upstream),
+        get(Config::Patched),
+        get(Config::Observers),
+        Some(get(Config::Rules)),
+    );
     seconds.insert("total".into(), crate::scenarios::round(t_total.elapsed().as_secs_f64()));
-    let record = UnitRecord {
+    let mut record = UnitRecord {
         schema: record::SCHEMA.current,
         okp_version: env!("CARGO_PKG_VERSION").to_string(),
         written_utc: crate::report::utc_now(),
@@ -252,7 +322,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
         observers: family.observers.clone(),
         patch_set_hash: build.patch_set_hash.clone(),
         class_timeout_s: opts.class_timeout.as_secs(),
-        verdict: if j.ok() { UnitVerdict::Pass } else { UnitVerdict::Fail },
+        verdict: verdict(&j, Some(&rules_run)),
         classes: classes
             .iter()
             .map(|c| ClassRow { class: c.class.clone(), runs: counts.get(&c.class).cloned() })
@@ -261,9 +331,13 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
         changes: j.changes,
         not_comparable: j.not_comparable,
         unused_expectations: j.unused_expectations,
-        flaky,
+        flaky: Vec::new(),
+        rules_flaky: Vec::new(),
         seconds,
+        rules_differences: j.rules_differences,
+        rules: Some(rules_run),
     };
+    record.set_flaky(all_flaky);
     write(
         &staging.join("classpath.txt"),
         &classpath_listing(&ws.maven.repo_local, &launcher, &upstream_cp, &patched_cp)?,
@@ -310,7 +384,8 @@ fn rejudge(family: &Family, dest: &Path, json: bool, pairs: &[crate::verify::Pai
         )));
     }
     let mut outcomes: BTreeMap<Config, Outcomes> = BTreeMap::new();
-    for config in Config::ALL {
+    // A record of a three-configuration run has no `rules` reports to read.
+    for &config in record.configs() {
         let dir = dest.join("junit").join(config.word());
         let mut all = Outcomes::new();
         if let Ok(rd) = std::fs::read_dir(&dir) {
@@ -322,17 +397,99 @@ fn rejudge(family: &Family, dest: &Path, json: bool, pairs: &[crate::verify::Pai
         }
         outcomes.insert(config, all);
     }
-    record.flaky = apply_retries(&dest.join("junit"), &mut outcomes)?;
+    record.set_flaky(apply_retries(&dest.join("junit"), &mut outcomes)?);
     let empty = BTreeMap::new();
     let get = |c: Config| outcomes.get(&c).unwrap_or(&empty);
-    let j = judge::judge(family, get(Config::Upstream), get(Config::Patched), get(Config::Observers));
-    record.verdict = if j.ok() { UnitVerdict::Pass } else { UnitVerdict::Fail };
+    let rules = record.rules.is_some().then(|| get(Config::Rules));
+    let j = judge::judge(family, get(Config::Upstream), get(Config::Patched), get(Config::Observers), rules);
+    // The registries' log lines are not kept: what the run found of them stands.
+    record.verdict = verdict(&j, record.rules.as_ref());
+    record.rules_differences = j.rules_differences;
     record.regressions = j.regressions;
     record.changes = j.changes;
     record.not_comparable = j.not_comparable;
     record.unused_expectations = j.unused_expectations;
     finish(&record, dest, dest, json, pairs)?;
     Ok(Outcome::check(record.verdict == UnitVerdict::Pass))
+}
+
+/// Pass: no regression, every change explained, every test under `rules` as under `observers`, and
+/// no class's log showing the rules file not read.
+fn verdict(j: &judge::Judgement, rules: Option<&RulesRun>) -> UnitVerdict {
+    if j.ok() && rules.is_none_or(|r| r.wrong().next().is_none()) {
+        UnitVerdict::Pass
+    } else {
+        UnitVerdict::Fail
+    }
+}
+
+/// The registries' lines in a test JVM's output (`log`): their audit lines and the WARN of a read
+/// that failed; and whether SLF4J said it drops every line (no backend). Read line by line: a log
+/// can be large (a test jar's log configuration at DEBUG).
+fn registry_lines(log: &Path) -> Result<(Vec<String>, bool)> {
+    use std::io::BufRead;
+    let f = crate::fsx::read::open_input(log, crate::fsx::read::MAX_LOG, "test JVM output")?;
+    let mut r = std::io::BufReader::new(f);
+    let mut out = Vec::new();
+    let mut nop = false;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = r.read_until(b'\n', &mut buf).map_err(|e| Error::io(format!("cannot read {}", log.display()), e))?;
+        if n == 0 {
+            break;
+        }
+        let line = String::from_utf8_lossy(&buf);
+        if line.contains(AUDIT) || line.contains(READ_WARN) {
+            out.push(line.trim_end().to_string());
+        }
+        nop |= line.contains(NOP_LOGGER);
+    }
+    Ok((out, nop))
+}
+
+/// How many of a class's registry lines unit.json keeps, and how long each may be.
+const KEPT_LINES: usize = 4;
+const KEPT_CHARS: usize = 400;
+
+/// What the `rules` configuration's JVM of `class` logged of the registries (`lines`, from
+/// `registry_lines`): read, when every line is an audit line of the rules file with its rule;
+/// wrong, when one is the WARN of a failed read or an audit line of another source or rules;
+/// not logged, when there is none. `run_dir` is written `$RUN` in the lines kept.
+fn registry_log(
+    class: &str,
+    lines: &[String],
+    rules_file: &Path,
+    audit_rules: &str,
+    run_dir: &Path,
+    nop_logger: bool,
+) -> RegistryLog {
+    let source = format!("source=file:{}", rules_file.display());
+    let rules = format!("rules={audit_rules}");
+    let good = |l: &str| {
+        let words: Vec<&str> = l.split_whitespace().collect();
+        l.contains(AUDIT)
+            && !l.contains(READ_WARN)
+            && words.contains(&source.as_str())
+            && words.contains(&rules.as_str())
+    };
+    let seen = if lines.is_empty() {
+        LogSeen::NotLogged
+    } else if lines.iter().all(|l| good(l)) {
+        LogSeen::Read
+    } else {
+        LogSeen::Wrong
+    };
+    let run = run_dir.display().to_string();
+    // The lines that say most first: a wrong one, then the rest in order.
+    let mut kept: Vec<&String> = lines.iter().filter(|l| !good(l)).chain(lines.iter().filter(|l| good(l))).collect();
+    kept.truncate(KEPT_LINES);
+    RegistryLog {
+        class: class.to_string(),
+        seen,
+        lines: kept.iter().map(|l| l.replace(&run, "$RUN").chars().take(KEPT_CHARS).collect()).collect(),
+        nop_logger,
+    }
 }
 
 /// Where the `n`th re-run of `method` writes its reports, beside the class's own.
@@ -539,24 +696,113 @@ fn cell(c: Option<&Counts>) -> String {
     }
 }
 
-/// The per-class table: pass/fail/skip per configuration.
+/// The per-class table: pass/fail/skip per configuration (`rules`: `–` in a record of a
+/// three-configuration run, which the opening paragraph says).
 fn class_table(record: &UnitRecord) -> String {
-    let mut s = String::from("| class | upstream | patched | observers | seconds |\n|---|---|---|---|---|\n");
+    let mut s =
+        String::from("| class | upstream | patched | observers | rules | seconds |\n|---|---|---|---|---|---|\n");
     for row in &record.classes {
         match &row.runs {
-            None => s.push_str(&format!("| {} | not in this release | | | |\n", row.class)),
+            None => s.push_str(&format!("| {} | not in this release | | | | |\n", row.class)),
             Some(r) => {
                 let secs: f64 = r.values().map(|c| c.seconds).sum();
                 s.push_str(&format!(
-                    "| {} | {} | {} | {} | {secs:.0} |\n",
+                    "| {} | {} | {} | {} | {} | {secs:.0} |\n",
                     row.class,
                     cell(r.get(&Config::Upstream)),
                     cell(r.get(&Config::Patched)),
-                    cell(r.get(&Config::Observers))
+                    cell(r.get(&Config::Observers)),
+                    cell(r.get(&Config::Rules))
                 ));
             }
         }
     }
+    s
+}
+
+/// Passed/failed/skipped over every class, per configuration.
+fn totals(record: &UnitRecord, config: Config) -> Option<Counts> {
+    let mut t: Option<Counts> = None;
+    for c in record.classes.iter().filter_map(|r| r.runs.as_ref()?.get(&config)) {
+        let t = t.get_or_insert_with(Counts::default);
+        t.passed += c.passed;
+        t.failed += c.failed;
+        t.skipped += c.skipped;
+        t.seconds += c.seconds;
+        t.timed_out |= c.timed_out;
+    }
+    t
+}
+
+/// The opening paragraph's account of the configurations.
+fn configurations_paragraph(r: &UnitRecord) -> String {
+    let ids = r.observers.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let three = format!(
+        "`upstream` (the release's jars), `patched` (no observer file, no `KAFKA_OBSERVER_BROKER_IDS`), `observers` (`KAFKA_OBSERVER_BROKER_IDS={ids}`, no observer file)"
+    );
+    match &r.rules {
+        None => format!(
+            "Kafka's own unit tests of the hooked classes, three times: {three}. A three-configuration run: written before the `rules` configuration (observers from a topic rule) existed, so its `rules` column is empty and no test was compared under rules."
+        ),
+        Some(rules) => format!(
+            "Kafka's own unit tests of the hooked classes, four times: {three}, and `rules` (patched jars, no `KAFKA_OBSERVER_BROKER_IDS`, `KAFKA_OBSERVER_IDS_FILE` naming `{RULES_FILE}` in the run's directory, no cluster-wide ids in it, only one topic rule giving every topic those observers). The file reads:\n\n```\n{}```\n\nEvery test must end under `rules` as it ends under `observers` (pass, skip, or the same kind of failure): both give every topic the same observers, one through a topic rule, the other cluster-wide.",
+            rules.file
+        ),
+    }
+}
+
+/// What the `rules` configuration's JVMs logged of the registries reading its file.
+fn registry_paragraph(rules: &RulesRun) -> String {
+    let of = |seen: LogSeen| -> Vec<&RegistryLog> { rules.registry_log.iter().filter(|l| l.seen == seen).collect() };
+    let names = |ls: &[&RegistryLog]| {
+        ls.iter()
+            .map(|l| format!("`{}`", l.class.rsplit('.').next().unwrap_or(&l.class)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut s = format!(
+        "\n## The registries reading the rules file\n\nA registry that reads the file logs `OBSERVER AUDIT ... source=file:$RUN/evidence/{RULES_FILE} ... rules={}` at INFO; one that cannot logs a WARN (`{READ_WARN} ...`). Each class's JVM output was searched for both.\n\n",
+        rules.audit_rules
+    );
+    let read = of(LogSeen::Read);
+    if !read.is_empty() {
+        s.push_str(&format!("- read, the audit line in the log ({}): {}\n", read.len(), names(&read)));
+        if let Some(line) = read.iter().flat_map(|l| &l.lines).next() {
+            s.push_str(&format!("  e.g. `{line}`\n"));
+        }
+    }
+    let silent = of(LogSeen::NotLogged);
+    if !silent.is_empty() {
+        let (nop, other): (Vec<&RegistryLog>, Vec<&RegistryLog>) = silent.iter().partition(|l| l.nop_logger);
+        s.push_str(&format!("- **not captured** ({}): the read cannot be asserted from the logs.", silent.len()));
+        if !nop.is_empty() {
+            s.push_str(&format!(
+                " {} JVMs said SLF4J found no logging backend (`Defaulting to no-operation (NOP) logger implementation`): the unit-test classpath (the release's runtime POM dependencies, the test libraries, the test jars) has `slf4j-api` and no binding, and the registries log through SLF4J, so their audit lines and WARNs are dropped (here, and in `patched` and `observers`, which run on the same classpath): {}.",
+                nop.len(),
+                names(&nop)
+            ));
+        }
+        if !other.is_empty() {
+            s.push_str(&format!(
+                " In {} no registry line and no SLF4J notice showed (a log configuration keeping the registries out): {}.",
+                other.len(),
+                names(&other)
+            ));
+        }
+        s.push_str(" okp adds no logging backend to the tests' classpath: that would change what the tests run on.\n");
+    }
+    let wrong = of(LogSeen::Wrong);
+    if !wrong.is_empty() {
+        s.push_str(&format!("- **not read as written** ({}), the run fails:\n", wrong.len()));
+        for l in wrong {
+            s.push_str(&format!(
+                "  - `{}`: {}\n",
+                l.class,
+                l.lines.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join("; ")
+            ));
+        }
+    }
+    s.push_str("\nWhat the outcomes say instead: with `KAFKA_OBSERVER_BROKER_IDS` unset and no cluster-wide id in the file, a registry that did not read the file has no observers (as in `patched`); a test whose outcome changes with observers (the changes above) and ends under `rules` as under `observers` met them through the file's rule.\n");
     s
 }
 
@@ -566,12 +812,15 @@ fn summary_page(r: &UnitRecord) -> String {
         "# okp unit-tests {} {}\n\nWritten by okp {} at {} UTC. Verdict: **{}**. Java: {}. Family {} (unit-tests.yaml), launcher {}, patch set {}.\n\n",
         r.release, r.mode, r.okp_version, r.written_utc, r.verdict.word(), r.java, r.family, r.launcher, &r.patch_set_hash[..r.patch_set_hash.len().min(16)]
     );
+    s.push_str(&configurations_paragraph(r));
     s.push_str(&format!(
-        "Kafka's own unit tests of the hooked classes, three times: `upstream` (the release's jars), `patched` (no observer file, no `KAFKA_OBSERVER_BROKER_IDS`), `observers` (`KAFKA_OBSERVER_BROKER_IDS={}`). Cells: passed/failed/skipped. Each class ran in its own JVM, limit {} s. Wall time {total:.0} s.\n\n",
-        r.observers.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(","),
+        "\n\nCells: passed/failed/skipped. Each class ran in its own JVM, limit {} s. Wall time {total:.0} s.\n\n",
         r.class_timeout_s
     ));
     s.push_str(&class_table(r));
+    let all: Vec<String> =
+        r.configs().iter().filter_map(|c| totals(r, *c).map(|t| format!("{} {}", c.word(), cell(Some(&t))))).collect();
+    s.push_str(&format!("\nIn all: {}.\n", all.join(", ")));
     s.push_str(&format!(
         "\n## Regressions (pass upstream, not patched without observers): {}\n\n",
         r.regressions.len()
@@ -613,12 +862,12 @@ fn summary_page(r: &UnitRecord) -> String {
                 .join(", ")
         ));
     }
-    if !r.flaky.is_empty() {
+    if r.all_flaky().next().is_some() {
         s.push_str(&format!(
             "\n## Flaky: failed, then passed when run again alone in the same configuration: {}\n\n| test | configuration | first outcome | passed on re-run |\n|---|---|---|---|\n",
-            r.flaky.len()
+            r.all_flaky().count()
         ));
-        for f in &r.flaky {
+        for f in r.all_flaky() {
             s.push_str(&format!(
                 "| `{}` | {} | {}{} | {} |\n",
                 f.test,
@@ -629,13 +878,40 @@ fn summary_page(r: &UnitRecord) -> String {
             ));
         }
     }
+    if r.rules.is_some() {
+        s.push_str(&format!(
+            "\n## Rules ≠ observers (a test ending otherwise under `rules` than under `observers`; nothing explains one): {}\n\n",
+            r.rules_differences.len()
+        ));
+        if !r.rules_differences.is_empty() {
+            s.push_str(
+                "| test | observers | rules | message under rules | message under observers |\n|---|---|---|---|---|\n",
+            );
+            for d in &r.rules_differences {
+                s.push_str(&format!(
+                    "| `{}` | {} | {} | {} | {} |\n",
+                    d.test,
+                    d.observers.word(),
+                    d.rules.word(),
+                    message(&d.rules).trim_start_matches(": ").replace('|', "\\|"),
+                    message(&d.observers).trim_start_matches(": ").replace('|', "\\|")
+                ));
+            }
+        }
+    }
+    if let Some(rules) = &r.rules {
+        s.push_str(&registry_paragraph(rules));
+    }
     if !r.unused_expectations.is_empty() {
         s.push_str(&format!(
             "\nExpected changes that did not happen (stale after a patch-set change?): {}\n",
             r.unused_expectations.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")
         ));
     }
-    s.push_str("\nFiles: `unit.json` (every outcome that differs), `classpath.txt` (each jar and its sha256), `junit/<configuration>/<class>/` (the launcher's XML reports).\n");
+    s.push_str(&format!(
+        "\nFiles: `unit.json` (every outcome that differs), `classpath.txt` (each jar and its sha256), {}`junit/<configuration>/<class>/` (the launcher's XML reports).\n",
+        if r.rules.is_some() { format!("`{RULES_FILE}` (the `rules` configuration's observer file), ") } else { String::new() }
+    ));
     s
 }
 
@@ -668,36 +944,77 @@ fn unexplained_yaml(r: &UnitRecord) -> String {
             message(&c.observers).replace('"', "'")
         ));
     }
-    if s.is_empty() {
-        return s;
+    let mut out = String::new();
+    if !s.is_empty() {
+        out = format!(
+            "# Changes with observers configured that unit-tests.yaml does not explain ({} {}, family {}).\n# Decide the contract rule of each, then paste into the family's `expected:` and run\n# `okp unit-tests --version {} --mode {} --rejudge`.\n{s}",
+            r.release, r.mode, r.family, r.release, r.mode
+        );
     }
-    format!(
-        "# Changes with observers configured that unit-tests.yaml does not explain ({} {}, family {}).\n# Decide the contract rule of each, then paste into the family's `expected:` and run\n# `okp unit-tests --version {} --mode {} --rejudge`.\n{s}",
-        r.release, r.mode, r.family, r.release, r.mode
-    )
+    if !r.rules_differences.is_empty() {
+        // Comments: no expected entry explains these, so there is nothing to paste.
+        out.push_str(&format!(
+            "# Tests that end otherwise under `rules` (the observer file's `regex:.* observers=...` rule) than under\n# `observers` (the same ids in KAFKA_OBSERVER_BROKER_IDS) ({} {}, family {}). No rule of unit-tests.yaml\n# explains one: both configurations give every topic the same observers, so each is a difference between\n# the registries' rule resolution and their cluster-wide ids, to report and fix.\n",
+            r.release, r.mode, r.family
+        ));
+        for d in &r.rules_differences {
+            out.push_str(&format!(
+                "#   - test: {}\n#     observers: \"{}{}\"\n#     rules: \"{}{}\"\n",
+                d.test,
+                d.observers.word(),
+                message(&d.observers).replace('"', "'"),
+                d.rules.word(),
+                message(&d.rules).replace('"', "'")
+            ));
+        }
+    }
+    out
 }
 
 fn terminal_table(r: &UnitRecord, dest: &Path) -> String {
     let mut s = format!("okp unit-tests {} {}\n\n", r.release, r.mode);
     s.push_str(&format!(
-        "{:<58} {:>14} {:>14} {:>14}\n",
-        "class (passed/failed/skipped)", "upstream", "patched", "observers"
+        "{:<58} {:>14} {:>14} {:>14} {:>14}\n",
+        "class (passed/failed/skipped)", "upstream", "patched", "observers", "rules"
     ));
     for row in &r.classes {
         match &row.runs {
             None => s.push_str(&format!("{:<58} not in this release\n", row.class)),
             Some(x) => s.push_str(&format!(
-                "{:<58} {:>14} {:>14} {:>14}\n",
+                "{:<58} {:>14} {:>14} {:>14} {:>14}\n",
                 row.class,
                 cell(x.get(&Config::Upstream)),
                 cell(x.get(&Config::Patched)),
-                cell(x.get(&Config::Observers))
+                cell(x.get(&Config::Observers)),
+                cell(x.get(&Config::Rules))
             )),
         }
     }
-    let unexplained = r.changes.iter().filter(|c| c.rule.is_none()).count();
+    let t = |c: Config| totals(r, c).map_or_else(|| "–".to_string(), |t| cell(Some(&t)));
     s.push_str(&format!(
-        "\nregressions: {}\nchanges with observers: {} ({} explained, {} unexplained, {} to review)\nwall time: {:.0} s\nverdict: {}\nevidence: {}\n",
+        "{:<58} {:>14} {:>14} {:>14} {:>14}\n",
+        "in all",
+        t(Config::Upstream),
+        t(Config::Patched),
+        t(Config::Observers),
+        t(Config::Rules)
+    ));
+    let unexplained = r.changes.iter().filter(|c| c.rule.is_none()).count();
+    let rules = match &r.rules {
+        None => "not run (a three-configuration record)".to_string(),
+        Some(rules) => {
+            let count = |seen: LogSeen| rules.registry_log.iter().filter(|l| l.seen == seen).count();
+            format!(
+                "{} tests ending otherwise than with observers; the file's read in the registries' log lines: {} classes read, {} not captured, {} wrong",
+                r.rules_differences.len(),
+                count(LogSeen::Read),
+                count(LogSeen::NotLogged),
+                count(LogSeen::Wrong)
+            )
+        }
+    };
+    s.push_str(&format!(
+        "\nregressions: {}\nchanges with observers: {} ({} explained, {} unexplained, {} to review)\nrules: {rules}\nwall time: {:.0} s\nverdict: {}\nevidence: {}\n",
         r.regressions.len(),
         r.changes.len(),
         r.changes.len() - unexplained,
@@ -710,7 +1027,7 @@ fn terminal_table(r: &UnitRecord, dest: &Path) -> String {
     for g in &r.regressions {
         s.push_str(&format!("  REGRESSION {}: {}{}\n", g.test, g.patched.word(), message(&g.patched)));
     }
-    for f in &r.flaky {
+    for f in r.all_flaky() {
         s.push_str(&format!(
             "  FLAKY {} ({}): {}{}; passed on re-run {}\n",
             f.test,
@@ -728,6 +1045,19 @@ fn terminal_table(r: &UnitRecord, dest: &Path) -> String {
             c.observers.word(),
             message(&c.observers)
         ));
+    }
+    for d in &r.rules_differences {
+        s.push_str(&format!(
+            "  RULES != OBSERVERS {}: observers {}{}; rules {}{}\n",
+            d.test,
+            d.observers.word(),
+            message(&d.observers),
+            d.rules.word(),
+            message(&d.rules)
+        ));
+    }
+    for l in r.rules.iter().flat_map(|x| x.wrong()) {
+        s.push_str(&format!("  RULES FILE NOT READ ({}): {}\n", l.class, l.lines.join(" | ")));
     }
     s
 }
@@ -782,5 +1112,117 @@ mod tests {
         assert!(!outcomes[&Config::Patched]["QuorumControllerTest.testB()"].passed(), "failed twice: it stands");
         // A display name cannot lead the reports out of the class's directory.
         assert_eq!(retry_dir(1, "../../etc/x y"), "retry-1-______etc_x_y");
+    }
+
+    #[test]
+    fn the_rules_file_holds_one_rule_and_no_cluster_wide_ids() {
+        let text = rules_file_text("2,102,424242");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].starts_with("# okp unit-tests, configuration `rules`"), "{text}");
+        assert_eq!(lines[1], "regex:.* observers=2,102,424242");
+        assert!(text.is_ascii(), "the registries read the file as ISO-8859-1");
+        assert_eq!(audit_rules(&[424242, 2, 102, 2]), "regex:.*=2,102,424242");
+    }
+
+    #[test]
+    fn a_class_log_shows_the_rules_file_read_not_logged_or_wrong() {
+        let run = Path::new("/tmp/okp-unit-3.9.2-zk-abc");
+        let file = run.join("evidence").join(RULES_FILE);
+        let audit = "regex:.*=2,102,424242";
+        let line = |source: &str, rules: &str| {
+            format!("[2026-12-05 10:00:00,000] INFO OBSERVER AUDIT registry=broker node=- event=initial source={source} before=[] after=[] added=[] removed=[] epochMs=1 rules={rules} (kafka.observer.ObserverIds:235)")
+        };
+        let good = line(&format!("file:{}", file.display()), audit);
+        let l = registry_log("k.PartitionTest", std::slice::from_ref(&good), &file, audit, run, false);
+        assert_eq!(l.seen, LogSeen::Read);
+        assert!(l.lines[0].contains("source=file:$RUN/evidence/observer-rules.ids"), "{:?}", l.lines);
+        let l = registry_log("k.PartitionTest", &[], &file, audit, run, true);
+        assert_eq!((l.seen, l.nop_logger), (LogSeen::NotLogged, true));
+        // Ids from the env, another rule, or a failed read: not the file read as written.
+        let warn = format!(
+            "[2026-12-05 10:00:00,000] WARN Cannot read observer ids file {} (it does not exist); no good read yet and env KAFKA_OBSERVER_BROKER_IDS is unset, so no observers (kafka.observer.ObserverIds:215)",
+            file.display()
+        );
+        for bad in [
+            line("env:KAFKA_OBSERVER_BROKER_IDS", audit),
+            line(&format!("file:{}", file.display()), "regex:.*=2"),
+            warn,
+        ] {
+            let l = registry_log("k.PartitionTest", &[good.clone(), bad.clone()], &file, audit, run, true);
+            assert_eq!(l.seen, LogSeen::Wrong, "{bad}");
+            assert_eq!(l.lines[0], bad.replace(&run.display().to_string(), "$RUN"), "the wrong line first");
+        }
+    }
+
+    #[test]
+    fn the_registry_lines_and_the_nop_notice_are_picked_from_a_jvm_log() {
+        let t = tempfile::tempdir().unwrap();
+        let log = t.path().join("rules-k.PartitionTest.log");
+        std::fs::write(
+            &log,
+            b"SLF4J: Failed to load class \"org.slf4j.impl.StaticLoggerBinder\".\nSLF4J: Defaulting to no-operation (NOP) logger implementation\n\xff binary \xfe\n[d] INFO OBSERVER AUDIT registry=broker event=initial   \nother\n",
+        )
+        .unwrap();
+        let (lines, nop) = registry_lines(&log).unwrap();
+        assert_eq!((lines, nop), (vec!["[d] INFO OBSERVER AUDIT registry=broker event=initial".to_string()], true));
+        std::fs::write(&log, "SLF4J(W): No SLF4J providers were found.\n").unwrap();
+        assert_eq!(registry_lines(&log).unwrap(), (vec![], false));
+    }
+
+    fn four_configuration_record() -> UnitRecord {
+        let mut r = crate::verify::unit_record::tests::sample();
+        r.verdict = UnitVerdict::Fail;
+        r.rules_differences = vec![record::RulesDifference {
+            test: "ReplicaTest.t()".into(),
+            observers: TestOutcome::Pass,
+            rules: TestOutcome::Fail {
+                kind: record::Kind::Assertion,
+                exception: "org.opentest4j.AssertionFailedError".into(),
+                message: "expected: <Set(101, 102)> but was: <Set(101)>".into(),
+            },
+        }];
+        r
+    }
+
+    #[test]
+    fn the_summary_shows_the_rules_column_file_and_differences() {
+        let r = four_configuration_record();
+        let page = summary_page(&r);
+        assert!(page.contains("four times:"), "{page}");
+        assert!(page.contains("```\n# okp unit-tests\nregex:.* observers=2,102,424242\n```"), "{page}");
+        assert!(page.contains("| class | upstream | patched | observers | rules | seconds |"), "{page}");
+        assert!(page.contains("| kafka.cluster.ReplicaTest | 3/0/0 | 3/0/0 | 3/0/0 | 3/0/0 | 0 |"), "{page}");
+        assert!(page.contains("In all: upstream 3/0/0, patched 3/0/0, observers 3/0/0, rules 3/0/0."), "{page}");
+        assert!(page.contains("## Rules ≠ observers"), "{page}");
+        assert!(
+            page.contains("| `ReplicaTest.t()` | pass | fail (assertion) | AssertionFailedError: expected"),
+            "{page}"
+        );
+        assert!(
+            page.contains("- **not captured** (1): the read cannot be asserted from the logs. 1 JVMs said SLF4J"),
+            "{page}"
+        );
+        let y = unexplained_yaml(&r);
+        assert!(y.contains("#   - test: ReplicaTest.t()\n#     observers: \"pass\"\n#     rules: \"fail (assertion): AssertionFailedError"), "{y}");
+        let table = terminal_table(&r, Path::new("evidence/unit/3.9.2-zk"));
+        assert!(
+            table.contains("RULES != OBSERVERS ReplicaTest.t(): observers pass; rules fail (assertion)"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn an_old_record_renders_as_a_three_configuration_run() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join(record::FILE_NAME), record::tests::THREE_CONFIGURATIONS).unwrap();
+        let r = UnitRecord::read(d.path()).unwrap();
+        let page = summary_page(&r);
+        assert!(page.contains("three times:") && page.contains("A three-configuration run"), "{page}");
+        assert!(page.contains("| kafka.cluster.PartitionTest | 85/0/0 | 85/0/0 | 68/17/0 | – |"), "{page}");
+        assert!(page.contains("In all: upstream 85/0/0, patched 85/0/0, observers 68/17/0."), "{page}");
+        assert!(!page.contains("Rules ≠ observers") && !page.contains(RULES_FILE), "{page}");
+        assert!(terminal_table(&r, d.path()).contains("rules: not run (a three-configuration record)"));
+        assert_eq!(unexplained_yaml(&r), "");
     }
 }
