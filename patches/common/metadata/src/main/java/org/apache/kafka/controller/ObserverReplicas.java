@@ -138,7 +138,7 @@ public final class ObserverReplicas {
 
     /** True if {@code brokerId} is an observer of the topic {@code topicId} (of any topic if not replayed). */
     static boolean isObserver(org.apache.kafka.common.Uuid topicId, int brokerId) {
-        return SHARED.isObserverOrUnion(topicName(topicId), brokerId);
+        return SHARED.isObserver(topicName(topicId), brokerId);
     }
 
     /**
@@ -207,7 +207,7 @@ public final class ObserverReplicas {
 
         @Override
         public boolean test(int brokerId) {
-            return !cache.isObserverOrUnion(topic, brokerId) && upstream.test(brokerId);
+            return !cache.isObserver(topic, brokerId) && upstream.test(brokerId);
         }
 
         @Override
@@ -293,12 +293,8 @@ public final class ObserverReplicas {
             return fresh().isObserver(null, brokerId);
         }
 
+        // Null `topic` (a topic this controller cannot name) asks for the union, as on the Scala side.
         boolean isObserver(String topic, int brokerId) {
-            return topic != null && fresh().isObserver(topic, brokerId);
-        }
-
-        // Null `topic` (a topic this controller cannot name) asks for the union.
-        boolean isObserverOrUnion(String topic, int brokerId) {
             return fresh().isObserver(topic, brokerId);
         }
 
