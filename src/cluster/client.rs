@@ -227,8 +227,9 @@ pub fn parse(text: &str) -> Option<Said> {
 impl crate::cluster::Cluster {
     /// okp's own Java classes (`OkpSoakClient`, `OkpToolBatch`), compiled against the release's
     /// classpath once per (release, JDK, sources) and kept in the Maven cache (compiled beside
-    /// it, then renamed into place, so a kill or a second okp leaves either nothing or all of
-    /// it); in the run directory when the cache cannot be written. Their directory.
+    /// it in a staging directory of this call's own, then renamed into place, so a kill, a
+    /// second okp or a second lane leaves either nothing or all of it); in the run directory
+    /// when the cache cannot be written. Their directory.
     pub fn okp_client_classes(&mut self) -> Result<PathBuf> {
         let complete = |classes: &Path| {
             [CLASS, BATCH_CLASS].iter().all(|c| classes.join(format!("{}.class", c.replace('.', "/"))).is_file())
@@ -249,7 +250,12 @@ impl crate::cluster::Cluster {
             }
             return Ok(local.join("classes"));
         }
-        let staging = cache.join(format!(".{name}.tmp.{}", std::process::id()));
+        // Private to this call: the lanes of one run are threads of one process, and two of them
+        // compiling at once in one staging directory removed each other's sources (3.7.2 kraft,
+        // 2026-12-04: `file not found: .../OkpSoakClient.java`).
+        static STAGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = STAGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let staging = cache.join(format!(".{name}.tmp.{}.{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&staging);
         if let Err(e) = compile(&self.rt.java, &self.tools.classpath, &staging) {
             let _ = std::fs::remove_dir_all(&staging);
