@@ -314,8 +314,11 @@ fn created_by_a_retry(out: &crate::cluster::tools::Output) -> bool {
 
 /// `replicas` is the one partition's `--replica-assignment` (`1:2:4`), in its order.
 fn assignment_is(replicas: &[i32], assignment: &str) -> bool {
-    let asked: Vec<i32> = assignment.split(':').filter_map(|b| b.parse().ok()).collect();
-    !asked.is_empty() && asked.len() == assignment.split(':').count() && replicas == asked.as_slice()
+    assignment
+        .split(':')
+        .map(str::parse::<i32>)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .is_ok_and(|asked| asked == replicas)
 }
 
 /// Starts one lane's cluster and creates the shared topics, each with a leader.
