@@ -178,12 +178,15 @@ fn compile(
         cmd.args(["-Xss8m", "-Xmx2g", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]);
         // One JVM per build may write a missing archive; the others run without one.
         let cds = scalac_cds(maven, &format!("scalac-{}", release.scala)).filter(|(_, dump)| dump_cds || !*dump);
+        let mut dumped = None;
         match &cds {
             Some((archive, false)) => {
                 cmd.arg(crate::jvm::cds::archive_flag(archive));
             }
             Some((archive, true)) => {
-                cmd.arg(crate::jvm::cds::dump_at_exit_flag(&crate::fsx::staging(archive)));
+                let staging = crate::fsx::staging(archive);
+                cmd.arg(crate::jvm::cds::dump_at_exit_flag(&staging));
+                dumped = Some((staging, archive.clone()));
             }
             None => {}
         }
@@ -200,11 +203,14 @@ fn compile(
             compilers.insert("scalac_note".into(), note);
         }
         if let Err(output) = run(&mut cmd, "scalac")? {
+            if let Some((staging, _)) = &dumped {
+                let _ = std::fs::remove_file(staging);
+            }
             return Ok(Err(CompileFailure { module: module.to_string(), command: show(&cmd), output }));
         }
-        if let Some((archive, true)) = cds {
+        if let Some((staging, archive)) = dumped {
             // The first compile with this scalac dumped its loaded classes; later ones map them.
-            let _ = std::fs::rename(crate::fsx::staging(&archive), &archive);
+            let _ = std::fs::rename(staging, archive);
         }
         drop_classes_of(classes_dir, view.context.iter().map(|(_, k)| k))?;
     }

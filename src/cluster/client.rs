@@ -253,9 +253,7 @@ impl crate::cluster::Cluster {
         // Private to this call: the lanes of one run are threads of one process, and two of them
         // compiling at once in one staging directory removed each other's sources (3.7.2 kraft,
         // 2026-12-04: `file not found: .../OkpSoakClient.java`).
-        static STAGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = STAGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let staging = cache.join(format!(".{name}.tmp.{}.{n}", std::process::id()));
+        let staging = cache.join(format!(".{name}.tmp.{}.{}", std::process::id(), crate::fsx::unique()));
         let _ = std::fs::remove_dir_all(&staging);
         if let Err(e) = compile(&self.rt.java, &self.tools.classpath, &staging) {
             let _ = std::fs::remove_dir_all(&staging);

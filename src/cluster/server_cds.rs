@@ -135,7 +135,7 @@ pub fn dump(java: &Path, jvm: &[String], plan: &Plan, lists: &[PathBuf], scratch
     let list = scratch.join("server-cds.classlist");
     crate::fsx::write_atomic(&list, merged.as_bytes())?;
     crate::fsx::sweep_stale_staging(&plan.archive);
-    let staging = plan.archive.with_extension(format!("jsa.{}.{}.tmp", std::process::id(), unique()));
+    let staging = crate::fsx::staging(&plan.archive);
     let cp = std::env::join_paths(&plan.shared)
         .map_err(|e| Error::Harness(format!("a shared jar's path cannot be on a classpath ({e})")))?;
     let mut cmd = Command::new(java);
@@ -175,12 +175,6 @@ pub fn dump(java: &Path, jvm: &[String], plan: &Plan, lists: &[PathBuf], scratch
 
 fn display_all(paths: &[PathBuf]) -> String {
     paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-}
-
-/// A number no other dump of this process uses (lanes dump from their own threads).
-fn unique() -> u64 {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 #[cfg(test)]

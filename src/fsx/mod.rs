@@ -44,11 +44,19 @@ pub fn is_regular_file(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
 }
 
-/// Where this process writes a new `target` that a rename publishes whole (`NAME.PID.tmp`
-/// beside it): private to the process, so two okp processes never write one file.
+/// A number no other call in this process gets: with the pid it names a staging file or
+/// directory private to one call, since the lanes of a run are threads of one process.
+pub fn unique() -> u64 {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Where one call writes a new `target` that a rename publishes whole (`NAME.PID.N.tmp` beside
+/// it, N from `unique`): private to the call, so neither two okp processes nor two lanes of one
+/// ever write one file. Each call answers a new name; keep it for the rename.
 pub fn staging(target: &Path) -> std::path::PathBuf {
     let mut name = target.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".{}.tmp", std::process::id()));
+    name.push(format!(".{}.{}.tmp", std::process::id(), unique()));
     target.with_file_name(name)
 }
 
@@ -306,10 +314,13 @@ mod tests {
     fn staging_files_of_dead_processes_are_swept_and_nothing_else() {
         let t = tempfile::tempdir().unwrap();
         let target = t.path().join("kafka-server-4.3.1-x.jsa");
-        assert_eq!(
-            staging(&target).file_name().unwrap().to_str().unwrap(),
-            format!("kafka-server-4.3.1-x.jsa.{}.tmp", std::process::id())
-        );
+        let (first, second) = (staging(&target), staging(&target));
+        assert_ne!(first, second, "each call stages in a file of its own");
+        for s in [&first, &second] {
+            let name = s.file_name().unwrap().to_str().unwrap();
+            let rest = name.strip_prefix(&format!("kafka-server-4.3.1-x.jsa.{}.", std::process::id())).unwrap();
+            assert!(rest.strip_suffix(".tmp").unwrap().parse::<u64>().is_ok(), "{name}");
+        }
         let dead = t.path().join("kafka-server-4.3.1-x.jsa.999999999.0.tmp");
         let live = t.path().join(format!("kafka-server-4.3.1-x.jsa.{}.0.tmp", std::process::id()));
         let other = t.path().join("kafka-tools-4.3.1-x.jsa.999999999.0.tmp");
