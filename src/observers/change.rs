@@ -524,8 +524,19 @@ pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
     Ok(())
 }
 
-/// One node's write and its read-back.
+/// One node's write and its read-back. First the node must still hold what `prepare` read:
+/// otherwise another okp, the watchdog or an editor changed it meanwhile, and this change,
+/// planned from the old bytes, would silently undo theirs.
 fn write_one(transport: &Transport, e: &Edit) -> Result<()> {
+    let now = transport.read(&e.node)?;
+    if now != e.before {
+        return Err(Error::External(format!(
+            "{}: observer.ids changed since okp read it ({} then, {} now): another okp, the watchdog or an editor is changing it; run the command again to plan from the file as it is",
+            e.node.label(),
+            quoted(&e.before),
+            quoted(&now)
+        )));
+    }
     transport.write(&e.node, &e.after)?;
     let back = transport.read(&e.node)?;
     if back != e.after {
@@ -547,6 +558,9 @@ enum After {
     Changed(Error),
     /// Its own write failed and it could not be read afterwards.
     Unknown(Error),
+    /// Holds bytes that are neither its old nor okp's new ones: another writer put them there
+    /// after okp read it; okp leaves them.
+    Foreign(String),
 }
 
 /// Puts back every node written before `failed`'s write failed with `why` (and `failed` itself
@@ -554,7 +568,13 @@ enum After {
 fn undo(transport: &Transport, p: &Prepared, written: &[&Edit], failed: &Edit, why: Error) -> Error {
     let verb = p.direction.verb();
     crate::out::note(format!("{verb} broker {}: {why}", p.broker));
+    // Only a file that still holds okp's bytes is put back: one another writer changed since is theirs.
     let put_back = |e: &Edit| -> After {
+        match transport.read(&e.node) {
+            Ok(now) if now == e.before => return After::AsBefore("not changed"),
+            Ok(now) if now != e.after => return After::Foreign(now),
+            _ => {}
+        }
         match transport.write(&e.node, &e.before).and_then(|_| transport.read(&e.node)) {
             Ok(back) if back == e.before => After::AsBefore("put back"),
             Ok(back) => After::Changed(Error::External(format!(
@@ -568,12 +588,7 @@ fn undo(transport: &Transport, p: &Prepared, written: &[&Edit], failed: &Edit, w
     let own = match transport.read(&failed.node) {
         Ok(now) if now == failed.before => After::AsBefore("not changed"),
         Ok(now) if now == failed.after => put_back(failed),
-        Ok(now) => After::Changed(Error::External(format!(
-            "holds {}, neither its old {} nor the new {}",
-            quoted(&now),
-            quoted(&failed.before),
-            quoted(&failed.after)
-        ))),
+        Ok(now) => After::Foreign(now),
         Err(err) => After::Unknown(err),
     };
     let mut states: Vec<(&Edit, After)> = vec![(failed, own)];
@@ -590,12 +605,20 @@ fn undo(transport: &Transport, p: &Prepared, written: &[&Edit], failed: &Edit, w
         .filter(|e| e.before != e.after && !std::ptr::eq(*e, failed) && !written.iter().any(|w| std::ptr::eq(*w, *e)))
         .count();
     let all_back = states.iter().all(|(_, s)| matches!(s, After::AsBefore(_)));
+    let undone = states.iter().all(|(_, s)| matches!(s, After::AsBefore(_) | After::Foreign(_)));
+    let put = states.iter().filter(|(_, s)| matches!(s, After::AsBefore("put back"))).count();
     let mut msg = if all_back {
         format!(
-            "{verb} broker {} failed on {}; every node's observer.ids is as before ({} put back, {untouched} never written): {why}",
+            "{verb} broker {} failed on {}; every node's observer.ids is as before ({put} put back, {untouched} never written): {why}",
             p.broker,
             failed.node.label(),
-            states.iter().filter(|(_, s)| matches!(s, After::AsBefore("put back"))).count()
+        )
+    } else if undone {
+        format!(
+            "{verb} broker {} failed on {}; every write of okp's is undone ({put} put back, {untouched} never written) and {} node(s) hold what another writer put there, left as they are: {why}",
+            p.broker,
+            failed.node.label(),
+            states.iter().filter(|(_, s)| matches!(s, After::Foreign(_))).count()
         )
     } else {
         format!(
@@ -611,6 +634,12 @@ fn undo(transport: &Transport, p: &Prepared, written: &[&Edit], failed: &Edit, w
                 "{}: CHANGED, holds the new {} (putting back its {} failed: {err}); fix it by hand",
                 e.node.label(),
                 quoted(&e.after),
+                quoted(&e.before)
+            ),
+            After::Foreign(now) => format!(
+                "{}: changed by another writer, holds {} (okp read {}); left as it is",
+                e.node.label(),
+                quoted(now),
                 quoted(&e.before)
             ),
             After::Unknown(err) => format!(
@@ -850,6 +879,43 @@ mod tests {
         let e = plan_files(&nodes, &gone, 4, Direction::Promote, None).err().unwrap().to_string();
         assert!(e.starts_with("cannot read observer.ids of 2 of 3 nodes; nothing was written"), "{e}");
         assert!(e.contains("broker 1 (") && e.contains("broker 2 (") && !e.contains("broker 3 ("), "{e}");
+    }
+
+    /// Another writer (a second okp, the watchdog, an editor) changes broker 2's file after okp
+    /// read it: okp writes nothing there, puts back broker 1, which it had written, never
+    /// writes broker 3, and leaves broker 2 with the other writer's bytes.
+    #[test]
+    fn a_file_changed_since_it_was_read_stops_the_change_and_is_left_to_its_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let nodes: Vec<NodeSpec> = (1..=3)
+            .map(|id| {
+                let d = dir.path().join(format!("b{id}"));
+                std::fs::create_dir_all(&d).unwrap();
+                std::fs::write(d.join("observer.ids"), "# observers\n4\n").unwrap();
+                NodeSpec { id, role: NodeRole::Broker, path: d.join("observer.ids").display().to_string(), host: None }
+            })
+            .collect();
+        let transport = Transport::Command {
+            read: "cat {path}".into(),
+            // Writing broker 1 also has "someone else" write broker 2.
+            write: r#"cat > {path} && case {path} in */b1/*) printf '4\n5\n' > "$(dirname "$(dirname {path})")/b2/observer.ids";; esac"#
+                .into(),
+            timeout: Duration::from_secs(10),
+        };
+        let p = plan_files(&nodes, &transport, 4, Direction::Promote, None).unwrap();
+        let e = write(&transport, &p).unwrap_err().to_string();
+        assert!(e.starts_with("promote broker 4 failed on broker 2"), "{e}");
+        assert!(e.contains("observer.ids changed since okp read it"), "{e}");
+        assert!(
+            e.contains("every write of okp's is undone (1 put back, 1 never written) and 1 node(s) hold what another writer put there"),
+            "{e}"
+        );
+        assert!(e.contains("broker 2 (") && e.contains("changed by another writer"), "{e}");
+        let read = |id: usize| std::fs::read_to_string(&nodes[id - 1].path).unwrap();
+        assert_eq!(
+            (read(1), read(2), read(3)),
+            ("# observers\n4\n".into(), "4\n5\n".into(), "# observers\n4\n".into())
+        );
     }
 
     #[test]
