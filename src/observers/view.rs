@@ -296,6 +296,16 @@ impl ObserverSet {
         }
         (!unknown).then_some(false)
     }
+
+    /// Whether some node makes `id` an observer of `topic` by id (the topic's rule's ids, or the
+    /// cluster-wide ids where no rule names the topic), rack items aside.
+    fn observer_by_id(&self, topic: &str, id: i32) -> bool {
+        self.files.iter().any(|(ids, rules)| match rules.resolve(topic) {
+            Ok(Some(s)) => s.ids.contains(&id),
+            Ok(None) => ids.contains(&id),
+            Err(_) => false,
+        })
+    }
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -324,7 +334,14 @@ pub fn rows(snap: &Snapshot, observers: &ObserverSet, max_lag: i64) -> Vec<Repli
         for &r in &p.replicas {
             let is_leader = p.leader == Some(r);
             let in_isr = p.isr.contains(&r);
-            let is_observer = observers.is_observer_of(&p.topic, r, &snap.racks);
+            let mut is_observer = observers.is_observer_of(&p.topic, r, &snap.racks);
+            // A replica Metadata does not list (a broker that is down) has no known rack. When only
+            // a rack item would make it an observer, status cannot tell: the registries hold it
+            // one (failing safe), but it may be a primary whose ISR has not shrunk yet, and
+            // flagging it `observer-in-isr` would raise a false alarm for every broker that stops.
+            if is_observer == Some(true) && !snap.racks.contains_key(&r) && !observers.observer_by_id(&p.topic, r) {
+                is_observer = None;
+            }
             let live = snap.live(r);
             let leo = p.leo.get(&r).copied();
             let lag = match (reference, leo) {
@@ -607,13 +624,14 @@ pub(crate) mod tests {
                 .map(|(i, r)| (i, r.map(str::to_string)))
                 .collect(),
             partitions: vec![
-                part("audit", Some(1), &[1, 2, 7, 8, 9], &[1, 2, 7, 8], &[]),
+                part("audit", Some(1), &[1, 2, 7, 8, 9], &[1, 2, 7, 8, 9], &[]),
                 part("orders", Some(1), &[1, 2, 7], &[1, 2, 7], &[]),
+                part("ledger", Some(1), &[1, 9], &[1, 9], &[]),
             ],
         };
-        let text = "topic:audit observers=rack:dr # DR\n";
+        let text = "topic:audit observers=rack:dr # DR\ntopic:ledger observers=9\n";
         let obs = ObserverSet::from_files(&[("b1".into(), text.into()), ("b2".into(), text.into())]);
-        assert_eq!(obs.topic_rules, vec!["topic:audit=rack:dr".to_string()]);
+        assert_eq!(obs.topic_rules, vec!["topic:audit=rack:dr;topic:ledger=9".to_string()]);
         let r = rows(&snap, &obs, 0);
         let of = |t: &str, id: i32| {
             r.iter()
@@ -623,12 +641,23 @@ pub(crate) mod tests {
         };
         assert_eq!(of("audit", 7), ("isr", Some(true), vec!["observer-in-isr"]), "in rack dr");
         assert_eq!(of("audit", 8), ("isr", Some(false), vec![]), "no broker.rack: no rack item matches it");
-        assert_eq!(of("audit", 9), ("down", Some(true), vec![]), "an unknown rack: an observer (fail safe)");
+        assert_eq!(
+            of("audit", 9),
+            ("down", None, vec![]),
+            "down, still in the ISR, its rack unknown: only a rack item would make it an observer, so status cannot tell"
+        );
+        assert_eq!(
+            of("ledger", 9),
+            ("down", Some(true), vec!["observer-in-isr"]),
+            "down but an observer by id: an observer in the ISR all the same"
+        );
         assert_eq!(of("audit", 2), ("isr", Some(false), vec![]));
         assert_eq!(of("orders", 7), ("isr", Some(false), vec![]), "no rule for orders and no cluster-wide ids");
         let t = table(&r, &obs, false);
         assert!(
-            t.contains("topic rules: topic:audit=rack:dr") && t.contains("audit-0 replica 7: observer-in-isr"),
+            t.contains("topic rules: topic:audit=rack:dr;topic:ledger=9")
+                && t.contains("audit-0 replica 7: observer-in-isr")
+                && !t.contains("audit-0 replica 9"),
             "{t}"
         );
     }
