@@ -57,9 +57,15 @@ pub struct ObserversPlaceArgs {
     /// RACK:COUNT primaries in broker.rack RACK (repeatable; listed first in each partition's replicas, so the preferred leader is one).
     #[arg(long = "replicas", value_name = "RACK:COUNT", required = true)]
     pub replicas: Vec<crate::observers::place::Want>,
-    /// RACK:COUNT observers in broker.rack RACK (repeatable); the topic rule names the brokers chosen.
+    /// RACK:COUNT observers in broker.rack RACK (repeatable); the topic rule names the brokers chosen (see --rule-by).
     #[arg(long = "observers", value_name = "RACK:COUNT")]
     pub observers: Vec<crate::observers::place::Want>,
+    /// How the topic rule names the observers: `broker`, the ids chosen (a later promote --topic
+    /// can take one out), or `rack`, the --observers racks (`rack:west`: any broker of the rack
+    /// that hosts the topic observes it, today's and tomorrow's; one broker's promotion is then a
+    /// hand edit of the rule).
+    #[arg(long, value_enum, value_name = "HOW", default_value = "broker")]
+    pub rule_by: crate::observers::place::RuleBy,
     /// Write the rule and move the replicas (without it: print the plan, change nothing).
     #[arg(long)]
     pub execute: bool,

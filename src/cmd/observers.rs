@@ -41,6 +41,7 @@ pub fn run(a: ObserversArgs) -> Result<Outcome> {
                 topic: a.topic,
                 primaries: a.replicas,
                 observers: a.observers,
+                rule_by: a.rule_by,
                 execute: a.execute,
                 timeout: std::time::Duration::from_secs(a.timeout),
                 bootstrap: a.bootstrap.bootstrap,

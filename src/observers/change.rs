@@ -314,15 +314,15 @@ fn plan_edits(
     Ok(Prepared { broker, topic: topic.map(str::to_string), direction, edits, refusals: Vec::new() })
 }
 
-/// Every node's file with topic `topic`'s exact rule naming `ids` (`okp observers place`), in
+/// Every node's file with topic `topic`'s exact rule naming `list` (`okp observers place`), in
 /// the order a demotion writes (brokers first: the rule adds observers). Nothing is written.
-pub fn plan_rule(nodes: &[NodeSpec], transport: &Transport, topic: &str, ids: &BTreeSet<i32>) -> Result<Prepared> {
+pub fn plan_rule(nodes: &[NodeSpec], transport: &Transport, topic: &str, list: &idfile::Observers) -> Result<Prepared> {
     super::transport::check_nodes(nodes)?;
     let order = write_order(nodes, Direction::Demote);
     let texts = read_every(&order, transport)?;
     let mut edits = Vec::new();
     for (node, before) in order.into_iter().zip(texts) {
-        let after = idfile::set_topic_rule(&before, topic, ids)
+        let after = idfile::set_topic_list(&before, topic, list)
             .map_err(|e| Error::Usage(format!("{}: observer.ids: {e}; nothing was written", node.label())))?;
         edits.push(Edit { node, before, after });
     }

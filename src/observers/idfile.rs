@@ -608,7 +608,7 @@ pub fn set_topic_rule(text: &str, topic: &str, ids: &BTreeSet<i32>) -> std::resu
 }
 
 /// `set_topic_rule` with a list of ids and rack items, written canonical (`4,7,rack:dr`).
-fn set_topic_list(text: &str, topic: &str, list: &Observers) -> std::result::Result<String, String> {
+pub fn set_topic_list(text: &str, topic: &str, list: &Observers) -> std::result::Result<String, String> {
     check_topic_name(topic)?;
     let rules = rules(text)?;
     let had = rules.exact.get(topic).map(|e| &e.list);

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use super::change;
+use super::idfile;
 use super::transport::{NodeSpec, Transport};
 use super::view;
 use crate::error::{Error, Failure, Outcome, Result};
@@ -132,10 +133,34 @@ pub fn plan(
     Ok(Plan { targets, observers: all_observers, moving })
 }
 
+/// How the topic rule that `place` writes names the observers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RuleBy {
+    /// The broker ids chosen (`observers=5,6`).
+    Broker,
+    /// The `--observers` racks (`observers=rack:west`).
+    Rack,
+}
+
+impl Plan {
+    /// The observers list of the topic rule: the ids chosen, or the racks they were chosen from
+    /// (`wants`). Alike for every replica of the plan: each is in a rack of one side only, since
+    /// a rack named on both sides is refused.
+    pub fn rule(&self, by: RuleBy, wants: &[Want]) -> idfile::Observers {
+        match by {
+            RuleBy::Broker => idfile::Observers::of_ids(self.observers.clone()),
+            RuleBy::Rack => {
+                idfile::Observers { ids: BTreeSet::new(), racks: wants.iter().map(|w| w.rack.clone()).collect() }
+            }
+        }
+    }
+}
+
 pub struct Args {
     pub topic: String,
     pub primaries: Vec<Want>,
     pub observers: Vec<Want>,
+    pub rule_by: RuleBy,
     pub execute: bool,
     pub timeout: Duration,
     pub bootstrap: Vec<String>,
@@ -158,12 +183,17 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
     current.sort();
     let plan =
         plan(&current, &racks, &a.primaries, &a.observers).map_err(|e| Error::Usage(format!("place {t}: {e}")))?;
-    let files = change::plan_rule(nodes, transport, &a.topic, &plan.observers)?;
+    let rule = plan.rule(a.rule_by, &a.observers);
+    let files = change::plan_rule(nodes, transport, &a.topic, &rule)?;
     let mut out = format!(
-        "plan: topic {t}, {} partition(s), {} to move; rule `topic:{t} observers={}`\n",
+        "plan: topic {t}, {} partition(s), {} to move; rule `topic:{t} observers={}`{}\n",
         current.len(),
         plan.moving,
-        if plan.observers.is_empty() { "none".to_string() } else { ids(&plan.observers) }
+        crate::escape::one_line(&rule.shown()),
+        match a.rule_by {
+            RuleBy::Rack if !plan.observers.is_empty() => format!(" (today brokers {})", ids(&plan.observers)),
+            _ => String::new(),
+        }
     );
     for ((p, now), (_, target)) in current.iter().zip(&plan.targets) {
         let show = |v: &[i32]| {
@@ -358,6 +388,30 @@ mod tests {
         let again: Vec<(i32, Vec<i32>)> = p.targets.clone();
         let p2 = plan(&again, &r, &[w("east:3")], &[w("west:2")]).unwrap();
         assert_eq!((p2.targets, p2.moving), (again, 0), "a placed topic stays as it is");
+    }
+
+    /// `--rule-by rack` writes the observers' racks, which name exactly the observers the plan
+    /// chose (and no primary); `broker` (the default) their ids. Either replaces an earlier rule.
+    #[test]
+    fn the_rule_names_the_observers_by_broker_or_by_rack() {
+        let r = racks(&[(1, "east"), (2, "east"), (3, "east"), (4, "west"), (5, "west"), (6, "west"), (7, "dr")]);
+        let current: Vec<(i32, Vec<i32>)> = (0..3).map(|p| (p, vec![1, 2, 3])).collect();
+        let wants = [w("west:2"), w("dr:1")];
+        let p = plan(&current, &r, &[w("east:3")], &wants).unwrap();
+        assert_eq!(p.rule(RuleBy::Broker, &wants).shown(), "4,5,6,7");
+        let by_rack = p.rule(RuleBy::Rack, &wants);
+        assert_eq!(by_rack.shown(), "rack:dr,rack:west");
+        for (_, t) in &p.targets {
+            for id in t {
+                assert_eq!(by_rack.contains(*id, &r), p.observers.contains(id), "broker {id} of {t:?}");
+            }
+        }
+        let before = "# observers\ntopic:orders observers=5 # by hand\n";
+        let after = idfile::set_topic_list(before, "orders", &by_rack).unwrap();
+        assert_eq!(after, "# observers\ntopic:orders observers=rack:dr,rack:west # by hand\n");
+        let rules = idfile::rules(&after).unwrap();
+        let list = rules.resolve("orders").unwrap().unwrap();
+        assert!(list.contains(6, &r) && !list.contains(1, &r));
     }
 
     #[test]
