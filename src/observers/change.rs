@@ -843,20 +843,25 @@ mod tests {
         assert_eq!(prechecks(&silent, 4, Direction::Promote, false)[0].rule, Rule::Unknown);
     }
 
+    /// Brokers 1-3, each with `DIR/bID/observer.ids` holding observer 4.
+    fn three_brokers(dir: &std::path::Path) -> Vec<NodeSpec> {
+        (1..=3)
+            .map(|id| {
+                let d = dir.join(format!("b{id}"));
+                std::fs::create_dir_all(&d).unwrap();
+                std::fs::write(d.join("observer.ids"), "# observers\n4\n").unwrap();
+                NodeSpec { id, role: NodeRole::Broker, path: d.join("observer.ids").display().to_string(), host: None }
+            })
+            .collect()
+    }
+
     /// A write that fails on the third node: the two written before it are put back, and the
     /// error says so node by node (a shell template that refuses one directory stands in for
     /// a read-only disk; tests/it/hosts.rs does it over ssh with a read-only mount).
     #[test]
     fn a_failed_write_puts_back_every_node_written_before_it() {
         let dir = tempfile::tempdir().unwrap();
-        let nodes: Vec<NodeSpec> = (1..=3)
-            .map(|id| {
-                let d = dir.path().join(format!("b{id}"));
-                std::fs::create_dir_all(&d).unwrap();
-                std::fs::write(d.join("observer.ids"), "# observers\n4\n").unwrap();
-                NodeSpec { id, role: NodeRole::Broker, path: d.join("observer.ids").display().to_string(), host: None }
-            })
-            .collect();
+        let nodes = three_brokers(dir.path());
         let transport = Transport::Command {
             read: "cat {path}".into(),
             write: "case {path} in */b3/*) echo 'No space left on device' >&2; exit 1;; esac; cat > {path}".into(),
@@ -887,14 +892,7 @@ mod tests {
     #[test]
     fn a_file_changed_since_it_was_read_stops_the_change_and_is_left_to_its_writer() {
         let dir = tempfile::tempdir().unwrap();
-        let nodes: Vec<NodeSpec> = (1..=3)
-            .map(|id| {
-                let d = dir.path().join(format!("b{id}"));
-                std::fs::create_dir_all(&d).unwrap();
-                std::fs::write(d.join("observer.ids"), "# observers\n4\n").unwrap();
-                NodeSpec { id, role: NodeRole::Broker, path: d.join("observer.ids").display().to_string(), host: None }
-            })
-            .collect();
+        let nodes = three_brokers(dir.path());
         let transport = Transport::Command {
             read: "cat {path}".into(),
             // Writing broker 1 also has "someone else" write broker 2.
