@@ -62,7 +62,8 @@ fn missing() -> TestOutcome {
 /// The failures worth running again alone, with the configuration they happened in: a test that
 /// passes upstream and not on patched jars (a regression if it stands), the failing side of a
 /// change with observers no expected entry explains, and the failing side of a test whose outcome
-/// under `rules` is not the one under `observers`. Explained changes are not re-run: they are
+/// under `rules` is not the one under `observers` (both sides when both fail, in two ways: a
+/// hang that either of two timeouts of the test reports first). Explained changes are not re-run: they are
 /// the contract at work, and they fail every time (under `rules` as under `observers`).
 pub fn to_retry(family: &Family, outcomes: &BTreeMap<Config, Outcomes>) -> Vec<(Config, String)> {
     let empty = Outcomes::new();
@@ -96,8 +97,9 @@ pub fn to_retry(family: &Family, outcomes: &BTreeMap<Config, Outcomes>) -> Vec<(
             if rt.is_some_and(|x| !x.passed()) {
                 out.push((Config::Rules, test.clone()));
             }
+            // Failing on both sides in two ways, both sides run again: either may end as the other.
             let queued = out.iter().any(|(c, t)| *c == Config::Observers && t == test);
-            if ot.is_some_and(|x| !x.passed()) && rt.is_some_and(TestOutcome::passed) && !queued {
+            if ot.is_some_and(|x| !x.passed()) && !queued {
                 out.push((Config::Observers, test.clone()));
             }
         }

@@ -501,11 +501,20 @@ fn retry_dir(n: u32, method: &str) -> String {
     format!("retry-{n}-{safe}")
 }
 
+/// What a flaky test's re-run did: `passed on re-run N`, or how it failed there.
+fn rerun(f: &Flaky) -> String {
+    match &f.then {
+        None => format!("passed on re-run {}", f.retry),
+        Some(o) => format!("failed on re-run {} as in the other configuration: {}{}", f.retry, o.word(), message(o)),
+    }
+}
+
 /// Reads every re-run's reports (`junit/<config>/<Class>/retry-<n>-<method>/`) and replaces a
 /// failed outcome by the pass a re-run reported, listing each such test as flaky. The run and
 /// `--rejudge` both go through here, so a rejudged record says what the run said.
 fn apply_retries(junit_root: &Path, outcomes: &mut BTreeMap<Config, Outcomes>) -> Result<Vec<Flaky>> {
     let mut flaky = Vec::new();
+    let mut failed_again = Vec::new();
     for config in Config::ALL {
         let Ok(classes) = std::fs::read_dir(junit_root.join(config.word())) else { continue };
         let mut retries: Vec<(u32, PathBuf)> = Vec::new();
@@ -530,10 +539,37 @@ fn apply_retries(junit_root: &Path, outcomes: &mut BTreeMap<Config, Outcomes>) -
                         config,
                         first: first.unwrap_or(TestOutcome::Skip),
                         retry: n,
+                        then: None,
                     });
                     all.insert(case.test, TestOutcome::Pass);
+                } else if !case.outcome.passed() {
+                    failed_again.push((config, n, case.test, case.outcome));
                 }
             }
+        }
+    }
+    // A test failing under `observers` and `rules` in two ways (a hang either of two timeouts of
+    // the test reports first) ends alike when a re-run of one side failed as the other side did.
+    for (config, n, test, outcome) in failed_again {
+        let other = match config {
+            Config::Observers => Config::Rules,
+            Config::Rules => Config::Observers,
+            _ => continue,
+        };
+        let (Some(mine), Some(theirs)) =
+            (outcomes.get(&config).and_then(|o| o.get(&test)), outcomes.get(&other).and_then(|o| o.get(&test)))
+        else {
+            continue;
+        };
+        if mine.word() != theirs.word() && outcome.word() == theirs.word() {
+            flaky.push(Flaky {
+                test: test.clone(),
+                config,
+                first: mine.clone(),
+                retry: n,
+                then: Some(outcome.clone()),
+            });
+            outcomes.entry(config).or_default().insert(test, outcome);
         }
     }
     Ok(flaky)
@@ -864,7 +900,7 @@ fn summary_page(r: &UnitRecord) -> String {
     }
     if r.all_flaky().next().is_some() {
         s.push_str(&format!(
-            "\n## Flaky: failed, then passed when run again alone in the same configuration: {}\n\n| test | configuration | first outcome | passed on re-run |\n|---|---|---|---|\n",
+            "\n## Flaky: failed, then passed when run again alone in the same configuration (or, under `observers` or `rules`, failed as in the other): {}\n\n| test | configuration | first outcome | re-run |\n|---|---|---|---|\n",
             r.all_flaky().count()
         ));
         for f in r.all_flaky() {
@@ -874,7 +910,7 @@ fn summary_page(r: &UnitRecord) -> String {
                 f.config.word(),
                 f.first.word(),
                 message(&f.first).replace('|', "\\|"),
-                f.retry
+                rerun(f).replace('|', "\\|")
             ));
         }
     }
@@ -1029,12 +1065,12 @@ fn terminal_table(r: &UnitRecord, dest: &Path) -> String {
     }
     for f in r.all_flaky() {
         s.push_str(&format!(
-            "  FLAKY {} ({}): {}{}; passed on re-run {}\n",
+            "  FLAKY {} ({}): {}{}; {}\n",
             f.test,
             f.config.word(),
             f.first.word(),
             message(&f.first),
-            f.retry
+            rerun(f)
         ));
     }
     for c in r.changes.iter().filter(|c| c.rule.is_none()) {
@@ -1112,6 +1148,39 @@ mod tests {
         assert!(!outcomes[&Config::Patched]["QuorumControllerTest.testB()"].passed(), "failed twice: it stands");
         // A display name cannot lead the reports out of the class's directory.
         assert_eq!(retry_dir(1, "../../etc/x y"), "retry-1-______etc_x_y");
+    }
+
+    /// 3.2.3 zk, 2026-12-04: PartitionLockTest's blocked shrink surfaces as the test's own
+    /// timeout or the fetch thread's, whichever fires first, under `observers` one way and under
+    /// `rules` the other. A re-run of `observers` that fails as `rules` did ends them alike
+    /// (listed as flaky, with how the re-run failed); a re-run that fails as before changes nothing.
+    #[test]
+    fn a_failure_of_another_kind_ends_alike_when_a_re_run_fails_as_the_other_side() {
+        use crate::verify::unit_record::Kind;
+        let t = tempfile::tempdir().unwrap();
+        let class = t.path().join("observers").join("QuorumControllerTest");
+        std::fs::create_dir_all(class.join(retry_dir(1, "testA"))).unwrap();
+        std::fs::create_dir_all(class.join(retry_dir(1, "testB"))).unwrap();
+        std::fs::write(class.join(retry_dir(1, "testA")).join("TEST-r.xml"), report(&[("testA()", false)])).unwrap();
+        std::fs::write(class.join(retry_dir(1, "testB")).join("TEST-r.xml"), report(&[("testB()", false)])).unwrap();
+        let timeout =
+            TestOutcome::Fail { kind: Kind::Timeout, exception: "j.u.c.TimeoutException".into(), message: "".into() };
+        let exception = TestOutcome::Fail { kind: Kind::Exception, exception: "x".into(), message: "resign".into() };
+        let assertion = TestOutcome::Fail { kind: Kind::Assertion, exception: "a".into(), message: "m".into() };
+        let (a, b) = ("QuorumControllerTest.testA()".to_string(), "QuorumControllerTest.testB()".to_string());
+        let mut outcomes: BTreeMap<Config, Outcomes> = BTreeMap::new();
+        outcomes.insert(Config::Observers, [(a.clone(), timeout.clone()), (b.clone(), timeout.clone())].into());
+        outcomes.insert(Config::Rules, [(a.clone(), exception.clone()), (b.clone(), assertion.clone())].into());
+        let flaky = apply_retries(t.path(), &mut outcomes).unwrap();
+        assert_eq!(flaky.len(), 1, "{flaky:?}");
+        assert_eq!(
+            (flaky[0].test.as_str(), flaky[0].config, &flaky[0].first),
+            (a.as_str(), Config::Observers, &timeout)
+        );
+        assert_eq!(flaky[0].then.as_ref().map(TestOutcome::word), Some(exception.word()));
+        assert_eq!(outcomes[&Config::Observers][&a].word(), outcomes[&Config::Rules][&a].word(), "alike now");
+        assert_eq!(outcomes[&Config::Observers][&b], timeout, "its re-run failed as before, not as rules did");
+        assert!(rerun(&flaky[0]).starts_with("failed on re-run 1 as in the other configuration: fail (exception)"));
     }
 
     #[test]

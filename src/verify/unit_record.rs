@@ -295,13 +295,19 @@ pub struct Counts {
     pub timed_out: bool,
 }
 
-/// A test that failed in `config` and passed on a re-run of its method there (`retry`: which one).
+/// A test that failed in `config` and passed on a re-run of its method there (`retry`: which one),
+/// or, with `then`, failed otherwise on that re-run, as it failed in the configuration it is
+/// compared with (`observers` and `rules`: one hang that either of two timeouts of the test
+/// reports first).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Flaky {
     pub test: String,
     pub config: Config,
     pub first: TestOutcome,
     pub retry: u32,
+    /// The re-run's failure; None: it passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub then: Option<TestOutcome>,
 }
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -488,7 +494,8 @@ pub(crate) mod tests {
     #[test]
     fn a_four_configuration_record_reads_in_an_older_okp_and_back_in_this_one() {
         let mut r = sample();
-        let flake = |config| Flaky { test: "ReplicaTest.t()".into(), config, first: TestOutcome::Skip, retry: 1 };
+        let flake =
+            |config| Flaky { test: "ReplicaTest.t()".into(), config, first: TestOutcome::Skip, retry: 1, then: None };
         r.set_flaky(vec![flake(Config::Patched), flake(Config::Rules)]);
         assert_eq!((r.flaky.len(), r.rules_flaky.len(), r.all_flaky().count()), (1, 1, 2));
         let text = crate::schema::to_json(&r);
