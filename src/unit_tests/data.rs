@@ -78,9 +78,24 @@ pub struct Expected {
     pub rule: String,
     /// One sentence: why the rule changes this test's outcome.
     pub why: String,
+    /// The kinds of failure the test may end with when there are two (`[timeout, exception]`: a
+    /// block that either of two timeouts of the test reports first). Failing in one of them under
+    /// `observers` and in another under `rules` still ends alike. Empty: one kind, as run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ends: Vec<crate::verify::unit_record::Kind>,
 }
 
 impl Expected {
+    /// Whether `a` and `b` are failures of kinds this entry names in `ends` (so alike).
+    pub fn alike(
+        &self,
+        a: &crate::verify::unit_record::TestOutcome,
+        b: &crate::verify::unit_record::TestOutcome,
+    ) -> bool {
+        use crate::verify::unit_record::TestOutcome::Fail;
+        matches!((a, b), (Fail { kind: x, .. }, Fail { kind: y, .. }) if self.ends.contains(x) && self.ends.contains(y))
+    }
+
     /// Whether `test` (`SimpleClassName.method(params)[n]`) is this entry's test.
     pub fn matches(&self, test: &str) -> bool {
         let base = test.split('(').next().unwrap_or(test);
@@ -290,7 +305,7 @@ mod tests {
 
     #[test]
     fn an_expectation_matches_every_invocation_of_its_method() {
-        let e = Expected { test: "PartitionTest.testX".into(), rule: "rule 1".into(), why: "w".into() };
+        let e = Expected { test: "PartitionTest.testX".into(), rule: "rule 1".into(), why: "w".into(), ends: vec![] };
         assert!(e.matches("PartitionTest.testX()"));
         assert!(e.matches("PartitionTest.testX(boolean)[2]"));
         assert!(!e.matches("PartitionTest.testXY()"));

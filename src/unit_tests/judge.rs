@@ -94,6 +94,11 @@ pub fn to_retry(family: &Family, outcomes: &BTreeMap<Config, Outcomes>) -> Vec<(
             if ot.map(TestOutcome::word) == rt.map(TestOutcome::word) {
                 continue;
             }
+            if let (Some(a), Some(b), Some(e)) = (ot, rt, family.explains(test)) {
+                if e.alike(a, b) {
+                    continue;
+                }
+            }
             if rt.is_some_and(|x| !x.passed()) {
                 out.push((Config::Rules, test.clone()));
             }
@@ -168,7 +173,7 @@ pub fn judge(
         for test in names {
             let o = observers.get(test).cloned().unwrap_or_else(missing);
             let r = rules.get(test).cloned().unwrap_or_else(missing);
-            if o.word() != r.word() {
+            if o.word() != r.word() && !family.explains(test).is_some_and(|e| e.alike(&o, &r)) {
                 j.rules_differences.push(RulesDifference { test: test.clone(), observers: o, rules: r });
             }
         }
@@ -197,7 +202,8 @@ mod tests {
 
     #[test]
     fn only_failures_that_would_fail_the_run_are_run_again() {
-        let e = Expected { test: "PartitionTest.explained".into(), rule: "rule 1".into(), why: "w".into() };
+        let e =
+            Expected { test: "PartitionTest.explained".into(), rule: "rule 1".into(), why: "w".into(), ends: vec![] };
         let up = of(&[
             ("PartitionTest.flake()", TestOutcome::Pass),
             ("PartitionTest.explained()", TestOutcome::Pass),
@@ -251,8 +257,9 @@ mod tests {
         let j = judge(&family(vec![]), &up, &p, &o, Some(&o));
         assert_eq!((j.changes.len(), j.not_comparable.len()), (1, 1));
         assert_eq!(j.not_comparable[0].test, "PartitionTest.t(boolean)[1]");
-        let e = Expected { test: "PartitionTest.t".into(), rule: "rule 1".into(), why: "w".into() };
-        let stale = Expected { test: "PartitionTest.gone".into(), rule: "rule 5".into(), why: "w".into() };
+        let e = Expected { test: "PartitionTest.t".into(), rule: "rule 1".into(), why: "w".into(), ends: vec![] };
+        let stale =
+            Expected { test: "PartitionTest.gone".into(), rule: "rule 5".into(), why: "w".into(), ends: vec![] };
         let j = judge(&family(vec![e, stale]), &p, &p, &o, None);
         assert_eq!(j.unexplained(), 1);
         assert_eq!(j.changes[0].rule.as_deref(), Some("rule 1"));
@@ -261,7 +268,7 @@ mod tests {
 
     #[test]
     fn rules_giving_each_test_its_outcome_with_observers_pass() {
-        let e = Expected { test: "PartitionTest.t".into(), rule: "rule 1".into(), why: "w".into() };
+        let e = Expected { test: "PartitionTest.t".into(), rule: "rule 1".into(), why: "w".into(), ends: vec![] };
         let p = of(&[("PartitionTest.t()", TestOutcome::Pass), ("PartitionTest.u()", TestOutcome::Pass)]);
         let o = of(&[("PartitionTest.t()", fail(Kind::Assertion)), ("PartitionTest.u()", TestOutcome::Pass)]);
         // The explained change happens under rules too: rules ≡ observers, nothing more to explain.
@@ -281,7 +288,7 @@ mod tests {
 
     #[test]
     fn a_rules_outcome_other_than_the_observers_one_fails_the_run_naming_both() {
-        let e = Expected { test: "PartitionTest.t".into(), rule: "rule 1".into(), why: "w".into() };
+        let e = Expected { test: "PartitionTest.t".into(), rule: "rule 1".into(), why: "w".into(), ends: vec![] };
         let up = of(&[
             ("PartitionTest.t()", TestOutcome::Pass),
             ("PartitionTest.u()", TestOutcome::Pass),
@@ -321,9 +328,34 @@ mod tests {
         assert!(judge(&family(vec![]), &up, &up, &up, None).ok());
     }
 
+    /// An entry's `ends` makes two failures of its kinds alike between observers and rules (no
+    /// difference, nothing run again); a kind it does not name, or a pass, is still a difference.
+    #[test]
+    fn an_entry_naming_two_kinds_takes_either_as_the_same_end() {
+        let e = |test: &str| Expected {
+            test: test.into(),
+            rule: "rule 2".into(),
+            why: "w".into(),
+            ends: vec![Kind::Timeout, Kind::Exception],
+        };
+        let up = of(&[("PartitionLockTest.a()", TestOutcome::Pass), ("PartitionLockTest.b()", TestOutcome::Pass)]);
+        let o = of(&[("PartitionLockTest.a()", fail(Kind::Timeout)), ("PartitionLockTest.b()", fail(Kind::Timeout))]);
+        let r =
+            of(&[("PartitionLockTest.a()", fail(Kind::Exception)), ("PartitionLockTest.b()", fail(Kind::Assertion))]);
+        let f = family(vec![e("PartitionLockTest.a"), e("PartitionLockTest.b")]);
+        let j = judge(&f, &up, &up, &o, Some(&r));
+        let d: Vec<&str> = j.rules_differences.iter().map(|d| d.test.as_str()).collect();
+        assert_eq!(d, ["PartitionLockTest.b()"], "{j:?}");
+        let outcomes: BTreeMap<Config, Outcomes> =
+            [(Config::Upstream, up.clone()), (Config::Patched, up.clone()), (Config::Observers, o), (Config::Rules, r)]
+                .into();
+        let again: Vec<String> = to_retry(&f, &outcomes).into_iter().map(|(_, t)| t).collect();
+        assert!(again.iter().all(|t| t == "PartitionLockTest.b()") && !again.is_empty(), "{again:?}");
+    }
+
     #[test]
     fn the_failing_side_of_a_rules_difference_is_run_again() {
-        let e = Expected { test: "PartitionTest.t".into(), rule: "rule 1".into(), why: "w".into() };
+        let e = Expected { test: "PartitionTest.t".into(), rule: "rule 1".into(), why: "w".into(), ends: vec![] };
         let up = of(&[
             ("PartitionTest.t()", TestOutcome::Pass),
             ("PartitionTest.u()", TestOutcome::Pass),
