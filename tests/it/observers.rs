@@ -363,8 +363,9 @@ fn fake_metadata(brokers: &[(i32, Option<&str>)], parts: &[(&str, i32, &[i32], &
 }
 
 /// Rack items (`rack:NAME`) in a topic rule, without a cluster: `status` resolves them against the
-/// brokers' broker.rack from Metadata (a replica Metadata does not list has an unknown rack: an
-/// observer, fail safe), and a promotion that a rack item would undo is refused before any write.
+/// brokers' broker.rack from Metadata (a replica Metadata does not list has an unknown rack, which
+/// the nodes hold an observer, fail safe, but status cannot tell: `?`, no red state), and a
+/// promotion that a rack item would undo is refused before any write.
 #[test]
 fn rack_items_in_status_and_a_promotion_they_refuse() {
     let bootstrap = fake_metadata(
@@ -395,7 +396,11 @@ fn rack_items_in_status_and_a_promotion_they_refuse() {
     };
     assert_eq!(row("audit", 7), ("isr".into(), Some(true), serde_json::json!(["observer-in-isr"])), "in rack dr");
     assert_eq!(row("audit", 8), ("isr".into(), Some(false), serde_json::json!([])), "no broker.rack");
-    assert_eq!(row("audit", 9), ("down".into(), Some(true), serde_json::json!([])), "unknown rack: an observer");
+    assert_eq!(
+        row("audit", 9),
+        ("down".into(), None, serde_json::json!([])),
+        "unknown rack, a rack item only: unknown"
+    );
     assert_eq!(row("audit", 2), ("isr".into(), Some(false), serde_json::json!([])));
     assert_eq!(row("orders", 7), ("isr".into(), Some(false), serde_json::json!([])), "no rule for orders");
     let o = with_nodes(&["status"]);
