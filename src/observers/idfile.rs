@@ -600,14 +600,10 @@ fn check_topic_name(topic: &str) -> std::result::Result<(), String> {
     ))
 }
 
-/// `text` with topic `topic`'s exact rule naming `ids` alone (`none` when empty; a rack item it
-/// had goes): rewritten in place when the file has one (indentation and comment kept; the same
-/// bytes when it already says so), else one line appended. Err as `with_topic_rule`.
-pub fn set_topic_rule(text: &str, topic: &str, ids: &BTreeSet<i32>) -> std::result::Result<String, String> {
-    set_topic_list(text, topic, &Observers::of_ids(ids.clone()))
-}
-
-/// `set_topic_rule` with a list of ids and rack items, written canonical (`4,7,rack:dr`).
+/// `text` with topic `topic`'s exact rule naming `list` alone, written canonical (`4,7,rack:dr`;
+/// `none` when empty; what the rule listed before goes): rewritten in place when the file has one
+/// (indentation and comment kept; the same bytes when it already says so), else one line
+/// appended. Err as `with_topic_rule`.
 pub fn set_topic_list(text: &str, topic: &str, list: &Observers) -> std::result::Result<String, String> {
     check_topic_name(topic)?;
     let rules = rules(text)?;
@@ -878,7 +874,7 @@ mod tests {
         assert_eq!(with_topic_rule(same, "audit", 7, true).unwrap(), same);
         // place writes an id rule: the ids it names, its rack items replaced.
         assert_eq!(
-            set_topic_rule("topic:audit observers=rack:dr\n", "audit", &set(&[5, 6])).unwrap(),
+            set_topic_list("topic:audit observers=rack:dr\n", "audit", &Observers::of_ids(set(&[5, 6]))).unwrap(),
             "topic:audit observers=5,6\n"
         );
     }
