@@ -604,7 +604,30 @@ fn check_topic_name(topic: &str) -> std::result::Result<(), String> {
 /// `none` when empty; what the rule listed before goes): rewritten in place when the file has one
 /// (indentation and comment kept; the same bytes when it already says so), else one line
 /// appended. Err as `with_topic_rule`.
+/// The new text must read back as `list` for `topic`: a rack whose name the rule grammar cannot
+/// hold (`rack:eu#1` would read as `rack:eu` and a comment; `rack:a*b` as a malformed rule, which
+/// freezes every node) is refused, naming it, and nothing is written.
 pub fn set_topic_list(text: &str, topic: &str, list: &Observers) -> std::result::Result<String, String> {
+    let out = write_topic_list(text, topic, list)?;
+    let back = rules(&out).map_err(|e| {
+        format!(
+            "topic {}: the rule `observers={}` would not read ({e})",
+            crate::escape::one_line(topic),
+            crate::escape::one_line(&list.shown())
+        )
+    })?;
+    match back.exact.get(topic) {
+        Some(e) if &e.list == list => Ok(out),
+        other => Err(format!(
+            "topic {}: the rule `observers={}` would read as `observers={}`",
+            crate::escape::one_line(topic),
+            crate::escape::one_line(&list.shown()),
+            crate::escape::one_line(&other.map(|e| e.list.shown()).unwrap_or_else(|| "(no rule)".into()))
+        )),
+    }
+}
+
+fn write_topic_list(text: &str, topic: &str, list: &Observers) -> std::result::Result<String, String> {
     check_topic_name(topic)?;
     let rules = rules(text)?;
     let had = rules.exact.get(topic).map(|e| &e.list);
@@ -876,6 +899,16 @@ mod tests {
         assert_eq!(
             set_topic_list("topic:audit observers=rack:dr\n", "audit", &Observers::of_ids(set(&[5, 6]))).unwrap(),
             "topic:audit observers=5,6\n"
+        );
+        // A broker.rack the rule grammar cannot hold is refused, not written as something else.
+        let racks = |r: &str| Observers { ids: BTreeSet::new(), racks: [r.to_string()].into() };
+        let e = set_topic_list("4\n", "audit", &racks("eu#1")).unwrap_err();
+        assert!(e.contains("would read as `observers=rack:eu`"), "{e}");
+        let e = set_topic_list("4\n", "audit", &racks("a*b")).unwrap_err();
+        assert!(e.contains("would not read") && e.contains("not a rack"), "{e}");
+        assert_eq!(
+            set_topic_list("4\n", "audit", &racks("eu-1/a.b_c")).unwrap(),
+            "4\ntopic:audit observers=rack:eu-1/a.b_c\n"
         );
     }
 
