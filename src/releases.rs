@@ -10,7 +10,9 @@
 //! (`okp-releases/cache.json`, one typed record): the metadata with the time it was fetched, and
 //! every answer about an artifact. A published artifact stays published, so a yes is never asked
 //! again; a no is asked again on every online run. `--offline` reads only the cache (and the local
-//! repository's own jars); `--metadata FILE` reads a recorded maven-metadata.xml instead.
+//! repository's own jars); `--metadata FILE` reads a recorded maven-metadata.xml instead. Either
+//! is parsed within caps (size, nesting depth, nodes, versions, releases in scope: `MAX_*`), which
+//! also bound how many HEAD requests one run makes.
 //!
 //! Not here: what a release's evidence is (`verify::pair_evidence`, handed in by `cmd`), porting
 //! (`diff`), downloading jars (`maven`).
@@ -47,18 +49,118 @@ pub struct Metadata {
     pub last_updated: Option<String>,
 }
 
-/// Parses a `maven-metadata.xml`.
+/// The largest maven-metadata.xml okp reads (kafka_2.13's lists about 80 versions in under 10 KiB).
+pub const MAX_METADATA: usize = 1 << 20;
+/// The deepest element nesting okp parses (the metadata's `<version>` sits at depth 4). Checked by
+/// a scan before the XML parser runs: roxmltree 0.20 recurses once per level and has no depth
+/// limit of its own, so 20,000 nested elements overflowed the stack.
+pub const MAX_DEPTH: usize = 32;
+/// The most nodes the XML parser builds (elements, texts, comments; roxmltree's `nodes_limit`).
+const MAX_NODES: u32 = 65_536;
+/// The most `<version>` elements okp takes from the metadata, release candidates and all.
+pub const MAX_VERSIONS: usize = 4_096;
+/// The most final releases in scope okp takes from the metadata: each costs up to two HEAD requests
+/// per module online (its sources and test jars), so this bounds one run's requests to Maven Central.
+pub const MAX_IN_SCOPE: usize = 256;
+
+/// Parses a `maven-metadata.xml`, refusing one over any of okp's caps (size, depth, nodes,
+/// versions, releases in scope) with a sentence naming `what` and the cap.
 pub fn parse_metadata(xml: &str, what: &str) -> Result<Metadata> {
-    let doc = roxmltree::Document::parse(xml)
-        .map_err(|e| Error::Source(format!("{what} is not a maven-metadata.xml: {e}")))?;
+    let refuse = |msg: String| Error::Source(format!("{what} {msg}: not the metadata of kafka_2.13"));
+    if xml.len() > MAX_METADATA {
+        return Err(refuse(format!("is {} bytes, over okp's cap of {MAX_METADATA} bytes", xml.len())));
+    }
+    if let Some(line) = deeper_than(xml, MAX_DEPTH) {
+        return Err(refuse(format!("nests elements deeper than okp's cap of {MAX_DEPTH} (line {line})")));
+    }
+    let opts = roxmltree::ParsingOptions { allow_dtd: false, nodes_limit: MAX_NODES };
+    let doc = roxmltree::Document::parse_with_options(xml, opts).map_err(|e| match e {
+        roxmltree::Error::NodesLimitReached => refuse(format!("has more than okp's cap of {MAX_NODES} XML nodes")),
+        e => Error::Source(format!("{what} is not a maven-metadata.xml: {e}")),
+    })?;
     let text = |n: roxmltree::Node| n.text().map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
-    let versions: Vec<String> =
-        doc.descendants().filter(|n| n.has_tag_name("version")).filter_map(text).collect::<Vec<_>>();
+    let mut versions = Vec::new();
+    for v in doc.descendants().filter(|n| n.has_tag_name("version")).filter_map(text) {
+        if versions.len() == MAX_VERSIONS {
+            return Err(refuse(format!("lists more than okp's cap of {MAX_VERSIONS} <version> elements")));
+        }
+        versions.push(v);
+    }
     if versions.is_empty() {
         return Err(Error::Source(format!("{what} lists no <version>: not the metadata of kafka_2.13")));
     }
     let last_updated = doc.descendants().find(|n| n.has_tag_name("lastUpdated")).and_then(text);
-    Ok(Metadata { versions, last_updated })
+    let m = Metadata { versions, last_updated };
+    m.bounded(what)?;
+    Ok(m)
+}
+
+impl Metadata {
+    /// Refuses a list with more final releases in scope than `MAX_IN_SCOPE` (also a cached one, which
+    /// a hand edit may have grown): okp asks Maven Central about each release's jars.
+    pub fn bounded(&self, what: &str) -> Result<()> {
+        let n = in_scope(&self.versions).len();
+        if n > MAX_IN_SCOPE {
+            return Err(Error::Source(format!(
+                "{what} lists {n} final releases from {FIRST} on, over okp's cap of {MAX_IN_SCOPE} (okp asks Maven \
+                 Central about each one's jars): not the metadata of kafka_2.13"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The line of the first element opened deeper than `cap`, by a linear scan that never recurses:
+/// comments, processing instructions, CDATA and declarations are skipped, a quoted attribute value
+/// may hold `>`, `<x/>` opens nothing, `</x>` closes one. On every prefix the parser accepts, the
+/// count is the parser's own depth (a stray close tag the parser refuses stops it there), so a
+/// text this scan passes never makes the parser recurse deeper than `cap`.
+fn deeper_than(xml: &str, cap: usize) -> Option<usize> {
+    let b = xml.as_bytes();
+    let (mut i, mut depth) = (0, 0usize);
+    // The index just past `end` at or after `from`, or the end of the text.
+    let past = |from: usize, end: &[u8]| {
+        b[from.min(b.len())..].windows(end.len()).position(|w| w == end).map_or(b.len(), |p| from + p + end.len())
+    };
+    while i < b.len() {
+        if b[i] != b'<' {
+            i += 1;
+            continue;
+        }
+        let rest = &b[i..];
+        if rest.starts_with(b"<!--") {
+            i = past(i + 4, b"-->");
+        } else if rest.starts_with(b"<![CDATA[") {
+            i = past(i + 9, b"]]>");
+        } else if rest.starts_with(b"<?") {
+            i = past(i + 2, b"?>");
+        } else if rest.starts_with(b"<!") {
+            i = past(i + 2, b">");
+        } else if rest.starts_with(b"</") {
+            depth = depth.saturating_sub(1);
+            i = past(i + 2, b">");
+        } else {
+            // A start tag: find its `>` outside quotes.
+            let (mut j, mut quote) = (i + 1, None);
+            while j < b.len() {
+                match (quote, b[j]) {
+                    (None, q @ (b'"' | b'\'')) => quote = Some(q),
+                    (Some(q), c) if c == q => quote = None,
+                    (None, b'>') => break,
+                    _ => {}
+                }
+                j += 1;
+            }
+            if !(j < b.len() && b[j - 1] == b'/') {
+                depth += 1;
+                if depth > cap {
+                    return Some(1 + b[..i].iter().filter(|&&c| c == b'\n').count());
+                }
+            }
+            i = j + 1;
+        }
+    }
+    None
 }
 
 /// The final releases in scope: `X.Y.Z` (no `-rc1`, no suffix) from `FIRST` on, ascending, once each.
@@ -167,7 +269,8 @@ impl Http {
     /// The body at `url`.
     pub fn get(&self, url: &str) -> Result<String> {
         let mut c = self.curl();
-        c.args(["--fail", url]);
+        // Within the parser's cap (when the server says the size; the parser refuses the rest).
+        c.args(["--fail", "--max-filesize", &MAX_METADATA.to_string(), url]);
         let o = self.run(c, &format!("fetch {url}"))?;
         if !o.status.success() {
             return Err(Error::External(format!("cannot fetch {url}: {}", String::from_utf8_lossy(&o.stderr).trim())));
@@ -352,12 +455,15 @@ impl Report {
 pub fn metadata(source: MetadataSource<'_>, http: &Http, cache: &mut Cache) -> Result<(Metadata, String)> {
     match source {
         MetadataSource::File(p) => {
-            let bytes = crate::schema::read_file(p)?;
+            let bytes = crate::fsx::read::input(p, MAX_METADATA as u64, "recorded maven-metadata.xml")?;
             let what = p.display().to_string();
             Ok((parse_metadata(&String::from_utf8_lossy(&bytes), &what)?, format!("recorded file {what}")))
         }
         MetadataSource::Offline => match &cache.metadata {
-            Some(f) => Ok((f.metadata.clone(), format!("{} as fetched {} (cached; --offline)", f.url, f.fetched_utc))),
+            Some(f) => {
+                f.metadata.bounded(&format!("the cached metadata of {}", f.url))?;
+                Ok((f.metadata.clone(), format!("{} as fetched {} (cached; --offline)", f.url, f.fetched_utc)))
+            }
             None => {
                 Err(Error::Usage("--offline: okp has no cached metadata yet; run `okp releases` once online".into()))
             }
@@ -594,6 +700,68 @@ mod tests {
         let e = parse_metadata("<html><body>gateway</body></html>", "proxy page").unwrap_err().to_string();
         assert!(e.contains("proxy page lists no <version>"), "{e}");
         assert!(parse_metadata("not xml", "x").is_err());
+    }
+
+    /// A metadata file of `versions` (each `<version>` on its own line) with `extra` before `</metadata>`.
+    fn metadata_of(versions: impl Iterator<Item = String>, extra: &str) -> String {
+        let vs: String = versions.map(|v| format!("<version>{v}</version>\n")).collect();
+        format!("<metadata><versioning><versions>\n{vs}</versions></versioning>{extra}</metadata>")
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_before_the_parser_recurses() {
+        // The attack: 20,000 nested elements (140 KB) overflowed the stack (abort, exit 134).
+        let n = 20_000;
+        let xml = metadata_of(["4.3.1".to_string()].into_iter(), &format!("\n{}{}", "<a>".repeat(n), "</a>".repeat(n)));
+        let e = parse_metadata(&xml, "m.xml").unwrap_err();
+        assert!(matches!(e, Error::Source(_)), "bad input, exit 2: {e:?}");
+        let e = e.to_string();
+        assert!(e.starts_with("m.xml nests elements deeper than okp's cap of 32 (line 4)"), "{e}");
+        // Just at the cap is read; one deeper is refused.
+        let at = |d: usize| {
+            metadata_of(["4.3.1".to_string()].into_iter(), &"<a>".repeat(d - 1).to_string())
+                .replace("</metadata>", &format!("{}</metadata>", "</a>".repeat(d - 1)))
+        };
+        assert!(parse_metadata(&at(MAX_DEPTH), "m.xml").is_ok());
+        assert!(parse_metadata(&at(MAX_DEPTH + 1), "m.xml").unwrap_err().to_string().contains("deeper than"));
+    }
+
+    #[test]
+    fn the_depth_scan_skips_what_opens_no_element() {
+        for (xml, deepest_ok) in [
+            ("<a><b/><c x='>' y=\"<d>\"><!-- <e><f> --><![CDATA[<g><h>]]><?pi <i>?></c></a>", 2),
+            ("<!DOCTYPE a [<!ELEMENT a ANY>]><a><b></b><b></b></a>", 2),
+            ("<a><b><c", 3),
+            // A stray close tag lowers the count; the parser stops at it, so it never recurses deeper.
+            ("<a></b></c></d><e><f>", 2),
+        ] {
+            assert_eq!(deeper_than(xml, deepest_ok), None, "{xml}");
+            assert_eq!(deeper_than(xml, deepest_ok - 1), Some(1), "{xml}");
+        }
+    }
+
+    #[test]
+    fn huge_metadata_is_refused_by_size_nodes_versions_and_releases_in_scope() {
+        // The attack: 1M versions (28 MB) used 1.9 GB and, online, a HEAD request per version.
+        let million = metadata_of((0..1_000_000).map(|i| format!("9.{}.{}", i / 1000, i % 1000)), "");
+        let e = parse_metadata(&million, "m.xml").unwrap_err().to_string();
+        assert!(e.contains(&format!("m.xml is {} bytes, over okp's cap of 1048576 bytes", million.len())), "{e}");
+        // Under the size cap: too many nodes, too many versions, too many releases in scope.
+        let nodes = metadata_of(["4.3.1".to_string()].into_iter(), &"<a/>".repeat(70_000));
+        let e = parse_metadata(&nodes, "m.xml").unwrap_err().to_string();
+        assert!(e.contains("more than okp's cap of 65536 XML nodes"), "{e}");
+        let rcs = metadata_of((0..=MAX_VERSIONS).map(|i| format!("4.{i}.0-rc1")), "");
+        let e = parse_metadata(&rcs, "m.xml").unwrap_err().to_string();
+        assert!(e.contains("lists more than okp's cap of 4096 <version> elements"), "{e}");
+        let finals = metadata_of((0..=MAX_IN_SCOPE).map(|i| format!("5.{i}.0")), "");
+        let e = parse_metadata(&finals, "m.xml").unwrap_err().to_string();
+        assert!(e.contains("m.xml lists 257 final releases from 2.7.0 on, over okp's cap of 256"), "{e}");
+        // At the caps: read.
+        let m = parse_metadata(&metadata_of((1..=MAX_IN_SCOPE).map(|i| format!("5.{i}.0")), ""), "m.xml").unwrap();
+        assert_eq!(in_scope(&m.versions).len(), MAX_IN_SCOPE);
+        // A cache grown by hand is held to the same cap.
+        let grown = Metadata { versions: (0..=MAX_IN_SCOPE).map(|i| format!("5.{i}.0")).collect(), last_updated: None };
+        assert!(grown.bounded("the cache").unwrap_err().to_string().contains("over okp's cap of 256"));
     }
 
     #[test]

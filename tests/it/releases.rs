@@ -87,6 +87,17 @@ fn a_recorded_metadata_file_read_offline() {
     let (code, _, err) = releases(m2.path(), &[], &args);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("lists no <version>"), "{err}");
+    // Hostile files are refused naming the file and the cap (exit 2), not a stack overflow (134).
+    let deep =
+        format!("<metadata><version>4.3.1</version>{}{}</metadata>", "<a>".repeat(20_000), "</a>".repeat(20_000));
+    std::fs::write(&small, deep).unwrap();
+    let (code, _, err) = releases(m2.path(), &[], &args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("{} nests elements deeper than okp's cap of 32", small.display())), "{err}");
+    std::fs::write(&small, "<version>4.3.1</version>".repeat(50_000)).unwrap();
+    let (code, _, err) = releases(m2.path(), &[], &args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("over okp's cap of 1048576 bytes"), "{err}");
 }
 
 #[test]
