@@ -4,7 +4,8 @@
 # gnupg, shellcheck and dash (the bundle tests' independent checkers),
 # check-jsonschema, PyNaCl and cyclonedx-python-lib from PyPI in a virtualenv
 # (the schema validator of the ci/ workflow tests, the checkers of a bundle's
-# attestations), and the Rust toolchain's presence is checked. Idempotent; does
+# attestations), confluent-kafka (the CREATE scenario's librdkafka client), and
+# the Rust toolchain's presence is checked. Idempotent; does
 # nothing when all is there.
 set -euo pipefail
 
@@ -61,6 +62,14 @@ if ! "$venv/bin/python" -c "import sys, importlib.metadata as m
 sys.exit(m.version('ansible-core') != '$ANSIBLE_CORE_VERSION')" 2>/dev/null; then
   echo "setup: installing ansible-core $ANSIBLE_CORE_VERSION into $venv" >&2
   "$venv/bin/pip" install -q "ansible-core==$ANSIBLE_CORE_VERSION"
+fi
+# confluent-kafka (librdkafka inside its wheel) for the CREATE scenario's non-Java client
+# (src/cluster/okp_births.py): pinned, the version of the report it answers (issue 44).
+CONFLUENT_KAFKA_VERSION=2.16.1
+if ! "$venv/bin/python" -c "import sys, importlib.metadata as m
+sys.exit(m.version('confluent-kafka') != '$CONFLUENT_KAFKA_VERSION')" 2>/dev/null; then
+  echo "setup: installing confluent-kafka $CONFLUENT_KAFKA_VERSION into $venv" >&2
+  "$venv/bin/pip" install -q "confluent-kafka==$CONFLUENT_KAFKA_VERSION"
 fi
 # ansible-lint in a virtualenv of its own (its dependencies are many and must not move the
 # checkers above); the role's lint test is skipped where it did not install.

@@ -1,15 +1,16 @@
 //! A minimal Kafka protocol client: Metadata (brokers; leader, replicas, ISR
 //! of partitions), ListOffsets (a leader's high watermark, or any replica's
 //! own log end offset) and DescribeConfigs (a topic's effective configs), over
-//! plain TCP. It exists because a tool JVM costs 1–4 s per call on a 2-core
+//! plain TCP; and, for the CREATE scenario's reproduction of KAFKA-15591, InitProducerId and a
+//! Produce of one batch a caller made (`cluster::segments::encode_batch`). It exists because a tool JVM costs 1–4 s per call on a 2-core
 //! machine, which is too coarse to time a failover or to sample a high
 //! watermark, and because `okp observers` must not need a JVM at all. In `okp
 //! verify`, every state a scenario *asserts* at the end of a wait is still read
 //! with the release's own tool; the probe only decides when to look.
 //!
 //! Versions: ApiVersions v0 first (every broker answers it), then the highest
-//! Metadata version in 4..=8, ListOffsets in 1..=3 and DescribeConfigs v1 —
-//! all non-flexible encodings, served by every release from Kafka 2.7 to 4.3
+//! Metadata version in 4..=8, ListOffsets in 1..=3, DescribeConfigs v1 and Produce in
+//! 3..=8 — all non-flexible encodings (InitProducerId v1, or v2 where v1 is gone), served by every release from Kafka 2.7 to 4.3
 //! (4.0 dropped only the v0 of ListOffsets and DescribeConfigs).
 //!
 //! Not here: retries, TLS or SASL (the probe speaks PLAINTEXT only).
@@ -19,11 +20,13 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+const API_PRODUCE: i16 = 0;
 const API_FETCH: i16 = 1;
 const API_LIST_OFFSETS: i16 = 2;
 const API_METADATA: i16 = 3;
 const API_DESCRIBE_CONFIGS: i16 = 32;
 const API_VERSIONS: i16 = 18;
+const API_INIT_PRODUCER_ID: i16 = 22;
 const API_ALTER_PARTITION_REASSIGNMENTS: i16 = 45;
 
 /// ListOffsets `replica_id` of an ordinary consumer: a leader answers with its high watermark.
@@ -67,6 +70,10 @@ pub struct Probe {
     describe_configs_v1: bool,
     /// Fetch v11 (KIP-392's rack_id and preferred_read_replica): 2.4 and later.
     fetch_v11: bool,
+    /// The highest Produce version in 3..=8 (the non-flexible ones with record batches of magic 2).
+    produce_version: Option<i16>,
+    /// InitProducerId: v1 (non-flexible) where served, else v2 (flexible).
+    init_producer_id_version: Option<i16>,
 }
 
 /// A broker as Metadata lists it (registered, so alive as far as the controller knows).
@@ -138,6 +145,8 @@ impl Probe {
             list_offsets_version: 1,
             describe_configs_v1: false,
             fetch_v11: false,
+            produce_version: None,
+            init_producer_id_version: None,
         };
         let body = p.call(API_VERSIONS, 0, &[])?;
         let mut r = Reader::new(&body);
@@ -152,6 +161,8 @@ impl Probe {
                 API_LIST_OFFSETS => p.list_offsets_version = pick(1, 3)?,
                 API_DESCRIBE_CONFIGS => p.describe_configs_v1 = pick(1, 1).is_some(),
                 API_FETCH => p.fetch_v11 = pick(11, 11).is_some(),
+                API_PRODUCE => p.produce_version = pick(3, 8),
+                API_INIT_PRODUCER_ID => p.init_producer_id_version = pick(0, 1).or(pick(2, 2)),
                 _ => {}
             }
         }
@@ -452,6 +463,80 @@ impl Probe {
     }
 }
 
+impl Probe {
+    /// A producer id and epoch for an idempotent producer (InitProducerId without a
+    /// transactional id, asked of any broker). None when the broker does not serve a version
+    /// okp speaks or does not answer; Err with Kafka's error code otherwise.
+    pub fn init_producer_id(&mut self) -> Option<Result<(i64, i16), i16>> {
+        let v = self.init_producer_id_version?;
+        let resp = if v >= 2 {
+            let mut body = vec![0u8]; // transactional_id: null (compact)
+            body.extend_from_slice(&60_000i32.to_be_bytes());
+            body.push(0); // tagged fields
+            self.call_flexible(API_INIT_PRODUCER_ID, v, &body)?
+        } else {
+            let mut body = (-1i16).to_be_bytes().to_vec(); // transactional_id: null
+            body.extend_from_slice(&60_000i32.to_be_bytes());
+            self.call(API_INIT_PRODUCER_ID, v, &body)?
+        };
+        let mut r = Reader::new(&resp);
+        r.i32()?; // throttle_time_ms
+        let err = r.i16()?;
+        let (id, epoch) = (r.i64()?, r.i16()?);
+        Some(if err == 0 { Ok((id, epoch)) } else { Err(err) })
+    }
+
+    /// Produce (acks=all) of one record batch to partition `p` of `topic`, asked of its leader:
+    /// the base offset it was written at, or Kafka's error code. None when the broker does not
+    /// serve Produce v3–v8 or does not answer in time.
+    pub fn produce(&mut self, topic: &str, p: i32, batch: &[u8], timeout_ms: i32) -> Option<Result<i64, i16>> {
+        let v = self.produce_version?;
+        let mut body = (-1i16).to_be_bytes().to_vec(); // transactional_id: null
+        body.extend_from_slice(&(-1i16).to_be_bytes()); // acks=all
+        body.extend_from_slice(&timeout_ms.to_be_bytes());
+        body.extend_from_slice(&1i32.to_be_bytes());
+        put_str(&mut body, topic);
+        body.extend_from_slice(&1i32.to_be_bytes());
+        body.extend_from_slice(&p.to_be_bytes());
+        body.extend_from_slice(&(batch.len() as i32).to_be_bytes());
+        body.extend_from_slice(batch);
+        // acks=all answers once the ISR has the batch: longer than a metadata read may take.
+        let wait = Duration::from_millis(timeout_ms.max(0) as u64 + 2000);
+        self.stream.set_read_timeout(Some(wait)).ok()?;
+        let resp = self.call(API_PRODUCE, v, &body);
+        self.stream.set_read_timeout(Some(Duration::from_millis(1500))).ok()?;
+        parse_produce(&resp?, v, topic, p)
+    }
+}
+
+fn parse_produce(resp: &[u8], v: i16, topic: &str, p: i32) -> Option<Result<i64, i16>> {
+    let mut r = Reader::new(resp);
+    let mut answer = None;
+    for _ in 0..r.i32()? {
+        let name = r.string()?;
+        for _ in 0..r.i32()? {
+            let index = r.i32()?;
+            let err = r.i16()?;
+            let base = r.i64()?;
+            r.i64()?; // log_append_time_ms
+            if v >= 5 {
+                r.i64()?; // log_start_offset
+            }
+            if v >= 8 {
+                for _ in 0..r.i32()? {
+                    r.i32()?;
+                    r.nullable_string()?;
+                }
+                r.nullable_string()?;
+            }
+            if name == topic && index == p {
+                answer = Some(if err == 0 { Ok(base) } else { Err(err) });
+            }
+        }
+    }
+    answer
+}
+
 fn parse_fetch_v11(resp: &[u8], topic: &str, p: i32) -> Option<FetchAnswer> {
     let mut r = Reader::new(resp);
     r.i32()?; // throttle_time_ms
@@ -655,6 +740,32 @@ mod tests {
         h.extend_from_slice(&(records - 1).to_be_bytes()); // lastOffsetDelta
         h.resize(70, 0);
         h
+    }
+
+    /// Produce v8's answer: the base offset of the asked partition, or its error code.
+    #[test]
+    fn reads_a_produce_answer_of_v3_and_v8() {
+        for (v, err, base) in [(8i16, 0i16, 0i64), (3, 45, -1)] {
+            let mut b = Vec::new();
+            b.extend_from_slice(&1i32.to_be_bytes());
+            put_str(&mut b, "cz");
+            b.extend_from_slice(&1i32.to_be_bytes());
+            b.extend_from_slice(&0i32.to_be_bytes());
+            b.extend_from_slice(&err.to_be_bytes());
+            b.extend_from_slice(&base.to_be_bytes());
+            b.extend_from_slice(&(-1i64).to_be_bytes()); // log append time
+            if v >= 5 {
+                b.extend_from_slice(&0i64.to_be_bytes()); // log start offset
+            }
+            if v >= 8 {
+                b.extend_from_slice(&0i32.to_be_bytes()); // record errors
+                b.extend_from_slice(&(-1i16).to_be_bytes()); // error message: null
+            }
+            b.extend_from_slice(&0i32.to_be_bytes()); // throttle
+            let want = if err == 0 { Ok(base) } else { Err(err) };
+            assert_eq!(parse_produce(&b, v, "cz", 0), Some(want), "v{v}");
+            assert_eq!(parse_produce(&b, v, "cz", 1), None);
+        }
     }
 
     #[test]

@@ -27,11 +27,16 @@ pub const BATCH_CLASS: &str = "okp.soak.OkpToolBatch";
 pub const BATCH_END: &str = "okp-batch-end\t";
 /// Separates the calls of one batch on its command line.
 pub const BATCH_NEXT: &str = "--okp-next-call";
+/// The CREATE scenario's Java client (`scenarios::births`); its librdkafka twin is `BIRTHS_PY`.
+const BIRTHS_SOURCE: &str = include_str!("OkpBirths.java");
+pub const BIRTHS_CLASS: &str = "okp.soak.OkpBirths";
+/// The CREATE scenario's librdkafka client, run with the Python that has confluent-kafka.
+pub const BIRTHS_PY: &str = include_str!("okp_births.py");
 
 /// A digest of okp's Java sources: with the release and the JDK, what their compiled classes
 /// depend on (the cache key of `Cluster::okp_client_classes`).
 pub fn sources_digest() -> String {
-    crate::hash::sha256(format!("{SOURCE}\0{BATCH_SOURCE}").as_bytes())
+    crate::hash::sha256(format!("{SOURCE}\0{BATCH_SOURCE}\0{BIRTHS_SOURCE}").as_bytes())
 }
 
 /// One line a client printed, with the milliseconds since the soak began when okp read it.
@@ -51,7 +56,9 @@ pub fn compile(java: &Path, classpath: &str, dir: &Path) -> Result<PathBuf> {
         crate::fsx::create_dir(d)?;
     }
     let mut files = Vec::new();
-    for (name, text) in [("OkpSoakClient.java", SOURCE), ("OkpToolBatch.java", BATCH_SOURCE)] {
+    for (name, text) in
+        [("OkpSoakClient.java", SOURCE), ("OkpToolBatch.java", BATCH_SOURCE), ("OkpBirths.java", BIRTHS_SOURCE)]
+    {
         let file = src.join(name);
         crate::fsx::write_atomic(&file, text.as_bytes())?;
         files.push(file);
@@ -96,20 +103,25 @@ impl Client {
         stderr_file: &Path,
         t0: Instant,
     ) -> Result<Client> {
+        let mut cmd = Command::new(java);
+        cmd.env("CLASSPATH", classpath).env_remove("JAVA_TOOL_OPTIONS").args(jvm).arg(CLASS).args(args);
+        Client::spawn_command(name, cmd, stderr_file, t0)
+    }
+
+    /// Starts `cmd` (any program speaking this line protocol: okp's Java classes, or the CREATE
+    /// scenario's librdkafka client) in a process group of its own, stdout collected line by
+    /// line, stderr to `stderr_file`.
+    pub fn spawn_command(name: &str, mut cmd: Command, stderr_file: &Path, t0: Instant) -> Result<Client> {
         let err = std::fs::File::create(stderr_file)
             .map_err(|e| Error::io(format!("cannot create {}", stderr_file.display()), e))?;
-        let mut child = Command::new(java)
-            .env("CLASSPATH", classpath)
-            .env_remove("JAVA_TOOL_OPTIONS")
-            .args(jvm)
-            .arg(CLASS)
-            .args(args)
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(err))
             .process_group(0)
             .spawn()
-            .map_err(|e| Error::External(format!("cannot run {} ({e})", java.display())))?;
+            .map_err(|e| Error::External(format!("cannot run {program} ({e})")))?;
         node::register(child.id() as i32);
         let lines: Arc<Mutex<Vec<Line>>> = Arc::default();
         let stdout = child.stdout.take();
@@ -128,7 +140,26 @@ impl Client {
         Ok(Client { name: name.to_string(), child, stdin, lines, reader: Some(reader) })
     }
 
-    /// Whether the JVM is still running.
+    /// Writes one command line to the client's stdin.
+    pub fn send(&mut self, line: &str) -> Result<()> {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().ok_or_else(|| Error::External(format!("{}: stdin is closed", self.name)))?;
+        writeln!(stdin, "{line}")
+            .and_then(|_| stdin.flush())
+            .map_err(|e| Error::External(format!("{}: cannot write a command ({e}); has it exited?", self.name)))
+    }
+
+    /// How many lines the client has printed so far.
+    pub fn printed(&self) -> usize {
+        self.lines.lock().map(|v| v.len()).unwrap_or(0)
+    }
+
+    /// The lines from the `from`-th on.
+    pub fn lines_from(&self, from: usize) -> Vec<Line> {
+        self.lines.lock().map(|v| v.get(from..).map(<[Line]>::to_vec).unwrap_or_default()).unwrap_or_default()
+    }
+
+    /// Whether the client is still running.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
@@ -232,7 +263,9 @@ impl crate::cluster::Cluster {
     /// when the cache cannot be written. Their directory.
     pub fn okp_client_classes(&mut self) -> Result<PathBuf> {
         let complete = |classes: &Path| {
-            [CLASS, BATCH_CLASS].iter().all(|c| classes.join(format!("{}.class", c.replace('.', "/"))).is_file())
+            [CLASS, BATCH_CLASS, BIRTHS_CLASS]
+                .iter()
+                .all(|c| classes.join(format!("{}.class", c.replace('.', "/"))).is_file())
         };
         let key = crate::hash::sha256(
             format!("{}\0{}\0{}", self.rt.version, self.rt.java_version, sources_digest()).as_bytes(),

@@ -40,6 +40,7 @@ mod probes;
 mod records;
 pub mod resident;
 pub mod runtime;
+pub mod segments;
 pub mod server_cds;
 pub mod tools;
 mod waits;

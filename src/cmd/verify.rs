@@ -166,6 +166,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         base_port: args.base_port,
         json: args.format == ListFormat::Json,
         lanes: args.lanes as usize,
+        tuning: scenarios::Tuning { create_rounds: args.create_rounds },
     };
     crate::verify::run(ws, opts)
 }

@@ -7,6 +7,7 @@
 //! Not here: processes and tools (cluster/), the report (verify.rs).
 
 mod auto;
+mod births;
 mod elections;
 mod failures;
 mod hosts;
@@ -76,6 +77,8 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "TOPIC", title: "observers per topic: 4 observes tobs and fully replicates tfull by one rule; acks=all on tobs does not wait for 4 frozen, tfull does (as upstream); the rules swapped live; an exact rule wins over a prefix rule", gate: true, run: topic::topic },
     // Edges: elections and leader balance (docs/contract.md). Last: it restarts the nodes that can be controller, twice.
     Scenario { id: "PREF", title: "preferred election of an observer leader keeps a leader; auto rebalance with an observer first: no leader change, imbalance 0", gate: true, run: elections::pref },
+    // Opt-in (`--scenarios CREATE`, `--create-rounds N`): the first second of a partition's life under librdkafka and Java producers.
+    Scenario { id: "CREATE", title: "topics created round after round and written from the first moment by librdkafka and Java idempotent acks=all producers: every acked record at its acked offset on every replica, once", gate: false, run: births::create },
     // Opt-in (`--scenarios HOSTS`): its own cluster on separate hosts (network namespaces, sshd), operated over ssh and Ansible.
     Scenario { id: "HOSTS", title: "separate hosts over real ssh: an Ansible roll of the bundle under acks=all writes (a damaged jar on one host rolled back); promote, demote, watch over ssh; a host down, unreachable, frozen, stalled, re-keyed, read-only: each named in bounded time, every observer.ids as before", gate: false, run: hosts::hosts },
     Scenario { id: "ROLL", title: "rolling adoption with the shipped bundle: back to the release's jars, okp install one node at a time under acks=all writes, observer named, okp rollback rolling; runs last", gate: false, run: roll::roll },
@@ -88,8 +91,9 @@ pub const SCENARIOS: &[Scenario] = &[
 /// depends on it.
 fn typical_seconds(id: &str, mode: Mode) -> u32 {
     // (id, ZooKeeper, KRaft)
-    const TYPICAL: [(&str, u32, u32); 22] = [
+    const TYPICAL: [(&str, u32, u32); 23] = [
         ("HOSTS", 300, 330),
+        ("CREATE", 90, 90),
         ("TOPIC", 125, 155),
         ("ROLL", 70, 117),
         ("PREF", 65, 71),
@@ -138,8 +142,9 @@ pub fn lanes(selected: &[&'static Scenario], lanes: usize, mode: Mode) -> Vec<Ve
 }
 
 /// Scenarios a run takes only when `--scenarios` names them: HOSTS builds a cluster of its own
-/// on separate hosts and takes about five minutes, as long as a whole pair's suite.
-pub const OPT_IN: &[&str] = &["HOSTS"];
+/// on separate hosts and takes about five minutes, as long as a whole pair's suite; CREATE needs
+/// confluent-kafka's Python and is sized by `--create-rounds` (a stress run takes thousands).
+pub const OPT_IN: &[&str] = &["HOSTS", "CREATE"];
 
 /// The suite a run of `flavor` takes when `--scenarios` names none: every scenario but the
 /// opt-in ones (an upstream run: the gates only). What "the whole suite" means in the evidence.
@@ -147,9 +152,27 @@ pub fn default_suite(flavor: Flavor) -> impl Iterator<Item = &'static Scenario> 
     SCENARIOS.iter().filter(move |s| (s.gate || flavor == Flavor::Patched) && !OPT_IN.contains(&s.id))
 }
 
-/// Why scenario `id` cannot run on this machine, if it cannot (HOSTS: namespaces, sshd, root).
+/// Why scenario `id` cannot run on this machine, if it cannot (HOSTS: namespaces, sshd, root;
+/// CREATE: confluent-kafka).
 pub fn unavailable(id: &str) -> Option<String> {
-    (id == "HOSTS").then(crate::hosts::available).and_then(|r| r.err())
+    match id {
+        "HOSTS" => crate::hosts::available().err(),
+        "CREATE" => births::unavailable(),
+        _ => None,
+    }
+}
+
+/// The sizes of the scenarios that take one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// CREATE's rounds: each creates 5 topics (10 partitions) per client and writes 50 records to each.
+    pub create_rounds: u32,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning { create_rounds: 20 }
+    }
 }
 
 /// Scenarios that need an optional layer of the patch set in the jars.
@@ -234,6 +257,7 @@ pub struct Ctx<'a> {
     /// This is the last scenario on this cluster (it is torn down next): a scenario may leave
     /// out what it does only to hand the next one its cluster as it found it.
     pub last: bool,
+    pub tuning: Tuning,
 }
 
 impl Ctx<'_> {
@@ -461,9 +485,10 @@ pub fn run_suite(
     flavor: Flavor,
     selected: &[&'static Scenario],
     lane: Option<u8>,
+    tuning: Tuning,
 ) -> Vec<ScenarioResult> {
     let tag = lane.map(|l| format!("[lane {l}] ")).unwrap_or_default();
-    let mut ctx = Ctx { c, flavor, ledger: Vec::new(), sent: 0, last: false };
+    let mut ctx = Ctx { c, flavor, ledger: Vec::new(), sent: 0, last: false, tuning };
     let mut outcomes = Vec::new();
     let run: Vec<&Scenario> = SCENARIOS.iter().filter(|s| selected.iter().any(|x| x.id == s.id)).collect();
     for (i, s) in run.iter().enumerate() {

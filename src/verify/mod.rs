@@ -68,6 +68,8 @@ pub struct Options {
     pub json: bool,
     /// How many clusters share the suite (each runs its lane's scenarios at the same time).
     pub lanes: usize,
+    /// The sizes of the scenarios that take one (`--create-rounds`).
+    pub tuning: crate::scenarios::Tuning,
 }
 
 #[cfg(test)]

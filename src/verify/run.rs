@@ -58,7 +58,8 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
     let rss_after_start = lane_keyed(clusters.iter_mut().map(|c| c.rss()).collect());
 
     // 5. The suite: each lane's scenarios on its own cluster, the lanes at once.
-    let (outcomes, lane_records) = timed(&mut seconds, "scenarios", || run_lanes(&mut clusters, &lanes, opts.flavor));
+    let (outcomes, lane_records) =
+        timed(&mut seconds, "scenarios", || run_lanes(&mut clusters, &lanes, opts.flavor, opts.tuning));
     // An interrupted run writes no evidence: its clusters stop (Drop) on the way to exit 130.
     crate::cluster::node::check_interrupt()?;
     let audit = audit_lines(&clusters);
@@ -163,7 +164,12 @@ fn start_clusters(
 
 /// Each lane's scenarios on its own cluster, the lanes at once: the outcomes in suite order, and
 /// for a run of several lanes what each lane ran (a one-lane run records none, as before lanes).
-fn run_lanes(clusters: &mut [Cluster], lanes: &[LanePlan], flavor: Flavor) -> (Vec<ScenarioResult>, Vec<record::Lane>) {
+fn run_lanes(
+    clusters: &mut [Cluster],
+    lanes: &[LanePlan],
+    flavor: Flavor,
+    tuning: scenarios::Tuning,
+) -> (Vec<ScenarioResult>, Vec<record::Lane>) {
     let several = lanes.len() > 1;
     let per_lane: Vec<(Vec<ScenarioResult>, f64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = clusters
@@ -175,7 +181,7 @@ fn run_lanes(clusters: &mut [Cluster], lanes: &[LanePlan], flavor: Flavor) -> (V
                 let selected = &plan.scenarios;
                 let h = scope.spawn(move || {
                     let t = Instant::now();
-                    let o = scenarios::run_suite(c, flavor, selected, lane);
+                    let o = scenarios::run_suite(c, flavor, selected, lane, tuning);
                     (o, scenarios::round(t.elapsed().as_secs_f64()))
                 });
                 (h, selected, lane)
