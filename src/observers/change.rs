@@ -302,8 +302,8 @@ fn plan_edits(
     let mut edits = Vec::new();
     for (node, before) in order.into_iter().zip(texts) {
         let after = match (topic, direction) {
-            (None, Direction::Promote) => idfile::without_id(&before, broker),
-            (None, Direction::Demote) => idfile::with_id(&before, broker),
+            (None, _) => idfile::with_cluster_id(&before, broker, direction == Direction::Demote)
+                .map_err(|e| Error::Usage(format!("{}: observer.ids: {e}; nothing was written", node.label())))?,
             (Some(t), Direction::Demote) if restore_rule => idfile::restore_topic_rule(&before, t, broker)
                 .map_err(|e| Error::Usage(format!("{}: observer.ids: {e}; nothing was written", node.label())))?,
             (Some(t), _) => idfile::with_topic_rule(&before, t, broker, direction == Direction::Demote)

@@ -35,17 +35,31 @@ fn split_comment(line: &str) -> (&str, &str) {
     }
 }
 
-/// The lines as the registries split them: at `\r\n`, `\r` or `\n`.
-fn java_lines(text: &str) -> Vec<&str> {
+/// okp's one line-ending rule for observer.ids, the registries' own (`text.split("\r\n|\r|\n", -1)`
+/// in ObserverIds.scala and ObserverReplicas.java): a line ends at `\r\n`, else at a lone `\r` or
+/// `\n`. Every line with its ending (`""` for the last, which may be empty), so that the lines
+/// joined give back `text` byte for byte: the reader uses the lines, the editors put back the
+/// endings of the lines they keep.
+fn lines_with_ends(text: &str) -> Vec<(&str, &str)> {
     let mut out = Vec::new();
     let mut rest = text;
     while let Some(at) = rest.find(['\r', '\n']) {
-        out.push(&rest[..at]);
-        let skip = if rest[at..].starts_with("\r\n") { 2 } else { 1 };
-        rest = &rest[at + skip..];
+        let len = if rest[at..].starts_with("\r\n") { 2 } else { 1 };
+        out.push((&rest[..at], &rest[at..at + len]));
+        rest = &rest[at + len..];
     }
-    out.push(rest);
+    out.push((rest, ""));
     out
+}
+
+/// The lines as the registries split them (`lines_with_ends` without the endings).
+fn java_lines(text: &str) -> Vec<&str> {
+    lines_with_ends(text).into_iter().map(|(line, _)| line).collect()
+}
+
+/// Whether `text` ends a line (so an appended line starts on its own).
+fn ends_a_line(text: &str) -> bool {
+    text.is_empty() || text.ends_with(['\r', '\n'])
 }
 
 const KINDS: [&str; 3] = ["topic:", "prefix:", "regex:"];
@@ -430,12 +444,12 @@ pub fn ignored(text: &str) -> Vec<String> {
 }
 
 /// `text` with `id` added (a line of its own at the end), or unchanged when it already names it.
-pub fn with_id(text: &str, id: i32) -> String {
+fn with_id(text: &str, id: i32) -> String {
     if parse(text).contains(&id) {
         return text.to_string();
     }
     let mut out = text.to_string();
-    if !out.is_empty() && !out.ends_with('\n') {
+    if !ends_a_line(&out) {
         out.push('\n');
     }
     out.push_str(&format!("{id}\n"));
@@ -446,24 +460,19 @@ pub fn with_id(text: &str, id: i32) -> String {
 /// from its line; a line left with neither ids nor a comment is dropped, and
 /// the line's other ids keep their order and its separator style (`, ` when the
 /// line used commas, else a space).
-pub fn without_id(text: &str, id: i32) -> String {
+fn without_id(text: &str, id: i32) -> String {
     let mut out = String::new();
-    for line in text.split_inclusive('\n') {
-        let (body, eol) = if let Some(b) = line.strip_suffix("\r\n") {
-            (b, "\r\n")
-        } else if let Some(b) = line.strip_suffix('\n') {
-            (b, "\n")
-        } else {
-            (line, "")
-        };
+    for (body, eol) in lines_with_ends(text) {
         if is_rule_line(body) {
-            out.push_str(line);
+            out.push_str(body);
+            out.push_str(eol);
             continue;
         }
         let (ids, comment) = split_comment(body);
         let tokens: Vec<&str> = ids.split(is_separator).filter(|t| !t.is_empty()).collect();
         if !tokens.iter().any(|t| id_of(t) == Some(id)) {
-            out.push_str(line);
+            out.push_str(body);
+            out.push_str(eol);
             continue;
         }
         let kept: Vec<&str> = tokens.into_iter().filter(|t| id_of(t) != Some(id)).collect();
@@ -483,6 +492,32 @@ pub fn without_id(text: &str, id: i32) -> String {
         out.push_str(eol);
     }
     out
+}
+
+/// `text` with `id` an observer cluster-wide (`observer`: `with_id`) or not (`without_id`), read
+/// back as the registries will read it before anything is written: the new text must name the
+/// old cluster-wide ids with `id` added or removed, and the same topic rules. Err: what it would
+/// read as instead (an editor that split lines otherwise than the registries wrote nothing for
+/// `4 # note\r5` and reported broker 5 promoted).
+pub fn with_cluster_id(text: &str, id: i32, observer: bool) -> std::result::Result<String, String> {
+    let after = if observer { with_id(text, id) } else { without_id(text, id) };
+    let mut want = parse(text);
+    if observer {
+        want.insert(id);
+    } else {
+        want.remove(&id);
+    }
+    let (got, rules_before, rules_after) = (parse(&after), rules(text).ok(), rules(&after).ok());
+    if got != want || rules_before != rules_after {
+        return Err(format!(
+            "{} broker {id} would read as the ids {}{} instead of {}; edit the file by hand",
+            if observer { "adding" } else { "removing" },
+            show(&got),
+            if rules_before == rules_after { String::new() } else { " with changed topic rules".into() },
+            show(&want)
+        ));
+    }
+    Ok(after)
 }
 
 /// `text` with `id` made an observer (`observer`) or a full replica of `topic` alone: the exact
@@ -569,12 +604,13 @@ pub fn restore_topic_rule(text: &str, topic: &str, id: i32) -> std::result::Resu
     let after = with_topic_rule(text, topic, id, true)?;
     let Some(want) = rules(&after)?.exact.get(topic).map(|e| e.list.clone()) else { return Ok(after) };
     let selector = format!("topic:{topic}");
-    let without: String = after
-        .split_inclusive('\n')
-        .filter(|line| {
+    let without: String = lines_with_ends(&after)
+        .into_iter()
+        .filter(|(line, _)| {
             let first = split_comment(line).0.split(|c: char| c != ',' && is_separator(c)).find(|w| !w.is_empty());
             !(is_rule_line(line) && first == Some(selector.as_str()))
         })
+        .flat_map(|(line, eol)| [line, eol])
         .collect();
     let gives = match rules(&without)?.resolve(topic)? {
         Some(s) => s.clone(),
@@ -638,27 +674,27 @@ fn write_topic_list(text: &str, topic: &str, list: &Observers) -> std::result::R
     let selector = format!("topic:{topic}");
     if had.is_none() {
         let mut out = text.to_string();
-        if !out.is_empty() && !out.ends_with('\n') {
+        if !ends_a_line(&out) {
             out.push('\n');
         }
         out.push_str(&format!("{selector} observers={shown}\n"));
         return Ok(out);
     }
     let mut out = String::new();
-    for line in text.split_inclusive('\n') {
+    for (line, eol) in lines_with_ends(text) {
         let (body, comment) = split_comment(line);
         let first = body.split(|c: char| c != ',' && is_separator(c)).find(|w| !w.is_empty());
-        if is_rule_line(line) && first == Some(selector.as_str()) {
-            if let Some(at) = body.find("observers=") {
+        match body.find("observers=") {
+            Some(at) if is_rule_line(line) && first == Some(selector.as_str()) => {
                 let end = body[at..].find(|c: char| c != ',' && is_separator(c)).map_or(body.len(), |e| at + e);
                 out.push_str(&body[..at]);
                 out.push_str(&format!("observers={shown}"));
                 out.push_str(&body[end..]);
                 out.push_str(comment);
-                continue;
             }
+            _ => out.push_str(line),
         }
-        out.push_str(line);
+        out.push_str(eol);
     }
     Ok(out)
 }
@@ -720,6 +756,56 @@ mod tests {
             want.remove(&id);
             assert_eq!(parse(&after), want, "{text:?} - {id}");
         }
+    }
+
+    #[test]
+    fn lines_end_where_the_registries_end_them() {
+        // Java's `text.split("\r\n|\r|\n", -1)`: `\r\n` first, then a lone `\r` or `\n`; the
+        // trailing empty line kept.
+        for (text, java) in [
+            ("", vec![""]),
+            ("4\n", vec!["4", ""]),
+            ("4\r\n5", vec!["4", "5"]),
+            ("4\r5", vec!["4", "5"]),
+            ("4\r\r\n5\n\r6\r", vec!["4", "", "5", "", "6", ""]),
+            ("4 # note\r5", vec!["4 # note", "5"]),
+        ] {
+            assert_eq!(java_lines(text), java, "{text:?}");
+            let joined: String = lines_with_ends(text).into_iter().flat_map(|(l, e)| [l, e]).collect();
+            assert_eq!(joined, text, "the lines with their endings are the text");
+        }
+    }
+
+    #[test]
+    fn id_edits_split_lines_as_the_registries_do() {
+        // The attack: the editor split only at `\n`, so 5 sat in the comment of one line for it,
+        // on a line of its own for the brokers: promote --broker 5 wrote nothing.
+        let attack = "4 # note\r5";
+        assert_eq!(parse(attack), set(&[4, 5]));
+        assert_eq!(without_id(attack, 5), "4 # note\r");
+        assert_eq!(with_cluster_id(attack, 5, false).unwrap(), "4 # note\r");
+        assert_eq!(with_cluster_id(attack, 7, true).unwrap(), "4 # note\r5\n7\n");
+        // Every ending, alone and mixed, is kept on the lines the edit keeps.
+        for (text, removed_5, added_8) in [
+            ("4\n5\n6\n", "4\n6\n", "4\n5\n6\n8\n"),
+            ("4\r\n5\r\n6\r\n", "4\r\n6\r\n", "4\r\n5\r\n6\r\n8\n"),
+            ("4\r5\r6\r", "4\r6\r", "4\r5\r6\r8\n"),
+            ("4\r5 # five\r\n6\n7", "4\r# five\r\n6\n7", "4\r5 # five\r\n6\n7\n8\n"),
+            ("# a\r5\rtopic:t observers=5\r", "# a\rtopic:t observers=5\r", "# a\r5\rtopic:t observers=5\r8\n"),
+        ] {
+            assert_eq!(with_cluster_id(text, 5, false).unwrap(), removed_5, "{text:?} - 5");
+            assert_eq!(with_cluster_id(text, 8, true).unwrap(), added_8, "{text:?} + 8");
+        }
+    }
+
+    #[test]
+    fn topic_rule_edits_split_lines_as_the_registries_do() {
+        // A rule on a line ended by a lone CR is the rule the brokers read: edited in place, not
+        // appended a second time (which the registries would read as malformed).
+        let text = "4\rtopic:orders observers=5 # dr\r6";
+        let after = with_topic_rule(text, "orders", 7, true).unwrap();
+        assert_eq!(after, "4\rtopic:orders observers=5,7 # dr\r6");
+        assert_eq!(restore_topic_rule("4\r5\rtopic:orders observers=4\r", "orders", 5).unwrap(), "4\r5\r");
     }
 
     #[test]
