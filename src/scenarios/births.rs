@@ -106,6 +106,9 @@ pub struct Birth {
     /// Replicas whose log differs from the longest one's after the catch-up wait.
     pub diverged: Vec<i32>,
     pub replicas: Vec<i32>,
+    /// What the client's own log says of the lost records (librdkafka's IMPLICITACK lines).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub client_says: Vec<String>,
 }
 
 impl Birth {
@@ -425,6 +428,10 @@ fn rounds_of(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
                         &mine,
                         &logs,
                     );
+                    let mut b = b;
+                    if !b.lost.is_empty() {
+                        b.client_says = implicit_acks(&debug.join(format!("round-{round}.log")), name, p);
+                    }
                     let key = format!("{} {when} {}", b.client, if rules { "rules" } else { "ids" });
                     tallies.entry(key).or_default().add(&b);
                     if !b.lost.is_empty() || b.first_sequence.is_some() || !b.clean() {
@@ -436,7 +443,7 @@ fn rounds_of(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
                         x.c.journal.note(&format!(
                             "round {round} {name}-{p} ({}, {layout}, produce {when} CreateTopics returned): acked {}, errors {}, \
                              log starts at sequence {:?}, lost {:?} ({} before the first sequence), misplaced {:?}, \
-                             duplicates {:?}, replicas differing {:?}; first errors {first_errors:?}",
+                             duplicates {:?}, replicas differing {:?}; first errors {first_errors:?}; the client's log: {:?}",
                             b.client,
                             b.acked,
                             b.errors,
@@ -445,7 +452,8 @@ fn rounds_of(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
                             b.lost_before_first_sequence,
                             b.misplaced,
                             b.duplicates,
-                            b.diverged
+                            b.diverged,
+                            b.client_says
                         ));
                     }
                     if !b.clean() {
@@ -473,7 +481,12 @@ fn rounds_of(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         ));
         let debug_log = debug.join(format!("round-{round}.log"));
         if round_lost {
-            keep_round(x, round, &round_topics, &debug_log, &evidence);
+            let lost_topics: Vec<String> = births[born_before..]
+                .iter()
+                .filter(|b| !b.lost.is_empty() || !b.clean())
+                .map(|b| b.topic.clone())
+                .collect();
+            keep_round(x, round, &lost_topics, &debug_log, &evidence);
         } else {
             let _ = std::fs::remove_file(&debug_log);
         }
@@ -630,8 +643,21 @@ fn sequence_rule(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     Ok(())
 }
 
-/// A losing round's librdkafka debug log and its topics' state-change lines, kept in the evidence.
-fn keep_round(x: &Ctx, round: u32, topics: &[(usize, String, usize)], debug_log: &Path, evidence: &Path) {
+/// librdkafka's lines of `topic` [`p`] that say it took records as delivered because a later
+/// request was (`IMPLICITACK`), and the errors its first requests got (`MSGSET … error`).
+fn implicit_acks(debug_log: &Path, topic: &str, p: u32) -> Vec<String> {
+    let text = crate::fsx::read::lossy_text(debug_log, crate::fsx::read::MAX_TEXT);
+    let needle = format!("{topic} [{p}]");
+    text.lines()
+        .filter(|l| l.contains(&needle) && (l.contains("IMPLICITACK") || (l.contains("MSGSET") && l.contains("error"))))
+        .map(|l| l.split_once(" [thrd:").map_or(l, |(_, rest)| rest).chars().take(300).collect())
+        .take(6)
+        .collect()
+}
+
+/// A losing round's librdkafka debug log and the brokers' lines naming its losing topics, kept
+/// in the evidence.
+fn keep_round(x: &Ctx, round: u32, topics: &[String], debug_log: &Path, evidence: &Path) {
     let dest = evidence.join(format!("round-{round}"));
     if crate::fsx::create_dir(&dest).is_err() {
         return;
@@ -639,7 +665,7 @@ fn keep_round(x: &Ctx, round: u32, topics: &[(usize, String, usize)], debug_log:
     if debug_log.is_file() {
         let _ = std::fs::copy(debug_log, dest.join("librdkafka-debug.log"));
     }
-    let names: Vec<&str> = topics.iter().map(|(_, n, _)| n.as_str()).collect();
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
     let lines = x.c.grep_logs(&names);
     let _ = crate::fsx::write_atomic(&dest.join("brokers.log"), lines.join("\n").as_bytes());
 }
@@ -705,6 +731,24 @@ mod tests {
         let moved = [ack("j-1-0-0-000000", 1)];
         let b = judge(Birth::default(), &moved.iter().collect::<Vec<_>>(), &logs(&[1], &seg));
         assert_eq!(b.misplaced.len(), 1);
+    }
+
+    /// The lines of the issue's mechanism as librdkafka 2.16 logs them, picked for one partition.
+    #[test]
+    fn the_client_log_lines_of_a_loss_are_picked_by_partition() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("round-11.log");
+        std::fs::write(
+            &log,
+            "1.0 MSGSET [rdkafka#producer-12] [thrd:127.0.0.1:28782/2]: cr-r-11-0 [1]: MessageSet with 2 message(s) (MsgId 1, BaseSeq 0) encountered error: Broker: Unknown topic or partition (actions Refresh,MsgNotPersisted)\n\
+             1.1 MSGSET [rdkafka#producer-12] [thrd:127.0.0.1:28781/1]: cr-r-11-0 [0]: MessageSet with 2 message(s) encountered error: x\n\
+             1.2 IMPLICITACK [rdkafka#producer-12] [thrd:127.0.0.1:28782/2]: cr-r-11-0 [1] 2 message(s) implicitly acked by subsequent batch success (msgids 1..2, last acked 8)\n",
+        )
+        .unwrap();
+        let got = implicit_acks(&log, "cr-r-11-0", 1);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[1].contains("implicitly acked") && got[1].starts_with("127.0.0.1:28782/2]"));
+        assert!(implicit_acks(&dir.path().join("none.log"), "t", 0).is_empty());
     }
 
     #[test]
