@@ -465,7 +465,7 @@ pub struct VerifyArgs {
     /// Comma-separated scenario ids (default: all; with --upstream: the gate scenarios).
     #[arg(long, value_name = "IDS", value_delimiter = ',')]
     pub scenarios: Vec<String>,
-    /// CREATE's rounds (each: 10 new partitions per client, 50 records to each from the first moment).
+    /// CREATE's rounds (each: 10 new partitions per client, three clients, 50 records to each partition from the first moment).
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(2..=100000))]
     pub create_rounds: u32,
     /// replica.lag.time.max.ms of the brokers.

@@ -3,7 +3,8 @@
 # protocol as OkpBirths.java, so both clients are driven and judged alike.
 #
 # Run by okp with the Python that has confluent-kafka (scripts/setup.sh installs it):
-#   python3 okp_births.py BOOTSTRAP DEBUG_DIR
+#   python3 okp_births.py BOOTSTRAP DEBUG_DIR [TAG [KEY=VALUE...]]
+# TAG (default r) starts every value; KEY=VALUE are producer settings over the ones below.
 # Reads one command per stdin line (tab-separated), answers on stdout, one line each:
 #   round K WHEN N SPEC...   create the topics SPEC (NAME=R,R,R|R,R,R: one replica list per
 #                            partition) in one CreateTopics call, with min.insync.replicas=2;
@@ -65,7 +66,7 @@ def round_logger(debug_dir, k):
     return log, handler
 
 
-def do_round(admin, bootstrap, debug_dir, k, when, n, specs):
+def do_round(admin, bootstrap, debug_dir, extra, k, when, n, specs):
     t0 = time.monotonic()
     topics = [parse_spec(s) for s in specs]
     log, handler = round_logger(debug_dir, k)
@@ -89,7 +90,7 @@ def do_round(admin, bootstrap, debug_dir, k, when, n, specs):
             counts["err"] += 1
             say("err\t%s\t%d\t%s\t%s\t%d" % (msg.topic(), msg.partition(), value, one_line("%s %s" % (err.name(), err.str())), ms(t0)))
 
-    producer = Producer({
+    conf = {
         "bootstrap.servers": bootstrap,
         "enable.idempotence": True,
         "acks": "all",
@@ -101,7 +102,9 @@ def do_round(admin, bootstrap, debug_dir, k, when, n, specs):
         "debug": "msg,eos,topic,protocol",
         "logger": log,
         "error_cb": lambda e: say("note\t%s" % one_line(e)),
-    })
+    }
+    conf.update(extra)
+    producer = Producer(conf)
     new = [NewTopic(name, num_partitions=len(parts), replica_assignment=parts, config={"min.insync.replicas": "2"})
            for name, parts in topics]
     futures = admin.create_topics(new, operation_timeout=30, request_timeout=30)
@@ -134,13 +137,18 @@ def do_round(admin, bootstrap, debug_dir, k, when, n, specs):
 
 
 def main():
+    global TAG
     bootstrap, debug_dir = sys.argv[1], sys.argv[2]
+    if len(sys.argv) > 3:
+        TAG = sys.argv[3]
+    extra = dict(kv.split("=", 1) for kv in sys.argv[4:])
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    say("hello\tlibrdkafka\tconfluent-kafka %s\tlibrdkafka %s" % (confluent_kafka.version(), confluent_kafka.libversion()[0]))
+    say("hello\tlibrdkafka\tconfluent-kafka %s\tlibrdkafka %s%s" % (
+        confluent_kafka.version(), confluent_kafka.libversion()[0], "".join("\t" + kv for kv in sys.argv[4:])))
     for line in sys.stdin:
         f = line.rstrip("\n").split("\t")
         if f[0] == "round":
-            do_round(admin, bootstrap, debug_dir, int(f[1]), f[2], int(f[3]), f[4:])
+            do_round(admin, bootstrap, debug_dir, extra, int(f[1]), f[2], int(f[3]), f[4:])
         elif f[0] == "delete":
             try:
                 for fut in admin.delete_topics(f[1:], operation_timeout=30, request_timeout=30).values():

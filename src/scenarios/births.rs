@@ -1,5 +1,6 @@
-//! CREATE: the first second of a partition's life, under two real clients. Round after round,
-//! librdkafka (confluent-kafka, `okp_births.py`) and the Java producer (`OkpBirths.java`) each
+//! CREATE: the first second of a partition's life, under real clients. Round after round,
+//! librdkafka (confluent-kafka, `okp_births.py`; once as configured in the report, once with one
+//! request in flight) and the Java producer (`OkpBirths.java`) each
 //! create a handful of topics in one CreateTopics call (RF 3 and 4, the observer listed first
 //! and last, no observer, and the observer made a full replica by a topic rule) and produce to
 //! every partition from the first moment: once CreateTopics has returned, or right after it was
@@ -172,6 +173,8 @@ struct Side {
     client: Client,
     /// The first of its lines this round.
     from: usize,
+    /// Where a librdkafka client writes each round's debug log (`round-K.log`).
+    debug: Option<PathBuf>,
 }
 
 impl Side {
@@ -326,17 +329,26 @@ fn roll_brokers(x: &mut Ctx, overrides: &[&str]) -> Result<()> {
 fn rounds_of(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let rounds = x.tuning.create_rounds.max(2);
     let dir = x.c.run_dir.join("births");
-    let debug = dir.join("debug-librdkafka");
-    crate::fsx::create_dir(&debug)?;
     let script = dir.join("okp_births.py");
+    crate::fsx::create_dir(&dir)?;
     crate::fsx::write_atomic(&script, BIRTHS_PY.as_bytes())?;
     let evidence = x.c.journal.dir().join("CREATE-losses");
     let bootstrap = x.c.bootstrap(&[]);
     let t0 = Instant::now();
 
-    let mut py = Command::new(python());
-    py.arg(&script).arg(&bootstrap).arg(&debug).env("PYTHONUNBUFFERED", "1");
-    let librdkafka = Client::spawn_command("births-librdkafka", py, &dir.join("librdkafka.err"), t0)?;
+    // librdkafka as the report ran it, and with one request in flight (the mitigation
+    // docs/contract.md names: a refused request is retried before a later one is sent).
+    let mut sides = Vec::new();
+    for (tag, name, conf) in
+        [("r", "librdkafka", None), ("m", "librdkafka-inflight1", Some("max.in.flight.requests.per.connection=1"))]
+    {
+        let debug = dir.join(format!("debug-{name}"));
+        crate::fsx::create_dir(&debug)?;
+        let mut py = Command::new(python());
+        py.arg(&script).arg(&bootstrap).arg(&debug).arg(tag).args(conf).env("PYTHONUNBUFFERED", "1");
+        let client = Client::spawn_command(&format!("births-{name}"), py, &dir.join(format!("{name}.err")), t0)?;
+        sides.push(Side { tag, client, from: 0, debug: Some(debug) });
+    }
     let classes = x.c.okp_client_classes()?;
     let mut java = Command::new(&x.c.rt.java);
     java.env("CLASSPATH", format!("{}:{}", x.c.tools.classpath, classes.display()))
@@ -344,16 +356,16 @@ fn rounds_of(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         .args(&x.c.tools.jvm)
         .arg(BIRTHS_CLASS)
         .arg(&bootstrap)
-        .arg(&debug);
+        .arg(&dir);
     let java = Client::spawn_command("births-java", java, &dir.join("java.err"), t0)?;
-    let mut sides = vec![Side { tag: "r", client: librdkafka, from: 0 }, Side { tag: "j", client: java, from: 0 }];
+    sides.push(Side { tag: "j", client: java, from: 0, debug: None });
     for s in &mut sides {
         let hello = s.wait_for("hello", Duration::from_secs(90)).ok_or_else(|| {
             Error::External(format!("the {} births client did not start within 90 s (or exited)", s.client.name))
         })?;
         if let Some(l) = hello.iter().find(|l| l.text.starts_with("hello")) {
             let f: Vec<&str> = l.text.split('\t').collect();
-            o.fact(&format!("client_{}", f.get(1).unwrap_or(&"?")), f[2..].join(" "));
+            o.fact(&format!("client_{}", s.client.name.trim_start_matches("births-")), f[2..].join(" "));
             x.c.journal.note(&format!("births client {}: {}", s.client.name, l.text.replace('\t', " ")));
         }
     }
@@ -429,7 +441,7 @@ fn rounds_of(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
                         &logs,
                     );
                     let mut b = b;
-                    if !b.lost.is_empty() {
+                    if let (false, Some(debug)) = (b.lost.is_empty(), &s.debug) {
                         b.client_says = implicit_acks(&debug.join(format!("round-{round}.log")), name, p);
                     }
                     let key = format!("{} {when} {}", b.client, if rules { "rules" } else { "ids" });
@@ -479,16 +491,21 @@ fn rounds_of(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
             this.lost,
             t_round.elapsed().as_secs_f64()
         ));
-        let debug_log = debug.join(format!("round-{round}.log"));
+        let debug_logs: Vec<(String, PathBuf)> = sides
+            .iter()
+            .filter_map(|s| Some((s.client.name.clone(), s.debug.as_ref()?.join(format!("round-{round}.log")))))
+            .collect();
         if round_lost {
             let lost_topics: Vec<String> = births[born_before..]
                 .iter()
                 .filter(|b| !b.lost.is_empty() || !b.clean())
                 .map(|b| b.topic.clone())
                 .collect();
-            keep_round(x, round, &lost_topics, &debug_log, &evidence);
+            keep_round(x, round, &lost_topics, &debug_logs, &evidence);
         } else {
-            let _ = std::fs::remove_file(&debug_log);
+            for (_, log) in &debug_logs {
+                let _ = std::fs::remove_file(log);
+            }
         }
         for (si, s) in sides.iter_mut().enumerate() {
             let names: Vec<&str> =
@@ -657,13 +674,15 @@ fn implicit_acks(debug_log: &Path, topic: &str, p: u32) -> Vec<String> {
 
 /// A losing round's librdkafka debug log and the brokers' lines naming its losing topics, kept
 /// in the evidence.
-fn keep_round(x: &Ctx, round: u32, topics: &[String], debug_log: &Path, evidence: &Path) {
+fn keep_round(x: &Ctx, round: u32, topics: &[String], debug_logs: &[(String, PathBuf)], evidence: &Path) {
     let dest = evidence.join(format!("round-{round}"));
     if crate::fsx::create_dir(&dest).is_err() {
         return;
     }
-    if debug_log.is_file() {
-        let _ = std::fs::copy(debug_log, dest.join("librdkafka-debug.log"));
+    for (client, log) in debug_logs {
+        if log.is_file() {
+            let _ = std::fs::copy(log, dest.join(format!("{}-debug.log", client.trim_start_matches("births-"))));
+        }
     }
     let names: Vec<&str> = topics.iter().map(String::as_str).collect();
     let lines = x.c.grep_logs(&names);

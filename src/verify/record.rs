@@ -106,11 +106,22 @@ pub enum RunVerdict {
     ControlHeld,
     /// Upstream jars: a gate scenario passed, so it does not tell patched from upstream.
     ControlFailed,
+    /// Upstream jars and no gate scenario (an opt-in scenario run on the release's own jars, e.g.
+    /// CREATE beside its patched run): every scenario passed.
+    UpstreamPass,
+    /// Upstream jars and no gate scenario: a scenario failed.
+    UpstreamFail,
 }
 
 impl RunVerdict {
-    const ALL: [RunVerdict; 4] =
-        [RunVerdict::Pass, RunVerdict::Fail, RunVerdict::ControlHeld, RunVerdict::ControlFailed];
+    const ALL: [RunVerdict; 6] = [
+        RunVerdict::Pass,
+        RunVerdict::Fail,
+        RunVerdict::ControlHeld,
+        RunVerdict::ControlFailed,
+        RunVerdict::UpstreamPass,
+        RunVerdict::UpstreamFail,
+    ];
 
     pub fn word(self) -> &'static str {
         match self {
@@ -118,11 +129,13 @@ impl RunVerdict {
             RunVerdict::Fail => "fail",
             RunVerdict::ControlHeld => "negative control: gates failed as expected",
             RunVerdict::ControlFailed => "negative control FAILED: a gate passed on upstream jars",
+            RunVerdict::UpstreamPass => "upstream jars, no gate scenario: every scenario passed",
+            RunVerdict::UpstreamFail => "upstream jars, no gate scenario: a scenario FAILED",
         }
     }
 
     pub fn ok(self) -> bool {
-        matches!(self, RunVerdict::Pass | RunVerdict::ControlHeld)
+        matches!(self, RunVerdict::Pass | RunVerdict::ControlHeld | RunVerdict::UpstreamPass)
     }
 }
 

@@ -289,11 +289,20 @@ fn record_of(opts: &Options, build: Option<&BuildRecord>, cluster: &Cluster, m: 
     }
 }
 
-/// Patched: every scenario passed. Upstream (the negative control): every gate scenario failed.
+/// Patched: every scenario passed. Upstream (the negative control): every gate scenario failed;
+/// an upstream run of no gate scenario (CREATE beside its patched run) is judged as a patched
+/// run is, under a verdict of its own, so it never reads as a negative control that held.
 fn verdict(flavor: Flavor, outcomes: &[ScenarioResult]) -> RunVerdict {
     match flavor {
         Flavor::Patched if outcomes.iter().all(|o| o.pass) => RunVerdict::Pass,
         Flavor::Patched => RunVerdict::Fail,
+        Flavor::Upstream if !outcomes.iter().any(|o| o.gate) => {
+            if outcomes.iter().all(|o| o.pass) {
+                RunVerdict::UpstreamPass
+            } else {
+                RunVerdict::UpstreamFail
+            }
+        }
         Flavor::Upstream if outcomes.iter().all(|o| !(o.gate && o.pass)) => RunVerdict::ControlHeld,
         Flavor::Upstream => RunVerdict::ControlFailed,
     }
@@ -457,5 +466,9 @@ mod tests {
             verdict(Flavor::Upstream, &[o("INIT", true, true), o("S4", true, false)]),
             RunVerdict::ControlFailed
         );
+        // No gate: not a negative control; its scenarios' own verdicts decide.
+        assert_eq!(verdict(Flavor::Upstream, &[o("CREATE", false, true)]), RunVerdict::UpstreamPass);
+        assert_eq!(verdict(Flavor::Upstream, &[o("CREATE", false, false)]), RunVerdict::UpstreamFail);
+        assert!(RunVerdict::UpstreamPass.ok() && !RunVerdict::UpstreamFail.ok());
     }
 }

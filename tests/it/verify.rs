@@ -161,6 +161,43 @@ fn upstream_jars_fail_the_gate_scenarios() {
     assert_no_java_of(&o);
 }
 
+/// CREATE end to end on a real cluster (two rounds): the three clients (librdkafka through
+/// scripts/setup.sh's confluent-kafka, as reported and with one request in flight, and the
+/// release's Java producer) create and write 60 partitions, every replica's log is read and judged, the broker's sequence rule behind
+/// KAFKA-15591 is recorded by a raw Produce, and the brokers are rolled back to their own config.
+#[test]
+fn create_scenario_judges_every_partition_born_under_both_clients() {
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let ev = tempfile::tempdir().unwrap();
+    let o = okp()
+        .args(["verify", "--version", "4.3.1", "--mode", "kraft", "--scenarios", "CREATE", "--create-rounds", "2"])
+        .args(["--lanes", "1", "--evidence"])
+        .arg(ev.path())
+        .output()
+        .unwrap();
+    let dir = ev.path().join("partial").join("4.3.1-kraft-CREATE");
+    let run = run_json(&dir, &o);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}\nfailed checks: {:#?}", stdout(&o), stderr(&o), failed_checks(&run));
+    let create = &run["scenarios"][0];
+    assert_eq!(create["id"], "CREATE");
+    let facts = &create["facts"];
+    assert_eq!(facts["totals"]["partitions"], 60, "{facts}");
+    let acked = facts["totals"]["acked"].as_u64().unwrap();
+    assert!(acked > 2700, "2 rounds × 30 partitions × 50 records, a few failed at most: {facts}");
+    assert!(
+        facts["client_librdkafka-inflight1"].as_str().unwrap().contains("max.in.flight.requests.per.connection=1"),
+        "{facts}"
+    );
+    assert!(facts["client_librdkafka"].as_str().unwrap().contains("confluent-kafka 2.16.1"), "{facts}");
+    assert!(facts["client_java"].as_str().unwrap().contains("kafka-clients 4.3.1"), "{facts}");
+    assert_eq!(facts["sequence_rule_first_batch_at_sequence_5"], "taken at offset 0", "{facts}");
+    assert_eq!(facts["sequence_rule_then_sequence_0"], "refused: OUT_OF_ORDER_SEQUENCE_NUMBER (45)", "{facts}");
+    let journal = std::fs::read_to_string(dir.join("CREATE.txt")).unwrap();
+    assert!(journal.contains("round 2 (produce before CreateTopics returned"), "{journal}");
+    assert!(journal.contains("overrides := []"), "the brokers get their own config back: {journal}");
+    assert_no_java_of(&o);
+}
+
 /// Ctrl-C during a run stops every JVM the run started.
 #[test]
 fn interrupt_stops_every_process() {
