@@ -721,7 +721,7 @@ mod tests {
     fn acked_records_before_the_logs_first_sequence_are_that_pattern() {
         let seg = batch(0, 77, 2, &[Some("r-1-0-0-000002"), Some("r-1-0-0-000003")], 0);
         let reports =
-            [ack("r-1-0-0-000000", 0), ack("r-1-0-0-000001", 1), ack("r-1-0-0-000002", 0), ack("r-1-0-0-000003", 1)];
+            [ack("r-1-0-0-000000", -1), ack("r-1-0-0-000001", -1), ack("r-1-0-0-000002", 0), ack("r-1-0-0-000003", 1)];
         let refs: Vec<&Report> = reports.iter().collect();
         let b = judge(Birth::default(), &refs, &logs(&[1, 2, 3, 4], &seg));
         assert_eq!(b.first_sequence, Some(2));
