@@ -299,6 +299,7 @@ fn plan_edits(
     super::transport::check_nodes(nodes)?;
     let order = write_order(nodes, direction);
     let texts = read_every(&order, transport)?;
+    check_clean(&order, &texts)?;
     let mut edits = Vec::new();
     for (node, before) in order.into_iter().zip(texts) {
         let after = match (topic, direction) {
@@ -314,12 +315,67 @@ fn plan_edits(
     Ok(Prepared { broker, topic: topic.map(str::to_string), direction, edits, refusals: Vec::new() })
 }
 
+/// How many ignored tokens a refusal names per node.
+const STRAY_SHOWN: usize = 8;
+
+/// Refuses to plan a write from a file okp cannot read cleanly, as `okp observers status` shows
+/// it red: a malformed topic rule (the registries keep their last good set; bad input, exit 2,
+/// naming the node's file, line and column) or tokens the registries ignore (a banner or message
+/// of the day the read template printed before the file, a typo for an id: okp cannot tell the
+/// file's text from the transport's, and a plan from it would write that text back; exit 1,
+/// naming the node's file, each token and its line). `--force` does not reach here.
+fn check_clean(nodes: &[NodeSpec], texts: &[String]) -> Result<()> {
+    let mut unclean = Vec::new();
+    let mut stray = false;
+    for (node, text) in nodes.iter().zip(texts) {
+        if let Err(e) = idfile::rules(text) {
+            unclean.push(format!("{}: observer.ids: {e}", node.label()));
+            continue;
+        }
+        let tokens = idfile::ignored_at(text);
+        if tokens.is_empty() {
+            continue;
+        }
+        stray = true;
+        let mut lines: Vec<(usize, Vec<String>)> = Vec::new();
+        for (line, t) in tokens.iter().take(STRAY_SHOWN) {
+            match lines.last_mut() {
+                Some((l, ts)) if l == line => ts.push(idfile::shown_token(t)),
+                _ => lines.push((*line, vec![idfile::shown_token(t)])),
+            }
+        }
+        let more = match tokens.len().saturating_sub(STRAY_SHOWN) {
+            0 => String::new(),
+            k => format!(" and {k} more"),
+        };
+        let named: Vec<String> = lines.iter().map(|(l, ts)| format!("line {l}: {}", ts.join(", "))).collect();
+        unclean.push(format!(
+            "{}: observer.ids {}{more}: not broker ids, text the registries ignore",
+            node.label(),
+            named.join("; ")
+        ));
+    }
+    match (unclean.len(), stray) {
+        (0, _) => Ok(()),
+        (1, false) => Err(Error::Usage(format!("{}; nothing was written", unclean[0]))),
+        (_, false) => Err(Error::Usage(format!("{}\nnothing was written", unclean.join("\n")))),
+        (_, true) => Err(Error::Check(format!(
+            "{}\nokp plans no write from a file it cannot read cleanly (okp observers status shows it red): a banner or \
+             message of the day the read template prints before the file would be written back into it, a typo for \
+             an id changes what the node reads; fix the file or the template (--force does not override this); \
+             nothing was written",
+            unclean.join("\n")
+        ))),
+    }
+}
+
 /// Every node's file with topic `topic`'s exact rule naming `list` (`okp observers place`), in
 /// the order a demotion writes (brokers first: the rule adds observers). Nothing is written.
 pub fn plan_rule(nodes: &[NodeSpec], transport: &Transport, topic: &str, list: &idfile::Observers) -> Result<Prepared> {
     super::transport::check_nodes(nodes)?;
     let order = write_order(nodes, Direction::Demote);
     let texts = read_every(&order, transport)?;
+    check_clean(&order, &texts)?;
     let mut edits = Vec::new();
     for (node, before) in order.into_iter().zip(texts) {
         let after = idfile::set_topic_list(&before, topic, list)
@@ -884,6 +940,65 @@ mod tests {
         let e = plan_files(&nodes, &gone, 4, Direction::Promote, None).err().unwrap().to_string();
         assert!(e.starts_with("cannot read observer.ids of 2 of 3 nodes; nothing was written"), "{e}");
         assert!(e.contains("broker 1 (") && e.contains("broker 2 (") && !e.contains("broker 3 ("), "{e}");
+    }
+
+    /// The attack: a read template whose remote shell prints a banner before the file. okp took
+    /// the banner for the file's text and planned (and wrote) it back into observer.ids. Now no
+    /// plan is made from a file with text the registries ignore, whatever the change, and the
+    /// error names the node, its file, each stray token and its line; nothing is written.
+    #[test]
+    fn a_file_read_with_a_banner_is_refused_for_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let nodes = three_brokers(dir.path());
+        let banner = Transport::Command {
+            read: "case {path} in */b2/*) printf 'Welcome to host7\\n';; esac; cat {path}".into(),
+            write: "cat > {path}".into(),
+            timeout: Duration::from_secs(10),
+        };
+        let list = idfile::Observers::of_ids([4, 5].into());
+        for planned in [
+            plan_files(&nodes, &banner, 4, Direction::Promote, None),
+            plan_files(&nodes, &banner, 5, Direction::Demote, None),
+            plan_files(&nodes, &banner, 5, Direction::Demote, Some("orders")),
+            plan_rule(&nodes, &banner, "orders", &list),
+        ] {
+            let e = planned.err().expect("refused");
+            assert_eq!(e.failure(), Failure::CheckFailed, "exit 1: {e}");
+            let e = e.to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "{}: observer.ids line 1: `Welcome`, `to`, `host7`: not broker ids, text the registries ignore\n",
+                    nodes[1].label()
+                )),
+                "{e}"
+            );
+            assert!(e.contains("(--force does not override this); nothing was written"), "{e}");
+            assert!(!e.contains("broker 1 (") && !e.contains("broker 3 ("), "only the unclean node: {e}");
+        }
+        for n in &nodes {
+            assert_eq!(std::fs::read_to_string(&n.path).unwrap(), "# observers\n4\n");
+        }
+        // A stray token in the file itself (a typo), and a malformed rule, which stays bad input
+        // naming its line and column, as the registries name it.
+        std::fs::write(&nodes[0].path, "4\n5x # typo\n").unwrap();
+        std::fs::write(&nodes[2].path, "4\ntopic:t observers=7,\n").unwrap();
+        let cat = Transport::Command {
+            read: "cat {path}".into(),
+            write: "cat > {path}".into(),
+            timeout: Duration::from_secs(10),
+        };
+        let e = plan_files(&nodes, &cat, 4, Direction::Promote, None).err().unwrap();
+        assert_eq!(e.failure(), Failure::CheckFailed, "{e}");
+        let e = e.to_string();
+        assert!(e.contains(&format!("{}: observer.ids line 2: `5x`: not broker ids", nodes[0].label())), "{e}");
+        assert!(e.contains(&format!("{}: observer.ids: line 2, column 21:", nodes[2].label())), "{e}");
+        std::fs::write(&nodes[0].path, "4\n").unwrap();
+        let e = plan_files(&nodes, &cat, 4, Direction::Promote, None).err().unwrap();
+        assert_eq!(e.failure(), Failure::BadInput, "{e}");
+        assert!(e.to_string().ends_with("; nothing was written"), "{e}");
+        // A clean file, as status reads it clean (comments, blank lines, CRLF), plans as before.
+        std::fs::write(&nodes[2].path, "# observers\r\n\r\n4, 5 # dr\r\ntopic:t observers=7\r\n").unwrap();
+        assert!(plan_files(&nodes, &cat, 4, Direction::Promote, None).is_ok());
     }
 
     /// Another writer (a second okp, the watchdog, an editor) changes broker 2's file after okp

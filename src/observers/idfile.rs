@@ -432,15 +432,29 @@ fn is_rack_name(name: &str) -> bool {
 /// The registries read a file of only such tokens as "no observers", so a typo
 /// for an id promotes that broker on that node; okp names them as a red state.
 pub fn ignored(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for line in java_lines(text).into_iter().filter(|l| !is_rule_line(l)) {
+    ignored_at(text).into_iter().map(|(_, t)| t.to_string()).collect()
+}
+
+/// `ignored`, each token with the line (1-based) of its first use.
+pub fn ignored_at(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, line) in java_lines(text).into_iter().enumerate().filter(|(_, l)| !is_rule_line(l)) {
         for t in split_comment(line).0.split(is_separator) {
-            if !t.is_empty() && id_of(t).is_none() && !out.iter().any(|o| o == t) {
-                out.push(t.to_string());
+            if !t.is_empty() && id_of(t).is_none() && seen.insert(t) {
+                out.push((i + 1, t));
             }
         }
     }
     out
+}
+
+/// An ignored token as okp names it: the file is anyone's text, so escaped (no terminal control
+/// reaches the output), cut at 40 characters, in backquotes.
+pub fn shown_token(token: &str) -> String {
+    let cut: String = token.chars().take(40).collect();
+    let more = if cut.len() < token.len() { "…" } else { "" };
+    format!("`{}{more}`", crate::escape::one_line(&cut))
 }
 
 /// `text` with `id` added (a line of its own at the end), or unchanged when it already names it.

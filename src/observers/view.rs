@@ -162,24 +162,15 @@ pub fn snapshot(bootstrap: &[String], topic: Option<&str>, depth: Depth) -> Resu
     Ok(Snapshot { cluster_id: m.cluster_id, brokers, racks, partitions: parts })
 }
 
-/// `node: `4x`, `banana`` when `text` has tokens the registries ignore. The
-/// file is anyone's text: each token is escaped (no terminal control reaches
-/// the output) and cut at 40 characters, and at most 8 are named.
+/// `node: `4x`, `banana`` when `text` has tokens the registries ignore (each as
+/// `idfile::shown_token`), at most 8 named.
 fn ignored_in(node: &str, text: &str) -> Option<String> {
     const SHOWN: usize = 8;
     let t = idfile::ignored(text);
     if t.is_empty() {
         return None;
     }
-    let mut named: Vec<String> = t
-        .iter()
-        .take(SHOWN)
-        .map(|x| {
-            let cut: String = x.chars().take(40).collect();
-            let more = if cut.len() < x.len() { "…" } else { "" };
-            format!("`{}{more}`", crate::escape::one_line(&cut))
-        })
-        .collect();
+    let mut named: Vec<String> = t.iter().take(SHOWN).map(|x| idfile::shown_token(x)).collect();
     if t.len() > SHOWN {
         named.push(format!("and {} more", t.len() - SHOWN));
     }

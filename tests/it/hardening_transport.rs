@@ -107,3 +107,33 @@ fn the_read_template_runs_before_the_cluster_is_asked() {
         assert_eq!(got, format!("[::1]|{}|4", ids.display()), "{name}");
     }
 }
+
+/// A read template whose remote shell prints a banner on stdout before the file: okp took the
+/// banner for the file's text and wrote it back into observer.ids. Now promote, demote (with
+/// `--force` too) and place refuse to plan from it, exit 1 before the cluster is asked, naming
+/// the node, its file, the line and the stray text; the file is untouched.
+#[test]
+fn a_banner_before_the_file_is_refused_for_writing() {
+    let t = tempfile::tempdir().unwrap();
+    let ids = t.path().join("observer.ids");
+    std::fs::write(&ids, "4\n").unwrap();
+    let nodes = t.path().join("nodes.yaml");
+    std::fs::write(&nodes, format!("nodes:\n  - {{id: 7, path: {}, host: host7}}\n", ids.display())).unwrap();
+    let read = "printf 'Welcome to host7\\n'; cat {path}";
+    for sub in [
+        &["promote", "--broker", "4", "--dry-run"][..],
+        &["demote", "--broker", "5", "--force"],
+        &["demote", "--broker", "5", "--topic", "orders"],
+    ] {
+        let o = observers(sub, &nodes, read, "cat > {path}");
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{sub:?}: {err}");
+        let want = format!(
+            "broker 7 (host7:{}): observer.ids line 1: `Welcome`, `to`, `host7`: not broker ids, text the registries ignore",
+            ids.display()
+        );
+        assert!(err.contains(&want), "{sub:?}: {err}");
+        assert!(err.contains("--force does not override this"), "{sub:?}: {err}");
+        assert_eq!(std::fs::read_to_string(&ids).unwrap(), "4\n", "{sub:?}");
+    }
+}

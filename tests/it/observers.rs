@@ -460,3 +460,44 @@ fn rack_items_in_status_and_a_promotion_they_refuse() {
         stdout(&o)
     );
 }
+
+/// A read template that prints a banner before the file (hardening_transport.rs has promote and
+/// demote): status shows the banner's words as text the registries ignore (red, exit 1), and place
+/// refuses to plan a rule from that text (exit 1, naming the node, file, line and words), the file
+/// untouched.
+#[test]
+fn a_banner_before_the_file_is_red_in_status_and_refused_by_place() {
+    let bootstrap =
+        fake_metadata(&[(1, Some("east")), (2, Some("east")), (7, Some("dr"))], &[("audit", 1, &[1, 2, 7], &[1, 2])]);
+    let dir = tempfile::tempdir().unwrap();
+    let ids = dir.path().join("observer.ids");
+    std::fs::write(&ids, "7\n").unwrap();
+    let node = format!("1={}", ids.display());
+    let run = |args: &[&str]| {
+        okp()
+            .arg("observers")
+            .args(args)
+            .args(["--bootstrap", &bootstrap, "--node", &node, "--transport", "command"])
+            .args(["--read-cmd", "printf 'Welcome to host7\\n'; cat {path}", "--write-cmd", "cat > {path}"])
+            .output()
+            .unwrap()
+    };
+    let o = run(&["status"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stdout(&o).contains("`Welcome`, `to`, `host7`"), "{}", stdout(&o));
+    for extra in [&[][..], &["--execute"]] {
+        let args = [&["place", "--topic", "audit", "--replicas", "east:2", "--observers", "dr:1"][..], extra].concat();
+        let o = run(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "broker 1 ({}): observer.ids line 1: `Welcome`, `to`, `host7`: not broker ids, text the registries ignore",
+                ids.display()
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(!stdout(&o).contains("plan:"), "{}", stdout(&o));
+        assert_eq!(std::fs::read_to_string(&ids).unwrap(), "7\n");
+    }
+}
