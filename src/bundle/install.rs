@@ -9,7 +9,7 @@
 //! SIGINT/SIGTERM/SIGHUP forwarded to the script, then the staging removed;
 //! and for rollback, okp's own embedded rollback.sh, never the copy found in
 //! the installation (anyone who can write there could have replaced it).
-//! Not here: the checks themselves (`verify`), the scripts (`files/`).
+//! Not here: the checks themselves (`verify`, `rederive`), the scripts (`files/`).
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -19,11 +19,10 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use super::archive;
 use super::layout;
 use super::lock::{self, HomeLock};
-use super::manifest::{Identity, Manifest};
 use super::ondisk;
 use super::pins::Pins;
+use super::rederive;
 use super::verify::{self, Verification};
-use crate::build::recheck::{ClaimedJar, Claims, Rechecked};
 use crate::error::{Error, Failure, Outcome, Result};
 use crate::workspace::Workspace;
 
@@ -63,6 +62,9 @@ pub struct Trust<'a> {
 fn admit(o: &Verification, file: &str, allow_unverified: bool) -> std::result::Result<(), String> {
     if !o.pins_hold() {
         return Err(format!("okp: refusing to install {file}: it fails a pin (see `pins` above); --allow-unverified does not waive pins"));
+    }
+    if !o.jars_hold() {
+        return Err(format!("okp: refusing to install {file}: its jars are not what its manifest says, re-derived from their bytes (see `jars` above); nothing waives this"));
     }
     match (o.verified(), allow_unverified, o.integral()) {
         (true, _, _) | (false, true, true) => Ok(()),
@@ -205,7 +207,8 @@ pub fn install(
     // that comes while the bundle is checked stops the install before anything changes.
     forward_interrupts();
     let d = ondisk::read(file)?;
-    let o = d.verify(trust.pubkey, trust.pins, trust.allow_unverified)?;
+    // The same verification as verify-bundle's, the jars re-derived from their bytes included.
+    let o = rederive::verify(ws, &d, trust, source)?;
     crate::out::block(&verify::render(&o, &d.file_name));
     if let Err(refusal) = admit(&o, &d.file_name, trust.allow_unverified) {
         crate::out::block(&format!("{refusal}\n"));
@@ -217,13 +220,9 @@ pub fn install(
             d.file_name
         ));
     }
-    let Some((unpacked, manifest, id)) = o.content else {
+    let Some((unpacked, _, _)) = o.content else {
         return Err(Error::External("a bundle that passed verification has no content (a defect in okp)".into()));
     };
-    // The signature says who made the bundle, not that its jars are the release plus okp's edits:
-    // that is re-derived from the jars' bytes here, before anything is changed.
-    let facts = recheck(ws, &d.file_name, &unpacked, &manifest, &id, source)?;
-    facts.note("");
     if interrupted() {
         return Ok(Outcome::Failed(Failure::Interrupted));
     }
@@ -237,49 +236,6 @@ pub fn install(
         crate::out::note("interrupted; run the same install again to finish it, or roll back");
     }
     Ok(code)
-}
-
-/// Re-derives what the manifest of `file_name` says of its jars from their bytes and okp's own data
-/// (`build::recheck`), as `okp bundle` did when it made the bundle.
-pub fn recheck(
-    ws: &Workspace,
-    file_name: &str,
-    unpacked: &archive::Unpacked,
-    m: &Manifest,
-    id: &Identity,
-    source: Option<&dyn crate::source::SourceTree>,
-) -> Result<Rechecked> {
-    let what = format!("{} of {file_name}", super::manifest::FILE_NAME);
-    let mut jars = Vec::new();
-    for j in &m.jars {
-        let file = unpacked
-            .files
-            .iter()
-            .find(|f| f.path == j.path)
-            .ok_or_else(|| Error::Check(format!("{what}: jars: {} is not in the bundle", j.path)))?;
-        let file_name = j.path.rsplit('/').next().unwrap_or(&j.path);
-        jars.push(ClaimedJar {
-            file_name,
-            module: &j.module,
-            upstream: &j.upstream.coordinate,
-            upstream_sha256: &j.upstream.sha256,
-            bytes: &file.bytes,
-            replaced: &j.replaced,
-            added: &j.added,
-            removed: &j.removed,
-        });
-    }
-    let claims = Claims {
-        what: what.clone(),
-        release: id.release,
-        mode: id.mode,
-        layers: &m.layers,
-        family: &m.family,
-        patch_set_hash: &m.patch_set_hash,
-        provenance: m.provenance.as_deref(),
-        jars,
-    };
-    crate::build::recheck::recheck(ws, &claims, source)
 }
 
 /// `okp rollback`: okp's own rollback.sh (which reads only the install record), under the lock.

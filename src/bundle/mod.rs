@@ -10,7 +10,8 @@
 //! safe reading), `manifest` (schema), `layout` (the files, pure), `sign`
 //! (keys, signatures), `attest` (the in-toto provenance and the CycloneDX
 //! SBOM inside each bundle), `pins` (anti-replay), `ondisk` (the bundle and its sidecars as read), `verify`
-//! (every check, in memory), `make` (the pipeline that writes a bundle),
+//! (every check, in memory), `rederive` (those checks plus the jars re-derived from their bytes: the one
+//! verification verify-bundle and install share), `make` (the pipeline that writes a bundle),
 //! `lock` (one okp per Kafka installation), `install` (install and rollback).
 //!
 //! Install and rollback run the bundle's own POSIX sh scripts, so an operator
@@ -26,6 +27,7 @@ mod make;
 mod manifest;
 mod ondisk;
 mod pins;
+mod rederive;
 mod sign;
 mod target;
 mod verify;
@@ -87,10 +89,18 @@ pub fn bundle(
     Ok(Outcome::Done)
 }
 
-/// `okp verify-bundle`: exit 0 when verified, 1 when not.
-pub fn verify_bundle(file: &Path, pubkey: &str, json: bool, pins: &Pins) -> Result<Outcome> {
+/// `okp verify-bundle`: exit 0 when verified, 1 when not; the jars re-derived from their bytes as
+/// install does (`rederive`).
+pub fn verify_bundle(
+    ws: &Workspace,
+    file: &Path,
+    pubkey: &str,
+    json: bool,
+    pins: &Pins,
+    source: Option<&dyn crate::source::SourceTree>,
+) -> Result<Outcome> {
     let d = ondisk::read(file)?;
-    let o = d.verify(Some(pubkey), pins, false)?;
+    let o = rederive::verify(ws, &d, &Trust { pubkey: Some(pubkey), allow_unverified: false, pins }, source)?;
     if json {
         let v = serde_json::json!({
             "bundle": d.file_name,

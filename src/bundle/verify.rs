@@ -1,7 +1,8 @@
 //! Verification of a bundle, entirely in memory: signature and trusted comment,
 //! pins, the sidecar checksum files, the archive's entries, the manifest, every
 //! file's sha256, the attestations (`attest`), native code. Nothing is extracted; `install` extracts only
-//! what passed here.
+//! what passed here. The jars' re-derivation, which needs okp's data and Maven Central, is added
+//! to these checks by `rederive`.
 //!
 //! Checks come in two kinds. Authenticity (signature, pins, trusted comment,
 //! checksum files) says who made the bundle; `--allow-unverified` may waive it,
@@ -65,9 +66,16 @@ impl Verification {
     pub fn pins_hold(&self) -> bool {
         !self.checks.iter().any(|c| c.check == PINS && c.status == Status::Failed)
     }
+
+    /// The jars' re-derivation (`rederive`) found nothing, or did not run.
+    pub fn jars_hold(&self) -> bool {
+        !self.checks.iter().any(|c| c.check == JARS && c.status == Status::Failed)
+    }
 }
 
 const PINS: &str = "pins";
+/// The check `rederive` adds: the jars re-derived from their bytes.
+pub const JARS: &str = "jars";
 
 /// A sidecar file (`.minisig`, `.sha256`, `.sha512`) as found beside the bundle.
 #[derive(Clone, Copy, Debug)]
@@ -371,7 +379,9 @@ pub fn render(o: &Verification, file: &str) -> String {
             Status::Failed => "FAILED",
             Status::Skipped => "skipped",
         };
-        s.push_str(&format!("{mark:<8} {:<16} {}\n", c.check, c.detail));
+        // A detail of several lines (a finding per line) keeps them under the detail's column.
+        let detail = c.detail.replace('\n', &format!("\n{:26}", ""));
+        s.push_str(&format!("{mark:<8} {:<16} {detail}\n", c.check));
     }
     s.push_str(&if o.verified() {
         format!("{file}: verified\n")

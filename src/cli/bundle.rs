@@ -71,6 +71,8 @@ pub struct VerifyBundleArgs {
     /// The output: a table for people, or json for programs.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
+    #[command(flatten)]
+    pub sources: ReleaseSourceArgs,
 }
 
 #[derive(Args, Debug)]

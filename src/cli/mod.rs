@@ -103,9 +103,11 @@ pub enum Command {
     /// (a build directory that does not match its record, native code for
     /// another target, a wrong key password), 3 when gpg fails.
     Bundle(BundleArgs),
-    /// Verify a bundle before it is unpacked: signature, checksums, manifest, files, paths.
+    /// Verify a bundle before it is unpacked: signature, checksums, manifest, files, paths, then its
+    /// jars re-derived from their bytes as install does.
     ///
-    /// Exit 0 when it verifies, 1 when it does not, 2 on bad input (no such file, unreadable key).
+    /// Exit 0 when it verifies, 1 when it does not, 2 on bad input (no such file, unreadable key),
+    /// 3 when Maven Central is unreachable for the jars' re-derivation.
     VerifyBundle(VerifyBundleArgs),
     /// Verify a bundle, then run its install.sh on a Kafka installation.
     ///

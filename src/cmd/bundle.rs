@@ -27,8 +27,9 @@ fn release_source(ws: &Workspace, a: &ReleaseSourceArgs) -> Result<Option<Box<dy
     }
 }
 
-pub fn verify_bundle(a: VerifyBundleArgs) -> Result<Outcome> {
-    lib::verify_bundle(&a.file, &a.pubkey, super::json(a.format), &pins(a.pins))
+pub fn verify_bundle(ws: &Workspace, a: VerifyBundleArgs) -> Result<Outcome> {
+    let source = release_source(ws, &a.sources)?;
+    lib::verify_bundle(ws, &a.file, &a.pubkey, super::json(a.format), &pins(a.pins), source.as_deref())
 }
 
 pub fn install(ws: &Workspace, a: InstallArgs) -> Result<Outcome> {

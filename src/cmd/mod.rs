@@ -48,7 +48,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::CompareBuilds(a) => build::compare(a),
         Command::Keygen(a) => bundle::keygen(a),
         Command::Bundle(a) => bundle::bundle(&ws()?, a),
-        Command::VerifyBundle(a) => bundle::verify_bundle(a),
+        Command::VerifyBundle(a) => bundle::verify_bundle(&ws()?, a),
         Command::Install(a) => bundle::install(&ws()?, a),
         Command::Rollback(a) => bundle::rollback(a),
         Command::Observers(a) => observers::run(a),

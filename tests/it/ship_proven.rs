@@ -233,11 +233,15 @@ fn every_tampering_of_a_3_9_2_zk_build_is_refused_by_bundle_and_show() {
     attacks("3.9.2", "zk");
 }
 
-/// A signed bundle whose core jar is the upstream one (a builder's key misused, the attestations
-/// dropped): it verifies, and `install` re-derives the jars before it changes anything, and refuses.
-#[test]
-fn install_refuses_a_signed_bundle_carrying_the_unpatched_jar_before_anything_changes() {
-    let (_k, key, public) = keys();
+/// The 4.3.1 kraft bundle of a fresh build, its core jar replaced by `alter(core jar)`, its
+/// MANIFEST.json's hashes mended, its attestations dropped (they would name the patched jar's
+/// sha256, as from a bundle made before they existed), signed again with the release key and the
+/// real bundle's trusted comment: a builder's key misused. Returns (key dir, bundle dir, bundle,
+/// public key).
+fn resigned_with_core_jar(
+    alter: impl Fn(Vec<u8>) -> Vec<u8>,
+) -> (tempfile::TempDir, tempfile::TempDir, PathBuf, PathBuf) {
+    let (k, key, public) = keys();
     let build = copy_build(&built("4.3.1", "kraft"));
     let o = bundle_it(build.path(), &key);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -254,16 +258,10 @@ fn install_refuses_a_signed_bundle_carrying_the_unpatched_jar_before_anything_ch
         e.read_to_end(&mut b).unwrap();
         files.push((path, mode, b));
     }
-    let upstream = std::fs::read(upstream_jar("org.apache.kafka:kafka_2.13:4.3.1")).unwrap();
     let jar_path = format!("{name}/libs/kafka_2.13-4.3.1.jar");
-    let sha = sha256_hex(&upstream);
-    for f in files.iter_mut() {
-        if f.0 == jar_path {
-            f.2 = upstream.clone();
-        }
-    }
-    // The attestations would name the patched jar's sha256 (verify-bundle checks them): an attacker
-    // drops them, as from a bundle made before they existed.
+    let i = files.iter().position(|f| f.0 == jar_path).unwrap();
+    files[i].2 = alter(std::mem::take(&mut files[i].2));
+    let (sha, size) = (sha256_hex(&files[i].2), files[i].2.len() as u64);
     files.retain(|f| !f.0.ends_with("/provenance.intoto.jsonl") && !f.0.ends_with("/sbom.cdx.json"));
     let mi = files.iter().position(|f| f.0 == format!("{name}/MANIFEST.json")).unwrap();
     let mut m: serde_json::Value = serde_json::from_slice(&files[mi].2).unwrap();
@@ -276,7 +274,7 @@ fn install_refuses_a_signed_bundle_carrying_the_unpatched_jar_before_anything_ch
         }
     }
     m["files"]["libs/kafka_2.13-4.3.1.jar"]["sha256"] = sha.clone().into();
-    m["files"]["libs/kafka_2.13-4.3.1.jar"]["size"] = (upstream.len() as u64).into();
+    m["files"]["libs/kafka_2.13-4.3.1.jar"]["size"] = size.into();
     files[mi].2 = serde_json::to_vec_pretty(&m).unwrap();
     let mut b = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default()));
     for (path, mode, bytes) in &files {
@@ -290,29 +288,70 @@ fn install_refuses_a_signed_bundle_carrying_the_unpatched_jar_before_anything_ch
     let evil_dir = tempfile::tempdir().unwrap();
     let evil = evil_dir.path().join(format!("{name}.tar.gz"));
     std::fs::write(&evil, b.into_inner().unwrap().finish().unwrap()).unwrap();
-    // Signed with the key and the trusted comment of the real bundle: a builder's key misused.
     let sig = std::fs::read_to_string(format!("{}.minisig", bundle.display())).unwrap();
     let comment = sig.lines().find_map(|l| l.strip_prefix("trusted comment: ")).unwrap().to_string();
     resign_with(&evil, &key, &comment);
-    // It verifies as a bundle: the signature is good.
-    let v = okp().arg("verify-bundle").arg(&evil).arg("--pubkey").arg(&public).output().unwrap();
-    assert_eq!(v.status.code(), Some(0), "{}{}", stdout(&v), stderr(&v));
-    // install re-derives, refuses, and leaves the installation as it was.
+    (k, evil_dir, evil, public)
+}
+
+fn verify_bundle(bundle: &Path, public: &Path) -> Output {
+    okp().arg("verify-bundle").arg(bundle).arg("--pubkey").arg(public).output().unwrap()
+}
+
+/// `okp install` of `bundle` on a fresh 4.3.1 installation: it must exit 1 and change nothing.
+fn install_refused(bundle: &Path, public: &Path) -> String {
     let home = kafka_home("4.3.1");
     let before = home_tree(home.path());
     let o = okp()
         .arg("install")
-        .arg(&evil)
+        .arg(bundle)
         .arg("--kafka-home")
         .arg(home.path())
         .arg("--pubkey")
-        .arg(&public)
+        .arg(public)
         .output()
         .unwrap();
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{e}");
-    assert!(e.contains("MANIFEST.json of") && e.contains("changed nothing in the shipped classes"), "{e}");
     assert_eq!(home_tree(home.path()), before, "install changed the installation");
+    e
+}
+
+const UNPATCHED: &str = "changed nothing in the shipped classes";
+
+/// A signed bundle whose core jar is the upstream one (a builder's key misused, the attestations
+/// dropped): `install` re-derives the jars before it changes anything, and refuses.
+#[test]
+fn install_refuses_a_signed_bundle_carrying_the_unpatched_jar_before_anything_changes() {
+    let upstream = std::fs::read(upstream_jar("org.apache.kafka:kafka_2.13:4.3.1")).unwrap();
+    let (_k, _d, evil, public) = resigned_with_core_jar(|_| upstream.clone());
+    let e = install_refused(&evil, &public);
+    assert!(e.contains("MANIFEST.json of") && e.contains(UNPATCHED), "{e}");
+    assert!(e.contains("FAILED   jars") && e.contains("its jars are not what its manifest says"), "{e}");
+}
+
+/// install's twin: `verify-bundle` runs the same re-derivation (it used to exit 0 on this bundle,
+/// whose signature is good), refuses with exit 1 and install's very finding.
+#[test]
+fn verify_bundle_refuses_a_signed_bundle_carrying_the_unpatched_jar_as_install_does() {
+    let upstream = std::fs::read(upstream_jar("org.apache.kafka:kafka_2.13:4.3.1")).unwrap();
+    let (_k, _d, evil, public) = resigned_with_core_jar(|_| upstream.clone());
+    let v = verify_bundle(&evil, &public);
+    let out = stdout(&v);
+    assert_eq!(v.status.code(), Some(1), "{out}{}", stderr(&v));
+    assert!(out.contains("ok       signature"), "the signature is good: {out}");
+    let finding = out.lines().find(|l| l.starts_with("FAILED   jars")).unwrap_or_else(|| panic!("{out}"));
+    assert!(finding.contains("the jars are not what MANIFEST.json of") && out.contains(UNPATCHED), "{out}");
+    assert!(out.ends_with("NOT VERIFIED\n"), "{out}");
+    // The same check, the same words, under install.
+    let e = install_refused(&evil, &public);
+    assert!(e.contains(finding), "install says otherwise:\n{e}\nverify-bundle said:\n{out}");
+    let json =
+        okp().arg("verify-bundle").arg(&evil).arg("--pubkey").arg(&public).args(["--format", "json"]).output().unwrap();
+    assert_eq!(json.status.code(), Some(1));
+    let j: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(j["verified"], false);
+    assert!(j["checks"].as_array().unwrap().iter().any(|c| c["check"] == "jars" && c["status"] == "failed"), "{j}");
 }
 
 /// A KRaft build refused at its second module (a metadata source changed in the tree) leaves no
