@@ -253,11 +253,15 @@ pub fn recheck(ws: &Workspace, c: &Claims, source: Option<&dyn SourceTree>) -> R
             ));
         }
         let rel = jar::entries_of(&upstream_bytes, &upstream_path.display().to_string())?;
-        // What the shipped jar holds is the finding, never okp's failure: a jar that is no zip, a
-        // class that does not parse, refuse the jar (exit 1), naming it.
+        // What the shipped jar holds is the finding, never okp's failure nor bad input: a jar that
+        // is no zip, an entry whose CRC or size does not match its bytes, an entry over the cap, a
+        // class that does not parse refuse the jar (exit 1), naming it. Its bytes are in memory, so
+        // no error reading them is the machine's.
         let bad = |e: Error| match e {
-            Error::Check(m) | Error::External(m) | Error::Source(m) if m.starts_with(j.file_name) => Error::Check(m),
-            Error::Check(m) | Error::External(m) | Error::Source(m) => Error::Check(format!("{}: {m}", j.file_name)),
+            Error::Check(_) | Error::External(_) | Error::Source(_) | Error::Io { .. } | Error::Tree { .. } => {
+                let m = e.to_string();
+                Error::Check(if m.starts_with(j.file_name) { m } else { format!("{}: {m}", j.file_name) })
+            }
             e => e,
         };
         let shipped = jar::entries_of(j.bytes, j.file_name).map_err(bad)?;

@@ -354,6 +354,42 @@ fn verify_bundle_refuses_a_signed_bundle_carrying_the_unpatched_jar_as_install_d
     assert!(j["checks"].as_array().unwrap().iter().any(|c| c["check"] == "jars" && c["status"] == "failed"), "{j}");
 }
 
+/// A class entry of `jar` whose CRC-32 (in its local header and in the central directory) no
+/// longer matches its bytes; the bytes themselves unchanged.
+fn broken_crc(mut jar: Vec<u8>) -> Vec<u8> {
+    let u16_at = |b: &[u8], i: usize| u16::from_le_bytes([b[i], b[i + 1]]) as usize;
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]) as usize;
+    let eocd = (0..jar.len() - 21).rev().find(|&i| u32_at(&jar, i) == 0x0605_4b50).unwrap();
+    let mut at = u32_at(&jar, eocd + 16);
+    loop {
+        assert_eq!(u32_at(&jar, at), 0x0201_4b50, "a central directory entry");
+        let (n, extra, comment) = (u16_at(&jar, at + 28), u16_at(&jar, at + 30), u16_at(&jar, at + 32));
+        let name = String::from_utf8_lossy(&jar[at + 46..at + 46 + n]).into_owned();
+        if name.ends_with(".class") && u32_at(&jar, at + 24) > 256 {
+            let local = u32_at(&jar, at + 42);
+            jar[at + 16] ^= 0xff;
+            jar[local + 14] ^= 0xff;
+            return jar;
+        }
+        at += 46 + n + extra + comment;
+    }
+}
+
+/// A jar whose entry's CRC is broken, in a bundle re-signed with the release key: a check that
+/// failed (exit 1) under both commands, naming the jar, never bad input (it was exit 2 under
+/// install, exit 0 under verify-bundle).
+#[test]
+fn a_jar_with_a_broken_crc_fails_verify_bundle_and_install_with_exit_1() {
+    let (_k, _d, evil, public) = resigned_with_core_jar(broken_crc);
+    let v = verify_bundle(&evil, &public);
+    let out = stdout(&v);
+    assert_eq!(v.status.code(), Some(1), "{out}{}", stderr(&v));
+    let finding = out.lines().find(|l| l.starts_with("FAILED   jars")).unwrap_or_else(|| panic!("{out}"));
+    assert!(finding.contains("kafka_2.13-4.3.1.jar") && finding.to_lowercase().contains("checksum"), "{finding}");
+    let e = install_refused(&evil, &public);
+    assert!(e.contains(finding), "{e}");
+}
+
 /// A KRaft build refused at its second module (a metadata source changed in the tree) leaves no
 /// jar anywhere under --out, nor a staging directory beside it.
 #[test]
