@@ -34,8 +34,8 @@ const LAYOUTS: &[(&str, &str, &[&[i32]])] = &[
     ("cr", "rf4, observer last and first", &[&[1, 2, 3, 4], &[4, 2, 3, 1]]),
     ("cr", "rf3, observer last and first", &[&[1, 2, 4], &[4, 1, 2]]),
     ("cr", "rf3, no observer", &[&[1, 2, 3], &[2, 3, 1]]),
-    ("cf", "rf4, 4 full by rule (rules phase)", &[&[1, 2, 3, 4], &[4, 2, 3, 1]]),
-    ("cf", "rf3, 4 full by rule (rules phase)", &[&[2, 3, 4], &[4, 3, 2]]),
+    ("cf", "rf4, cf-: 4 full while the rule is in force", &[&[1, 2, 3, 4], &[4, 2, 3, 1]]),
+    ("cf", "rf3, cf-: 4 full while the rule is in force", &[&[2, 3, 4], &[4, 3, 2]]),
 ];
 /// observer.ids in the second half of the rounds: 4 observes every topic but the `cf-` ones.
 const RULES: &str = "4\nprefix:cf- observers=none\n";
