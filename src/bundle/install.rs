@@ -20,8 +20,7 @@ use super::archive;
 use super::layout;
 use super::lock::{self, HomeLock};
 use super::ondisk;
-use super::pins::Pins;
-use super::rederive;
+use super::rederive::{self, Trust};
 use super::verify::{self, Verification};
 use crate::error::{Error, Failure, Outcome, Result};
 use crate::workspace::Workspace;
@@ -46,16 +45,6 @@ impl ScriptFlags {
         .filter_map(|(on, flag)| on.then_some(flag))
         .collect()
     }
-}
-
-/// What a bundle must prove before it is installed.
-pub struct Trust<'a> {
-    /// The minisign public key (a file, or the base64 line).
-    pub pubkey: Option<&'a str>,
-    /// Install a well-formed bundle whose signature or checksums do not verify.
-    pub allow_unverified: bool,
-    /// Checked against the signature; never waived.
-    pub pins: &'a Pins,
 }
 
 /// Whether verification lets the bundle be installed; `Err` is the refusal.

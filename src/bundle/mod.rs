@@ -34,8 +34,9 @@ mod verify;
 
 use std::path::Path;
 
-pub use install::{ScriptFlags, Trust};
+pub use install::ScriptFlags;
 pub use pins::{OkpVersion, PatchSet, Pins, Timestamp};
+pub use rederive::Trust;
 pub use target::Target;
 
 use crate::error::{Outcome, Result};

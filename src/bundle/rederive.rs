@@ -9,14 +9,24 @@
 //! installing (`install`).
 
 use super::archive::Unpacked;
-use super::install::Trust;
 use super::manifest::{self, Identity, Manifest};
 use super::ondisk::OnDisk;
+use super::pins::Pins;
 use super::verify::{Check, Status, Verification, JARS};
 use crate::build::recheck::{ClaimedJar, Claims, Rechecked};
 use crate::error::{Error, Result};
 use crate::source::SourceTree;
 use crate::workspace::Workspace;
+
+/// What a bundle must prove: to verify-bundle, or before it is installed.
+pub struct Trust<'a> {
+    /// The minisign public key (a file, or the base64 line).
+    pub pubkey: Option<&'a str>,
+    /// Install a well-formed bundle whose signature or checksums do not verify.
+    pub allow_unverified: bool,
+    /// Checked against the signature; never waived.
+    pub pins: &'a Pins,
+}
 
 /// Verifies the bundle `d` as `trust` asks, and re-derives its jars when its content is
 /// well-formed (the archive is read only when authenticity holds or is waived). A finding of the
