@@ -283,6 +283,14 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// The totals of `births`.
+    fn of(births: &[Birth]) -> Tally {
+        births.iter().fold(Tally::default(), |mut t, b| {
+            t.add(b);
+            t
+        })
+    }
+
     fn add(&mut self, b: &Birth) {
         self.partitions += 1;
         self.acked += b.acked;
@@ -476,10 +484,7 @@ fn rounds_of(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
                 }
             }
         }
-        let this: Tally = births[born_before..].iter().fold(Tally::default(), |mut t, b| {
-            t.add(b);
-            t
-        });
+        let this = Tally::of(&births[born_before..]);
         x.c.journal.note(&format!(
             "round {round} (produce {when} CreateTopics returned, observer.ids {}): {} partitions, acked {}, errors {}, \
              logs starting above sequence 0: {}, lost {}; {:.1} s",
@@ -542,10 +547,7 @@ fn rounds_of(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         x.c.set_observers(&all, "4\n")?;
     }
 
-    let total = births.iter().fold(Tally::default(), |mut t, b| {
-        t.add(b);
-        t
-    });
+    let total = Tally::of(&births);
     o.fact("rounds", rounds);
     o.fact("records_per_partition", RECORDS);
     o.fact("totals", &total);
