@@ -1039,7 +1039,6 @@ mod tests {
         assert!(!ruled_everywhere(&both, "tobs"));
         let one = [r("4\ntopic:tfull observers=none\n"), r("4\n")];
         assert!(!ruled_everywhere(&one, "tfull"), "a node without the rule takes the cluster-wide ids");
-        assert!(!ruled_everywhere(&[r("regex:(?!x).* observers=4\n")], "tfull"), "unknown: checked");
         assert!(!ruled_everywhere(&[], "tfull"));
         // Broker 4 leads tfull, a full replica by its rule: a cluster-wide demotion does not
         // touch tfull, so its leadership does not refuse it once tfull is left out.

@@ -14,6 +14,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::pattern::{self, Pattern};
+
 /// Java's `\s` in the registries' `[,\s]+` split: space, \t, \n, \x0B, \f, \r.
 fn is_separator(c: char) -> bool {
     matches!(c, ',' | ' ' | '\t' | '\n' | '\x0B' | '\x0C' | '\r')
@@ -171,9 +173,8 @@ pub struct InForce<'a> {
 pub struct Rules {
     exact: BTreeMap<String, Entry>,
     prefixes: BTreeMap<String, Entry>,
-    /// In file order: the Java pattern, okp's translation (None: okp's regex engine cannot read
-    /// it, so the topics it could match are unknown here), the rule.
-    regexes: Vec<(String, Option<regex::Regex>, Entry)>,
+    /// In file order: the pattern (its one meaning, pattern.rs) and the rule.
+    regexes: Vec<(Pattern, Entry)>,
 }
 
 impl PartialEq for Rules {
@@ -207,14 +208,7 @@ impl Rules {
         {
             return Ok(Some(found(e)));
         }
-        for (pattern, re, e) in &self.regexes {
-            match re {
-                Some(re) if re.is_match(topic) => return Ok(Some(found(e))),
-                Some(_) => {}
-                None => return Err(format!("regex:{pattern} cannot be evaluated by okp")),
-            }
-        }
-        Ok(None)
+        Ok(self.regexes.iter().find(|(p, _)| p.matches(topic)).map(|(_, e)| found(e)))
     }
 
     /// Topic `topic`'s observers against the cluster's racks (`racks`): the rule's ids and the
@@ -234,14 +228,8 @@ impl Rules {
         self.exact.contains_key(topic)
     }
 
-    /// The regex rules okp's engine cannot evaluate (Java-only constructs), as `regex:R`: with
-    /// one of them the topics of every later rule, and of the cluster-wide ids, are unknown here.
-    pub fn unevaluable(&self) -> Vec<String> {
-        self.regexes.iter().filter(|r| r.1.is_none()).map(|r| format!("regex:{}", r.0)).collect()
-    }
-
     fn entries(&self) -> impl Iterator<Item = &Entry> {
-        self.exact.values().chain(self.prefixes.values()).chain(self.regexes.iter().map(|r| &r.2))
+        self.exact.values().chain(self.prefixes.values()).chain(self.regexes.iter().map(|r| &r.1))
     }
 
     /// Every id some rule names.
@@ -262,7 +250,7 @@ impl Rules {
     pub fn shown(&self) -> String {
         let mut parts: Vec<String> = self.exact.iter().map(|(n, e)| format!("topic:{n}={}", e.list.shown())).collect();
         parts.extend(self.prefixes.iter().map(|(n, e)| format!("prefix:{n}={}", e.list.shown())));
-        parts.extend(self.regexes.iter().map(|(p, _, e)| format!("regex:{p}={}", e.list.shown())));
+        parts.extend(self.regexes.iter().map(|(p, e)| format!("regex:{}={}", p.as_str(), e.list.shown())));
         parts.join(";")
     }
 }
@@ -283,7 +271,7 @@ pub fn rules(text: &str) -> std::result::Result<Rules, String> {
         let mut at = 0;
         for part in body.split(space) {
             if !part.is_empty() {
-                tokens.push((part, body[..at].chars().count() + 1));
+                tokens.push((part, body[..at].encode_utf16().count() + 1));
             }
             at += part.len() + 1;
         }
@@ -299,14 +287,14 @@ pub fn rules(text: &str) -> std::result::Result<Rules, String> {
         }
         let value_col = col + selector.find(':').map_or(0, |at| at + 1);
         let entry = Entry { selector: selector.to_string(), line: i + 1, list };
+        if let Some(value) = selector.strip_prefix("regex:") {
+            let pattern = Pattern::compile(value)
+                .map_err(|e| format!("{where_}{}: {}", value_col + e.at, pattern::refusal(&e, value)))?;
+            out.regexes.push((pattern, entry));
+            continue;
+        }
         match Selector::parse(selector).map_err(|e| format!("{where_}{value_col}: {e}"))? {
-            Selector::Regex(value) => {
-                if !java_regex_compiles(&value) {
-                    return Err(format!("{where_}{value_col}: not a regular expression: {value}"));
-                }
-                let re = regex::Regex::new(&format!("^(?:{value})$")).ok();
-                out.regexes.push((value, re, entry));
-            }
+            Selector::Regex(_) => unreachable!("regex: rules are read above"),
             Selector::Topic(value) => {
                 out.exact.insert(value, entry);
             }
@@ -332,10 +320,10 @@ pub enum Selector {
 
 impl Selector {
     /// `topic:NAME`, `prefix:P` or `regex:R`, checked as the registries check a rule's first
-    /// word: NAME and P are Kafka topic names, R is not empty, and no word holds whitespace or
-    /// `#` (in observer.ids they would end it). Whether R compiles is the caller's to check: the
-    /// registries' Java (`rules`) or okp's own engine (the watchdog's topic policies). Err: what
-    /// is wrong, quoting the word as written (the caller escapes it for a terminal).
+    /// word: NAME and P are Kafka topic names, R a pattern of observer.ids (pattern.rs, the one
+    /// the registries read), and no word holds whitespace or `#` (in observer.ids they would end
+    /// it). Err: what is wrong, quoting the word as written (the caller escapes it for a
+    /// terminal).
     pub fn parse(word: &str) -> std::result::Result<Selector, String> {
         let Some(kind) = KINDS.iter().find(|k| word.starts_with(**k)).copied() else {
             return Err(format!("{word}: a selector is topic:NAME, prefix:P or regex:R"));
@@ -347,8 +335,10 @@ impl Selector {
             ));
         }
         match kind {
-            "regex:" if value.is_empty() => Err(format!("not a regular expression: {value}")),
-            "regex:" => Ok(Selector::Regex(value.to_string())),
+            "regex:" => match Pattern::compile(value) {
+                Ok(_) => Ok(Selector::Regex(value.to_string())),
+                Err(e) => Err(format!("{} (at character {})", pattern::refusal(&e, value), e.at + 1)),
+            },
             _ if !is_topic_name(value) => Err(format!("not a topic name: {value}")),
             "topic:" => Ok(Selector::Topic(value.to_string())),
             _ => Ok(Selector::Prefix(value.to_string())),
@@ -363,35 +353,6 @@ impl Selector {
             Selector::Regex(v) => format!("regex:{v}"),
         }
     }
-}
-
-/// Whether Java could compile `pattern`, as far as okp can tell: okp's engine reads it, or it
-/// uses only constructs okp's engine lacks (lookaround, backreferences, possessive quantifiers).
-/// Unbalanced brackets fail both.
-fn java_regex_compiles(pattern: &str) -> bool {
-    if regex::Regex::new(pattern).is_ok() {
-        return true;
-    }
-    let mut depth: i32 = 0;
-    let mut escaped = false;
-    let mut class = false;
-    for c in pattern.chars() {
-        match (escaped, class, c) {
-            (true, _, _) => escaped = false,
-            (false, _, '\\') => escaped = true,
-            (false, false, '[') => class = true,
-            (false, true, ']') => class = false,
-            (false, false, '(') => depth += 1,
-            (false, false, ')') => {
-                depth -= 1;
-                if depth < 0 {
-                    return false;
-                }
-            }
-            _ => {}
-        }
-    }
-    depth == 0 && !class && !escaped
 }
 
 /// `none`, or items separated by single commas, each a broker id or `rack:NAME`. `col`: the
@@ -417,7 +378,7 @@ fn rule_list(list: &str, where_: &str, col: usize) -> std::result::Result<Observ
                 "{where_}{at}: not a broker id: \"{item}\" (a list is none, or broker ids and rack:NAME separated by commas)"
             ));
         }
-        at += item.chars().count() + 1;
+        at += item.encode_utf16().count() + 1;
     }
     Ok(out)
 }
@@ -862,7 +823,7 @@ mod tests {
             ("topic:a 4", "line 1, column 1: a topic rule is SELECTOR observers=LIST".into()),
             ("topic:bad/name observers=4", "line 1, column 7: not a topic name: bad/name".into()),
             ("prefix: observers=4", "line 1, column 8: not a topic name: ".into()),
-            ("regex:( observers=4", "line 1, column 7: not a regular expression: (".into()),
+            ("regex:( observers=4", "line 1, column 8: not a pattern of observer.ids (an empty alternative): (".into()),
             ("topic:a observers=", format!("line 1, column 19: not a broker id: \"\" {list}")),
             ("topic:a observers=4,,5", format!("line 1, column 21: not a broker id: \"\" {list}")),
             ("topic:a observers=none,4", format!("line 1, column 19: not a broker id: \"none\" {list}")),
@@ -1013,10 +974,20 @@ mod tests {
     }
 
     #[test]
-    fn a_java_only_regex_is_accepted_but_not_evaluated() {
-        let r = rules("regex:(?!tmp).* observers=4\n").unwrap();
-        assert!(r.resolve("orders").is_err(), "lookahead: okp cannot tell which topics it matches");
-        assert!(rules("topic:x observers=4\nregex:a(?=b observers=4").is_err(), "unbalanced: Java refuses it too");
+    fn a_java_only_regex_is_refused_where_it_stands() {
+        assert_eq!(
+            rules("4\n  regex:(?!tmp).* observers=4\n").unwrap_err(),
+            "line 2, column 9: not a pattern of observer.ids ('(?' other than '(?:' (no flags, names or lookaround)): (?!tmp).*"
+        );
+        assert_eq!(
+            rules("regex:[[:alpha:]]+ observers=3").unwrap_err(),
+            "line 1, column 8: not a pattern of observer.ids ('[' in a class): [[:alpha:]]+"
+        );
+        // Columns count the file's bytes, as the registries read it (ISO-8859-1): a UTF-8 'é' is two.
+        assert_eq!(
+            rules("regex:\u{C3}\u{A9}x observers=3").unwrap_err(),
+            "line 1, column 7: not a pattern of observer.ids (U+00C3 is not in the pattern language): \u{C3}\u{A9}x"
+        );
     }
 
     #[test]
@@ -1031,13 +1002,15 @@ mod tests {
         assert_eq!(Selector::parse("topic:audit"), Ok(Selector::Topic("audit".into())));
         assert_eq!(Selector::parse("prefix:orders-"), Ok(Selector::Prefix("orders-".into())));
         assert_eq!(Selector::parse("regex:a{1,2}"), Ok(Selector::Regex("a{1,2}".into())), "a comma is no separator");
-        assert_eq!(Selector::parse("regex:(?!tmp).*").map(|s| s.shown()), Ok("regex:(?!tmp).*".into()));
-        assert_eq!(Selector::parse("regex:(").map(|s| s.shown()), Ok("regex:(".into()), "compiling it is the caller's");
+        assert_eq!(
+            Selector::parse("regex:a(?!tmp).*"),
+            Err("not a pattern of observer.ids ('(?' other than '(?:' (no flags, names or lookaround)): a(?!tmp).* (at character 2)".into())
+        );
         for (word, want) in [
             ("audit", "audit: a selector is topic:NAME, prefix:P or regex:R"),
             ("topic:bad/name", "not a topic name: bad/name"),
             ("prefix:", "not a topic name: "),
-            ("regex:", "not a regular expression: "),
+            ("regex:", "not a pattern of observer.ids (empty):  (at character 1)"),
             ("regex:a b", "regex:a b holds ' ': a selector is one word, without whitespace or `#`, as in observer.ids"),
             ("regex:a#b", "regex:a#b holds '#': a selector is one word, without whitespace or `#`, as in observer.ids"),
         ] {
@@ -1100,6 +1073,6 @@ mod tests {
         assert!(with_topic_rule("topic:a observers=x\n", "b", 4, true).unwrap_err().starts_with("line 1, column 19"));
         assert!(with_topic_rule("regex:(?!x).* observers=4\n", "b", 4, true)
             .unwrap_err()
-            .contains("cannot be evaluated"));
+            .contains("line 1, column 7: not a pattern of observer.ids"));
     }
 }

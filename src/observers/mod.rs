@@ -17,6 +17,7 @@
 
 pub mod change;
 pub mod idfile;
+pub mod pattern;
 pub mod place;
 pub mod transport;
 pub mod view;

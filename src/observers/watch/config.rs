@@ -398,8 +398,8 @@ mod tests {
             Origin::new("w.yaml", format!("enable: true\ntopic-policies:\n  - {{topic: audit, policy: never}}\n{t}"))
         };
         for (entry, want) in [
-            ("  - {regex: '(', policy: never}\n", "w.yaml:4:5: topic-policies, regex: not a regular expression okp can evaluate: ("),
-            ("  - {regex: '(?!tmp).*', policy: never}\n", "w.yaml:4:5: topic-policies, regex: not a regular expression okp can evaluate: (?!tmp).*"),
+            ("  - {regex: '(', policy: never}\n", "w.yaml:4:5: topic-policies, regex: not a pattern of observer.ids (an empty alternative): ( (at character 2)"),
+            ("  - {regex: '(?!tmp).*', policy: never}\n", "w.yaml:4:5: topic-policies, regex: not a pattern of observer.ids ('(?' other than '(?:' (no flags, names or lookaround)): (?!tmp).* (at character 1)"),
             ("  - {topic: 'a/b', policy: never}\n", "w.yaml:4:5: topic-policies, topic: not a topic name: a/b"),
             ("  - {prefix: 'a b', policy: never}\n", "w.yaml:4:5: topic-policies, prefix: prefix:a b holds ' '"),
             ("  - {topic: b, policy: always}\n", "w.yaml:4:"),

@@ -306,9 +306,8 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
     let policy = rules.policy;
     // Rule 9: the nodes' files are the human's. While they disagree someone may be editing them;
     // a token that is not an id (`4x`) may be a typo for one, which the nodes read as "not an
-    // observer"; a rule's regex okp cannot evaluate hides which topics it covers. What the human
-    // meant, or what the nodes do, is unknown either way, so nothing is done until it is fixed.
-    let unevaluable = view.rules.unevaluable();
+    // observer". What the human meant, or what the nodes do, is unknown either way, so nothing is
+    // done until it is fixed.
     let unclear = if !view.disagreeing.is_empty() {
         Some(format!(
             "observer.ids disagree across nodes ({}); the watchdog acts only when every node's file agrees (a human may be editing them)",
@@ -318,11 +317,6 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
         Some(format!(
             "observer.ids holds tokens that are neither ids nor comments ({}); the watchdog acts only on files whose every token is an id",
             view.ignored.join("; ")
-        ))
-    } else if !unevaluable.is_empty() {
-        Some(format!(
-            "observer.ids holds a topic rule whose regex okp cannot evaluate ({}): which topics it covers, and so which brokers observe them, is unknown here; the watchdog acts only on rules it can read",
-            unevaluable.join(", ")
         ))
     } else {
         None
@@ -1033,11 +1027,12 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_rule_okp_cannot_evaluate_stops_everything() {
-        let v = two_down("4\nregex:(?!x).* observers=4\n");
+    fn a_rule_the_nodes_refuse_stops_everything() {
+        let mut v = two_down("4\n");
+        v.ignored = vec!["broker 2: malformed rule: line 2, column 7: not a pattern of observer.ids".into()];
         let plan = decide(&v, &State::new(None), &rules(Policy::UnderMinIsr), 0);
         assert!(plan.act.is_none());
         assert_eq!(plan.notes[0].action, Action::Refuse);
-        assert!(plan.notes[0].reason.contains("regex:(?!x).*"), "{}", plan.notes[0].reason);
+        assert!(plan.notes[0].reason.contains("malformed rule"), "{}", plan.notes[0].reason);
     }
 }

@@ -263,11 +263,7 @@ fn scan_inner(
             None => second.observers.contains(&broker),
             Some(t) => second.observers_of(t).0.contains(&broker),
         };
-        if again
-            || !second.disagreeing.is_empty()
-            || !second.ignored.is_empty()
-            || !second.rules.unevaluable().is_empty()
-        {
+        if again || !second.disagreeing.is_empty() || !second.ignored.is_empty() {
             return skip(
                 audit,
                 &act,

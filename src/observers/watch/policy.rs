@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::observers::idfile::Selector;
+use crate::observers::pattern::{self, Pattern};
 
 /// When the watchdog promotes an observer of a partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
@@ -43,17 +44,12 @@ impl Policy {
     }
 }
 
-/// The most topic policies one watchdog takes, the most of them that are regexes, and the longest
-/// regex: far above what a cluster needs, low enough that a file built to stall the watchdog or
-/// fill its memory is refused at once.
+/// The most topic policies one watchdog takes and the most of them that are patterns: far above
+/// what a cluster needs, low enough that a file built to stall the watchdog or fill its memory is
+/// refused at once. A pattern itself is bounded as observer.ids bounds it (pattern.rs: at most
+/// 4096 characters and 5000 steps, matched in one pass).
 pub const MAX_TOPIC_POLICIES: usize = 1000;
 pub const MAX_REGEX_POLICIES: usize = 64;
-pub const MAX_REGEX_CHARS: usize = 4096;
-/// The compiled size a topic policy's regex may take (the regex crate's own default is 10 MiB;
-/// an alternation of 50 topic names takes 62 KB, `.{1,249}` 259 KB), and its matching cache (2 MiB
-/// by default): at most `MAX_REGEX_POLICIES` of them stay compiled, some 48 MiB at worst.
-const REGEX_SIZE: usize = 512 << 10;
-const REGEX_CACHE: usize = 256 << 10;
 
 /// One topic policy: the topics it selects and their policy.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,10 +61,8 @@ pub struct TopicPolicy {
 }
 
 impl TopicPolicy {
-    /// A selector as observer.ids writes one, which okp must be able to evaluate itself: a regex
-    /// in the flavour of observer.ids (the regex crate, matching the whole name), without the
-    /// Java-only constructs observer.ids tolerates, at most `MAX_REGEX_CHARS` long and compiled
-    /// within a smaller size limit.
+    /// A selector as observer.ids writes one, a `regex:` one in observer.ids' pattern language
+    /// (pattern.rs), which the brokers and okp read alike.
     pub fn new(selector: &str, policy: Policy, at: Option<(usize, usize)>) -> Result<TopicPolicy, String> {
         let selector = Selector::parse(selector).map_err(|e| crate::escape::one_line(&e))?;
         if let Selector::Regex(r) = &selector {
@@ -95,26 +89,10 @@ impl TopicPolicy {
     }
 }
 
-/// `^(?:R)$` as observer.ids compiles a rule's regex, with a smaller compiled-size limit.
-fn compile(pattern: &str) -> Result<regex::Regex, String> {
-    let chars = pattern.chars().count();
-    if chars > MAX_REGEX_CHARS {
-        return Err(format!("a regex of {chars} characters: at most {MAX_REGEX_CHARS}"));
-    }
-    let built = regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
-        .size_limit(REGEX_SIZE)
-        .dfa_size_limit(REGEX_CACHE)
-        .build();
-    built.map_err(|e| {
-        // The engine's message draws the pattern over several lines; its last line says what.
-        let why = e.to_string();
-        let why = why.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("").trim_start_matches("error: ");
-        format!(
-            "not a regular expression okp can evaluate: {} ({}); okp matches topic policies itself, so the Java-only constructs observer.ids tolerates (lookaround, backreferences) are refused here",
-            crate::escape::one_line(pattern),
-            crate::escape::one_line(why)
-        )
-    })
+/// R as observer.ids reads it (pattern.rs).
+fn compile(pattern: &str) -> Result<Pattern, String> {
+    Pattern::compile(pattern)
+        .map_err(|e| format!("{} (at character {})", crate::escape::one_line(&pattern::refusal(&e, pattern)), e.at + 1))
 }
 
 /// The topic policies of one watchdog, checked and compiled.
@@ -123,7 +101,7 @@ pub struct TopicPolicies {
     exact: BTreeMap<String, Policy>,
     prefixes: BTreeMap<String, Policy>,
     /// In the order given.
-    regexes: Vec<(regex::Regex, Policy)>,
+    regexes: Vec<(Pattern, Policy)>,
     shown: Vec<String>,
 }
 
@@ -181,7 +159,7 @@ impl TopicPolicies {
         {
             return Some(*p);
         }
-        self.regexes.iter().find(|(re, _)| re.is_match(topic)).map(|(_, p)| *p)
+        self.regexes.iter().find(|(re, _)| re.matches(topic)).map(|(_, p)| *p)
     }
 
     /// As given, `;`-separated: `topic:audit=under-replicated;prefix:orders-=never`.
@@ -207,12 +185,12 @@ mod tests {
             "regex:orders-.*=never",
             "prefix:orders-=under-min-isr",
             "topic:orders-eu=never",
-            "regex:a=b.*=under-replicated",
+            "regex:a-b.*=under-replicated",
         ]);
         assert_eq!(t.resolve("orders-eu"), Some(Policy::Never), "the exact name first");
         assert_eq!(t.resolve("orders-us"), Some(Policy::UnderMinIsr), "then the longest prefix");
         assert_eq!(t.resolve("ordinal"), Some(Policy::UnderReplicated), "a prefix before any regex");
-        assert_eq!(t.resolve("a=bc"), Some(Policy::UnderReplicated), "the last `=` splits the flag");
+        assert_eq!(t.resolve("a-bc"), Some(Policy::UnderReplicated), "a pattern of observer.ids");
         assert_eq!(t.resolve("xorders"), None, "a regex matches the whole name; no match: the cluster's");
         let r = table(&["regex:au.*=never", "regex:.*dit=under-replicated"]);
         assert_eq!(r.resolve("audit"), Some(Policy::Never), "the first regex in the order given");
@@ -229,16 +207,20 @@ mod tests {
             ),
             ("audit=never", "audit: a selector is topic:NAME, prefix:P or regex:R"),
             ("topic:a/b=never", "not a topic name: a/b"),
-            ("regex:(=never", "not a regular expression okp can evaluate: ( (unclosed group)"),
-            ("regex:(?!tmp).*=never", "not a regular expression okp can evaluate: (?!tmp).*"),
+            ("regex:(=never", "not a pattern of observer.ids (an empty alternative): ( (at character 2)"),
+            (
+                "regex:(?!tmp).*=never",
+                "not a pattern of observer.ids ('(?' other than '(?:' (no flags, names or lookaround)): (?!tmp).*",
+            ),
             ("regex:a\tb=never", "holds '\\t'"),
-            ("regex:(a{1000}){1000}=never", "exceeds size limit"),
+            ("regex:a=b.*=never", "('=' is not in the pattern language): a=b.* (at character 2)"),
+            ("regex:(a{200}){200}=never", "over 5000 steps once its counts are expanded"),
         ] {
             let e = TopicPolicy::parse_flag(flag).unwrap_err();
             assert!(e.contains(want), "{flag:?}: {e}");
         }
-        let long = format!("regex:{}=never", "a".repeat(MAX_REGEX_CHARS + 1));
-        assert!(TopicPolicy::parse_flag(&long).unwrap_err().contains("at most 4096"));
+        let long = format!("regex:{}=never", "a".repeat(pattern::MAX_CHARS + 1));
+        assert!(TopicPolicy::parse_flag(&long).unwrap_err().contains("longer than 4096 characters"));
         let twice: Vec<TopicPolicy> = ["topic:a=never", "prefix:a=never", "topic:a=under-replicated"]
             .map(|f| TopicPolicy::parse_flag(f).unwrap())
             .to_vec();
@@ -258,22 +240,15 @@ mod tests {
 
     #[test]
     fn a_hostile_regex_is_refused_or_matched_in_linear_time() {
-        // Catastrophic backtracking in a backtracking engine; the regex crate matches in linear time.
+        // Catastrophic backtracking in a backtracking engine; observer.ids' engine takes one pass
+        // (docs/benchmarks.md has the numbers).
         let t = table(&["regex:(a+)+b=never"]);
-        let topic = "a".repeat(249);
-        let t0 = std::time::Instant::now();
-        assert_eq!(t.resolve(&topic), None);
-        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
-        // Nested past the parser's limit: refused, not a stack overflow; and blowing up the
-        // compiled size, refused in bounded time (a few ms each in a debug build).
+        assert_eq!(t.resolve(&"a".repeat(249)), None);
+        // Nested past the parser's limit, or blowing up once counts are expanded: refused.
         let deep = format!("regex:{}a{}=never", "(".repeat(2_000), ")".repeat(2_000));
         let e = TopicPolicy::parse_flag(&deep).unwrap_err();
-        assert!(e.contains("nest"), "{e}");
-        let t0 = std::time::Instant::now();
-        for _ in 0..100 {
-            let e = TopicPolicy::parse_flag("regex:(((a{100}){100}){100})=never").unwrap_err();
-            assert!(e.contains("exceeds size limit"), "{e}");
-        }
-        assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{:?}", t0.elapsed());
+        assert!(e.contains("groups nested deeper than 16"), "{e}");
+        let e = TopicPolicy::parse_flag("regex:(((a{100}){100}){100})=never").unwrap_err();
+        assert!(e.contains("over 5000 steps"), "{e}");
     }
 }
