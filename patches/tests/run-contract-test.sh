@@ -13,6 +13,11 @@
 #   METADATA_VERSIONS  kafka-metadata versions the Java file is compiled against (--release 8).
 #   OKP_WORK           work directory (default: a fresh temp dir, removed at exit).
 #   MVN                Maven command (default: mvn -q -B); add -o to run from ~/.m2 only.
+#   OKP_DIFF_CASES     a file of generated observer.ids cases with okp's verdicts (written by
+#                      tests/it/observer_ids_contract.rs from src/observers/pattern/cases.rs): each
+#                      Scala build and the Java side must give okp's verdict on every case, and
+#                      java.util.regex must agree on every pattern they accept
+#                      (ObserverIdsDifferential.java). Unset: that part is skipped.
 #
 # Exit status: 0 all green, 1 a compile step or contract check failed, 3 Maven could not resolve.
 set -euo pipefail
@@ -29,6 +34,7 @@ patches=$(dirname "$here")
 scala_src=$patches/common/core/src/main/scala/kafka/observer/ObserverIds.scala
 java_src=$patches/common/metadata/src/main/java/org/apache/kafka/controller/ObserverReplicas.java
 test_src=$here/ObserverIdsContractTest.java
+diff_src=$here/ObserverIdsDifferential.java
 
 bin=${JAVA_HOME:+$JAVA_HOME/bin/}
 if [ -n "${OKP_WORK:-}" ]; then
@@ -122,7 +128,7 @@ for build in $SCALA_BUILDS; do
         continue
     fi
     run_cp=$scala_out:$java_out:$clients_run:$lib:$(jar org.slf4j:slf4j-api:$SLF4J_RUN):$(jar org.slf4j:slf4j-simple:$SLF4J_RUN)
-    if ! "${bin}javac" -encoding UTF-8 -cp "$run_cp" -d "$test_out" "$test_src"; then
+    if ! "${bin}javac" -encoding UTF-8 -cp "$run_cp" -d "$test_out" "$test_src" "$diff_src"; then
         fail_step "compile ObserverIdsContractTest for scala $sv"
         continue
     fi
@@ -132,6 +138,18 @@ for build in $SCALA_BUILDS; do
     status=${PIPESTATUS[0]}
     set -e
     count_run "$status" "$work/test-$sv.log" "contract test on scala $sv"
+    if [ -n "${OKP_DIFF_CASES:-}" ]; then
+        echo "== differential test, scala-library $sv: $OKP_DIFF_CASES"
+        set +e
+        "${bin}java" -cp "$test_out:$run_cp" org.apache.kafka.controller.ObserverIdsDifferential "$OKP_DIFF_CASES" \
+            | tee "$work/diff-$sv.log"
+        status=${PIPESTATUS[0]}
+        set -e
+        count_run "$status" "$work/diff-$sv.log" "differential test on scala $sv"
+    else
+        echo "skip differential test (OKP_DIFF_CASES unset)"
+        skipped=$((skipped + 1))
+    fi
     last_cp=$test_out:$run_cp
 done
 

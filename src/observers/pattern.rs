@@ -507,8 +507,7 @@ impl Parser<'_> {
                             0
                         }
                     };
-                    let plain = |at: usize| self.chars[at] != '\\';
-                    if kind(from) == 0 || kind(from) != kind(to) || from > to || !plain(item) || !plain(self.at - 1) {
+                    if kind(from) == 0 || kind(from) != kind(to) || from > to {
                         return self
                             .fail(item, "a range joins two digits, two lowercase or two uppercase letters in order");
                     }

@@ -453,7 +453,7 @@ fn file_case(r: &mut Rng) -> Case {
                 topics.push(legal(s));
                 format!("regex:{p}\tobservers={}", r.below(10))
             }
-            5 => format!("regex:{} observers=none", r.pick(HOSTILE)),
+            5 => format!("regex:{} observers=none", as_read(HOSTILE[r.below(HOSTILE.len())])),
             6 => format!(
                 "{}{} {}",
                 *r.pick(&["", "\u{EF}\u{BB}\u{BF}", "\u{A0}", " "]),
@@ -539,7 +539,12 @@ pub fn verdict(text: &str, topics: &[String]) -> String {
 
 /// Lowercase hex of a text's characters, one byte each (every character is U+0000-U+00FF).
 pub fn hex(text: &str) -> String {
-    text.chars().map(|c| format!("{:02x}", c as u32)).collect()
+    text.chars()
+        .map(|c| {
+            assert!((c as u32) < 0x100, "{c:?} is not one byte: cases hold what a registry reads (as_read)");
+            format!("{:02x}", c as u32)
+        })
+        .collect()
 }
 
 /// The lines of the cases file.

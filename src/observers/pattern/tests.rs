@@ -105,3 +105,12 @@ fn hostile_patterns_are_in_the_cases() {
     let mut r = Rng::new(1);
     assert_ne!(r.next(), r.next());
 }
+
+/// Writes the differential cases to $OKP_WRITE_DIFF_CASES (a developer's aid to run
+/// patches/tests/run-contract-test.sh by hand with OKP_DIFF_CASES); does nothing when unset.
+#[test]
+fn write_cases_when_asked() {
+    if let Some(path) = std::env::var_os("OKP_WRITE_DIFF_CASES") {
+        std::fs::write(path, super::cases::lines(&generate(45, 4000))).unwrap();
+    }
+}

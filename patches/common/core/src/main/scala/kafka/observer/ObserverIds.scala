@@ -316,7 +316,7 @@ private[observer] object ObserverIdCache {
    * comparing two reads: exact names sorted, then prefixes sorted, then regexes in file order.
    */
   private[observer] final class TopicRules(exact: Map[String, Spec], prefixes: Seq[(String, Spec)],
-                                           regexes: Seq[(java.util.regex.Pattern, Spec)]) {
+                                           regexes: Seq[(TopicPattern, Spec)]) {
     def isEmpty: Boolean = exact.isEmpty && prefixes.isEmpty && regexes.isEmpty
 
     private[this] val specs: Seq[Spec] = exact.values.toSeq ++ prefixes.map(_._2) ++ regexes.map(_._2)
@@ -326,7 +326,7 @@ private[observer] object ObserverIdCache {
     val shown: String = {
       val parts = exact.toSeq.sortBy(_._1).map { case (name, set) => "topic:" + name + "=" + showList(set) } ++
         prefixes.sortBy(_._1).map { case (prefix, set) => "prefix:" + prefix + "=" + showList(set) } ++
-        regexes.map { case (regex, set) => "regex:" + regex.pattern + "=" + showList(set) }
+        regexes.map { case (regex, set) => "regex:" + regex.source + "=" + showList(set) }
       parts.mkString(";")
     }
 
@@ -334,7 +334,452 @@ private[observer] object ObserverIdCache {
     def resolve(topic: String): Option[Spec] =
       exact.get(topic)
         .orElse(prefixes.filter(p => topic.startsWith(p._1)).sortBy(-_._1.length).headOption.map(_._2))
-        .orElse(regexes.find(_._1.matcher(topic).matches).map(_._2))
+        .orElse(regexes.find(_._1.matches(topic)).map(_._2))
+  }
+
+  /**
+   * A `regex:` rule's pattern, in the pattern language of docs/observer-ids.md ("Patterns"): a
+   * subset of java.util.regex that this class, the controller's ObserverReplicas and okp
+   * (src/observers/pattern.rs) read and match with one engine, line for line the same, so a rule
+   * means one thing everywhere. Anything else is refused with its position and reason. Matching is
+   * one pass over the name through at most `MaxSteps` steps: no backtracking, whatever the pattern.
+   */
+  private[observer] final class TopicPattern private (val source: String) {
+    import TopicPattern._
+
+    private var size = 0
+    private var kind = new Array[Int](16)
+    private var lo = new Array[Long](16)
+    private var hi = new Array[Long](16)
+    private var any = new Array[Boolean](16)
+    private var rest = new Array[Boolean](16)
+    private var to1 = new Array[Int](16)
+    private var to2 = new Array[Int](16)
+
+    /** Whether the whole of `name` matches: each step visited at most once per character. */
+    def matches(name: String): Boolean = {
+      var current = new Array[Int](size)
+      var next = new Array[Int](size)
+      val mark = Array.fill(size)(-1)
+      val stack = new Array[Int](2 * size + 2)
+      var count = close(0, 0, current, 0, mark, stack)
+      var i = 0
+      while (i < name.length) {
+        val c = name.charAt(i)
+        var nextCount = 0
+        var j = 0
+        while (j < count) {
+          val pc = current(j)
+          if (kind(pc) == StepChar && holds(pc, c)) nextCount = close(pc + 1, i + 1, next, nextCount, mark, stack)
+          j += 1
+        }
+        val swap = current
+        current = next
+        next = swap
+        count = nextCount
+        if (count == 0) return false
+        i += 1
+      }
+      var j = 0
+      while (j < count) {
+        if (kind(current(j)) == StepMatch) return true
+        j += 1
+      }
+      false
+    }
+
+    private def holds(pc: Int, c: Char): Boolean =
+      if (any(pc)) true
+      else if (c >= 128) rest(pc)
+      else if (c < 64) (lo(pc) & (1L << c)) != 0
+      else (hi(pc) & (1L << (c - 64))) != 0
+
+    // Adds to list every step reachable from `from` without consuming a character that consumes one
+    // or matches, each once per generation; returns the list's new length.
+    private def close(from: Int, generation: Int, list: Array[Int], start: Int, mark: Array[Int],
+                      stack: Array[Int]): Int = {
+      var count = start
+      var top = 0
+      stack(top) = from
+      top += 1
+      while (top > 0) {
+        top -= 1
+        val pc = stack(top)
+        if (mark(pc) != generation) {
+          mark(pc) = generation
+          kind(pc) match {
+            case StepJump =>
+              stack(top) = pc + to1(pc)
+              top += 1
+            case StepSplit =>
+              stack(top) = pc + to2(pc)
+              stack(top + 1) = pc + to1(pc)
+              top += 2
+            case _ =>
+              list(count) = pc
+              count += 1
+          }
+        }
+      }
+      count
+    }
+
+    private def push(k: Int, l: Long, h: Long, a: Boolean, r: Boolean, t1: Int, t2: Int): Int = {
+      if (size == kind.length) {
+        val grown = size * 2
+        kind = java.util.Arrays.copyOf(kind, grown)
+        lo = java.util.Arrays.copyOf(lo, grown)
+        hi = java.util.Arrays.copyOf(hi, grown)
+        any = java.util.Arrays.copyOf(any, grown)
+        rest = java.util.Arrays.copyOf(rest, grown)
+        to1 = java.util.Arrays.copyOf(to1, grown)
+        to2 = java.util.Arrays.copyOf(to2, grown)
+      }
+      kind(size) = k
+      lo(size) = l
+      hi(size) = h
+      any(size) = a
+      rest(size) = r
+      to1(size) = t1
+      to2(size) = t2
+      size += 1
+      size - 1
+    }
+
+    // Appends the steps of a node; targets are relative, so a node's steps can be repeated.
+    private def emit(node: Node): Unit = node.kind match {
+      case StepChar => push(StepChar, node.lo, node.hi, node.any, node.rest, 0, 0)
+      case NodeCat => node.parts.foreach(emit)
+      case NodeAlt =>
+        val last = node.parts.size - 1
+        val jumps = new Array[Int](last)
+        for (i <- 0 until last) {
+          val split = push(StepSplit, 0, 0, false, false, 1, 0)
+          emit(node.parts(i))
+          jumps(i) = push(StepJump, 0, 0, false, false, 0, 0)
+          to2(split) = size - split
+        }
+        emit(node.parts(last))
+        for (i <- 0 until last) to1(jumps(i)) = size - jumps(i)
+      case _ =>
+        val inner = node.parts.head
+        for (_ <- 0 until node.min) emit(inner)
+        if (node.max < 0) {
+          val split = push(StepSplit, 0, 0, false, false, 1, 0)
+          emit(inner)
+          push(StepJump, 0, 0, false, false, split - size, 0)
+          to2(split) = size - split
+        } else {
+          for (_ <- node.min until node.max) {
+            val split = push(StepSplit, 0, 0, false, false, 1, 0)
+            emit(inner)
+            to2(split) = size - split
+          }
+        }
+    }
+  }
+
+  private[observer] object TopicPattern {
+    val MaxChars = 4096
+    val MaxDepth = 16
+    val MaxCount = 249
+    val MaxSteps = 5000L
+
+    private final val StepChar = 0
+    private final val StepSplit = 1
+    private final val StepJump = 2
+    private final val StepMatch = 3
+    private final val NodeCat = 4
+    private final val NodeAlt = 5
+    private final val NodeRepeat = 6
+
+    /** A pattern refused: the 0-based position it was found at, and why. */
+    final class Refused(val at: Int, val reason: String) extends Exception(reason)
+
+    /** A node of the parsed pattern: one character of a set, a sequence, a choice, a repetition. */
+    private final class Node(val kind: Int) {
+      var lo = 0L
+      var hi = 0L
+      var any = false
+      var rest = false
+      var parts: IndexedSeq[Node] = IndexedSeq.empty
+      var min = 0
+      var max = 0
+
+      def steps: Long = {
+        val cap = MaxSteps + 1
+        kind match {
+          case StepChar => 1L
+          case NodeCat => math.min(parts.map(_.steps).sum, cap)
+          case NodeAlt => math.min(parts.map(_.steps).sum + 2L * (parts.size - 1), cap)
+          case _ =>
+            val f = parts.head.steps
+            val fixed = f * min
+            math.min(if (max < 0) fixed + f + 2 else fixed + (max - min).toLong * (f + 1), cap)
+        }
+      }
+    }
+
+    /** Reads `source` in the pattern language; throws [[Refused]]. */
+    def compile(source: String): TopicPattern = {
+      val n = source.length
+      if (n == 0) throw new Refused(0, "empty")
+      if (n > MaxChars) throw new Refused(0, "longer than 4096 characters")
+      val start = if (source.charAt(0) == '^') 1 else 0
+      var end = n
+      if (end > start && source.charAt(end - 1) == '$' && (end < 2 || source.charAt(end - 2) != '\\')) end -= 1
+      val node = new Parser(source.substring(0, end), start).alternation()
+      if (node.steps > MaxSteps) throw new Refused(0, "over 5000 steps once its counts are expanded")
+      val out = new TopicPattern(source)
+      out.emit(node)
+      out.push(StepMatch, 0, 0, false, false, 0, 0)
+      out
+    }
+
+    // A character as the reasons quote it: itself when printable ASCII, else U+XXXX.
+    def shown(c: Char): String =
+      if (c > ' ' && c <= '~') "'" + c + "'" else String.format(java.util.Locale.ROOT, "U+%04X", Int.box(c.toInt))
+
+    private def isAsciiAlnum(c: Char): Boolean = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+
+    private def isLiteral(c: Char): Boolean = isAsciiAlnum(c) || c == '_' || c == '-'
+
+    private def set(l: Long, h: Long, a: Boolean, r: Boolean): Node = {
+      val n = new Node(StepChar)
+      n.lo = l
+      n.hi = h
+      n.any = a
+      n.rest = r
+      n
+    }
+
+    private def add(set: Array[Long], from: Char, to: Char): Array[Long] = {
+      var c = from.toInt
+      while (c <= to) {
+        if (c < 64) set(0) |= 1L << c else set(1) |= 1L << (c - 64)
+        c += 1
+      }
+      set
+    }
+
+    private def digits: Array[Long] = add(new Array[Long](2), '0', '9')
+
+    private def word: Array[Long] = add(add(add(digits, 'a', 'z'), 'A', 'Z'), '_', '_')
+
+    private def kindOf(c: Char): Int =
+      if (c >= '0' && c <= '9') 1 else if (c >= 'a' && c <= 'z') 2 else if (c >= 'A' && c <= 'Z') 3 else 0
+
+    private final class Parser(chars: String, start: Int) {
+      private var at = start
+      private var depth = 0
+
+      private def peek: Int = peekAt(at)
+
+      private def peekAt(i: Int): Int = if (i < chars.length) chars.charAt(i).toInt else -1
+
+      // SEQ ('|' SEQ)*, up to a ')' or the end.
+      def alternation(): Node = {
+        val parts = IndexedSeq.newBuilder[Node]
+        parts += sequence()
+        while (peek == '|') {
+          at += 1
+          parts += sequence()
+        }
+        val all = parts.result()
+        if (all.size == 1) all.head
+        else {
+          val n = new Node(NodeAlt)
+          n.parts = all
+          n
+        }
+      }
+
+      // PIECE+, up to a '|', a ')' or the end.
+      private def sequence(): Node = {
+        val parts = IndexedSeq.newBuilder[Node]
+        var count = 0
+        var done = false
+        while (!done && peek >= 0) {
+          val c = peek
+          if (c == ')' && depth == 0) throw new Refused(at, "')' without '('")
+          if (c == '|' || c == ')') done = true
+          else {
+            parts += piece()
+            count += 1
+          }
+        }
+        if (count == 0) throw new Refused(at, "an empty alternative")
+        val all = parts.result()
+        if (count == 1) all.head
+        else {
+          val n = new Node(NodeCat)
+          n.parts = all
+          n
+        }
+      }
+
+      // ATOM QUANT?
+      private def piece(): Node = {
+        val atom = this.atom()
+        val q = peek
+        if (q != '*' && q != '+' && q != '?' && q != '{') return atom
+        val (min, max) =
+          if (q == '{') count()
+          else {
+            at += 1
+            if (q == '*') (0, -1) else if (q == '+') (1, -1) else (0, 1)
+          }
+        val c = peek
+        if (c == '*' || c == '+' || c == '?' || c == '{')
+          throw new Refused(at, "a quantifier after a quantifier (no lazy or possessive forms)")
+        val n = new Node(NodeRepeat)
+        n.parts = IndexedSeq(atom)
+        n.min = min
+        n.max = max
+        n
+      }
+
+      // {N}, {N,} or {N,M}: N and M of 1-3 digits, N <= M <= 249; max -1: unbounded.
+      private def count(): (Int, Int) = {
+        val open = at
+        val bad = "a count is {N}, {N,} or {N,M} with N <= M <= 249"
+        at += 1
+        val min = number()
+        if (min < 0) throw new Refused(open, bad)
+        val max =
+          if (peek == '}') min
+          else if (peek == ',') {
+            at += 1
+            if (peek == '}') -1
+            else {
+              val m = number()
+              if (m < 0) throw new Refused(open, bad)
+              m
+            }
+          } else throw new Refused(open, bad)
+        if (peek != '}' || min > MaxCount || (max >= 0 && (max > MaxCount || max < min))) throw new Refused(open, bad)
+        at += 1
+        (min, max)
+      }
+
+      private def number(): Int = {
+        val from = at
+        var value = 0
+        while (at < chars.length && at - from < 3 && chars.charAt(at) >= '0' && chars.charAt(at) <= '9') {
+          value = value * 10 + (chars.charAt(at) - '0')
+          at += 1
+        }
+        if (at == from) -1 else value
+      }
+
+      private def atom(): Node = {
+        val c = chars.charAt(at)
+        c match {
+          case '(' => group()
+          case '[' => klass()
+          case '.' =>
+            at += 1
+            set(0, 0, true, false)
+          case '\\' =>
+            val s = escape()
+            set(s(0), s(1), false, false)
+          case '*' | '+' | '?' | '{' => throw new Refused(at, "nothing to repeat")
+          case _ if isLiteral(c) =>
+            at += 1
+            val s = add(new Array[Long](2), c, c)
+            set(s(0), s(1), false, false)
+          case _ => throw new Refused(at, shown(c) + " is not in the pattern language")
+        }
+      }
+
+      // \. \- \d \w
+      private def escape(): Array[Long] = {
+        val c = peekAt(at + 1)
+        if (c < 0) throw new Refused(at, "a \\ ends the pattern")
+        val s =
+          if (c == '.' || c == '-') add(new Array[Long](2), c.toChar, c.toChar)
+          else if (c == 'd') digits
+          else if (c == 'w') word
+          else throw new Refused(at, "\\ before " + shown(c.toChar) + ": the escapes are \\. \\- \\d \\w")
+        at += 2
+        s
+      }
+
+      // '(' ALT ')' or '(?:' ALT ')'
+      private def group(): Node = {
+        val open = at
+        depth += 1
+        if (depth > MaxDepth) throw new Refused(open, "groups nested deeper than 16")
+        at += 1
+        if (peek == '?') {
+          if (peekAt(at + 1) != ':') throw new Refused(open, "'(?' other than '(?:' (no flags, names or lookaround)")
+          at += 2
+        }
+        val inner = alternation()
+        if (peek != ')') throw new Refused(open, "a group not closed")
+        at += 1
+        depth -= 1
+        inner
+      }
+
+      // '[' '^'? ITEM+ ']'
+      private def klass(): Node = {
+        val open = at
+        at += 1
+        val negated = peek == '^'
+        if (negated) at += 1
+        val set = new Array[Long](2)
+        var items = 0
+        var done = false
+        while (!done) {
+          val c = peek
+          if (c < 0) throw new Refused(open, "a class not closed")
+          if (c == ']') done = true
+          else {
+            val item = at
+            val after = peekAt(item + 1)
+            if (c == '-' && after == ']') {
+              add(set, '-', '-')
+              at += 1
+            } else if (c == '\\' && (after == 'd' || after == 'w')) {
+              val s = escape()
+              set(0) |= s(0)
+              set(1) |= s(1)
+            } else {
+              val from = classChar()
+              if (peek == '-' && peekAt(at + 1) >= 0 && peekAt(at + 1) != ']') {
+                at += 1
+                val to = classChar()
+                if (kindOf(from) == 0 || kindOf(from) != kindOf(to) || from > to)
+                  throw new Refused(item, "a range joins two digits, two lowercase or two uppercase letters in order")
+                add(set, from, to)
+              } else add(set, from, from)
+            }
+            items += 1
+          }
+        }
+        if (items == 0) throw new Refused(open, "an empty class")
+        at += 1
+        if (negated) TopicPattern.set(~set(0), ~set(1), false, true) else TopicPattern.set(set(0), set(1), false, false)
+      }
+
+      // One character of a class: a letter, digit, '_', '.', \. or \-.
+      private def classChar(): Char = {
+        val c = chars.charAt(at)
+        if (c == '\\') {
+          val e = peekAt(at + 1)
+          if (e == '.' || e == '-') {
+            at += 2
+            e.toChar
+          } else if (e < 0) throw new Refused(at, "a \\ ends the pattern")
+          else throw new Refused(at, "\\ before " + shown(e.toChar) + " in a class: the escapes are \\. \\- \\d \\w")
+        } else if (isAsciiAlnum(c) || c == '_' || c == '.') {
+          at += 1
+          c
+        } else if (c == '-') throw new Refused(at, "'-' in a class stands last or as \\-")
+        else throw new Refused(at, shown(c) + " in a class")
+      }
+    }
   }
 
   private[observer] object TopicRules {
@@ -356,7 +801,7 @@ private[observer] object ObserverIdCache {
     val plain = new StringBuilder
     var exact = Map.empty[String, Spec]
     val prefixes = Seq.newBuilder[(String, Spec)]
-    val regexes = Seq.newBuilder[(java.util.regex.Pattern, Spec)]
+    val regexes = Seq.newBuilder[(TopicPattern, Spec)]
     val seen = scala.collection.mutable.Set.empty[String]
     val lines = text.split("\r\n|\r|\n", -1)
     for (i <- lines.indices) {
@@ -376,10 +821,12 @@ private[observer] object ObserverIdCache {
         if (!seen.add(selector)) throw new MalformedRule(where + col + ": a second rule for " + selector)
         if (kind == "regex:") {
           val pattern =
-            try java.util.regex.Pattern.compile(value)
-            catch { case _: java.util.regex.PatternSyntaxException => null }
-          if (value.isEmpty || pattern == null)
-            throw new MalformedRule(where + (col + kind.length) + ": not a regular expression: " + value)
+            try TopicPattern.compile(value)
+            catch {
+              case e: TopicPattern.Refused =>
+                throw new MalformedRule(where + (col + kind.length + e.at) + ": not a pattern of observer.ids (" +
+                  e.reason + "): " + value)
+            }
           regexes += ((pattern, set))
         } else {
           if (!value.matches(LegalName))

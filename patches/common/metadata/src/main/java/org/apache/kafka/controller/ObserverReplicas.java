@@ -592,6 +592,602 @@ public final class ObserverReplicas {
     }
 
     /** A rule line that cannot be read; the message names its line and column. */
+    /**
+     * A {@code regex:} rule's pattern, in the pattern language of docs/observer-ids.md
+     * ("Patterns"): a subset of java.util.regex that this class, the broker's ObserverIds and okp
+     * (src/observers/pattern.rs) read and match with one engine, line for line the same, so a rule
+     * means one thing everywhere. Anything else is refused with its position and reason. Matching
+     * is one pass over the name through at most {@code MAX_STEPS} steps: no backtracking, whatever
+     * the pattern.
+     */
+    static final class TopicPattern {
+        static final int MAX_CHARS = 4096;
+        static final int MAX_DEPTH = 16;
+        static final int MAX_COUNT = 249;
+        static final long MAX_STEPS = 5000;
+
+        private static final int CHAR = 0;
+        private static final int SPLIT = 1;
+        private static final int JUMP = 2;
+        private static final int MATCH = 3;
+        private static final int CAT = 4;
+        private static final int ALT = 5;
+        private static final int REPEAT = 6;
+
+        /** A pattern refused: the 0-based position it was found at, and why. */
+        static final class Refused extends Exception {
+            private static final long serialVersionUID = 1L;
+            final int at;
+            final String reason;
+
+            Refused(int at, String reason) {
+                super(reason);
+                this.at = at;
+                this.reason = reason;
+            }
+        }
+
+        /** A node of the parsed pattern: one character of a set, a sequence, a choice, a repetition. */
+        private static final class Node {
+            final int type;
+            long lo;
+            long hi;
+            boolean any;
+            boolean rest;
+            java.util.List<Node> parts;
+            int min;
+            int max;
+
+            Node(int type) {
+                this.type = type;
+            }
+
+            long steps() {
+                long cap = MAX_STEPS + 1;
+                switch (type) {
+                    case CHAR:
+                        return 1;
+                    case CAT: {
+                        long sum = 0;
+                        for (Node p : parts) {
+                            sum += p.steps();
+                        }
+                        return Math.min(sum, cap);
+                    }
+                    case ALT: {
+                        long sum = 2L * (parts.size() - 1);
+                        for (Node p : parts) {
+                            sum += p.steps();
+                        }
+                        return Math.min(sum, cap);
+                    }
+                    default: {
+                        long f = parts.get(0).steps();
+                        long fixed = f * min;
+                        return Math.min(max < 0 ? fixed + f + 2 : fixed + (long) (max - min) * (f + 1), cap);
+                    }
+                }
+            }
+        }
+
+        final String source;
+        private int size;
+        private int[] kind = new int[16];
+        private long[] lo = new long[16];
+        private long[] hi = new long[16];
+        private boolean[] any = new boolean[16];
+        private boolean[] rest = new boolean[16];
+        private int[] to1 = new int[16];
+        private int[] to2 = new int[16];
+
+        private TopicPattern(String source) {
+            this.source = source;
+        }
+
+        /** Reads {@code source} in the pattern language. */
+        static TopicPattern compile(String source) throws Refused {
+            int n = source.length();
+            if (n == 0) {
+                throw new Refused(0, "empty");
+            }
+            if (n > MAX_CHARS) {
+                throw new Refused(0, "longer than 4096 characters");
+            }
+            int start = source.charAt(0) == '^' ? 1 : 0;
+            int end = n;
+            if (end > start && source.charAt(end - 1) == '$' && (end < 2 || source.charAt(end - 2) != '\\')) {
+                end--;
+            }
+            Parser p = new Parser(source.substring(0, end), start);
+            Node node = p.alternation();
+            if (node.steps() > MAX_STEPS) {
+                throw new Refused(0, "over 5000 steps once its counts are expanded");
+            }
+            TopicPattern out = new TopicPattern(source);
+            out.emit(node);
+            out.push(MATCH, 0, 0, false, false, 0, 0);
+            return out;
+        }
+
+        /** Whether the whole of {@code name} matches: each step visited at most once per character. */
+        boolean matches(String name) {
+            int[] current = new int[size];
+            int[] next = new int[size];
+            int[] mark = new int[size];
+            java.util.Arrays.fill(mark, -1);
+            int[] stack = new int[2 * size + 2];
+            int count = close(0, 0, current, 0, mark, stack);
+            for (int i = 0; i < name.length(); i++) {
+                char c = name.charAt(i);
+                int nextCount = 0;
+                for (int j = 0; j < count; j++) {
+                    int pc = current[j];
+                    if (kind[pc] == CHAR && holds(pc, c)) {
+                        nextCount = close(pc + 1, i + 1, next, nextCount, mark, stack);
+                    }
+                }
+                int[] swap = current;
+                current = next;
+                next = swap;
+                count = nextCount;
+                if (count == 0) {
+                    return false;
+                }
+            }
+            for (int j = 0; j < count; j++) {
+                if (kind[current[j]] == MATCH) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        private boolean holds(int pc, char c) {
+            if (any[pc]) {
+                return true;
+            }
+            if (c >= 128) {
+                return rest[pc];
+            }
+            return c < 64 ? (lo[pc] & (1L << c)) != 0 : (hi[pc] & (1L << (c - 64))) != 0;
+        }
+
+        // Adds to list every step reachable from `from` without consuming a character that consumes
+        // one or matches, each once per generation; returns the list's new length.
+        private int close(int from, int generation, int[] list, int count, int[] mark, int[] stack) {
+            int top = 0;
+            stack[top++] = from;
+            while (top > 0) {
+                int pc = stack[--top];
+                if (mark[pc] == generation) {
+                    continue;
+                }
+                mark[pc] = generation;
+                switch (kind[pc]) {
+                    case JUMP:
+                        stack[top++] = pc + to1[pc];
+                        break;
+                    case SPLIT:
+                        stack[top++] = pc + to2[pc];
+                        stack[top++] = pc + to1[pc];
+                        break;
+                    default:
+                        list[count++] = pc;
+                }
+            }
+            return count;
+        }
+
+        private int push(int k, long l, long h, boolean a, boolean r, int t1, int t2) {
+            if (size == kind.length) {
+                int grown = size * 2;
+                kind = java.util.Arrays.copyOf(kind, grown);
+                lo = java.util.Arrays.copyOf(lo, grown);
+                hi = java.util.Arrays.copyOf(hi, grown);
+                any = java.util.Arrays.copyOf(any, grown);
+                rest = java.util.Arrays.copyOf(rest, grown);
+                to1 = java.util.Arrays.copyOf(to1, grown);
+                to2 = java.util.Arrays.copyOf(to2, grown);
+            }
+            kind[size] = k;
+            lo[size] = l;
+            hi[size] = h;
+            any[size] = a;
+            rest[size] = r;
+            to1[size] = t1;
+            to2[size] = t2;
+            return size++;
+        }
+
+        // Appends the steps of a node; targets are relative, so a node's steps can be repeated.
+        private void emit(Node node) {
+            switch (node.type) {
+                case CHAR:
+                    push(CHAR, node.lo, node.hi, node.any, node.rest, 0, 0);
+                    break;
+                case CAT:
+                    for (Node p : node.parts) {
+                        emit(p);
+                    }
+                    break;
+                case ALT: {
+                    int[] jumps = new int[node.parts.size()];
+                    int last = node.parts.size() - 1;
+                    for (int i = 0; i < last; i++) {
+                        int split = push(SPLIT, 0, 0, false, false, 1, 0);
+                        emit(node.parts.get(i));
+                        jumps[i] = push(JUMP, 0, 0, false, false, 0, 0);
+                        to2[split] = size - split;
+                    }
+                    emit(node.parts.get(last));
+                    for (int i = 0; i < last; i++) {
+                        to1[jumps[i]] = size - jumps[i];
+                    }
+                    break;
+                }
+                default: {
+                    Node inner = node.parts.get(0);
+                    for (int i = 0; i < node.min; i++) {
+                        emit(inner);
+                    }
+                    if (node.max < 0) {
+                        int split = push(SPLIT, 0, 0, false, false, 1, 0);
+                        emit(inner);
+                        push(JUMP, 0, 0, false, false, split - size, 0);
+                        to2[split] = size - split;
+                    } else {
+                        for (int i = node.min; i < node.max; i++) {
+                            int split = push(SPLIT, 0, 0, false, false, 1, 0);
+                            emit(inner);
+                            to2[split] = size - split;
+                        }
+                    }
+                }
+            }
+        }
+
+        // A character as the reasons quote it: itself when printable ASCII, else U+XXXX.
+        static String shown(char c) {
+            if (c > ' ' && c <= '~') {
+                return "'" + c + "'";
+            }
+            return String.format(java.util.Locale.ROOT, "U+%04X", (int) c);
+        }
+
+        private static boolean isLiteral(char c) {
+            return isAsciiAlnum(c) || c == '_' || c == '-';
+        }
+
+        private static boolean isAsciiAlnum(char c) {
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        }
+
+        private static Node set(long l, long h, boolean a, boolean r) {
+            Node n = new Node(CHAR);
+            n.lo = l;
+            n.hi = h;
+            n.any = a;
+            n.rest = r;
+            return n;
+        }
+
+        private static long[] add(long[] set, char from, char to) {
+            for (char c = from; c <= to; c++) {
+                if (c < 64) {
+                    set[0] |= 1L << c;
+                } else {
+                    set[1] |= 1L << (c - 64);
+                }
+            }
+            return set;
+        }
+
+        private static long[] digits() {
+            return add(new long[2], '0', '9');
+        }
+
+        private static long[] word() {
+            long[] s = add(add(add(digits(), 'a', 'z'), 'A', 'Z'), '_', '_');
+            return s;
+        }
+
+        private static final class Parser {
+            private final String chars;
+            private int at;
+            private int depth;
+
+            Parser(String chars, int at) {
+                this.chars = chars;
+                this.at = at;
+            }
+
+            private int peek() {
+                return at < chars.length() ? chars.charAt(at) : -1;
+            }
+
+            private int peek(int i) {
+                return i < chars.length() ? chars.charAt(i) : -1;
+            }
+
+            // SEQ ('|' SEQ)*, up to a ')' or the end.
+            Node alternation() throws Refused {
+                java.util.List<Node> parts = new java.util.ArrayList<>();
+                parts.add(sequence());
+                while (peek() == '|') {
+                    at++;
+                    parts.add(sequence());
+                }
+                if (parts.size() == 1) {
+                    return parts.get(0);
+                }
+                Node n = new Node(ALT);
+                n.parts = parts;
+                return n;
+            }
+
+            // PIECE+, up to a '|', a ')' or the end.
+            private Node sequence() throws Refused {
+                java.util.List<Node> parts = new java.util.ArrayList<>();
+                while (peek() >= 0) {
+                    int c = peek();
+                    if (c == ')' && depth == 0) {
+                        throw new Refused(at, "')' without '('");
+                    }
+                    if (c == '|' || c == ')') {
+                        break;
+                    }
+                    parts.add(piece());
+                }
+                if (parts.isEmpty()) {
+                    throw new Refused(at, "an empty alternative");
+                }
+                if (parts.size() == 1) {
+                    return parts.get(0);
+                }
+                Node n = new Node(CAT);
+                n.parts = parts;
+                return n;
+            }
+
+            // ATOM QUANT?
+            private Node piece() throws Refused {
+                Node atom = atom();
+                int min;
+                int max;
+                int c = peek();
+                if (c == '*') {
+                    min = 0;
+                    max = -1;
+                    at++;
+                } else if (c == '+') {
+                    min = 1;
+                    max = -1;
+                    at++;
+                } else if (c == '?') {
+                    min = 0;
+                    max = 1;
+                    at++;
+                } else if (c == '{') {
+                    int[] count = count();
+                    min = count[0];
+                    max = count[1];
+                } else {
+                    return atom;
+                }
+                c = peek();
+                if (c == '*' || c == '+' || c == '?' || c == '{') {
+                    throw new Refused(at, "a quantifier after a quantifier (no lazy or possessive forms)");
+                }
+                Node n = new Node(REPEAT);
+                n.parts = java.util.Collections.singletonList(atom);
+                n.min = min;
+                n.max = max;
+                return n;
+            }
+
+            // {N}, {N,} or {N,M}: N and M of 1-3 digits, N <= M <= 249; max -1: unbounded.
+            private int[] count() throws Refused {
+                int open = at;
+                String bad = "a count is {N}, {N,} or {N,M} with N <= M <= 249";
+                at++;
+                int min = number();
+                if (min < 0) {
+                    throw new Refused(open, bad);
+                }
+                int max;
+                if (peek() == '}') {
+                    max = min;
+                } else if (peek() == ',') {
+                    at++;
+                    if (peek() == '}') {
+                        max = -1;
+                    } else {
+                        max = number();
+                        if (max < 0) {
+                            throw new Refused(open, bad);
+                        }
+                    }
+                } else {
+                    throw new Refused(open, bad);
+                }
+                if (peek() != '}' || min > MAX_COUNT || (max >= 0 && (max > MAX_COUNT || max < min))) {
+                    throw new Refused(open, bad);
+                }
+                at++;
+                return new int[] {min, max};
+            }
+
+            private int number() {
+                int from = at;
+                int value = 0;
+                while (at < chars.length() && at - from < 3 && chars.charAt(at) >= '0' && chars.charAt(at) <= '9') {
+                    value = value * 10 + (chars.charAt(at) - '0');
+                    at++;
+                }
+                return at == from ? -1 : value;
+            }
+
+            private Node atom() throws Refused {
+                char c = chars.charAt(at);
+                switch (c) {
+                    case '(':
+                        return group();
+                    case '[':
+                        return klass();
+                    case '.':
+                        at++;
+                        return set(0, 0, true, false);
+                    case '\\': {
+                        long[] s = escape();
+                        return set(s[0], s[1], false, false);
+                    }
+                    case '*':
+                    case '+':
+                    case '?':
+                    case '{':
+                        throw new Refused(at, "nothing to repeat");
+                    default:
+                        if (isLiteral(c)) {
+                            at++;
+                            long[] s = add(new long[2], c, c);
+                            return set(s[0], s[1], false, false);
+                        }
+                        throw new Refused(at, shown(c) + " is not in the pattern language");
+                }
+            }
+
+            // \. \- \d \w
+            private long[] escape() throws Refused {
+                int c = peek(at + 1);
+                if (c < 0) {
+                    throw new Refused(at, "a \\ ends the pattern");
+                }
+                long[] s;
+                if (c == '.' || c == '-') {
+                    s = add(new long[2], (char) c, (char) c);
+                } else if (c == 'd') {
+                    s = digits();
+                } else if (c == 'w') {
+                    s = word();
+                } else {
+                    throw new Refused(at, "\\ before " + shown((char) c) + ": the escapes are \\. \\- \\d \\w");
+                }
+                at += 2;
+                return s;
+            }
+
+            // '(' ALT ')' or '(?:' ALT ')'
+            private Node group() throws Refused {
+                int open = at;
+                depth++;
+                if (depth > MAX_DEPTH) {
+                    throw new Refused(open, "groups nested deeper than 16");
+                }
+                at++;
+                if (peek() == '?') {
+                    if (peek(at + 1) != ':') {
+                        throw new Refused(open, "'(?' other than '(?:' (no flags, names or lookaround)");
+                    }
+                    at += 2;
+                }
+                Node inner = alternation();
+                if (peek() != ')') {
+                    throw new Refused(open, "a group not closed");
+                }
+                at++;
+                depth--;
+                return inner;
+            }
+
+            private static int kindOf(char c) {
+                if (c >= '0' && c <= '9') {
+                    return 1;
+                }
+                if (c >= 'a' && c <= 'z') {
+                    return 2;
+                }
+                if (c >= 'A' && c <= 'Z') {
+                    return 3;
+                }
+                return 0;
+            }
+
+            // '[' '^'? ITEM+ ']'
+            private Node klass() throws Refused {
+                int open = at;
+                at++;
+                boolean negated = peek() == '^';
+                if (negated) {
+                    at++;
+                }
+                long[] set = new long[2];
+                int items = 0;
+                while (true) {
+                    int c = peek();
+                    if (c < 0) {
+                        throw new Refused(open, "a class not closed");
+                    }
+                    if (c == ']') {
+                        break;
+                    }
+                    int item = at;
+                    int after = peek(item + 1);
+                    if (c == '-' && after == ']') {
+                        add(set, '-', '-');
+                        at++;
+                    } else if (c == '\\' && (after == 'd' || after == 'w')) {
+                        long[] s = escape();
+                        set[0] |= s[0];
+                        set[1] |= s[1];
+                    } else {
+                        char from = classChar();
+                        if (peek() == '-' && peek(at + 1) >= 0 && peek(at + 1) != ']') {
+                            at++;
+                            char to = classChar();
+                            if (kindOf(from) == 0 || kindOf(from) != kindOf(to) || from > to) {
+                                throw new Refused(item,
+                                    "a range joins two digits, two lowercase or two uppercase letters in order");
+                            }
+                            add(set, from, to);
+                        } else {
+                            add(set, from, from);
+                        }
+                    }
+                    items++;
+                }
+                if (items == 0) {
+                    throw new Refused(open, "an empty class");
+                }
+                at++;
+                return negated ? set(~set[0], ~set[1], false, true) : set(set[0], set[1], false, false);
+            }
+
+            // One character of a class: a letter, digit, '_', '.', \. or \-.
+            private char classChar() throws Refused {
+                char c = chars.charAt(at);
+                if (c == '\\') {
+                    int e = peek(at + 1);
+                    if (e == '.' || e == '-') {
+                        at += 2;
+                        return (char) e;
+                    }
+                    if (e < 0) {
+                        throw new Refused(at, "a \\ ends the pattern");
+                    }
+                    throw new Refused(at, "\\ before " + shown((char) e) + " in a class: the escapes are \\. \\- \\d \\w");
+                }
+                if (isAsciiAlnum(c) || c == '_' || c == '.') {
+                    at++;
+                    return c;
+                }
+                if (c == '-') {
+                    throw new Refused(at, "'-' in a class stands last or as \\-");
+                }
+                throw new Refused(at, shown(c) + " in a class");
+            }
+        }
+    }
+
     static final class MalformedRule extends Exception {
         private static final long serialVersionUID = 1L;
 
@@ -616,19 +1212,19 @@ public final class ObserverReplicas {
      */
     static final class TopicRules {
         static final TopicRules EMPTY = new TopicRules(new java.util.TreeMap<String, Spec>(),
-            new java.util.TreeMap<String, Spec>(), new java.util.ArrayList<java.util.regex.Pattern>(),
+            new java.util.TreeMap<String, Spec>(), new java.util.ArrayList<TopicPattern>(),
             new java.util.ArrayList<Spec>());
 
         private final java.util.TreeMap<String, Spec> exact;
         private final java.util.TreeMap<String, Spec> prefixes;
-        private final java.util.List<java.util.regex.Pattern> regexes;
+        private final java.util.List<TopicPattern> regexes;
         private final java.util.List<Spec> regexSets;
         final Set<Integer> ids = new HashSet<>();
         final Set<String> racks = new HashSet<>();
         final String shown;
 
         TopicRules(java.util.TreeMap<String, Spec> exact, java.util.TreeMap<String, Spec> prefixes,
-                   java.util.List<java.util.regex.Pattern> regexes, java.util.List<Spec> regexSets) {
+                   java.util.List<TopicPattern> regexes, java.util.List<Spec> regexSets) {
             this.exact = exact;
             this.prefixes = prefixes;
             this.regexes = regexes;
@@ -647,7 +1243,7 @@ public final class ObserverReplicas {
                 racks.addAll(e.getValue().racks);
             }
             for (int i = 0; i < regexes.size(); i++) {
-                out.append(out.length() > 0 ? ";" : "").append("regex:").append(regexes.get(i).pattern()).append('=')
+                out.append(out.length() > 0 ? ";" : "").append("regex:").append(regexes.get(i).source).append('=')
                     .append(showList(regexSets.get(i)));
                 ids.addAll(regexSets.get(i).ids);
                 racks.addAll(regexSets.get(i).racks);
@@ -676,7 +1272,7 @@ public final class ObserverReplicas {
                 return prefixes.get(longest);
             }
             for (int i = 0; i < regexes.size(); i++) {
-                if (regexes.get(i).matcher(topic).matches()) {
+                if (regexes.get(i).matches(topic)) {
                     return regexSets.get(i);
                 }
             }
@@ -723,7 +1319,7 @@ public final class ObserverReplicas {
         StringBuilder plain = new StringBuilder();
         java.util.TreeMap<String, Spec> exact = new java.util.TreeMap<>();
         java.util.TreeMap<String, Spec> prefixes = new java.util.TreeMap<>();
-        java.util.List<java.util.regex.Pattern> regexes = new java.util.ArrayList<>();
+        java.util.List<TopicPattern> regexes = new java.util.ArrayList<>();
         java.util.List<Spec> regexSets = new java.util.ArrayList<>();
         Set<String> seen = new HashSet<>();
         String[] lines = text.split("\r\n|\r|\n", -1);
@@ -773,14 +1369,12 @@ public final class ObserverReplicas {
                 throw new MalformedRule(where + col + ": a second rule for " + selector);
             }
             if (kind.equals("regex:")) {
-                java.util.regex.Pattern pattern = null;
+                TopicPattern pattern;
                 try {
-                    pattern = java.util.regex.Pattern.compile(value);
-                } catch (java.util.regex.PatternSyntaxException e) {
-                    pattern = null;
-                }
-                if (value.isEmpty() || pattern == null) {
-                    throw new MalformedRule(where + (col + kind.length()) + ": not a regular expression: " + value);
+                    pattern = TopicPattern.compile(value);
+                } catch (TopicPattern.Refused e) {
+                    throw new MalformedRule(where + (col + kind.length() + e.at) + ": not a pattern of observer.ids ("
+                        + e.reason + "): " + value);
                 }
                 regexes.add(pattern);
                 regexSets.add(set);
