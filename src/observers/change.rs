@@ -827,7 +827,7 @@ pub fn observer_set(
     }
     if let Some(f) = file {
         let bytes = read_regular(f, super::transport::MAX_IDS_FILE).map_err(|e| e.into_error(f, "--observers-file"))?;
-        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let text = idfile::text_of(&bytes);
         return Ok(view::ObserverSet::from_file(format!("file {}", f.display()), &text));
     }
     if nodes.is_empty() {

@@ -16,6 +16,26 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::pattern::{self, Pattern};
 
+/// A file's bytes as the registries read them (`new String(bytes, ISO_8859_1)`): each byte one
+/// character, U+0000-U+00FF, so okp sees the characters, lines and columns the nodes see, and any
+/// byte sequence (a Latin-1 comment, broken UTF-8) round-trips through an edit unchanged.
+pub fn text_of(bytes: &[u8]) -> String {
+    bytes.iter().copied().map(char::from).collect()
+}
+
+/// The bytes of a text `text_of` read, edited by okp (which adds only ASCII): each character
+/// U+0000-U+00FF back to its byte; anything above (not from a file) as UTF-8.
+pub fn bytes_of(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        match u8::try_from(u32::from(c)) {
+            Ok(b) => out.push(b),
+            Err(_) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    out
+}
+
 /// Java's `\s` in the registries' `[,\s]+` split: space, \t, \n, \x0B, \f, \r.
 fn is_separator(c: char) -> bool {
     matches!(c, ',' | ' ' | '\t' | '\n' | '\x0B' | '\x0C' | '\r')
@@ -685,6 +705,19 @@ mod tests {
 
     fn set(v: &[i32]) -> BTreeSet<i32> {
         v.iter().copied().collect()
+    }
+
+    #[test]
+    fn bytes_read_as_the_registries_read_them_and_round_trip() {
+        let all: Vec<u8> = (0..=255).collect();
+        assert_eq!(bytes_of(&text_of(&all)), all);
+        // A Latin-1 'é' (not UTF-8) and a UTF-8 one in comments survive an edit byte for byte.
+        let file = b"4 # caf\xe9\n5 # caf\xc3\xa9\n";
+        assert_eq!(bytes_of(&without_id(&text_of(file), 5)), b"4 # caf\xe9\n# caf\xc3\xa9\n".to_vec(), "comments stay");
+        assert_eq!(bytes_of(&with_id(&text_of(file), 6)), [&file[..], b"6\n"].concat());
+        // Columns count bytes, as Java's do on the ISO-8859-1 string: the UTF-8 'é' is two.
+        let e = rules(&text_of(b"regex:caf\xc3\xa9 observers=4")).unwrap_err();
+        assert!(e.starts_with("line 1, column 10: not a pattern of observer.ids (U+00C3 "), "{e}");
     }
 
     #[test]

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Location, Spanned};
 
+use super::idfile;
 use crate::error::{Error, Result};
 use crate::fsx::read::{read_regular, ReadError};
 use crate::model::{yaml, Origin};
@@ -490,7 +491,7 @@ impl Transport {
             Transport::Local => {
                 let p = Path::new(&n.path);
                 match read_regular(p, MAX_IDS_FILE) {
-                    Ok(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
+                    Ok(b) => Ok(idfile::text_of(&b)),
                     Err(ReadError::Missing) => Err(Error::Usage(format!(
                         "{}: observer.ids does not exist; a missing file keeps the node's last good set (or env KAFKA_OBSERVER_BROKER_IDS), so okp cannot tell what it believes: create the file first (see config/observer.ids.template)",
                         n.label()
@@ -518,7 +519,7 @@ impl Transport {
                     )));
                 }
                 match out.status {
-                    Some(s) if s.success() => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+                    Some(s) if s.success() => Ok(idfile::text_of(&out.stdout)),
                     s => Err(Error::External(format!(
                         "reading observer.ids of {}: `{cmd}` exited with {}: {}",
                         n.label(),
@@ -533,10 +534,10 @@ impl Transport {
     /// Replaces the file with `text`, atomically.
     pub fn write(&self, n: &NodeSpec, text: &str) -> Result<()> {
         match self {
-            Transport::Local => write_replacing(Path::new(&n.path), text.as_bytes()),
+            Transport::Local => write_replacing(Path::new(&n.path), &idfile::bytes_of(text)),
             Transport::Command { write, timeout, .. } => {
                 let cmd = fill(write, n);
-                let out = run_sh(&cmd, Some(text.as_bytes()), STDERR_CAP, *timeout)
+                let out = run_sh(&cmd, Some(&idfile::bytes_of(text)), STDERR_CAP, *timeout)
                     .map_err(|e| Error::External(format!("cannot run sh for `{cmd}` ({e})")))?;
                 if out.timed_out {
                     return Err(Error::External(format!(
