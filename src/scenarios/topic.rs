@@ -2,7 +2,8 @@
 //! topic `tobs` and a full replica of topic `tfull` at the same time, by one rule in observer.ids;
 //! acks=all on `tobs` does not wait for 4 frozen while `tfull` does, as upstream; the rules are
 //! swapped live and back; an exact rule wins over an overlapping prefix rule; a rack rule
-//! (`rack:r4`) gives what the id rule gives.
+//! (`rack:r4`) gives what the id rule gives; a pattern rule swaps them, and a pattern outside the
+//! language freezes every node's last good set.
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,12 @@ const SWAPPED: &str = "4\ntopic:tobs observers=none\n";
 const PRECEDENCE: &str = "4\nprefix:t observers=none\ntopic:tobs observers=4\n";
 /// The prefix rule alone: 4 fully replicates both topics.
 const PREFIX_ONLY: &str = "4\nprefix:t observers=none\n";
+/// A pattern rule (docs/observer-ids.md, "Patterns"): `tobs` has no observers, `tfull` takes the
+/// cluster-wide 4 (a pattern matches the whole name).
+const BY_PATTERN: &str = "4\nregex:to[a-z]+ observers=none\n";
+/// A pattern outside the language (Java reads `[[:alpha:]]` as the set `{: a l p h}`, which
+/// matches neither topic): every node refuses the file and keeps BY_PATTERN's set, frozen.
+const REFUSED_PATTERN: &str = "4\nregex:[[:alpha:]]+ observers=none\n";
 /// PRECEDENCE with 4 named by its rack (broker.rack r4) instead of its id: the same observers.
 const BY_RACK: &str = "4\nprefix:t observers=none\ntopic:tobs observers=rack:r4\n";
 
@@ -183,9 +190,36 @@ fn steps(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     // racks r1-r3 and an observer in r4 (each broker is its own rack here); no acked record lost.
     place(x, o, &nodes_file)?;
 
+    by_pattern(x, o)?;
+
     // Back to the cluster-wide id alone: 4 leaves tfull's ISR.
     x.c.set_observers(&nodes, "4\n")?;
     x.wait(o, FULL, t, "rules removed: 4 is an observer of tfull again", "restore_seconds", |s| !in_isr(s))?;
+    Ok(())
+}
+
+/// A `regex:` rule evaluated by the brokers and controllers with the registries' pattern engine:
+/// from PRECEDENCE (4 observes tobs, fully replicates tfull), BY_PATTERN swaps both; then a file
+/// whose pattern the engine refuses leaves every node on BY_PATTERN's set (frozen), where
+/// `java.util.regex` would have read the pattern and put 4 back out of tobs's ISR.
+fn by_pattern(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
+    let nodes = x.c.kafka_nodes();
+    let t = x.lag() + x.ttl() + Duration::from_secs(30);
+    x.c.set_observers(&nodes, BY_PATTERN)?;
+    x.wait(o, OBS, t, "pattern: `regex:to[a-z]+ observers=none`, 4 joins tobs's ISR", "pattern_join_seconds", in_isr)?;
+    x.wait(o, FULL, t, "pattern: tfull takes the cluster-wide 4, which leaves its ISR", "pattern_leave_seconds", |s| {
+        !in_isr(s)
+    })?;
+    x.c.set_observers(&nodes, REFUSED_PATTERN)?;
+    x.hold_all(
+        o,
+        &[OBS],
+        x.lag() + x.ttl(),
+        |_| "refused pattern `[[:alpha:]]+`: every node keeps the last good set, 4 stays in tobs's ISR".into(),
+        |s| !in_isr(s),
+    )?;
+    let full = x.state(FULL)?;
+    o.check("refused pattern: tfull unchanged, 4 out of its ISR", !in_isr(&full), full.show());
     Ok(())
 }
 

@@ -114,7 +114,7 @@ pub(super) fn attribute(out: &mut BTreeMap<String, String>, name: &str, body: &[
             let n = r.u2()?;
             let mut kept = Vec::new();
             for _ in 0..n {
-                let a = annotation(&mut r, pool)?;
+                let a = annotation(&mut r, pool, 0)?;
                 // The pickled Scala signature gets its own name so a report can say "ScalaSignature".
                 if a.starts_with("Lscala/reflect/ScalaSignature;")
                     || a.starts_with("Lscala/reflect/ScalaLongSignature;")
@@ -134,7 +134,7 @@ pub(super) fn attribute(out: &mut BTreeMap<String, String>, name: &str, body: &[
             let mut v = Vec::new();
             for p in 0..n {
                 for _ in 0..r.u2()? {
-                    v.push(format!("#{p} {}", annotation(&mut r, pool)?));
+                    v.push(format!("#{p} {}", annotation(&mut r, pool, 0)?));
                 }
             }
             v.join("; ")
@@ -146,12 +146,12 @@ pub(super) fn attribute(out: &mut BTreeMap<String, String>, name: &str, body: &[
                 skip_type_target(&mut r)?;
                 let path = r.u1()? as usize;
                 r.take(path * 2)?;
-                v.push(annotation(&mut r, pool)?.split('(').next().unwrap_or_default().to_string());
+                v.push(annotation(&mut r, pool, 0)?.split('(').next().unwrap_or_default().to_string());
             }
             v.sort();
             v.join("; ")
         }
-        "AnnotationDefault" => element_value(&mut r, pool)?,
+        "AnnotationDefault" => element_value(&mut r, pool, 0)?,
         "Deprecated" | "Synthetic" | "Scala" | "ScalaSig" => hex(body),
         _ => hex(body),
     };
@@ -170,28 +170,35 @@ pub(super) fn fresh_suffix_dropped(name: &str) -> String {
     }
 }
 
-fn annotation(r: &mut Reader, pool: &Pool) -> R<String> {
+/// How deep annotations and arrays may nest inside one attribute: javac and scalac write a few
+/// levels; a class file built to recurse until the stack overflows is refused instead.
+const MAX_NESTING: usize = 64;
+
+fn annotation(r: &mut Reader, pool: &Pool, depth: usize) -> R<String> {
     let ty = pool.utf8(r.u2()?)?;
     let n = r.u2()?;
     let mut v = Vec::new();
     for _ in 0..n {
         let name = pool.utf8(r.u2()?)?;
-        v.push(format!("{name}={}", element_value(r, pool)?));
+        v.push(format!("{name}={}", element_value(r, pool, depth + 1)?));
     }
     Ok(format!("{ty}({})", v.join(", ")))
 }
 
-fn element_value(r: &mut Reader, pool: &Pool) -> R<String> {
+fn element_value(r: &mut Reader, pool: &Pool, depth: usize) -> R<String> {
+    if depth > MAX_NESTING {
+        return Err(format!("annotation values nested deeper than {MAX_NESTING}"));
+    }
     let tag = r.u1()?;
     Ok(match tag {
         b'B' | b'C' | b'D' | b'F' | b'I' | b'J' | b'S' | b'Z' => format!("{}:{}", tag as char, pool.konst(r.u2()?)?),
         b's' => format!("{:?}", pool.utf8(r.u2()?)?),
         b'e' => format!("{}.{}", pool.utf8(r.u2()?)?, pool.utf8(r.u2()?)?),
         b'c' => format!("class {}", pool.utf8(r.u2()?)?),
-        b'@' => annotation(r, pool)?,
+        b'@' => annotation(r, pool, depth)?,
         b'[' => {
             let n = r.u2()?;
-            let v = (0..n).map(|_| element_value(r, pool)).collect::<R<Vec<_>>>()?;
+            let v = (0..n).map(|_| element_value(r, pool, depth + 1)).collect::<R<Vec<_>>>()?;
             format!("[{}]", v.join(", "))
         }
         t => return Err(format!("unknown annotation element tag {t}")),

@@ -215,3 +215,37 @@ fn rejects_garbage_without_panicking() {
     t.truncate(20);
     assert!(parse(&t).is_err());
 }
+
+/// An annotation value nested as deep as its bytes allow (an array in an array, 100 000 times) is
+/// an error naming the limit, not a stack overflow; a few levels, as compilers write, read.
+#[test]
+fn deeply_nested_annotation_values_are_refused() {
+    let mut pool = base_pool();
+    pool.push(utf("AnnotationDefault")); // 10
+    // The method's AnnotationDefault attribute after its Code: a class with one method whose
+    // attribute count is 2 instead of 1.
+    let with_default = |levels: usize| {
+        let mut body = Vec::new();
+        for _ in 0..levels {
+            body.extend([b'[', 0, 1]);
+        }
+        body.extend([b'c', 0, 1]); // class a/B
+        let mut class = class_full(&pool, 5, 6, &[0xb1], &[]);
+        class.truncate(class.len() - 2); // the class's own attribute count, put back below
+        // Back from the end: the method's attribute count (2), Code's name (2) and length (4),
+        // max stack and locals (4), code length (4), code (1), handlers (2), Code's attributes (2).
+        let count = class.len() - 21;
+        assert_eq!(class[count..count + 4], [0, 1, 0, 7]);
+        class[count + 1] = 2;
+        class.extend([0, 10]);
+        class.extend((body.len() as u32).to_be_bytes());
+        class.extend(body);
+        class.extend([0, 0]);
+        class
+    };
+    assert!(read(&with_default(3)).is_ok());
+    for levels in [65, 100_000] {
+        let e = read(&with_default(levels)).unwrap_err();
+        assert!(e.contains("nested deeper than 64"), "{levels}: {e}");
+    }
+}
