@@ -115,7 +115,7 @@ impl Metadata {
 /// may hold `>`, `<x/>` opens nothing, `</x>` closes one. On every prefix the parser accepts, the
 /// count is the parser's own depth (a stray close tag the parser refuses stops it there), so a
 /// text this scan passes never makes the parser recurse deeper than `cap`.
-fn deeper_than(xml: &str, cap: usize) -> Option<usize> {
+pub(crate) fn deeper_than(xml: &str, cap: usize) -> Option<usize> {
     let b = xml.as_bytes();
     let (mut i, mut depth) = (0, 0usize);
     // The index just past `end` at or after `from`, or the end of the text.
@@ -257,25 +257,52 @@ impl Http {
     }
 
     fn run(&self, mut c: Command, what: &str) -> Result<std::process::Output> {
-        c.output().map_err(|e| {
-            Error::External(format!(
-                "cannot run `{}` ({e}) to {what}: okp asks Maven Central through curl; install it (apt-get install \
-                 curl) or set OKP_CURL, or read a recorded file with --metadata FILE, or the cache with --offline",
-                self.curl
-            ))
-        })
+        c.output().map_err(|e| self.cannot_run(e, what))
     }
 
-    /// The body at `url`.
+    fn cannot_run(&self, e: std::io::Error, what: &str) -> Error {
+        Error::External(format!(
+            "cannot run `{}` ({e}) to {what}: okp asks Maven Central through curl; install it (apt-get install \
+             curl) or set OKP_CURL, or read a recorded file with --metadata FILE, or the cache with --offline",
+            self.curl
+        ))
+    }
+
+    /// The body at `url`, at most `MAX_METADATA` bytes: curl's `--max-filesize` refuses a larger
+    /// body only when the server announces its size, so okp also stops reading one byte past the
+    /// cap and kills curl (a body streamed without Content-Length no longer fills memory).
     pub fn get(&self, url: &str) -> Result<String> {
+        use std::io::Read;
         let mut c = self.curl();
-        // Within the parser's cap (when the server says the size; the parser refuses the rest).
         c.args(["--fail", "--max-filesize", &MAX_METADATA.to_string(), url]);
-        let o = self.run(c, &format!("fetch {url}"))?;
-        if !o.status.success() {
-            return Err(Error::External(format!("cannot fetch {url}: {}", String::from_utf8_lossy(&o.stderr).trim())));
+        c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let what = format!("fetch {url}");
+        let mut child = c.spawn().map_err(|e| self.cannot_run(e, &what))?;
+        let stderr = child.stderr.take().map(|mut e| {
+            std::thread::spawn(move || {
+                let mut b = Vec::new();
+                let _ = (&mut e).take(64 << 10).read_to_end(&mut b);
+                b
+            })
+        });
+        let mut body = Vec::new();
+        let read = child.stdout.take().map(|o| o.take(MAX_METADATA as u64 + 1).read_to_end(&mut body));
+        if body.len() > MAX_METADATA {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::Source(format!(
+                "{url} sent more than okp's cap of {MAX_METADATA} bytes (stopped there): not the metadata of kafka_2.13"
+            )));
         }
-        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+        let status = child.wait().map_err(|e| self.cannot_run(e, &what))?;
+        let err = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+        if let Some(Err(e)) = read {
+            return Err(Error::External(format!("cannot fetch {url}: reading curl's output: {e}")));
+        }
+        if !status.success() {
+            return Err(Error::External(format!("cannot fetch {url}: {}", String::from_utf8_lossy(&err).trim())));
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
     }
 
     /// Whether each URL exists (HEAD: 200 yes, 404 no), in one curl run.

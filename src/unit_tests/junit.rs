@@ -61,9 +61,18 @@ pub fn read_dir(dir: &Path) -> Result<Vec<Case>> {
     Ok(cases)
 }
 
+/// The deepest element nesting and the most XML nodes okp parses in one JUnit report.
+const MAX_DEPTH: usize = 32;
+const MAX_NODES: u32 = 4_000_000;
+
 /// The test cases of one report.
 pub fn parse(xml: &str) -> std::result::Result<Vec<Case>, String> {
-    let opts = roxmltree::ParsingOptions { allow_dtd: false, ..Default::default() };
+    // roxmltree recurses once per level with no limit of its own: a report nested deeper than any
+    // JUnit writer nests (testsuites > testsuite > testcase > failure) is refused before it parses.
+    if let Some(line) = crate::releases::deeper_than(xml, MAX_DEPTH) {
+        return Err(format!("not a JUnit XML report: elements nested deeper than okp's cap of {MAX_DEPTH} (line {line})"));
+    }
+    let opts = roxmltree::ParsingOptions { allow_dtd: false, nodes_limit: MAX_NODES };
     let doc = roxmltree::Document::parse_with_options(xml, opts).map_err(|e| format!("not a JUnit XML report: {e}"))?;
     let mut out = Vec::new();
     for tc in doc.descendants().filter(|n| n.has_tag_name("testcase")) {
@@ -154,5 +163,12 @@ mod tests {
     #[test]
     fn a_damaged_report_is_refused() {
         assert!(parse("<testsuite><testcase").unwrap_err().starts_with("not a JUnit XML report"));
+    }
+
+    #[test]
+    fn a_report_nested_past_the_cap_is_refused_not_a_stack_overflow() {
+        let deep = format!("<testsuite>{}{}</testsuite>", "<a>".repeat(100_000), "</a>".repeat(100_000));
+        let e = parse(&deep).unwrap_err();
+        assert!(e.contains("nested deeper than okp's cap of 32 (line 1)"), "{e}");
     }
 }

@@ -116,6 +116,21 @@ fn offline_without_a_cache_and_without_curl_say_what_to_do() {
     assert!(stderr(&o).contains("install it (apt-get install curl) or set OKP_CURL"), "{}", stderr(&o));
 }
 
+/// A server that streams a body without Content-Length (curl's --max-filesize cannot refuse it):
+/// okp stops reading one byte past its cap and names it, exit 2. The stand-in for such a server is
+/// an OKP_CURL script that prints 8 MiB and never ends on its own.
+#[test]
+fn a_body_streamed_past_the_cap_is_cut_there() {
+    let m2 = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let curl = bin.path().join("curl");
+    std::fs::write(&curl, "#!/bin/sh\nwhile :; do head -c 1048576 /dev/zero | tr '\\0' a; done\n").unwrap();
+    std::fs::set_permissions(&curl, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let o = okp().env("OKP_MAVEN_REPO_LOCAL", m2.path()).env("OKP_CURL", &curl).arg("releases").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("sent more than okp's cap of 1048576 bytes (stopped there)"), "{}", stderr(&o));
+}
+
 /// Maven Central's own metadata (the network), with a matrix that lacks 4.3.2: a new release
 /// without sources jars or test jars; then the same from the cache alone.
 #[test]
