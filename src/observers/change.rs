@@ -29,6 +29,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use super::idfile;
+use super::roles::{self, Asked};
 use super::transport::{NodeRole, NodeSpec, Transport};
 use super::view::{self, Depth, Snapshot};
 use crate::error::{Error, Failure, Outcome, Result};
@@ -234,6 +235,9 @@ pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Pr
         None,
         Depth { offsets: a.direction == Direction::Promote, min_insync: a.direction == Direction::Demote },
     )?;
+    // The role diff sees every topic of the cluster, before the pre-checks narrow the partitions.
+    let cluster = roles::Cluster::of(&snap);
+    prepared.check_roles(&cluster)?;
     if let Some(t) = &a.topic {
         snap.partitions.retain(|p| &p.topic == t);
         if snap.partitions.is_empty() {
@@ -259,6 +263,7 @@ pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Pr
             prepared.edits.iter().map(|e| idfile::rules(&e.before).unwrap_or_default()).collect();
         snap.partitions.retain(|p| !ruled_everywhere(&rules, &p.topic));
     }
+    prepared.check_reading(&snap, &cluster)?;
     if let (Some(t), Direction::Promote) = (&a.topic, a.direction) {
         prepared.refusals = rack_refusals(&prepared.edits, t, a.broker, &snap.racks);
     }
@@ -283,7 +288,9 @@ pub fn plan_files(
     direction: Direction,
     topic: Option<&str>,
 ) -> Result<Prepared> {
-    plan_edits(nodes, transport, broker, direction, topic, false)
+    let p = plan_edits(nodes, transport, broker, direction, topic, false)?;
+    p.check_roles(&roles::Cluster::default())?;
+    Ok(p)
 }
 
 /// `plan_files`; with `restore_rule` a demotion with `topic` takes away the topic's exact rule
@@ -431,6 +438,47 @@ fn read_all(nodes: &[NodeSpec], transport: &Transport) -> Vec<Result<String>> {
 }
 
 impl Prepared {
+    /// What the operator asked for, as the role diff judges it.
+    pub fn asked(&self) -> Asked {
+        match (&self.topic, self.broker) {
+            (Some(t), b) if b < 0 => Asked::Topic(t.clone()),
+            (topic, broker) => {
+                Asked::Broker { broker, topic: topic.clone(), observer: self.direction == Direction::Demote }
+            }
+        }
+    }
+
+    /// Refuses the plan (exit 1, nothing written, `--force` or not) when a node's new file would
+    /// change the role of any (topic, broker) beyond what was asked (roles.rs); `c`: the cluster's
+    /// topics and racks (empty without a cluster: the file's shape and the named topic still count).
+    pub fn check_roles(&self, c: &roles::Cluster) -> Result<()> {
+        roles::check(&self.asked(), self.edits.iter().map(|e| (e.node.label(), e.before.as_str(), e.after.as_str())), c)
+    }
+
+    /// Refuses the plan (exit 1, nothing written, `--force` or not) when okp's reading of a node's
+    /// file makes a broker other than the one asked about an observer of a topic the change touches
+    /// (`snap`'s partitions) while the cluster has it in that topic's ISR: the brokers read the
+    /// file otherwise, or a change is still converging, and a plan from that reading could change
+    /// roles nobody named.
+    fn check_reading(&self, snap: &Snapshot, c: &roles::Cluster) -> Result<()> {
+        let mut isr: std::collections::BTreeMap<String, BTreeSet<i32>> = Default::default();
+        for p in &snap.partitions {
+            isr.entry(p.topic.clone()).or_default().extend(p.isr.iter().copied());
+        }
+        let files: Vec<(String, &str)> = self.edits.iter().map(|e| (e.node.label(), e.before.as_str())).collect();
+        let found = roles::contradicted(&self.asked(), &files, &isr, c);
+        if found.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Check(format!(
+            "{}: okp's reading of observer.ids contradicts the cluster, so it plans no write from it (--force does not override this):\n  {}\n\
+             the brokers read the file otherwise (a broker of an older patch set ignores topic rules; a pattern they match differently) \
+             or a change is still converging: see okp observers status, and run the command again once it agrees; nothing was written",
+            self.asked().shown(),
+            found.join("\n  ")
+        )))
+    }
+
     /// The refusals `force` does not waive: any one of them stops the change.
     pub fn blocked(&self, force: bool) -> Vec<&Refusal> {
         self.refusals.iter().filter(|r| blocking(r, force)).collect()

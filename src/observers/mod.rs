@@ -18,6 +18,7 @@
 pub mod change;
 pub mod idfile;
 pub mod place;
+pub mod roles;
 pub mod transport;
 pub mod view;
 pub mod watch;

@@ -185,6 +185,11 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
         plan(&current, &racks, &a.primaries, &a.observers).map_err(|e| Error::Usage(format!("place {t}: {e}")))?;
     let rule = plan.rule(a.rule_by, &a.observers);
     let files = change::plan_rule(nodes, transport, &a.topic, &rule)?;
+    let mut cluster = super::roles::Cluster { racks: racks.clone(), ..Default::default() };
+    for p in m.partitions.iter().filter(|p| p.topic == a.topic) {
+        cluster.topics.entry(p.topic.clone()).or_default().extend(p.state.replicas.iter().copied());
+    }
+    files.check_roles(&cluster)?;
     let mut out = format!(
         "plan: topic {t}, {} partition(s), {} to move; rule `topic:{t} observers={}`{}\n",
         current.len(),

@@ -22,7 +22,8 @@ static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster() {
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let t_all = Instant::now();
-    let mut c = DevCluster::up("3.9.2", "zk", &["pair=1:4,min.insync.replicas=1"]);
+    let mut c =
+        DevCluster::up("3.9.2", "zk", &["pair=1:4,min.insync.replicas=1", "demo=1:2:3:4,min.insync.replicas=1"]);
     let nodes = c.nodes_file();
     let nodes = nodes.to_str().unwrap().to_string();
     let command_transport = [
@@ -91,7 +92,7 @@ fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster
     promote.extend(command_transport);
     let o = c.okp(&promote);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("broker 4 promoted: in the ISR of 6 partition(s)"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("broker 4 promoted: in the ISR of 7 partition(s)"), "{}", stdout(&o));
     eprintln!("promote: {:.1} s", t.elapsed().as_secs_f64());
     all_files_say(&c, "");
     assert!(in_isr(c.status("obs")["replicas"].as_array().unwrap(), 4));
@@ -122,6 +123,44 @@ fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster
     all_files_say(&c, "4\n");
     let s = c.status("obs");
     assert!(!in_isr(s["replicas"].as_array().unwrap(), 4) && leader(s["replicas"].as_array().unwrap()) != Some(4));
+
+    // The attack: a rule okp's old reading and the brokers' match differently
+    // (`[[:alpha:]]+` is ASCII letters to Rust's regex crate, the set {: a l p h} to
+    // java.util.regex), so demo's observers were 3 to okp and 4 (the cluster-wide ids) to the
+    // brokers. `demote --broker 2 --topic demo` wrote `topic:demo observers=2,3`: the brokers
+    // dropped 3 from demo's ISR and promoted 4, neither named, and okp exited 0. okp now changes
+    // only what it names: while its reading contradicts the cluster (3 in demo's ISR) it refuses,
+    // --force or not; reading the file as the brokers do, it writes 2 and 4.
+    let attack = "4\nregex:[[:alpha:]]+ observers=3\n";
+    for (p, _) in c.files() {
+        std::fs::write(&p, attack).unwrap();
+    }
+    let before = c.files();
+    let demo = ["demote", "--broker", "2", "--topic", "demo", "--nodes", &nodes, "--timeout", "60"];
+    let o = c.okp(&demo);
+    match o.status.code() {
+        Some(1) => {
+            let err = stderr(&o);
+            assert!(
+                err.contains("topic demo, broker 3: okp reads it as an observer (rule regex:[[:alpha:]]+ on line 2;")
+                    && err.contains("but the cluster has it in the ISR")
+                    && err.contains("--force does not override this"),
+                "{err}"
+            );
+            unchanged(&before, &c, "a reading the cluster contradicts");
+            let o = c.okp(&[&demo[..], &["--force"]].concat());
+            assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+            unchanged(&before, &c, "a reading the cluster contradicts, --force");
+        }
+        Some(0) => all_files_say(&c, &format!("{attack}topic:demo observers=2,4\n")),
+        other => panic!("exit {other:?}: {}\n{}", stdout(&o), stderr(&o)),
+    }
+    let r = c.status("demo");
+    let r = r["replicas"].as_array().unwrap();
+    assert!(in_isr(r, 3) && !in_isr(r, 4), "3 and 4 keep their roles: {r:?}");
+    for (p, _) in c.files() {
+        std::fs::write(&p, "4\n").unwrap();
+    }
 
     // Demote refused: 4 leads pair (1:4) once 1 is gone; --force does not override leadership.
     let o = c.okp(&["promote", "--broker", "4", "--nodes", &nodes, "--timeout", "60"]);
