@@ -19,6 +19,7 @@ pub mod change;
 pub mod idfile;
 pub mod place;
 pub mod roles;
+pub mod swap;
 pub mod transport;
 pub mod view;
 pub mod watch;
