@@ -35,6 +35,10 @@ pub fn run(a: ObserversArgs) -> Result<Outcome> {
             change_one(a, Direction::Demote)
         }
         ObserversCommand::Watch(a) => watch(a),
+        ObserversCommand::Recover(a) => {
+            let (nodes, transport) = resolve(&a.files)?;
+            observers::journal::recover(&nodes, &transport, a.finish)
+        }
         ObserversCommand::Place(a) => {
             let (nodes, transport) = resolve(&a.files)?;
             let args = observers::place::Args {

@@ -15,8 +15,10 @@
 //! Not here: the rules a node applies to its file (the patch set's
 //! registries, docs/observer-ids.md).
 
+pub mod actuate;
 pub mod change;
 pub mod idfile;
+pub mod journal;
 pub mod place;
 pub mod roles;
 pub mod swap;
