@@ -37,7 +37,7 @@ pub fn run(a: ObserversArgs) -> Result<Outcome> {
         ObserversCommand::Watch(a) => watch(a),
         ObserversCommand::Recover(a) => {
             let (nodes, transport) = resolve(&a.files)?;
-            observers::journal::recover(&nodes, &transport, a.finish)
+            observers::recover::run(&nodes, &transport, a.finish)
         }
         ObserversCommand::Place(a) => {
             let (nodes, transport) = resolve(&a.files)?;

@@ -10,15 +10,30 @@
 //! SIGKILL cannot be caught: the change record (journal.rs) lets the next okp find the nodes.
 //!
 //! Not here: what to write (change.rs, idfile.rs), whether it may be written (roles.rs, the
-//! pre-checks), how a node is reached (transport.rs).
+//! pre-checks), how a node is reached (transport.rs). This module knows no plan type: a change is
+//! what was asked (`asked`, for messages) and its edits, in write order.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::change::{quoted, Edit, Prepared, REREAD};
 use super::swap::Swap;
-use super::transport::{NodeRole, Transport};
+use super::transport::{NodeRole, NodeSpec, Transport};
 use crate::error::{Error, Result};
+
+/// How long the registries may take to see an edited file (their cache TTL).
+pub const REREAD: Duration = Duration::from_secs(5);
+
+/// One node's file as read when the change was planned, and what it becomes.
+pub struct Edit {
+    pub node: NodeSpec,
+    pub before: String,
+    pub after: String,
+}
+
+/// A file's text as messages show it: Rust's debug quoting (every control character escaped).
+pub fn quoted(text: &str) -> String {
+    format!("{text:?}")
+}
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -58,8 +73,9 @@ fn pause(d: Duration) -> bool {
 /// The error then says, node by node, that every file is as before; only when a node cannot be
 /// put back (or cannot be read after its failed write) does it name that node as changed or
 /// unknown. Interrupted: exit 130.
-pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
-    let changing: Vec<&Edit> = p.edits.iter().filter(|e| e.before != e.after).collect();
+pub fn write(transport: &Transport, asked: &str, edits: &[Edit]) -> Result<()> {
+    let p = Change { asked, edits };
+    let changing: Vec<&Edit> = edits.iter().filter(|e| e.before != e.after).collect();
     if changing.is_empty() {
         return Ok(());
     }
@@ -70,12 +86,12 @@ pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
              between can still be lost; put {cas} in --write-cmd (docs/hosts.md)",
         );
     }
-    let record = super::journal::begin(p)?;
+    let record = super::journal::begin(asked, edits.iter().map(|e| (&e.node, e.before.as_str(), e.after.as_str())));
     let mut last_role = None;
     let mut written: Vec<&Edit> = Vec::new();
     for e in changing {
         if interrupted() {
-            return Err(stopped(transport, p, &written, record));
+            return Err(stopped(transport, &p, &written, record));
         }
         if last_role.is_some_and(|r| r != e.node.role) {
             crate::out::note(format!(
@@ -84,11 +100,11 @@ pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
                 if e.node.role == NodeRole::Broker { "broker" } else { "controller" }
             ));
             if !pause(REREAD + Duration::from_millis(500)) {
-                return Err(stopped(transport, p, &written, record));
+                return Err(stopped(transport, &p, &written, record));
             }
         }
         if let Err(why) = write_one(transport, e) {
-            let (msg, undone) = undo(transport, p, &written, Some(e), &format!("failed on {}", e.node.label()), &why);
+            let (msg, undone) = undo(transport, &p, &written, Some(e), &format!("failed on {}", e.node.label()), &why);
             record.end(undone);
             return Err(Error::External(msg));
         }
@@ -97,7 +113,7 @@ pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
         last_role = Some(e.node.role);
     }
     if interrupted() {
-        return Err(stopped(transport, p, &written, record));
+        return Err(stopped(transport, &p, &written, record));
     }
     record.end(true);
     Ok(())
@@ -105,7 +121,13 @@ pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
 
 /// SIGINT or SIGTERM during the writes: every node written put back, each node's state on
 /// stderr, exit 130.
-fn stopped(transport: &Transport, p: &Prepared, written: &[&Edit], record: super::journal::Record) -> Error {
+/// What `write` is writing.
+struct Change<'a> {
+    asked: &'a str,
+    edits: &'a [Edit],
+}
+
+fn stopped(transport: &Transport, p: &Change, written: &[&Edit], record: super::journal::Record) -> Error {
     let why = Error::Interrupted;
     let head = format!("interrupted (SIGINT or SIGTERM) after writing {} node(s)", written.len());
     let (msg, undone) = undo(transport, p, written, None, &head, &why);
@@ -169,13 +191,13 @@ enum After {
 /// before, or holding what another writer put there).
 fn undo(
     transport: &Transport,
-    p: &Prepared,
+    p: &Change,
     written: &[&Edit],
     failed: Option<&Edit>,
     head: &str,
     why: &Error,
 ) -> (String, bool) {
-    let asked = p.asked().shown();
+    let asked = p.asked;
     crate::out::note(format!("{asked}: {why}"));
     let put_back = |e: &Edit| -> After {
         match transport.read(&e.node) {

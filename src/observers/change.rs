@@ -29,14 +29,14 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use super::idfile;
-use super::roles;
+use super::roles::{self, Asked};
 use super::transport::{NodeRole, NodeSpec, Transport};
 use super::view::{self, Depth, Snapshot};
 use crate::error::{Error, Failure, Outcome, Result};
 use crate::fsx::read::read_regular;
 
-/// How long the registries may take to see an edited file (their cache TTL).
-pub const REREAD: Duration = Duration::from_secs(5);
+pub use super::actuate::REREAD;
+use super::actuate::{quoted, Edit};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -206,29 +206,21 @@ pub struct Args {
     pub bootstrap: Vec<String>,
 }
 
-pub(super) struct Edit {
-    pub(super) node: NodeSpec,
-    pub(super) before: String,
-    pub(super) after: String,
-}
-
-pub(super) fn quoted(text: &str) -> String {
-    format!("{text:?}")
-}
-
 /// A change read and checked, not yet written: every node's file before and
 /// after (in write order), and the pre-checks' refusals on a fresh snapshot.
 pub struct Prepared {
     pub(super) broker: i32,
-    pub(super) topic: Option<String>,
+    topic: Option<String>,
     pub(super) direction: Direction,
     pub(super) edits: Vec<Edit>,
     pub refusals: Vec<Refusal>,
-    /// `okp observers recover`: the recorded change this finishes or undoes (journal.rs).
-    pub(super) recorded: Option<String>,
 }
 
-pub use super::actuate::write;
+/// Writes a planned change (actuate.rs): every node by compare-and-swap, in the plan's order, all
+/// or nothing (a failure, another writer, SIGINT or SIGTERM puts back every node written).
+pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
+    super::actuate::write(transport, &p.asked().shown(), &p.edits)
+}
 
 /// Reads every node's file (in write order) and the cluster, and runs the
 /// pre-checks. Nothing is written. A broker the cluster does not know is bad input.
@@ -324,7 +316,7 @@ fn plan_edits(
         };
         edits.push(Edit { node, before, after });
     }
-    Ok(Prepared { broker, topic: topic.map(str::to_string), direction, edits, refusals: Vec::new(), recorded: None })
+    Ok(Prepared { broker, topic: topic.map(str::to_string), direction, edits, refusals: Vec::new() })
 }
 
 /// How many ignored tokens a refusal names per node.
@@ -401,7 +393,6 @@ pub fn plan_rule(nodes: &[NodeSpec], transport: &Transport, topic: &str, list: &
         direction: Direction::Demote,
         edits,
         refusals: Vec::new(),
-        recorded: None,
     })
 }
 
@@ -445,17 +436,47 @@ fn read_all(nodes: &[NodeSpec], transport: &Transport) -> Vec<Result<String>> {
 }
 
 impl Prepared {
-    /// `okp observers recover`: each node's file (as read now) and the recorded bytes it gets,
-    /// in `edits`' order, for the change `recorded` names.
-    pub(super) fn of_texts(recorded: &str, edits: Vec<(NodeSpec, String, String)>) -> Prepared {
-        Prepared {
-            broker: -1,
-            topic: None,
-            direction: Direction::Demote,
-            edits: edits.into_iter().map(|(node, before, after)| Edit { node, before, after }).collect(),
-            refusals: Vec::new(),
-            recorded: Some(format!("recover {recorded}")),
+    /// What the operator asked for, as the role diff judges it.
+    pub fn asked(&self) -> Asked {
+        match (&self.topic, self.broker) {
+            (Some(t), b) if b < 0 => Asked::Topic(t.clone()),
+            (topic, broker) => {
+                Asked::Broker { broker, topic: topic.clone(), observer: self.direction == Direction::Demote }
+            }
         }
+    }
+
+    /// Refuses the plan (exit 1, nothing written, `--force` or not) when a node's new file would
+    /// change the role of any (topic, broker) beyond what was asked (roles.rs); `c`: the cluster's
+    /// topics and racks (empty without a cluster: the file's shape and the named topic still count).
+    pub fn check_roles(&self, c: &roles::Cluster) -> Result<()> {
+        roles::check(&self.asked(), self.edits.iter().map(|e| (e.node.label(), e.before.as_str(), e.after.as_str())), c)
+    }
+
+    /// Refuses the plan (exit 1, nothing written, `--force` or not) when okp's reading of a node's
+    /// file makes a broker other than the one asked about an observer of a topic the change touches
+    /// (`snap`'s partitions) while the cluster has it in that topic's ISR: the brokers read the
+    /// file otherwise, or a change is still converging, and a plan from that reading could change
+    /// roles nobody named. Only nodes whose file the plan changes are held to it.
+    pub(super) fn check_reading(&self, snap: &Snapshot, c: &roles::Cluster) -> Result<()> {
+        let mut isr: std::collections::BTreeMap<String, BTreeSet<i32>> = Default::default();
+        for p in &snap.partitions {
+            isr.entry(p.topic.clone()).or_default().extend(p.isr.iter().copied());
+        }
+        // Only the nodes whose file changes: a node left as it is changes nobody's role.
+        let files: Vec<(String, &str)> =
+            self.edits.iter().filter(|e| e.before != e.after).map(|e| (e.node.label(), e.before.as_str())).collect();
+        let found = roles::contradicted(&self.asked(), &files, &isr, c);
+        if found.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Check(format!(
+            "{}: okp's reading of observer.ids contradicts the cluster, so it plans no write from it (--force does not override this):\n  {}\n\
+             the brokers read the file otherwise (a broker of an older patch set ignores topic rules; a pattern they match differently) \
+             or a change is still converging: see okp observers status, and run the command again once it agrees; nothing was written",
+            self.asked().shown(),
+            found.join("\n  ")
+        )))
     }
 
     /// The refusals `force` does not waive: any one of them stops the change.

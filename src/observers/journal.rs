@@ -11,11 +11,10 @@
 //! again, never taken from the record. A record whose okp still runs (its pid alive, named okp)
 //! refuses a second change of the same nodes from this machine.
 //!
-//! Not here: the writes themselves (actuate.rs).
+//! Not here: the writes themselves (actuate.rs), finishing or undoing (recover.rs).
 
 use std::path::PathBuf;
 
-use super::change::Prepared;
 use super::transport::NodeSpec;
 use crate::error::{Error, Result};
 
@@ -70,13 +69,15 @@ fn path_for(nodes: &[NodeSpec]) -> Option<PathBuf> {
     dir().map(|d| d.join(format!("observers-change-{}.json", &key[..16])))
 }
 
-/// Records `p` before its first write. A record that cannot be written is a note, not a refusal:
-/// the change stays all or nothing for everything but SIGKILL.
-pub fn begin(p: &Prepared) -> Result<Record> {
-    let nodes: Vec<NodeSpec> = p.edits.iter().map(|e| e.node.clone()).collect();
+/// Records a change (`asked`; each node, its file now and what it becomes, in write order)
+/// before its first write. A record that cannot be written is a note, not a refusal: the change
+/// stays all or nothing for everything but SIGKILL.
+pub fn begin<'a>(asked: &str, edits: impl Iterator<Item = (&'a NodeSpec, &'a str, &'a str)>) -> Record {
+    let edits: Vec<_> = edits.collect();
+    let nodes: Vec<NodeSpec> = edits.iter().map(|(n, _, _)| (*n).clone()).collect();
     let Some(path) = path_for(&nodes) else {
         crate::out::note("no HOME, XDG_STATE_HOME or OKP_STATE_DIR: this change is not recorded, so a SIGKILL during it would leave no trace for the next okp");
-        return Ok(Record { path: None });
+        return Record { path: None };
     };
     let w = Written {
         schema: SCHEMA.into(),
@@ -85,11 +86,14 @@ pub fn begin(p: &Prepared) -> Result<Record> {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0),
-        asked: p.asked().shown(),
-        nodes: p
-            .edits
+        asked: asked.to_string(),
+        nodes: edits
             .iter()
-            .map(|e| NodeText { label: e.node.label(), before: e.before.clone(), after: e.after.clone() })
+            .map(|(n, before, after)| NodeText {
+                label: n.label(),
+                before: before.to_string(),
+                after: after.to_string(),
+            })
             .collect(),
     };
     let bytes = serde_json::to_vec_pretty(&w).unwrap_or_default();
@@ -97,20 +101,22 @@ pub fn begin(p: &Prepared) -> Result<Record> {
         crate::out::note(format!(
             "cannot record this change ({e}): a SIGKILL during it would leave no trace for the next okp"
         ));
-        return Ok(Record { path: None });
+        return Record { path: None };
     }
-    Ok(Record { path: Some(path) })
+    Record { path: Some(path) }
 }
 
 /// Whether process `pid` runs and is an okp.
 fn okp_alive(pid: u32) -> bool {
     pid != std::process::id()
-        && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim().starts_with("okp"))
+        && crate::fsx::read::lossy_text(std::path::Path::new(&format!("/proc/{pid}/comm")), 64)
+            .trim()
+            .starts_with("okp")
 }
 
-/// A change of these nodes okp recorded and did not finish, with what each node holds now.
+/// A change of these nodes okp recorded and did not finish.
 pub struct Unfinished {
-    path: PathBuf,
+    pub path: PathBuf,
     w: Written,
 }
 
@@ -155,7 +161,7 @@ pub fn check(nodes: &[NodeSpec], texts: &[String]) -> Result<()> {
 
 /// The record of these nodes, if there is one whose okp is gone. One whose okp still runs is
 /// refused here (exit 1): another change of the same nodes is being written from this machine.
-fn find(nodes: &[NodeSpec]) -> Result<Option<Unfinished>> {
+pub fn find(nodes: &[NodeSpec]) -> Result<Option<Unfinished>> {
     let Some(path) = path_for(nodes) else { return Ok(None) };
     let bytes = match crate::fsx::read::read_regular(&path, 4 << 20) {
         Ok(b) => b,
@@ -180,6 +186,16 @@ fn find(nodes: &[NodeSpec]) -> Result<Option<Unfinished>> {
 }
 
 impl Unfinished {
+    /// What the change was: `promote broker 4`.
+    pub fn asked(&self) -> &str {
+        &self.w.asked
+    }
+
+    /// Each node's label, old file and new file, in the change's write order.
+    pub fn nodes(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.w.nodes.iter().map(|n| (n.label.as_str(), n.before.as_str(), n.after.as_str()))
+    }
+
     fn report(&self, st: &[(String, &'static str)]) -> String {
         let lines: Vec<String> = st.iter().map(|(l, s)| format!("  {l}: {s}")).collect();
         format!(
@@ -195,47 +211,27 @@ impl Unfinished {
     }
 }
 
-/// `okp observers recover`: the unfinished change of these nodes finished (`finish`) or undone,
-/// every node that holds the other side written by compare-and-swap, all or nothing as any change.
-pub fn recover(
-    nodes: &[NodeSpec],
-    transport: &super::transport::Transport,
-    finish: bool,
-) -> Result<crate::error::Outcome> {
-    super::transport::check_nodes(nodes)?;
-    let texts = super::change::read_every(nodes, transport)?;
-    let Some(u) = find(nodes)? else {
-        crate::out::print("no unfinished change of these nodes is recorded: nothing to do\n")?;
-        return Ok(crate::error::Outcome::Done);
-    };
-    let mut edits = Vec::new();
-    // The record is in the change's write order; undoing it goes the other way (a demotion's
-    // undo is a promotion: controllers first).
-    let mut order: Vec<&NodeText> = u.w.nodes.iter().collect();
-    if !finish {
-        order.reverse();
-    }
-    for r in order {
-        let Some((n, now)) = nodes.iter().zip(&texts).find(|(n, _)| n.label() == r.label) else { continue };
-        let (from, to) = if finish { (&r.before, &r.after) } else { (&r.after, &r.before) };
-        if now == to {
-            continue;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The record's writer counts as running only while a process of that pid is an okp: this
+    /// one is not counted (its own record), nor a pid that is another program.
+    #[test]
+    fn a_record_is_live_only_while_an_okp_runs_under_its_pid() {
+        assert!(!okp_alive(std::process::id()));
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("okp-sleep");
+        std::fs::copy("/bin/sleep", &fake).unwrap();
+        let mut as_okp = std::process::Command::new(&fake).arg("30").spawn().unwrap();
+        let mut other = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(okp_alive(as_okp.id()), "a process named okp…");
+        assert!(!okp_alive(other.id()), "sleep is not okp");
+        for c in [&mut as_okp, &mut other] {
+            c.kill().unwrap();
+            c.wait().unwrap();
         }
-        if now != from {
-            return Err(Error::Check(format!(
-                "{}: holds {:?}, neither the old nor the new file of `{}`: another writer changed it; fix it by hand, then remove {}",
-                n.label(),
-                now,
-                u.w.asked,
-                u.path.display()
-            )));
-        }
-        edits.push((n.clone(), from.clone(), to.clone()));
+        assert!(!okp_alive(as_okp.id()), "gone");
     }
-    let p = super::change::Prepared::of_texts(&u.w.asked, edits);
-    crate::out::print(&p.plan(transport))?;
-    super::actuate::write(transport, &p)?;
-    let _ = std::fs::remove_file(&u.path);
-    crate::out::print(&format!("`{}` {}\n", u.w.asked, if finish { "finished" } else { "undone" }))?;
-    Ok(crate::error::Outcome::Done)
 }

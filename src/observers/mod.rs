@@ -20,6 +20,7 @@ pub mod change;
 pub mod idfile;
 pub mod journal;
 pub mod place;
+pub mod recover;
 pub mod roles;
 pub mod swap;
 pub mod transport;

@@ -23,9 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::change::{Direction, Prepared};
 use super::idfile::{self, RackView};
-use super::view::Snapshot;
 use crate::error::{Error, Result};
 
 /// What the operator asked for: the only role changes a plan may make.
@@ -36,9 +34,6 @@ pub enum Asked {
     Broker { broker: i32, topic: Option<String>, observer: bool },
     /// Topic `0`'s observers, whichever brokers they are (`okp observers place`).
     Topic(String),
-    /// The recorded bytes of an unfinished change, back or forward (`okp observers recover`,
-    /// journal.rs): `0` names it. Not judged again: it was when it was planned.
-    Recorded(String),
 }
 
 impl Asked {
@@ -51,7 +46,6 @@ impl Asked {
                 topic.as_deref().map(|t| format!(" for topic {}", crate::escape::one_line(t))).unwrap_or_default()
             ),
             Asked::Topic(t) => format!("place topic {}", crate::escape::one_line(t)),
-            Asked::Recorded(what) => what.clone(),
         }
     }
 
@@ -59,7 +53,6 @@ impl Asked {
         match self {
             Asked::Broker { topic, .. } => topic.as_deref(),
             Asked::Topic(t) => Some(t),
-            Asked::Recorded(_) => None,
         }
     }
 
@@ -70,7 +63,6 @@ impl Asked {
                 x == *broker && topic.as_deref().is_none_or(|n| n == t) && to != Role::of(!observer)
             }
             Asked::Topic(n) => n == t,
-            Asked::Recorded(_) => true,
         }
     }
 }
@@ -131,9 +123,6 @@ fn role(text: &str, rules: &idfile::Rules, t: &str, x: i32, c: &Cluster, univers
 /// (`topic demo, broker 3: observer → full replica`). Empty: nothing beyond.
 pub fn beyond(asked: &Asked, before: &str, after: &str, c: &Cluster) -> Vec<String> {
     let mut out = Vec::new();
-    if let Asked::Recorded(_) = asked {
-        return out;
-    }
     let (rb, ra) = match (idfile::rules(before), idfile::rules(after)) {
         (Ok(b), Ok(a)) => (b, a),
         (_, Err(e)) => {
@@ -243,7 +232,7 @@ pub fn contradicted(
 ) -> Vec<String> {
     let named = match asked {
         Asked::Broker { broker, .. } => Some(*broker),
-        Asked::Topic(_) | Asked::Recorded(_) => None,
+        Asked::Topic(_) => None,
     };
     let mut found: BTreeMap<(String, i32), (String, Vec<String>)> = BTreeMap::new();
     for (label, text) in files {
@@ -272,55 +261,6 @@ pub fn contradicted(
             )
         })
         .collect()
-}
-
-/// The role diff and the reading check of a planned change.
-impl Prepared {
-    /// What the operator asked for, as the role diff judges it.
-    pub fn asked(&self) -> Asked {
-        if let Some(r) = &self.recorded {
-            return Asked::Recorded(r.clone());
-        }
-        match (&self.topic, self.broker) {
-            (Some(t), b) if b < 0 => Asked::Topic(t.clone()),
-            (topic, broker) => {
-                Asked::Broker { broker, topic: topic.clone(), observer: self.direction == Direction::Demote }
-            }
-        }
-    }
-
-    /// Refuses the plan (exit 1, nothing written, `--force` or not) when a node's new file would
-    /// change the role of any (topic, broker) beyond what was asked (roles.rs); `c`: the cluster's
-    /// topics and racks (empty without a cluster: the file's shape and the named topic still count).
-    pub fn check_roles(&self, c: &Cluster) -> Result<()> {
-        check(&self.asked(), self.edits.iter().map(|e| (e.node.label(), e.before.as_str(), e.after.as_str())), c)
-    }
-
-    /// Refuses the plan (exit 1, nothing written, `--force` or not) when okp's reading of a node's
-    /// file makes a broker other than the one asked about an observer of a topic the change touches
-    /// (`snap`'s partitions) while the cluster has it in that topic's ISR: the brokers read the
-    /// file otherwise, or a change is still converging, and a plan from that reading could change
-    /// roles nobody named. Only nodes whose file the plan changes are held to it.
-    pub(super) fn check_reading(&self, snap: &Snapshot, c: &Cluster) -> Result<()> {
-        let mut isr: BTreeMap<String, BTreeSet<i32>> = BTreeMap::new();
-        for p in &snap.partitions {
-            isr.entry(p.topic.clone()).or_default().extend(p.isr.iter().copied());
-        }
-        // Only the nodes whose file changes: a node left as it is changes nobody's role.
-        let files: Vec<(String, &str)> =
-            self.edits.iter().filter(|e| e.before != e.after).map(|e| (e.node.label(), e.before.as_str())).collect();
-        let found = contradicted(&self.asked(), &files, &isr, c);
-        if found.is_empty() {
-            return Ok(());
-        }
-        Err(Error::Check(format!(
-            "{}: okp's reading of observer.ids contradicts the cluster, so it plans no write from it (--force does not override this):\n  {}\n\
-             the brokers read the file otherwise (a broker of an older patch set ignores topic rules; a pattern they match differently) \
-             or a change is still converging: see okp observers status, and run the command again once it agrees; nothing was written",
-            self.asked().shown(),
-            found.join("\n  ")
-        )))
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,58 @@
+//! `okp observers recover --finish|--undo`: the change an earlier okp recorded and did not finish
+//! (journal.rs: killed, crashed, the machine lost power) written to its end or put back, node by
+//! node, through the actuator (compare-and-swap, all or nothing, interrupts put back).
+//!
+//! Not here: finding and reporting the record (journal.rs), the writes (actuate.rs).
+
+use super::actuate::{self, Edit};
+use super::change::read_every;
+use super::transport::{check_nodes, NodeSpec, Transport};
+use crate::error::{Error, Outcome, Result};
+
+pub fn run(nodes: &[NodeSpec], transport: &Transport, finish: bool) -> Result<Outcome> {
+    check_nodes(nodes)?;
+    let texts = read_every(nodes, transport)?;
+    let Some(u) = super::journal::find(nodes)? else {
+        crate::out::print("no unfinished change of these nodes is recorded: nothing to do\n")?;
+        return Ok(Outcome::Done);
+    };
+    // The record is in the change's write order; undoing it goes the other way (a demotion's
+    // undo is a promotion: controllers first).
+    let mut order: Vec<(&str, &str, &str)> = u.nodes().collect();
+    if !finish {
+        order.reverse();
+    }
+    let mut edits = Vec::new();
+    for (label, old, new) in order {
+        let Some((n, now)) = nodes.iter().zip(&texts).find(|(n, _)| n.label() == label) else { continue };
+        let (from, to) = if finish { (old, new) } else { (new, old) };
+        if now == to {
+            continue;
+        }
+        if now != from {
+            return Err(Error::Check(format!(
+                "{label}: holds {}, neither the old nor the new file of `{}`: another writer changed it; fix it by hand, then remove {}",
+                actuate::quoted(now),
+                u.asked(),
+                u.path.display()
+            )));
+        }
+        edits.push(Edit { node: n.clone(), before: from.to_string(), after: to.to_string() });
+    }
+    let what = format!("{} `{}`", if finish { "finish" } else { "undo" }, u.asked());
+    let mut plan = format!("plan: {what}; {} node(s) change\n", edits.len());
+    for e in &edits {
+        plan.push_str(&format!(
+            "  {}: {} → {} by {}\n",
+            e.node.label(),
+            actuate::quoted(&e.before),
+            actuate::quoted(&e.after),
+            transport.describe_write(&e.node)
+        ));
+    }
+    crate::out::print(&plan)?;
+    actuate::write(transport, &what, &edits)?;
+    let _ = std::fs::remove_file(&u.path);
+    crate::out::print(&format!("`{}` {}\n", u.asked(), if finish { "finished" } else { "undone" }))?;
+    Ok(Outcome::Done)
+}
