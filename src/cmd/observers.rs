@@ -18,6 +18,7 @@ pub fn run(a: ObserversArgs) -> Result<Outcome> {
         ObserversCommand::Status(a) => {
             let (nodes, transport) = resolve(&a.files)?;
             let set = change::observer_set(a.observers.as_deref(), a.observers_file.as_deref(), &nodes, &transport)?;
+            observers::recover::note_unfinished(&nodes, &transport)?;
             observers::status(&StatusArgs {
                 bootstrap: a.bootstrap.bootstrap,
                 topic: a.topic,

@@ -56,3 +56,25 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, finish: bool) -> Result<Ou
     crate::out::print(&format!("`{}` {}\n", u.asked(), if finish { "finished" } else { "undone" }))?;
     Ok(Outcome::Done)
 }
+
+/// For `okp observers status`: when a change of these nodes was recorded and not finished, what
+/// each node holds and how to finish or undo it, on stderr (status still reports the cluster).
+/// Nothing is read unless there is a record.
+pub fn note_unfinished(nodes: &[NodeSpec], transport: &Transport) -> Result<()> {
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    match super::journal::find(nodes) {
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            crate::out::note(e.to_string());
+            return Ok(());
+        }
+        Ok(Some(_)) => {}
+    }
+    let texts = read_every(nodes, transport)?;
+    if let Err(e) = super::journal::check(nodes, &texts) {
+        crate::out::note(e.to_string());
+    }
+    Ok(())
+}

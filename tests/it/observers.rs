@@ -708,6 +708,8 @@ fn a_change_cut_short_by_sigkill_is_found_and_undone_or_finished_by_the_next_okp
         assert!(err.contains(&format!("broker 1 ({}): holds the new file", files[0].display())), "{err}");
         assert!(err.contains(&format!("broker 3 ({}): holds its old file", files[2].display())), "{err}");
         assert!(err.contains("okp observers recover --finish"), "{err}");
+        let o = again(&["status", "--bootstrap", &bootstrap]);
+        assert!(stderr(&o).contains("an earlier `promote broker 4` (okp pid "), "status says so too: {}", stderr(&o));
         let o = again(&["recover", way]);
         assert_eq!(o.status.code(), Some(0), "{way}: {}\n{}", stdout(&o), stderr(&o));
         let want = if way == "--undo" { "4\n" } else { "" };
