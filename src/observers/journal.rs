@@ -54,6 +54,13 @@ impl Record {
     }
 }
 
+#[cfg(test)]
+fn dir() -> Option<PathBuf> {
+    // Unit tests record into the temp directory, never into the HOME of whoever runs them.
+    Some(std::env::temp_dir().join("okp-unit-test-state"))
+}
+
+#[cfg(not(test))]
 fn dir() -> Option<PathBuf> {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     var("OKP_STATE_DIR")
