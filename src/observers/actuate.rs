@@ -1,7 +1,8 @@
-//! The actuator: writes a planned change (`change::Prepared`) node by node, in the plan's order,
-//! each by compare-and-swap (swap.rs) and read back, and keeps it all or nothing: a failed write,
-//! another writer, or SIGINT/SIGTERM puts back every node already written, and the error names
-//! every node's state. promote, demote, place and the watchdog all write through here.
+//! The actuator: writes a planned change (each node's old and new file) node by node, in the
+//! plan's order, each by compare-and-swap (swap.rs) and read back, and keeps it all or nothing: a
+//! failed write, another writer, or SIGINT/SIGTERM puts back every node already written, and the
+//! error names every node's state. promote, demote, place, recover and the watchdog all write
+//! through here.
 //!
 //! Interrupts: from the first write on, SIGINT and SIGTERM no longer end okp at once. The write
 //! in flight (a template runs in a process group of its own, so a terminal's Ctrl-C does not
@@ -119,14 +120,14 @@ pub fn write(transport: &Transport, asked: &str, edits: &[Edit]) -> Result<()> {
     Ok(())
 }
 
-/// SIGINT or SIGTERM during the writes: every node written put back, each node's state on
-/// stderr, exit 130.
 /// What `write` is writing.
 struct Change<'a> {
     asked: &'a str,
     edits: &'a [Edit],
 }
 
+/// SIGINT or SIGTERM during the writes: every node written put back, each node's state on
+/// stderr, exit 130.
 fn stopped(transport: &Transport, p: &Change, written: &[&Edit], record: super::journal::Record) -> Error {
     let why = Error::Interrupted;
     let head = format!("interrupted (SIGINT or SIGTERM) after writing {} node(s)", written.len());
