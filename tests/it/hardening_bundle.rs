@@ -504,6 +504,31 @@ fn a_killed_or_interrupted_install_leaves_nothing_behind() {
     assert_eq!(tree(home.path()), pristine);
 }
 
+/// SIGKILL to okp alone (the OOM killer, `kill -9` of okp): no handler runs, and its script, in a
+/// process group of its own, used to go on changing the installation after okp died. A sentinel
+/// now stops the script's whole group; the next install finishes the job, rollback undoes it.
+#[test]
+fn a_script_does_not_outlive_an_okp_killed_with_sigkill() {
+    let home = kafka_home("3.9.2");
+    let pristine = tree(home.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut killed = Blocked::start(home.path(), tmp.path());
+    // SAFETY: kill(2) on the okp this test started (not its script).
+    unsafe { libc::kill(killed.pid(), libc::SIGKILL) };
+    let _ = killed.okp.wait();
+    // SAFETY: signal 0 sends nothing.
+    let gone = || unsafe { libc::kill(-killed.script, 0) } != 0;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !gone() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(gone(), "the script's processes outlived an okp killed with SIGKILL");
+    let o = install_with_tmp(home.path(), tmp.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(rollback(home.path(), &[]).status.code(), Some(0));
+    assert_eq!(tree(home.path()), pristine);
+}
+
 // ---- 1. Backups and records okp did not write.
 
 /// The bundle's jars: (file name, Maven Central sha256, patched sha256).
