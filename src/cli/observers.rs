@@ -66,6 +66,9 @@ pub struct ObserversRecoverArgs {
     /// Put the recorded change's old file back on every node that holds its new one.
     #[arg(long)]
     pub undo: bool,
+    /// Print what would be written to each node, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub files: NodeFiles,
 }

@@ -38,7 +38,7 @@ pub fn run(a: ObserversArgs) -> Result<Outcome> {
         ObserversCommand::Watch(a) => watch(a),
         ObserversCommand::Recover(a) => {
             let (nodes, transport) = resolve(&a.files)?;
-            observers::recover::run(&nodes, &transport, a.finish)
+            observers::recover::run(&nodes, &transport, a.finish, a.dry_run)
         }
         ObserversCommand::Place(a) => {
             let (nodes, transport) = resolve(&a.files)?;

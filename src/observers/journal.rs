@@ -175,12 +175,19 @@ pub fn find(nodes: &[NodeSpec]) -> Result<Option<Unfinished>> {
         Err(crate::fsx::read::ReadError::Missing) => return Ok(None),
         Err(e) => return Err(e.into_error(&path, "the change record")),
     };
-    let w: Written = serde_json::from_slice(&bytes).ok().filter(|w: &Written| w.schema == SCHEMA).ok_or_else(|| {
-        Error::Usage(format!(
-            "{}: not a change record okp reads ({SCHEMA}); look at every node's observer.ids, then remove it",
-            path.display()
-        ))
-    })?;
+    let mut w: Written =
+        serde_json::from_slice(&bytes).ok().filter(|w: &Written| w.schema == SCHEMA).ok_or_else(|| {
+            Error::Usage(format!(
+                "{}: not a change record okp reads ({SCHEMA}); look at every node's observer.ids, then remove it",
+                path.display()
+            ))
+        })?;
+    // The record is a file anyone with this user's rights could have written: what okp prints of
+    // it is escaped (okp's own labels and verbs are plain text already, so they match unchanged).
+    w.asked = crate::escape::one_line(&w.asked);
+    for n in &mut w.nodes {
+        n.label = crate::escape::one_line(&n.label);
+    }
     if okp_alive(w.pid) {
         return Err(Error::Check(format!(
             "another okp (pid {}) is writing `{}` to these nodes from this machine; run this again when it is done ({})",

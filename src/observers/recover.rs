@@ -9,7 +9,7 @@ use super::change::read_every;
 use super::transport::{check_nodes, NodeSpec, Transport};
 use crate::error::{Error, Outcome, Result};
 
-pub fn run(nodes: &[NodeSpec], transport: &Transport, finish: bool) -> Result<Outcome> {
+pub fn run(nodes: &[NodeSpec], transport: &Transport, finish: bool, dry_run: bool) -> Result<Outcome> {
     check_nodes(nodes)?;
     let texts = read_every(nodes, transport)?;
     let Some(u) = super::journal::find(nodes)? else {
@@ -37,6 +37,15 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, finish: bool) -> Result<Ou
                 u.path.display()
             )));
         }
+        // The record explains, it does not decide: bytes it holds are written only if they read
+        // as cleanly as any file okp plans from (rules that parse, no text the registries ignore).
+        if let Some(why) = unclean(to) {
+            return Err(Error::Check(format!(
+                "{label}: the recorded file of `{}` does not read cleanly ({why}), so okp does not write it; fix the node by hand, then remove {}",
+                u.asked(),
+                u.path.display()
+            )));
+        }
         edits.push(Edit { node: n.clone(), before: from.to_string(), after: to.to_string() });
     }
     let what = format!("{} `{}`", if finish { "finish" } else { "undo" }, u.asked());
@@ -51,10 +60,27 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, finish: bool) -> Result<Ou
         ));
     }
     crate::out::print(&plan)?;
+    if dry_run {
+        crate::out::print("dry run: nothing written\n")?;
+        return Ok(Outcome::Done);
+    }
     actuate::write(transport, &what, &edits)?;
     let _ = std::fs::remove_file(&u.path);
     crate::out::print(&format!("`{}` {}\n", u.asked(), if finish { "finished" } else { "undone" }))?;
     Ok(Outcome::Done)
+}
+
+/// Why `text` would not be planned from, if it would not: a malformed rule, or tokens the
+/// registries ignore.
+fn unclean(text: &str) -> Option<String> {
+    if let Err(e) = super::idfile::rules(text) {
+        return Some(e);
+    }
+    let stray = super::idfile::ignored(text);
+    (!stray.is_empty()).then(|| {
+        let shown: Vec<String> = stray.iter().take(8).map(|t| super::idfile::shown_token(t)).collect();
+        format!("{}: not broker ids", shown.join(", "))
+    })
 }
 
 /// For `okp observers status`: when a change of these nodes was recorded and not finished, what

@@ -35,9 +35,11 @@ pub enum Swap {
 pub const CAS: &str = "{cas}";
 
 /// The script `{cas}` stands for: replace `path` with stdin if its sha256 is `expect` (hex).
-/// Neither value needs quoting: a path is checked to be one inert word (transport::check_path),
-/// a digest is hex. No single quote inside, so the script is one shell word once quoted.
+/// A checked path (transport::check_path) is one inert word, a digest is hex; the script is one
+/// shell word once `fill` quotes it.
 fn cas_script(path: &str, expect: &str) -> String {
+    // Quoted all the same (bare when it is a checked path): a NodeSpec made elsewhere stays inert.
+    let path = crate::out::sh_word(path);
     format!(
         "f={path}; t=$f.okp-tmp.$$; \
          command -v flock >/dev/null && command -v sha256sum >/dev/null \

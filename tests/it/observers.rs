@@ -710,6 +710,30 @@ fn a_change_cut_short_by_sigkill_is_found_and_undone_or_finished_by_the_next_okp
         assert!(err.contains("okp observers recover --finish"), "{err}");
         let o = again(&["status", "--bootstrap", &bootstrap]);
         assert!(stderr(&o).contains("an earlier `promote broker 4` (okp pid "), "status says so too: {}", stderr(&o));
+        let o = again(&["recover", way, "--dry-run"]);
+        assert!(o.status.code() == Some(0) && stdout(&o).contains("dry run: nothing written"), "{}", stderr(&o));
+        assert_eq!(std::fs::read_to_string(&files[2]).unwrap(), "4\n", "--dry-run wrote");
+        if way == "--finish" {
+            // A record is a file, not an authority: one whose bytes would not read cleanly is not
+            // written, and what it says is escaped.
+            let record = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.to_string_lossy().contains("observers-change-"))
+                .unwrap();
+            let good = std::fs::read_to_string(&record).unwrap();
+            let mut j: serde_json::Value = serde_json::from_str(&good).unwrap();
+            j["asked"] = "promote broker 4\u{1b}[31m".into();
+            j["nodes"][2]["after"] = "Welcome to b3\n".into();
+            std::fs::write(&record, j.to_string()).unwrap();
+            let o = again(&["recover", way]);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(1), "{err}");
+            assert!(err.contains("does not read cleanly") && err.contains("`Welcome`"), "{err}");
+            assert!(!err.contains('\u{1b}'), "{err:?}");
+            assert_eq!(std::fs::read_to_string(&files[2]).unwrap(), "4\n");
+            std::fs::write(&record, good).unwrap();
+        }
         let o = again(&["recover", way]);
         assert_eq!(o.status.code(), Some(0), "{way}: {}\n{}", stdout(&o), stderr(&o));
         let want = if way == "--undo" { "4\n" } else { "" };
