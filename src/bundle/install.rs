@@ -7,6 +7,7 @@
 //! staging directory named after okp's pid, so one that a killed install left
 //! behind is removed by the next install or rollback (`sweep_staging`);
 //! SIGINT/SIGTERM/SIGHUP forwarded to the script, then the staging removed;
+//! a sentinel that stops the script when okp dies without a word (SIGKILL);
 //! and for rollback, okp's own embedded rollback.sh, never the copy found in
 //! the installation (anyone who can write there could have replaced it).
 //! Not here: the checks themselves (`verify`, `rederive`), the scripts (`files/`).
@@ -123,8 +124,10 @@ fn run_script(script: Script, flags: &ScriptFlags, kafka_home: &Path, lock: Opti
         // SAFETY: kill(2) to the group of the child just started and not yet reaped.
         unsafe { libc::kill(-(child.id() as i32), libc::SIGTERM) };
     }
+    let sentinel = Sentinel::start(child.id() as i32);
     let status = child.wait();
     SCRIPT_PID.store(0, Ordering::SeqCst);
+    sentinel.done();
     let status = status.map_err(|e| Error::External(format!("cannot wait for sh {shown}: {e}")))?;
     if interrupted() {
         return Ok(Outcome::Failed(Failure::Interrupted));
@@ -133,6 +136,41 @@ fn run_script(script: Script, flags: &ScriptFlags, kafka_home: &Path, lock: Opti
         None => Outcome::Done,
         Some(f) => Outcome::Failed(f),
     })
+}
+
+/// Stops a script whose okp died without a word (SIGKILL, the OOM killer): no handler of okp's
+/// runs then, and the script, in a process group of its own, would go on changing the
+/// installation with nobody to report it. A small `sh` in a group of its own reads a pipe only
+/// okp holds open: at its end without okp's `done` line (okp is gone), it sends SIGTERM to the
+/// script's whole group, as okp forwards an interrupt, and the next install or rollback
+/// finishes or undoes what was left. Best effort: without it (sh could not start) okp runs as
+/// before.
+struct Sentinel(Option<(std::process::Child, std::process::ChildStdin)>);
+
+impl Sentinel {
+    fn start(script_group: i32) -> Sentinel {
+        let spawned = Command::new("sh")
+            .arg("-c")
+            .arg("read -r said; [ \"$said\" = done ] || kill -TERM -\"$1\" 2>/dev/null; exit 0")
+            .arg("okp-install-sentinel")
+            .arg(script_group.to_string())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn();
+        Sentinel(spawned.ok().and_then(|mut c| c.stdin.take().map(|i| (c, i))))
+    }
+
+    /// The script has ended: the sentinel leaves without a signal.
+    fn done(self) {
+        use std::io::Write;
+        if let Some((mut child, mut said)) = self.0 {
+            let _ = said.write_all(b"done\n");
+            drop(said);
+            let _ = child.wait();
+        }
+    }
 }
 
 /// What the scripts check first: without these there is nothing to lock, and

@@ -47,6 +47,30 @@ pub enum ObserversCommand {
     /// 2 bad input or a layout the racks cannot hold (naming the rack), 3 the cluster, a
     /// transport or a refused reassignment.
     Place(ObserversPlaceArgs),
+    /// Finish or undo a change of observer.ids that an earlier okp did not finish (SIGKILL, a crash).
+    ///
+    /// promote, demote and place record what they write before their first write and remove the
+    /// record once every node is written or put back; a change of the same nodes finds a record
+    /// left behind, says what each node holds, and refuses until this has run. --finish writes the
+    /// new file where a node still holds the old one, --undo the old where it holds the new, each
+    /// by compare-and-swap. Exit 0 done (or nothing recorded), 1 a node holds neither, 3 a transport.
+    Recover(ObserversRecoverArgs),
+}
+
+#[derive(Args, Debug)]
+#[group(id = "way", required = true, multiple = false, args = ["finish", "undo"])]
+pub struct ObserversRecoverArgs {
+    /// Write the recorded change's new file on every node that still holds its old one.
+    #[arg(long)]
+    pub finish: bool,
+    /// Put the recorded change's old file back on every node that holds its new one.
+    #[arg(long)]
+    pub undo: bool,
+    /// Print what would be written to each node, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub files: NodeFiles,
 }
 
 #[derive(Args, Debug)]
@@ -102,7 +126,9 @@ pub struct NodeFiles {
     /// With --transport command: prints a node's file, e.g. 'ssh {host} cat {path}' ({host}, {path}, {id} are filled in, shell-quoted).
     #[arg(long, value_name = "TEMPLATE")]
     pub read_cmd: Option<String>,
-    /// With --transport command: replaces a node's file atomically with stdin, e.g. 'ssh {host} "cat > {path}.okp-tmp && mv {path}.okp-tmp {path}"'.
+    /// With --transport command: replaces a node's file atomically with stdin; `{cas}` is okp's
+    /// compare-and-swap script (one word), so 'ssh {host} {cas}' replaces it only if it still holds
+    /// what okp read (docs/hosts.md).
     #[arg(long, value_name = "TEMPLATE")]
     pub write_cmd: Option<String>,
     /// With --transport command: seconds one template run may take before okp kills it (and

@@ -18,6 +18,7 @@ pub fn run(a: ObserversArgs) -> Result<Outcome> {
         ObserversCommand::Status(a) => {
             let (nodes, transport) = resolve(&a.files)?;
             let set = change::observer_set(a.observers.as_deref(), a.observers_file.as_deref(), &nodes, &transport)?;
+            observers::recover::note_unfinished(&nodes, &transport)?;
             observers::status(&StatusArgs {
                 bootstrap: a.bootstrap.bootstrap,
                 topic: a.topic,
@@ -35,6 +36,10 @@ pub fn run(a: ObserversArgs) -> Result<Outcome> {
             change_one(a, Direction::Demote)
         }
         ObserversCommand::Watch(a) => watch(a),
+        ObserversCommand::Recover(a) => {
+            let (nodes, transport) = resolve(&a.files)?;
+            observers::recover::run(&nodes, &transport, a.finish, a.dry_run)
+        }
         ObserversCommand::Place(a) => {
             let (nodes, transport) = resolve(&a.files)?;
             let args = observers::place::Args {

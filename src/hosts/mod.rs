@@ -257,13 +257,11 @@ impl Topology {
         format!("{} {{host}} cat {{path}}", self.ssh())
     }
 
-    /// `okp observers`' write template over ssh: a temporary file beside the target, flushed
-    /// to disk, renamed over it; the remote shell reads the quoted command once.
+    /// `okp observers`' write template over ssh: okp's compare-and-swap script (`{cas}`,
+    /// observers/swap.rs), one word the remote shell runs: a temporary file beside the target,
+    /// flushed to disk, renamed over it only if the file still holds what okp read.
     pub fn write_template(&self) -> String {
-        format!(
-            "{} {{host}} \"cat > {{path}}.okp-tmp && sync {{path}}.okp-tmp && mv -f {{path}}.okp-tmp {{path}}\"",
-            self.ssh()
-        )
+        format!("{} {{host}} {{cas}}", self.ssh())
     }
 
     pub fn host(&self, name: &str) -> Result<&Host> {

@@ -29,13 +29,14 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use super::idfile;
+use super::roles::{self, Asked};
 use super::transport::{NodeRole, NodeSpec, Transport};
 use super::view::{self, Depth, Snapshot};
 use crate::error::{Error, Failure, Outcome, Result};
 use crate::fsx::read::read_regular;
 
-/// How long the registries may take to see an edited file (their cache TTL).
-pub const REREAD: Duration = Duration::from_secs(5);
+pub use super::actuate::REREAD;
+use super::actuate::{quoted, Edit};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -205,24 +206,20 @@ pub struct Args {
     pub bootstrap: Vec<String>,
 }
 
-struct Edit {
-    node: NodeSpec,
-    before: String,
-    after: String,
-}
-
-fn quoted(text: &str) -> String {
-    format!("{text:?}")
-}
-
 /// A change read and checked, not yet written: every node's file before and
 /// after (in write order), and the pre-checks' refusals on a fresh snapshot.
 pub struct Prepared {
-    broker: i32,
+    pub(super) broker: i32,
     topic: Option<String>,
-    direction: Direction,
-    edits: Vec<Edit>,
+    pub(super) direction: Direction,
+    pub(super) edits: Vec<Edit>,
     pub refusals: Vec<Refusal>,
+}
+
+/// Writes a planned change (actuate.rs): every node by compare-and-swap, in the plan's order, all
+/// or nothing (a failure, another writer, SIGINT or SIGTERM puts back every node written).
+pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
+    super::actuate::write(transport, &p.asked().shown(), &p.edits)
 }
 
 /// Reads every node's file (in write order) and the cluster, and runs the
@@ -234,6 +231,9 @@ pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Pr
         None,
         Depth { offsets: a.direction == Direction::Promote, min_insync: a.direction == Direction::Demote },
     )?;
+    // The role diff sees every topic of the cluster, before the pre-checks narrow the partitions.
+    let cluster = roles::Cluster::of(&snap);
+    prepared.check_roles(&cluster)?;
     if let Some(t) = &a.topic {
         snap.partitions.retain(|p| &p.topic == t);
         if snap.partitions.is_empty() {
@@ -259,6 +259,7 @@ pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Pr
             prepared.edits.iter().map(|e| idfile::rules(&e.before).unwrap_or_default()).collect();
         snap.partitions.retain(|p| !ruled_everywhere(&rules, &p.topic));
     }
+    prepared.check_reading(&snap, &cluster)?;
     if let (Some(t), Direction::Promote) = (&a.topic, a.direction) {
         prepared.refusals = rack_refusals(&prepared.edits, t, a.broker, &snap.racks);
     }
@@ -283,7 +284,9 @@ pub fn plan_files(
     direction: Direction,
     topic: Option<&str>,
 ) -> Result<Prepared> {
-    plan_edits(nodes, transport, broker, direction, topic, false)
+    let p = plan_edits(nodes, transport, broker, direction, topic, false)?;
+    p.check_roles(&roles::Cluster::default())?;
+    Ok(p)
 }
 
 /// `plan_files`; with `restore_rule` a demotion with `topic` takes away the topic's exact rule
@@ -300,6 +303,7 @@ fn plan_edits(
     let order = write_order(nodes, direction);
     let texts = read_every(&order, transport)?;
     check_clean(&order, &texts)?;
+    super::journal::check(&order, &texts)?;
     let mut edits = Vec::new();
     for (node, before) in order.into_iter().zip(texts) {
         let after = match (topic, direction) {
@@ -376,6 +380,7 @@ pub fn plan_rule(nodes: &[NodeSpec], transport: &Transport, topic: &str, list: &
     let order = write_order(nodes, Direction::Demote);
     let texts = read_every(&order, transport)?;
     check_clean(&order, &texts)?;
+    super::journal::check(&order, &texts)?;
     let mut edits = Vec::new();
     for (node, before) in order.into_iter().zip(texts) {
         let after = idfile::set_topic_list(&before, topic, list)
@@ -431,6 +436,49 @@ fn read_all(nodes: &[NodeSpec], transport: &Transport) -> Vec<Result<String>> {
 }
 
 impl Prepared {
+    /// What the operator asked for, as the role diff judges it.
+    pub fn asked(&self) -> Asked {
+        match (&self.topic, self.broker) {
+            (Some(t), b) if b < 0 => Asked::Topic(t.clone()),
+            (topic, broker) => {
+                Asked::Broker { broker, topic: topic.clone(), observer: self.direction == Direction::Demote }
+            }
+        }
+    }
+
+    /// Refuses the plan (exit 1, nothing written, `--force` or not) when a node's new file would
+    /// change the role of any (topic, broker) beyond what was asked (roles.rs); `c`: the cluster's
+    /// topics and racks (empty without a cluster: the file's shape and the named topic still count).
+    pub fn check_roles(&self, c: &roles::Cluster) -> Result<()> {
+        roles::check(&self.asked(), self.edits.iter().map(|e| (e.node.label(), e.before.as_str(), e.after.as_str())), c)
+    }
+
+    /// Refuses the plan (exit 1, nothing written, `--force` or not) when okp's reading of a node's
+    /// file makes a broker other than the one asked about an observer of a topic the change touches
+    /// (`snap`'s partitions) while the cluster has it in that topic's ISR: the brokers read the
+    /// file otherwise, or a change is still converging, and a plan from that reading could change
+    /// roles nobody named. Only nodes whose file the plan changes are held to it.
+    pub(super) fn check_reading(&self, snap: &Snapshot, c: &roles::Cluster) -> Result<()> {
+        let mut isr: std::collections::BTreeMap<String, BTreeSet<i32>> = Default::default();
+        for p in &snap.partitions {
+            isr.entry(p.topic.clone()).or_default().extend(p.isr.iter().copied());
+        }
+        // Only the nodes whose file changes: a node left as it is changes nobody's role.
+        let files: Vec<(String, &str)> =
+            self.edits.iter().filter(|e| e.before != e.after).map(|e| (e.node.label(), e.before.as_str())).collect();
+        let found = roles::contradicted(&self.asked(), &files, &isr, c);
+        if found.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Check(format!(
+            "{}: okp's reading of observer.ids contradicts the cluster, so it plans no write from it (--force does not override this):\n  {}\n\
+             the brokers read the file otherwise (a broker of an older patch set ignores topic rules; a pattern they match differently) \
+             or a change is still converging: see okp observers status, and run the command again once it agrees; nothing was written",
+            self.asked().shown(),
+            found.join("\n  ")
+        )))
+    }
+
     /// The refusals `force` does not waive: any one of them stops the change.
     pub fn blocked(&self, force: bool) -> Vec<&Refusal> {
         self.refusals.iter().filter(|r| blocking(r, force)).collect()
@@ -546,169 +594,8 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
     }
     let t0 = Instant::now();
     write(transport, &prepared)?;
-    wait(a, &prepared.rules_after(), t0, &|| false)
-}
-
-/// Writes the files that change, in the plan's order, each read back; between
-/// the controllers and the brokers it waits the nodes' re-read interval.
-///
-/// All or nothing: when a write fails (the host went down or stalled since it was read, its
-/// directory is read-only, the read-back differs), every node already written is written back
-/// to the bytes it had, newest first, and so is the failing node when a read shows it holds the
-/// new bytes. The error then says, node by node, that every file is as before; only when a node
-/// cannot be put back (or cannot be read after its failed write) does it name that node as
-/// changed or unknown.
-pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
-    let mut last_role = None;
-    let mut written: Vec<&Edit> = Vec::new();
-    for e in p.edits.iter().filter(|e| e.before != e.after) {
-        if last_role.is_some_and(|r| r != e.node.role) {
-            crate::out::note(format!(
-                "waiting {} s (the nodes' re-read interval) before writing the {}s",
-                REREAD.as_secs(),
-                if e.node.role == NodeRole::Broker { "broker" } else { "controller" }
-            ));
-            std::thread::sleep(REREAD + Duration::from_millis(500));
-        }
-        if let Err(why) = write_one(transport, e) {
-            return Err(undo(transport, p, &written, e, why));
-        }
-        crate::out::note(format!("wrote {}", e.node.label()));
-        written.push(e);
-        last_role = Some(e.node.role);
-    }
-    Ok(())
-}
-
-/// One node's write and its read-back. First the node must still hold what `prepare` read:
-/// otherwise another okp, the watchdog or an editor changed it meanwhile, and this change,
-/// planned from the old bytes, would silently undo theirs.
-fn write_one(transport: &Transport, e: &Edit) -> Result<()> {
-    let now = transport.read(&e.node)?;
-    if now != e.before {
-        return Err(Error::External(format!(
-            "{}: observer.ids changed since okp read it ({} then, {} now): another okp, the watchdog or an editor is changing it; run the command again to plan from the file as it is",
-            e.node.label(),
-            quoted(&e.before),
-            quoted(&now)
-        )));
-    }
-    transport.write(&e.node, &e.after)?;
-    let back = transport.read(&e.node)?;
-    if back != e.after {
-        return Err(Error::External(format!(
-            "{}: read back {} after writing {}; the file is being changed by something else",
-            e.node.label(),
-            quoted(&back),
-            quoted(&e.after)
-        )));
-    }
-    Ok(())
-}
-
-/// Where one node's file stands after a failed change.
-enum After {
-    /// Never written, or written and put back: the bytes it had.
-    AsBefore(&'static str),
-    /// Holds the new bytes: putting them back failed.
-    Changed(Error),
-    /// Its own write failed and it could not be read afterwards.
-    Unknown(Error),
-    /// Holds bytes that are neither its old nor okp's new ones: another writer put them there
-    /// after okp read it; okp leaves them.
-    Foreign(String),
-}
-
-/// Puts back every node written before `failed`'s write failed with `why` (and `failed` itself
-/// if it holds the new bytes), newest first; the error names every node's state.
-fn undo(transport: &Transport, p: &Prepared, written: &[&Edit], failed: &Edit, why: Error) -> Error {
-    let verb = p.direction.verb();
-    crate::out::note(format!("{verb} broker {}: {why}", p.broker));
-    // Only a file that still holds okp's bytes is put back: one another writer changed since is theirs.
-    let put_back = |e: &Edit| -> After {
-        match transport.read(&e.node) {
-            Ok(now) if now == e.before => return After::AsBefore("not changed"),
-            Ok(now) if now != e.after => return After::Foreign(now),
-            _ => {}
-        }
-        match transport.write(&e.node, &e.before).and_then(|_| transport.read(&e.node)) {
-            Ok(back) if back == e.before => After::AsBefore("put back"),
-            Ok(back) => After::Changed(Error::External(format!(
-                "read back {} after putting back {}",
-                quoted(&back),
-                quoted(&e.before)
-            ))),
-            Err(err) => After::Changed(err),
-        }
-    };
-    let own = match transport.read(&failed.node) {
-        Ok(now) if now == failed.before => After::AsBefore("not changed"),
-        Ok(now) if now == failed.after => put_back(failed),
-        Ok(now) => After::Foreign(now),
-        Err(err) => After::Unknown(err),
-    };
-    let mut states: Vec<(&Edit, After)> = vec![(failed, own)];
-    for e in written.iter().rev() {
-        let s = put_back(e);
-        if matches!(s, After::AsBefore(_)) {
-            crate::out::note(format!("put back {}", e.node.label()));
-        }
-        states.push((e, s));
-    }
-    let untouched = p
-        .edits
-        .iter()
-        .filter(|e| e.before != e.after && !std::ptr::eq(*e, failed) && !written.iter().any(|w| std::ptr::eq(*w, *e)))
-        .count();
-    let all_back = states.iter().all(|(_, s)| matches!(s, After::AsBefore(_)));
-    let undone = states.iter().all(|(_, s)| matches!(s, After::AsBefore(_) | After::Foreign(_)));
-    let put = states.iter().filter(|(_, s)| matches!(s, After::AsBefore("put back"))).count();
-    let mut msg = if all_back {
-        format!(
-            "{verb} broker {} failed on {}; every node's observer.ids is as before ({put} put back, {untouched} never written): {why}",
-            p.broker,
-            failed.node.label(),
-        )
-    } else if undone {
-        format!(
-            "{verb} broker {} failed on {}; every write of okp's is undone ({put} put back, {untouched} never written) and {} node(s) hold what another writer put there, left as they are: {why}",
-            p.broker,
-            failed.node.label(),
-            states.iter().filter(|(_, s)| matches!(s, After::Foreign(_))).count()
-        )
-    } else {
-        format!(
-            "{verb} broker {} failed on {} and NOT every node's observer.ids is as before: {why}",
-            p.broker,
-            failed.node.label()
-        )
-    };
-    for (e, s) in &states {
-        let line = match s {
-            After::AsBefore(how) => format!("{}: as before ({how})", e.node.label()),
-            After::Changed(err) => format!(
-                "{}: CHANGED, holds the new {} (putting back its {} failed: {err}); fix it by hand",
-                e.node.label(),
-                quoted(&e.after),
-                quoted(&e.before)
-            ),
-            After::Foreign(now) => format!(
-                "{}: changed by another writer, holds {} (okp read {}); left as it is",
-                e.node.label(),
-                quoted(now),
-                quoted(&e.before)
-            ),
-            After::Unknown(err) => format!(
-                "{}: UNKNOWN, its write failed and it cannot be read ({err}); it holds its old {} or the new {}",
-                e.node.label(),
-                quoted(&e.before),
-                quoted(&e.after)
-            ),
-        };
-        msg.push_str("\n  ");
-        msg.push_str(&line);
-    }
-    Error::External(msg)
+    // Written on every node: an interrupt now stops the wait, not the change.
+    wait(a, &prepared.rules_after(), t0, &super::actuate::interrupted)
 }
 
 /// Polls Metadata until the change is visible: promote → N in the ISR of every

@@ -699,6 +699,16 @@ pub fn show(ids: &BTreeSet<i32>) -> String {
     format!("[{}]", ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(","))
 }
 
+impl Rules {
+    /// These rules without topic `topic`'s exact rule: what a change of that rule alone must leave
+    /// as it was (the role diff, roles.rs).
+    pub fn without_exact(&self, topic: &str) -> Rules {
+        let mut out = self.clone();
+        out.exact.remove(topic);
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,10 +15,15 @@
 //! Not here: the rules a node applies to its file (the patch set's
 //! registries, docs/observer-ids.md).
 
+pub mod actuate;
 pub mod change;
 pub mod idfile;
+pub mod journal;
 pub mod pattern;
 pub mod place;
+pub mod recover;
+pub mod roles;
+pub mod swap;
 pub mod transport;
 pub mod view;
 pub mod watch;

@@ -185,6 +185,11 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
         plan(&current, &racks, &a.primaries, &a.observers).map_err(|e| Error::Usage(format!("place {t}: {e}")))?;
     let rule = plan.rule(a.rule_by, &a.observers);
     let files = change::plan_rule(nodes, transport, &a.topic, &rule)?;
+    let mut cluster = super::roles::Cluster { racks: racks.clone(), ..Default::default() };
+    for p in m.partitions.iter().filter(|p| p.topic == a.topic) {
+        cluster.topics.entry(p.topic.clone()).or_default().extend(p.state.replicas.iter().copied());
+    }
+    files.check_roles(&cluster)?;
     let mut out = format!(
         "plan: topic {t}, {} partition(s), {} to move; rule `topic:{t} observers={}`{}\n",
         current.len(),
@@ -231,7 +236,17 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
             "waiting {} s for every node to re-read its rule before the move",
             change::REREAD.as_secs()
         ));
-        std::thread::sleep(change::REREAD + Duration::from_millis(500));
+        let t1 = Instant::now();
+        while t1.elapsed() < change::REREAD + Duration::from_millis(500) {
+            if super::actuate::interrupted() {
+                crate::out::note(format!(
+                    "place {}: interrupted (SIGINT or SIGTERM): the rule is written on every node, the reassignment was not submitted",
+                    crate::escape::one_line(&a.topic)
+                ));
+                return Ok(Outcome::Failed(Failure::Interrupted));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
     let moving: Vec<(i32, Vec<i32>)> = current
         .iter()
@@ -328,6 +343,13 @@ fn wait(a: &Args, plan: &Plan, t0: Instant) -> Result<Outcome> {
                 ids(&plan.observers)
             ))?;
             return Ok(Outcome::Done);
+        }
+        if super::actuate::interrupted() {
+            crate::out::note(format!(
+                "place {t}: interrupted (SIGINT or SIGTERM): the rule is written and the reassignment submitted; the cluster moves without okp; pending: {}",
+                pending.join("; ")
+            ));
+            return Ok(Outcome::Failed(Failure::Interrupted));
         }
         if t0.elapsed() > a.timeout {
             crate::out::note(format!(

@@ -347,8 +347,16 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// `template` with `{host}`, `{path}` and `{id}` replaced, in one pass: the
 /// text after a placeholder is scanned next, never the value put in its place.
 fn fill(template: &str, n: &NodeSpec) -> String {
+    fill_cas(template, n, None)
+}
+
+/// `fill`, and `{cas}` with `cas` (okp's compare-and-swap script, swap.rs) when given; without,
+/// `{cas}` stays as written (a read template, a plan shown).
+pub(super) fn fill_cas(template: &str, n: &NodeSpec, cas: Option<&str>) -> String {
     let id = n.id.to_string();
-    let values = [("{host}", n.host.as_deref().unwrap_or("localhost")), ("{path}", n.path.as_str()), ("{id}", &id)];
+    let host = ("{host}", n.host.as_deref().unwrap_or("localhost"));
+    let mut values = vec![host, ("{path}", n.path.as_str()), ("{id}", &id)];
+    values.extend(cas.map(|c| ("{cas}", c)));
     let mut out = String::with_capacity(template.len() + 64);
     let mut rest = template;
     while let Some(i) = rest.find('{') {
@@ -537,25 +545,9 @@ impl Transport {
             Transport::Local => write_replacing(Path::new(&n.path), &idfile::bytes_of(text)),
             Transport::Command { write, timeout, .. } => {
                 let cmd = fill(write, n);
-                let out = run_sh(&cmd, Some(&idfile::bytes_of(text)), STDERR_CAP, *timeout)
-                    .map_err(|e| Error::External(format!("cannot run sh for `{cmd}` ({e})")))?;
-                if out.timed_out {
-                    return Err(Error::External(format!(
-                        "writing observer.ids of {}: `{cmd}` did not finish within {} s (--transport-timeout) and was killed: the host is down, unreachable or not answering; stderr: {}",
-                        n.label(),
-                        timeout.as_secs(),
-                        stderr_summary(&out.stderr)
-                    )));
-                }
-                match out.status {
-                    Some(s) if s.success() => Ok(()),
-                    s => Err(Error::External(format!(
-                        "writing observer.ids of {}: `{cmd}` exited with {}: {}",
-                        n.label(),
-                        s.and_then(|s| s.code()).map(|c| c.to_string()).unwrap_or_else(|| "a signal".into()),
-                        stderr_summary(&out.stderr)
-                    ))),
-                }
+                run_write(n, (&cmd, &cmd), text, *timeout)?.map_err(|why| {
+                    Error::External(format!("writing observer.ids of {}: `{cmd}` exited with 75: {why}", n.label()))
+                })
             }
         }
     }
@@ -569,9 +561,42 @@ impl Transport {
     }
 }
 
+/// Runs the write command `cmd` of node `n` with `text` on its stdin. Err: it could not run, ran
+/// past `timeout` (killed), or failed; Ok(Err(stderr)): it exited with 75, which okp's
+/// compare-and-swap script uses for "the file changed since okp read it" (swap.rs).
+/// `shown`: the command as messages quote it (with `{cas}` unfilled: the script is long).
+pub(super) fn run_write(
+    n: &NodeSpec,
+    (cmd, shown): (&str, &str),
+    text: &str,
+    timeout: Duration,
+) -> Result<std::result::Result<(), String>> {
+    let out = run_sh(cmd, Some(&idfile::bytes_of(text)), STDERR_CAP, timeout)
+        .map_err(|e| Error::External(format!("cannot run sh for `{shown}` ({e})")))?;
+    let cmd = shown;
+    if out.timed_out {
+        return Err(Error::External(format!(
+            "writing observer.ids of {}: `{cmd}` did not finish within {} s (--transport-timeout) and was killed: the host is down, unreachable or not answering; stderr: {}",
+            n.label(),
+            timeout.as_secs(),
+            stderr_summary(&out.stderr)
+        )));
+    }
+    match out.status {
+        Some(s) if s.success() => Ok(Ok(())),
+        Some(s) if s.code() == Some(75) => Ok(Err(stderr_summary(&out.stderr))),
+        s => Err(Error::External(format!(
+            "writing observer.ids of {}: `{cmd}` exited with {}: {}",
+            n.label(),
+            s.and_then(|s| s.code()).map(|c| c.to_string()).unwrap_or_else(|| "a signal".into()),
+            stderr_summary(&out.stderr)
+        ))),
+    }
+}
+
 /// Temp file beside `path` with the old file's permissions (a broker running as
 /// another user must still read it), fsync, rename, fsync of the directory.
-fn write_replacing(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(super) fn write_replacing(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mode = std::fs::metadata(path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644);

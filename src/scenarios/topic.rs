@@ -207,9 +207,14 @@ fn by_pattern(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let t = x.lag() + x.ttl() + Duration::from_secs(30);
     x.c.set_observers(&nodes, BY_PATTERN)?;
     x.wait(o, OBS, t, "pattern: `regex:to[a-z]+ observers=none`, 4 joins tobs's ISR", "pattern_join_seconds", in_isr)?;
-    x.wait(o, FULL, t, "pattern: tfull takes the cluster-wide 4, which leaves its ISR", "pattern_leave_seconds", |s| {
-        !in_isr(s)
-    })?;
+    x.wait(
+        o,
+        FULL,
+        t,
+        "pattern: tfull takes the cluster-wide 4, which leaves its ISR",
+        "pattern_leave_seconds",
+        |s| !in_isr(s),
+    )?;
     x.c.set_observers(&nodes, REFUSED_PATTERN)?;
     x.hold_all(
         o,

@@ -70,7 +70,9 @@ pub fn parse(xml: &str) -> std::result::Result<Vec<Case>, String> {
     // roxmltree recurses once per level with no limit of its own: a report nested deeper than any
     // JUnit writer nests (testsuites > testsuite > testcase > failure) is refused before it parses.
     if let Some(line) = crate::releases::deeper_than(xml, MAX_DEPTH) {
-        return Err(format!("not a JUnit XML report: elements nested deeper than okp's cap of {MAX_DEPTH} (line {line})"));
+        return Err(format!(
+            "not a JUnit XML report: elements nested deeper than okp's cap of {MAX_DEPTH} (line {line})"
+        ));
     }
     let opts = roxmltree::ParsingOptions { allow_dtd: false, nodes_limit: MAX_NODES };
     let doc = roxmltree::Document::parse_with_options(xml, opts).map_err(|e| format!("not a JUnit XML report: {e}"))?;

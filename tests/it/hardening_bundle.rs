@@ -399,6 +399,17 @@ impl Blocked {
         self.okp.id() as i32
     }
 
+    /// Whether every process of the script's group has ended within `secs`.
+    fn script_gone_within(&self, secs: u64) -> bool {
+        // SAFETY: signal 0 sends nothing.
+        let gone = || unsafe { libc::kill(-self.script, 0) } != 0;
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while !gone() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        gone()
+    }
+
     /// SIGKILL to okp and to the script, as a host crash, an OOM kill or `systemctl kill` would.
     fn kill_all(&mut self) {
         for group in [self.pid(), self.script] {
@@ -491,17 +502,32 @@ fn a_killed_or_interrupted_install_leaves_nothing_behind() {
     };
     assert_eq!(status.code(), Some(130), "{status}");
     assert_eq!(names_in(tmp.path()), Vec::<String>::new(), "okp left its staging directory on SIGTERM");
-    // SAFETY: signal 0 sends nothing.
-    let gone = || unsafe { libc::kill(-stopped.script, 0) } != 0;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !gone() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(gone(), "the script's processes outlived okp");
-    let o = install_with_tmp(home.path(), tmp.path());
+    assert!(stopped.script_gone_within(10), "the script's processes outlived okp");
+    finish_then_roll_back(home.path(), tmp.path(), &pristine);
+}
+
+/// SIGKILL to okp alone (the OOM killer, `kill -9` of okp): no handler runs, and its script, in a
+/// process group of its own, used to go on changing the installation after okp died. A sentinel
+/// now stops the script's whole group; the next install finishes the job, rollback undoes it.
+#[test]
+fn a_script_does_not_outlive_an_okp_killed_with_sigkill() {
+    let home = kafka_home("3.9.2");
+    let pristine = tree(home.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut killed = Blocked::start(home.path(), tmp.path());
+    // SAFETY: kill(2) on the okp this test started (not its script).
+    unsafe { libc::kill(killed.pid(), libc::SIGKILL) };
+    let _ = killed.okp.wait();
+    assert!(killed.script_gone_within(10), "the script's processes outlived an okp killed with SIGKILL");
+    finish_then_roll_back(home.path(), tmp.path(), &pristine);
+}
+
+/// The next install succeeds, and a rollback leaves `home` as `pristine`.
+fn finish_then_roll_back(home: &Path, tmp: &Path, pristine: &std::collections::BTreeMap<String, (Vec<u8>, u32)>) {
+    let o = install_with_tmp(home, tmp);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(rollback(home.path(), &[]).status.code(), Some(0));
-    assert_eq!(tree(home.path()), pristine);
+    assert_eq!(rollback(home, &[]).status.code(), Some(0));
+    assert_eq!(&tree(home), pristine);
 }
 
 // ---- 1. Backups and records okp did not write.

@@ -22,7 +22,8 @@ static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster() {
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let t_all = Instant::now();
-    let mut c = DevCluster::up("3.9.2", "zk", &["pair=1:4,min.insync.replicas=1"]);
+    let mut c =
+        DevCluster::up("3.9.2", "zk", &["pair=1:4,min.insync.replicas=1", "demo=1:2:3:4,min.insync.replicas=1"]);
     let nodes = c.nodes_file();
     let nodes = nodes.to_str().unwrap().to_string();
     let command_transport = [
@@ -91,7 +92,7 @@ fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster
     promote.extend(command_transport);
     let o = c.okp(&promote);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("broker 4 promoted: in the ISR of 6 partition(s)"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("broker 4 promoted: in the ISR of 7 partition(s)"), "{}", stdout(&o));
     eprintln!("promote: {:.1} s", t.elapsed().as_secs_f64());
     all_files_say(&c, "");
     assert!(in_isr(c.status("obs")["replicas"].as_array().unwrap(), 4));
@@ -122,6 +123,38 @@ fn observers_status_promote_demote_and_every_precheck_on_a_real_3_9_2_zk_cluster
     all_files_say(&c, "4\n");
     let s = c.status("obs");
     assert!(!in_isr(s["replicas"].as_array().unwrap(), 4) && leader(s["replicas"].as_array().unwrap()) != Some(4));
+
+    // The issue's attack: a rule okp's old reading and the brokers' matched differently
+    // (`[[:alpha:]]+` was ASCII letters to Rust's regex crate, the set {: a l p h} to
+    // java.util.regex), so demo's observers were 3 to okp and 4 (the cluster-wide ids) to the
+    // brokers. `demote --broker 2 --topic demo` wrote `topic:demo observers=2,3`: the brokers
+    // dropped 3 from demo's ISR and promoted 4, neither named, and okp exited 0. Now okp and every
+    // node read patterns with one engine, which refuses this one: the nodes keep their last good
+    // set (`4`, frozen) and okp will not plan a write from a file that does not read (exit 2,
+    // naming the line and column), --force or not. The role diff (roles.rs) and the reading check
+    // stay behind it for what the engine cannot see (a node on an older patch set).
+    let attack = "4\nregex:[[:alpha:]]+ observers=3\n";
+    for (p, _) in c.files() {
+        std::fs::write(&p, attack).unwrap();
+    }
+    let before = c.files();
+    let demo = ["demote", "--broker", "2", "--topic", "demo", "--nodes", &nodes, "--timeout", "60"];
+    for force in [false, true] {
+        let o = c.okp(&[&demo[..], if force { &["--force"][..] } else { &[][..] }].concat());
+        assert_eq!(o.status.code(), Some(2), "{}\n{}", stdout(&o), stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("line 2, column 8: not a pattern of observer.ids ('[' in a class): [[:alpha:]]+"),
+            "{err}"
+        );
+        unchanged(&before, &c, "a rule no reader accepts");
+    }
+    let r = c.status("demo");
+    let r = r["replicas"].as_array().unwrap();
+    assert!(in_isr(r, 3) && !in_isr(r, 4), "3 and 4 keep their roles: {r:?}");
+    for (p, _) in c.files() {
+        std::fs::write(&p, "4\n").unwrap();
+    }
 
     // Demote refused: 4 leads pair (1:4) once 1 is gone; --force does not override leadership.
     let o = c.okp(&["promote", "--broker", "4", "--nodes", &nodes, "--timeout", "60"]);
@@ -437,13 +470,15 @@ fn rack_items_in_status_and_a_promotion_they_refuse() {
     );
 
     // Through a prefix rule, broker 2 listed by id: the promotion writes audit's exact rule,
-    // copying the prefix rule's rack items.
-    let text = "prefix:aud observers=2,rack:dr\n";
+    // copying the prefix rule's rack items. (rack:west, where no broker is: with rack:dr, broker 7
+    // would be an observer of audit by okp's reading while the stand-in has it in the ISR, and okp
+    // plans no change from a reading the cluster contradicts.)
+    let text = "prefix:aud observers=2,rack:west\n";
     files.iter().for_each(|f| std::fs::write(f, text).unwrap());
     let o = with_nodes(&["promote", "--topic", "audit", "--broker", "2", "--dry-run"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains(r#"("prefix:aud observers=2,rack:dr\n" → "prefix:aud observers=2,rack:dr\ntopic:audit observers=rack:dr\n")"#),
+        stdout(&o).contains(r#"("prefix:aud observers=2,rack:west\n" → "prefix:aud observers=2,rack:west\ntopic:audit observers=rack:west\n")"#),
         "{}",
         stdout(&o)
     );
@@ -499,5 +534,207 @@ fn a_banner_before_the_file_is_red_in_status_and_refused_by_place() {
         );
         assert!(!stdout(&o).contains("plan:"), "{}", stdout(&o));
         assert_eq!(std::fs::read_to_string(&ids).unwrap(), "7\n");
+    }
+}
+
+/// Three brokers' observer.ids holding `text`, in a temp dir, as `--node ID=PATH` flags.
+fn three_files(text: &str) -> (tempfile::TempDir, Vec<std::path::PathBuf>, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<std::path::PathBuf> = (1..=3).map(|i| dir.path().join(format!("b{i}.ids"))).collect();
+    files.iter().for_each(|f| std::fs::write(f, text).unwrap());
+    let mut flags = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        flags.extend(["--node".to_string(), format!("{}={}", i + 1, f.display())]);
+    }
+    (dir, files, flags)
+}
+
+/// A write template that takes a second (a slow ssh) before okp's compare-and-swap script runs.
+const SLOW_CAS: [&str; 6] =
+    ["--transport", "command", "--read-cmd", "cat {path}", "--write-cmd", "sleep 1; sh -c {cas}"];
+
+/// The issue's attack on serialised writers: two okp (two operators' machines: each its own
+/// OKP_STATE_DIR) change one cluster's observer.ids at once through a slow write template. Before,
+/// both exited 0 and one change was lost (two demotes, 5 of 5 tries): each read the file, then
+/// wrote its plan over the other's. With `{cas}` every node compares as it swaps: the second
+/// writer of a node finds it changed, puts back what it wrote and exits 3 naming the node; no
+/// change that exited 0 is lost. (Promotions of brokers that host nothing: the stand-in broker
+/// answers Metadata only, and such a promotion needs nothing else.)
+#[test]
+fn two_concurrent_changes_lose_no_update() {
+    let bootstrap =
+        fake_metadata(&[(1, None), (2, None), (3, None), (5, None), (6, None)], &[("t", 1, &[1, 2], &[1, 2])]);
+    let mut lost_races = 0;
+    for round in 0..3 {
+        let (dir, files, nodes) = three_files("4\n5\n6\n");
+        let spawn = |broker: &str, state: &str| {
+            okp_process()
+                .args(["observers", "promote", "--broker", broker, "--bootstrap", &bootstrap, "--timeout", "10"])
+                .args(&nodes)
+                .args(SLOW_CAS)
+                .env("OKP_STATE_DIR", dir.path().join(state))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (spawn("5", "a"), spawn("6", "b"));
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        let texts: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
+        let mut ok = 0;
+        for (o, id) in [(&a, "5"), (&b, "6")] {
+            match o.status.code() {
+                Some(0) => {
+                    ok += 1;
+                    for t in &texts {
+                        assert!(!idset(t).contains(&id), "round {round}: promote {id} exited 0 but a node holds {t:?}");
+                    }
+                }
+                Some(3) => {
+                    lost_races += 1;
+                    let err = stderr(o);
+                    assert!(
+                        err.contains("observer.ids changed since okp read it")
+                            && err.contains(&format!("promote broker {id} failed on broker ")),
+                        "round {round}: {err}"
+                    );
+                }
+                other => panic!("round {round}: promote {id}: exit {other:?}: {}", stderr(o)),
+            }
+        }
+        assert!(ok >= 1, "round {round}: {}\n{}", stderr(&a), stderr(&b));
+        assert!(texts.iter().all(|t| t == &texts[0]), "round {round}: the nodes disagree: {texts:?}");
+    }
+    assert!(lost_races > 0, "two writers started together never met on a node: the test proves nothing");
+}
+
+/// okp as a plain process (to send it a signal, or run two at once).
+fn okp_process() -> std::process::Command {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("okp"))
+}
+
+fn idset(text: &str) -> Vec<&str> {
+    text.split_whitespace().collect()
+}
+
+/// Runs `okp observers promote --broker 4` over three nodes with the slow template and sends
+/// `signal` once okp says it wrote broker 1; what it printed and how it ended.
+fn promote_then_signal(bootstrap: &str, nodes: &[String], state: &Path, signal: &str) -> (Option<i32>, String) {
+    use std::io::BufRead;
+    let mut child = okp_process()
+        .args(["observers", "promote", "--broker", "4", "--bootstrap", bootstrap, "--timeout", "10"])
+        .args(nodes)
+        .args(SLOW_CAS)
+        .env("OKP_STATE_DIR", state)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        seen.push_str(&line);
+        if line.starts_with("okp: wrote broker 1") {
+            let k = std::process::Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+            assert!(k.success());
+        }
+        line.clear();
+    }
+    (child.wait().unwrap().code(), seen)
+}
+
+/// SIGINT or SIGTERM during a promote across three nodes: before, okp died at once with no
+/// message, nodes half changed, and the write in flight finished after it. Now the write in
+/// flight is waited for, every node written is put back, and okp exits 130 naming each node.
+#[test]
+fn an_interrupted_change_puts_back_every_node_and_exits_130() {
+    let bootstrap = fake_metadata(&[(1, None), (2, None), (3, None), (4, None)], &[("t", 1, &[1, 2, 4], &[1, 2])]);
+    for signal in ["-INT", "-TERM"] {
+        let (dir, files, nodes) = three_files("4\n");
+        let (code, err) = promote_then_signal(&bootstrap, &nodes, dir.path(), signal);
+        assert_eq!(code, Some(130), "{signal}: {err}");
+        assert!(err.contains("promote broker 4 interrupted (SIGINT or SIGTERM) after writing"), "{signal}: {err}");
+        assert!(err.contains("every node's observer.ids is as before ("), "{signal}: {err}");
+        assert!(err.contains(&format!("broker 1 ({}): as before (put back)", files[0].display())), "{signal}: {err}");
+        assert!(err.contains(&format!("broker 3 ({}): as before (", files[2].display())), "{signal}: {err}");
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        for f in &files {
+            assert_eq!(std::fs::read_to_string(f).unwrap(), "4\n", "{signal}: {}", f.display());
+        }
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().filter(|e| e.as_ref().unwrap().path().is_dir()).count(),
+            0,
+            "the record is gone"
+        );
+    }
+}
+
+/// SIGKILL during the same promote: nothing in okp runs, so the next okp that plans a change of
+/// these nodes finds the record of the unfinished one, says which node holds which file, and
+/// writes nothing (exit 1) until `okp observers recover --undo` (or `--finish`) has run.
+#[test]
+fn a_change_cut_short_by_sigkill_is_found_and_undone_or_finished_by_the_next_okp() {
+    let bootstrap = fake_metadata(&[(1, None), (2, None), (3, None), (4, None)], &[("t", 1, &[1, 2, 4], &[1, 2])]);
+    for way in ["--undo", "--finish"] {
+        let (dir, files, nodes) = three_files("4\n");
+        let (code, _) = promote_then_signal(&bootstrap, &nodes, dir.path(), "-KILL");
+        assert_eq!(code, None, "killed");
+        // The template in flight (its own process group) may still finish its write.
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        let texts: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
+        assert_eq!(texts[0], "", "broker 1 was written");
+        assert_eq!(texts[2], "4\n", "broker 3 was not");
+        let again = |args: &[&str]| {
+            okp()
+                .arg("observers")
+                .args(args)
+                .args(&nodes)
+                .args(SLOW_CAS)
+                .env("OKP_STATE_DIR", dir.path())
+                .output()
+                .unwrap()
+        };
+        let o = again(&["demote", "--broker", "4", "--bootstrap", &bootstrap, "--dry-run"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("an earlier `promote broker 4` (okp pid ") && err.contains("did not finish"), "{err}");
+        assert!(err.contains(&format!("broker 1 ({}): holds the new file", files[0].display())), "{err}");
+        assert!(err.contains(&format!("broker 3 ({}): holds its old file", files[2].display())), "{err}");
+        assert!(err.contains("okp observers recover --finish"), "{err}");
+        let o = again(&["status", "--bootstrap", &bootstrap]);
+        assert!(stderr(&o).contains("an earlier `promote broker 4` (okp pid "), "status says so too: {}", stderr(&o));
+        let o = again(&["recover", way, "--dry-run"]);
+        assert!(o.status.code() == Some(0) && stdout(&o).contains("dry run: nothing written"), "{}", stderr(&o));
+        assert_eq!(std::fs::read_to_string(&files[2]).unwrap(), "4\n", "--dry-run wrote");
+        if way == "--finish" {
+            // A record is a file, not an authority: one whose bytes would not read cleanly is not
+            // written, and what it says is escaped.
+            let record = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.to_string_lossy().contains("observers-change-"))
+                .unwrap();
+            let good = std::fs::read_to_string(&record).unwrap();
+            let mut j: serde_json::Value = serde_json::from_str(&good).unwrap();
+            j["asked"] = "promote broker 4\u{1b}[31m".into();
+            j["nodes"][2]["after"] = "Welcome to b3\n".into();
+            std::fs::write(&record, j.to_string()).unwrap();
+            let o = again(&["recover", way]);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(1), "{err}");
+            assert!(err.contains("does not read cleanly") && err.contains("`Welcome`"), "{err}");
+            assert!(!err.contains('\u{1b}'), "{err:?}");
+            assert_eq!(std::fs::read_to_string(&files[2]).unwrap(), "4\n");
+            std::fs::write(&record, good).unwrap();
+        }
+        let o = again(&["recover", way]);
+        assert_eq!(o.status.code(), Some(0), "{way}: {}\n{}", stdout(&o), stderr(&o));
+        let want = if way == "--undo" { "4\n" } else { "" };
+        for f in &files {
+            assert_eq!(std::fs::read_to_string(f).unwrap(), want, "{way}: {}", f.display());
+        }
+        let o = again(&["recover", way]);
+        assert!(stdout(&o).contains("nothing to do"), "{}", stdout(&o));
     }
 }

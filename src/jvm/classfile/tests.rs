@@ -222,8 +222,8 @@ fn rejects_garbage_without_panicking() {
 fn deeply_nested_annotation_values_are_refused() {
     let mut pool = base_pool();
     pool.push(utf("AnnotationDefault")); // 10
-    // The method's AnnotationDefault attribute after its Code: a class with one method whose
-    // attribute count is 2 instead of 1.
+                                         // The method's AnnotationDefault attribute after its Code: a class with one method whose
+                                         // attribute count is 2 instead of 1.
     let with_default = |levels: usize| {
         let mut body = Vec::new();
         for _ in 0..levels {
@@ -232,8 +232,8 @@ fn deeply_nested_annotation_values_are_refused() {
         body.extend([b'c', 0, 1]); // class a/B
         let mut class = class_full(&pool, 5, 6, &[0xb1], &[]);
         class.truncate(class.len() - 2); // the class's own attribute count, put back below
-        // Back from the end: the method's attribute count (2), Code's name (2) and length (4),
-        // max stack and locals (4), code length (4), code (1), handlers (2), Code's attributes (2).
+                                         // Back from the end: the method's attribute count (2), Code's name (2) and length (4),
+                                         // max stack and locals (4), code length (4), code (1), handlers (2), Code's attributes (2).
         let count = class.len() - 21;
         assert_eq!(class[count..count + 4], [0, 1, 0, 7]);
         class[count + 1] = 2;

@@ -148,7 +148,7 @@ impl Rng {
         Rng(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -157,7 +157,7 @@ impl Rng {
     }
 
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        (self.next_u64() % n as u64) as usize
     }
 
     fn chance(&mut self, percent: usize) -> bool {
@@ -468,7 +468,8 @@ fn file_case(r: &mut Rng) -> Case {
             _ => format!("  prefix:{} observers=2 # note", topic_name(r)),
         };
         text.push_str(&line);
-        let end: &str = *r.pick(&["\n", "\r\n", "\r", "\n\n"]);
+        const ENDS: [&str; 4] = ["\n", "\r\n", "\r", "\n\n"];
+        let end = ENDS[r.below(ENDS.len())];
         text.push_str(end);
     }
     while topics.len() < 6 {

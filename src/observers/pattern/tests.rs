@@ -103,7 +103,7 @@ fn hostile_patterns_are_in_the_cases() {
     let cases = generate(45, 10);
     assert_eq!(cases.len(), HOSTILE.len(), "count below the hostile list: just the list");
     let mut r = Rng::new(1);
-    assert_ne!(r.next(), r.next());
+    assert_ne!(r.next_u64(), r.next_u64());
 }
 
 /// Writes the differential cases to $OKP_WRITE_DIFF_CASES (a developer's aid to run
