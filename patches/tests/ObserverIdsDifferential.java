@@ -11,7 +11,7 @@ import java.util.List;
 import java.util.TreeSet;
 
 /**
- * The differential test of observer.ids: every case okp generated (src/observers/pattern/cases.rs)
+ * The differential test of observer.ids: every case okp generated (src/observers/differential.rs)
  * read by the broker's ObserverIds (Scala) and the controller's ObserverReplicas (Java) must give
  * okp's own verdict, byte for byte, and every pattern of a one-rule case that they accept must match
  * the topics java.util.regex matches. A case line: the file's bytes (hex), the topics, okp's verdict

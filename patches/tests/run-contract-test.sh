@@ -14,7 +14,7 @@
 #   OKP_WORK           work directory (default: a fresh temp dir, removed at exit).
 #   MVN                Maven command (default: mvn -q -B); add -o to run from ~/.m2 only.
 #   OKP_DIFF_CASES     a file of generated observer.ids cases with okp's verdicts (written by
-#                      tests/it/observer_ids_contract.rs from src/observers/pattern/cases.rs): each
+#                      tests/it/observer_ids_contract.rs from src/observers/differential.rs): each
 #                      Scala build and the Java side must give okp's verdict on every case, and
 #                      java.util.regex must agree on every pattern they accept
 #                      (ObserverIdsDifferential.java). Unset: that part is skipped.

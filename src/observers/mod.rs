@@ -17,6 +17,7 @@
 
 pub mod actuate;
 pub mod change;
+pub mod differential;
 pub mod idfile;
 pub mod journal;
 pub mod pattern;

@@ -3,7 +3,7 @@
 //! Kafka 2.7–4.3 uses and with javac --release 8, then run through the same
 //! contract cases (patches/tests/run-contract-test.sh), and through the
 //! differential test: thousands of generated observer.ids files on which both
-//! must give okp's own verdict (src/observers/pattern/cases.rs), every pattern
+//! must give okp's own verdict (src/observers/differential.rs), every pattern
 //! they accept held to java.util.regex.
 
 use crate::common::*;
@@ -15,8 +15,8 @@ const DIFF_CASES: usize = 4000;
 fn both_registries_pass_the_contract_with_real_compilers() {
     let dir = tempfile::tempdir().unwrap();
     let cases_file = dir.path().join("cases.tsv");
-    let cases = okp::observers::pattern::cases::generate(45, DIFF_CASES);
-    std::fs::write(&cases_file, okp::observers::pattern::cases::lines(&cases)).unwrap();
+    let cases = okp::observers::differential::generate(45, DIFF_CASES);
+    std::fs::write(&cases_file, okp::observers::differential::lines(&cases)).unwrap();
     let script = repo_root().join("patches/tests/run-contract-test.sh");
     let o = std::process::Command::new("bash").arg(&script).env("OKP_DIFF_CASES", &cases_file).output().unwrap();
     let out = format!("{}{}", stdout(&o), stderr(&o));

@@ -563,3 +563,46 @@ pub fn lines(cases: &[Case]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observers::pattern::Pattern;
+
+    /// Every pattern the engine accepts means what Rust's regex crate means by `^(?:P)$` on Kafka
+    /// topic names (the Java side is held to `java.util.regex` by the differential test).
+    #[test]
+    fn agrees_with_the_regex_crate_where_it_accepts() {
+        let mut accepted = 0;
+        let mut checked = 0;
+        for case in generate(45, 3000) {
+            let Some(p) = &case.pattern else { continue };
+            let Ok(mine) = Pattern::compile(p) else { continue };
+            accepted += 1;
+            let theirs =
+                regex::Regex::new(&format!("^(?:{p})$")).unwrap_or_else(|e| panic!("{p} accepted by okp: {e}"));
+            for t in &case.topics {
+                checked += 1;
+                assert_eq!(mine.matches(t), theirs.is_match(t), "{p} on {t}");
+            }
+        }
+        assert!(accepted > 1000 && checked > 8000, "{accepted} patterns, {checked} names");
+    }
+
+    #[test]
+    fn hostile_patterns_are_in_the_cases() {
+        let cases = generate(45, 10);
+        assert_eq!(cases.len(), HOSTILE.len(), "count below the hostile list: just the list");
+        let mut r = Rng::new(1);
+        assert_ne!(r.next_u64(), r.next_u64());
+    }
+
+    /// Writes the differential cases to $OKP_WRITE_DIFF_CASES (a developer's aid to run
+    /// patches/tests/run-contract-test.sh by hand with OKP_DIFF_CASES); does nothing when unset.
+    #[test]
+    fn write_cases_when_asked() {
+        if let Some(path) = std::env::var_os("OKP_WRITE_DIFF_CASES") {
+            std::fs::write(path, lines(&generate(45, 4000))).unwrap();
+        }
+    }
+}

@@ -10,7 +10,7 @@
 //! Matching is a Thompson simulation over a program of at most `MAX_STEPS` steps, one pass over
 //! the name: time linear in the name's length times the program's size, whatever the pattern
 //! (no backtracking). The registries' copies are line-for-line ports of this file; the
-//! differential test (tests/it/observer_ids_contract.rs) holds the three to one meaning and to
+//! differential test (differential.rs, tests/it/observer_ids_contract.rs) holds the three to one meaning and to
 //! `java.util.regex` on every pattern they accept.
 
 /// The longest pattern read, in characters.
@@ -558,6 +558,5 @@ impl Parser<'_> {
     }
 }
 
-pub mod cases;
 #[cfg(test)]
 mod tests;
