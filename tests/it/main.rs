@@ -30,6 +30,7 @@ mod observers_watch;
 mod patch_set;
 mod playground;
 mod provenance;
+mod readme_claims;
 mod real_releases;
 mod records;
 mod releases;

@@ -1,0 +1,49 @@
+//! README's claims about the verify matrix are the records' (evidence/<release>-<mode>/run.json,
+//! written by okp verify): how many pairs pass, how many scenarios the suite has, and how many of
+//! those runs used the patch set okp embeds now (the hash each run.json names against `okp show`'s).
+
+use crate::common::*;
+
+#[test]
+fn readme_says_what_the_verify_records_say() {
+    let root = repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let (mut pairs, mut passing, mut current) = (0, 0, 0);
+    let mut suites = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(root.join("evidence")).unwrap().flatten() {
+        let run = e.path().join("run.json");
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with("-upstream") || !run.is_file() {
+            continue;
+        }
+        let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
+        pairs += 1;
+        if r["verdict"] == "pass" {
+            passing += 1;
+            suites.insert(r["scenarios"].as_array().unwrap().len());
+        }
+        let mut args = vec!["show", "--version", r["release"].as_str().unwrap(), "--mode", r["mode"].as_str().unwrap()];
+        for l in r["layers"].as_array().unwrap() {
+            if l != "core" {
+                args.extend(["--layer", l.as_str().unwrap()]);
+            }
+        }
+        let o = okp().args(&args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let shown = stdout(&o);
+        let now = shown.lines().next().unwrap().rsplit(' ').next().unwrap().to_string();
+        if r["patch_set_hash"].as_str().is_some_and(|h| h.starts_with(&now)) {
+            current += 1;
+        }
+    }
+    assert_eq!(suites.len(), 1, "passing runs of different suite sizes: {suites:?}");
+    let scenarios = suites.into_iter().next().unwrap();
+    for claim in [
+        format!("All {passing} (release, mode)"),
+        format!("whole suite of {scenarios} scenarios"),
+        format!("{current} of the {pairs} ran the patch set okp embeds now"),
+    ] {
+        let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(&claim), "README.md does not say `{claim}`");
+    }
+}
