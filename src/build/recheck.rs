@@ -56,6 +56,9 @@ pub struct Claims<'a> {
     pub patch_set_hash: &'a str,
     pub provenance: Option<&'a Provenance>,
     pub jars: Vec<ClaimedJar<'a>>,
+    /// Compare okp's own classes with okp's own sources compiled by the release's compilers, byte
+    /// for byte (`splice::compile_ours`), not by name only: what verify-bundle and install ask.
+    pub ours_by_content: bool,
 }
 
 /// One jar and what is said of it.
@@ -92,6 +95,9 @@ pub struct JarFacts {
     pub members_changed: usize,
     /// Members that differ only as a documented exception of the release forgives.
     pub members_forgiven: usize,
+    /// okp's own classes found byte-identical to okp's sources compiled with the release's
+    /// compilers (none when they were checked by name only).
+    pub ours_compiled: Option<usize>,
 }
 
 impl Rechecked {
@@ -108,12 +114,19 @@ impl Rechecked {
             .iter()
             .map(|j| {
                 format!(
-                    "{}: re-derived from its bytes: {} release entries byte-identical, {} replaced, {} added, {} \
+                    "{}: re-derived from its bytes: {} release entries byte-identical, {} replaced, {} added{}, {} \
                      classes compared with the release's, {} members changed, all where okp's edits sit{}",
                     j.file_name,
                     j.identical,
                     j.replaced,
                     j.added,
+                    match j.ours_compiled {
+                        Some(n) => format!(
+                            " ({n} of okp's own classes byte-identical to okp's sources compiled with the release's \
+                             compilers)"
+                        ),
+                        None => String::new(),
+                    },
                     j.classes_compared,
                     j.members_changed,
                     if j.members_forgiven > 0 {
@@ -334,6 +347,41 @@ pub fn recheck(ws: &Workspace, c: &Claims, source: Option<&dyn SourceTree>) -> R
                     layers.label()
                 ));
             }
+        }
+
+        // okp's own classes, by content: what okp's own sources compile to with the release's
+        // compilers, flags and classpath, as the splice build compiles them.
+        if c.ours_by_content && !ours.is_empty() {
+            let texts: Vec<(&str, &[u8])> = module_files
+                .iter()
+                .filter(|ch| ch.before.is_none())
+                .map(|ch| (ch.path.as_str(), &ch.after[..]))
+                .collect();
+            let expected = super::splice::compile_ours(ws, release, tree, j.module, &texts)?;
+            let mut same = 0;
+            for (entry, bytes) in &expected {
+                match ship_ours.get(entry) {
+                    Some((_, b)) if *b == bytes.as_slice() => same += 1,
+                    Some(_) => problems.push(format!(
+                        "{name}: {entry}: okp's own class differs from what okp's sources compile to with {}'s \
+                         compilers (sha256 {}, expected {})",
+                        c.release,
+                        short(&sha256(ship_ours[entry].1)),
+                        short(&sha256(bytes))
+                    )),
+                    None => problems.push(format!(
+                        "{name}: {entry}: okp's sources compile to this class with {}'s compilers; the jar lacks it",
+                        c.release
+                    )),
+                }
+            }
+            for entry in ship_ours.keys().filter(|e| !expected.contains_key(*e)) {
+                problems.push(format!(
+                    "{name}: {entry}: not a class okp's sources compile to with {}'s compilers",
+                    c.release
+                ));
+            }
+            facts.ours_compiled = Some(same);
         }
 
         // 2. Members.

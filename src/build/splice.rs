@@ -413,6 +413,95 @@ fn drop_classes_of<'a>(dir: &Path, keys: impl Iterator<Item = &'a SourceKey>) ->
     Ok(())
 }
 
+/// okp's own classes of `module` as a splice build of `release` makes them: okp's new files
+/// (`ours`: repository path and text, none of them an upstream file) compiled by `compile`, the
+/// function the build runs, with the release's Scala compiler and javac, the same flags, classpath
+/// and scalac view of the module (`tree`: the release's sources). They are compiled alone, without
+/// the edited upstream files of the build's run: none of okp's files refers to one, and the test
+/// `okps_own_classes_compiled_alone_are_the_builds` holds that they come out byte-identical.
+/// What a consumer compares okp's added classes with, by content (`recheck`).
+///
+/// The classes are kept in the Maven cache (`~/.m2/repository/okp-ours/<key>/`), the key a sha256
+/// over every input that shapes them (`ours_cache_key`), as the unpatched compile's are: whoever can
+/// write there can also change the release jars okp reads, so it adds no one who could mislead okp.
+/// `OKP_NO_OURS_CACHE` set: compiled afresh every time.
+pub fn compile_ours(
+    ws: &Workspace,
+    release: &Release,
+    tree: &dyn SourceTree,
+    module: &str,
+    ours: &[(&str, &[u8])],
+) -> Result<BTreeMap<String, Vec<u8>>> {
+    let maven = &ws.maven;
+    let coord: &Coordinate = release
+        .sources
+        .get(module)
+        .ok_or_else(|| Error::Source(format!("{module}: not a source module of {}", release.version)))?;
+    let classpath = maven.classpath(coord)?;
+    let cp = std::env::join_paths(&classpath).map_err(|e| Error::Source(format!("classpath: {e}")))?;
+    let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
+    let javac_version = Command::new(java_bin("javac"))
+        .arg("-version")
+        .output()
+        .map(|o| {
+            format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)).trim().to_string()
+        })
+        .map_err(|e| {
+            Error::External(format!(
+                "cannot run javac ({e}): okp compiles its own classes with the release's compilers to compare them \
+                 with the jars' (a JDK 17 is needed, as for okp build)"
+            ))
+        })?;
+    let work = tempfile::Builder::new()
+        .prefix("okp-ours-")
+        .tempdir()
+        .map_err(|e| Error::io("cannot create a directory to compile okp's own classes in", e))?;
+    let files: Vec<String> = ours.iter().map(|(p, _)| p.to_string()).collect();
+    let mut src = Vec::new();
+    for (path, text) in ours {
+        let p = work.path().join("src").join(path);
+        std::fs::create_dir_all(p.parent().unwrap_or(work.path()))
+            .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
+        std::fs::write(&p, text).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+        src.push(p);
+    }
+    let view = scalac_view(release.version, module, tree, work.path(), work.path(), &classpath, &upstream, &files)?;
+    let cached = ours_cache_key(maven, release, module, &classpath, &src, &view, &javac_version)?;
+    // OKP_NO_OURS_CACHE: compile afresh (the reproducibility test; a host that trusts no cache).
+    if cached.is_dir() && std::env::var_os("OKP_NO_OURS_CACHE").is_none() {
+        return classes_under(&cached);
+    }
+    let classes_dir = work.path().join("classes");
+    let mut compilers = BTreeMap::new();
+    if let Err(f) =
+        compile(maven, release, module, &cp, &view, &src, &classes_dir, &javac_version, true, &mut compilers)?
+    {
+        return Err(Error::External(format!(
+            "okp's own sources of {module} do not compile with {}'s compilers (a defect in okp, or the JDK is not 17):\n\
+             {}\n{}",
+            release.version, f.command, f.output
+        )));
+    }
+    keep_unpatched(&classes_dir, &cached);
+    classes_under(&classes_dir)
+}
+
+/// Where `compile_ours` keeps okp's own classes: `~/.m2/repository/okp-ours/<key>/`, the key as
+/// `unpatched_cache`'s (sources' paths and bytes, compilers and options, the JVMs, the classpath,
+/// what scalac read besides).
+#[allow(clippy::too_many_arguments)]
+fn ours_cache_key(
+    maven: &Maven,
+    release: &Release,
+    module: &str,
+    classpath: &[PathBuf],
+    src: &[PathBuf],
+    view: &ScalacView,
+    javac_version: &str,
+) -> Result<PathBuf> {
+    compiled_cache("okp-ours", "1", maven, release, module, classpath, src, view, javac_version)
+}
+
 /// The default upstream tree of a splice build: the release's sources jars (refused, with the
 /// flags that read a checkout instead, for a release Maven Central has none of).
 pub fn release_sources(ws: &Workspace, release: &Release) -> Result<Box<dyn SourceTree>> {
@@ -740,6 +829,7 @@ fn publish(record: BuildRecord, staged: &Path, out: &Path) -> Result<SpliceOutco
 /// options, javac and the JVM that runs scalac, the Java release, the classpath's files by name and
 /// size). The cache is in the Maven cache's trust domain: whoever can write there can also change
 /// the release jars okp reads.
+#[allow(clippy::too_many_arguments)]
 fn unpatched_cache(
     maven: &Maven,
     release: &Release,
@@ -749,8 +839,25 @@ fn unpatched_cache(
     view: &ScalacView,
     javac_version: &str,
 ) -> Result<PathBuf> {
+    compiled_cache("okp-unpatched", "2", maven, release, module, classpath, src, view, javac_version)
+}
+
+/// `~/.m2/repository/<kind>/<key>/` for the classes of `src` (each under a `src` or `upstream-src`
+/// directory, followed by its repository path), the key as `unpatched_cache` says.
+#[allow(clippy::too_many_arguments)]
+fn compiled_cache(
+    kind: &str,
+    key_version: &str,
+    maven: &Maven,
+    release: &Release,
+    module: &str,
+    classpath: &[PathBuf],
+    src: &[PathBuf],
+    view: &ScalacView,
+    javac_version: &str,
+) -> Result<PathBuf> {
     use std::fmt::Write as _;
-    let mut key = String::from("okp-unpatched/2\n");
+    let mut key = format!("{kind}/{key_version}\n");
     let java = Command::new(java_bin("java"))
         .arg("-version")
         .output()
@@ -777,10 +884,13 @@ fn unpatched_cache(
         let bytes = crate::fsx::read::input(p, crate::fsx::read::MAX_SOURCE, "source file")?;
         // The repository path: where the build directory is does not shape the classes.
         let text = p.to_string_lossy();
-        let repo_path = text.rsplit_once("/upstream-src/").map_or(text.as_ref(), |(_, r)| r);
+        let repo_path = text
+            .rsplit_once("/upstream-src/")
+            .or_else(|| text.rsplit_once(&format!("/src/{module}/")))
+            .map_or(text.as_ref(), |(_, r)| r);
         let _ = writeln!(key, "src {repo_path} {}", sha256(&bytes));
     }
-    Ok(maven.repo_local.join("okp-unpatched").join(&sha256(key.as_bytes())[..32]))
+    Ok(maven.repo_local.join(kind).join(&sha256(key.as_bytes())[..32]))
 }
 
 /// Keeps a fresh unpatched compile's classes at `dest` (staged, then renamed: a second okp or a kill

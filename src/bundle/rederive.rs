@@ -86,6 +86,7 @@ fn recheck(
         patch_set_hash: &m.patch_set_hash,
         provenance: m.provenance.as_deref(),
         jars,
+        ours_by_content: true,
     };
     crate::build::recheck::recheck(ws, &claims, source)
 }
