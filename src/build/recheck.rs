@@ -79,6 +79,9 @@ pub struct ClaimedJar<'a> {
 pub struct Rechecked {
     pub jars: Vec<JarFacts>,
     pub seconds: f64,
+    /// Every file the build compiled, as okp's patch set applied to the release's sources gives
+    /// it: the release's sha256 (none for okp's own files) and the patched text's.
+    pub sources: Vec<proof::SourceHash>,
 }
 
 #[derive(Debug, Default)]
@@ -238,6 +241,15 @@ pub fn recheck(ws: &Workspace, c: &Claims, source: Option<&dyn SourceTree>) -> R
         }
     }
     let mut out = Rechecked::default();
+    out.sources = plan
+        .changes
+        .iter()
+        .map(|ch| proof::SourceHash {
+            path: ch.path.clone(),
+            upstream_sha256: ch.before.as_deref().map(sha256),
+            patched_sha256: sha256(&ch.after),
+        })
+        .collect();
     for j in &c.jars {
         let module_files: Vec<&apply::Change> =
             plan.changes.iter().filter(|ch| ch.path.split('/').next() == Some(j.module)).collect();

@@ -142,6 +142,16 @@ fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
     (o, None)
 }
 
+/// The release's Scala compiler.
+pub fn scala_compiler(release: &Release) -> Coordinate {
+    Coordinate { group: "org.scala-lang".into(), artifact: "scala-compiler".into(), version: release.scala.clone() }
+}
+
+/// What a splice build of `release` records as `compilers.scalac`: the compiler and its options.
+pub fn scalac_recorded(release: &Release) -> String {
+    format!("{} {}", scala_compiler(release), scalac_options(release).0.join(" "))
+}
+
 /// Compiles one module's `src` into `classes_dir` with the release's scalac (Scala and
 /// Java sources, for types) then javac (the Java sources), against the classpath `cp`;
 /// records the compilers in `compilers`. `dump_cds`: whether this JVM may write a
@@ -165,11 +175,7 @@ fn compile(
     let scala: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "scala")).collect();
     let java: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "java")).collect();
     if !scala.is_empty() {
-        let compiler = Coordinate {
-            group: "org.scala-lang".into(),
-            artifact: "scala-compiler".into(),
-            version: release.scala.clone(),
-        };
+        let compiler = scala_compiler(release);
         let ccp =
             std::env::join_paths(maven.classpath(&compiler)?).map_err(|e| Error::Source(format!("classpath: {e}")))?;
         let mut cmd = Command::new(java_bin("java"));

@@ -1295,6 +1295,120 @@ fn a_tampered_envelope_or_sbom_is_refused_even_when_re_signed() {
     refused(&[("provenance.intoto.jsonl", Some(forged))], &["FAILED   dsse signature", "does not verify"]);
 }
 
+/// `text` (an SBOM) with its serial number made again as okp makes it (a UUIDv8 of the document's
+/// SHA-256 with the serial zeroed): what a forger who read docs/bundles.md writes.
+fn with_own_serial(text: &str) -> String {
+    use sha2::Digest;
+    let placeholder = "urn:uuid:00000000-0000-0000-0000-000000000000";
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let zeroed = text.replacen(v["serialNumber"].as_str().unwrap(), placeholder, 1);
+    let mut b: [u8; 16] = sha2::Sha256::digest(zeroed.as_bytes())[..16].try_into().unwrap();
+    b[6] = (b[6] & 0x0f) | 0x80;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = okp::hash::hex(&b);
+    let serial = format!("urn:uuid:{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]);
+    zeroed.replacen(placeholder, &serial, 1)
+}
+
+/// Every field of the attestations okp can derive is derived (issue 45): a bundle re-signed with the
+/// release key whose SBOM's patches were edited (a diff's text changed, all of a jar's patches but
+/// one removed, a SHA-512 added), or whose provenance (signed again with the key, a good DSSE
+/// signature) carries a wrong sha512 for a jar or another backend, is refused (exit 1) by
+/// verify-bundle, naming the field, and by install. Each used to verify: the checks in the bundle
+/// alone read only SHA-256 digests, no backend, and no patch beyond there being one.
+#[test]
+fn attestations_whose_derivable_fields_were_edited_are_refused_by_verify_bundle_and_install() {
+    let original = std::fs::read(shared_bundle()).unwrap();
+    let (_x, root) = untar(&shared_bundle());
+    let core = "libs/kafka_2.13-3.9.2.jar";
+    let sbom = std::fs::read_to_string(root.join("sbom.cdx.json")).unwrap();
+    let refused = |changes: &[(&str, Option<Vec<u8>>)], says: &str| {
+        let bytes = rewritten(&original, changes);
+        let o = verify_resigned(&bytes);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "{says}: {out}");
+        assert!(out.contains("FAILED   attested fields") && out.contains(says), "expected `{says}` in {out}");
+        for held in ["signature  ", "dsse signature", "files  ", "jars  "] {
+            assert!(out.contains(&format!("ok       {held}")), "{held} should hold: {out}");
+        }
+        bytes
+    };
+    let edited = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value = serde_json::from_str(&sbom).unwrap();
+        f(&mut v);
+        with_own_serial(&(serde_json::to_string_pretty(&v).unwrap() + "\n")).into_bytes()
+    };
+    let core_at =
+        |v: &serde_json::Value| v["components"].as_array().unwrap().iter().position(|c| c["bom-ref"] == core).unwrap();
+    // A diff's text changed.
+    assert!(sbom.contains("OBSERVER PATCH"));
+    let text = with_own_serial(&sbom.replacen("OBSERVER PATCH", "OBSERVER PATCX", 1)).into_bytes();
+    let first = refused(&[("sbom.cdx.json", Some(text))], ".pedigree.patches[0].diff.text.content: ");
+    // All the core jar's patches but the first removed.
+    let one = edited(&|v| {
+        let i = core_at(v);
+        v["components"][i]["pedigree"]["patches"].as_array_mut().unwrap().truncate(1);
+    });
+    refused(&[("sbom.cdx.json", Some(one))], &format!("components[{core}].pedigree.patches: 1 entries, expected"));
+    // A SHA-512 that is not the jar's, beside its true SHA-256.
+    let sha512 = edited(&|v| {
+        let i = core_at(v);
+        v["components"][i]["hashes"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"alg": "SHA-512", "content": "0".repeat(128)}));
+    });
+    refused(&[("sbom.cdx.json", Some(sha512))], &format!("components[{core}].hashes: 2 entries, expected 1"));
+
+    // The statement changed and signed again with the bundle's key (PyNaCl): the signature is good.
+    let (statement, _) = statement_and_envelope(&root);
+    let resigned = |alter: &dyn Fn(&mut serde_json::Value)| {
+        let mut s = statement.clone();
+        alter(&mut s);
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), serde_json::to_vec(&s).unwrap()).unwrap();
+        let o = attest_tool("check_dsse.py", &[OsStr::new("sign"), shared_key().as_os_str(), f.path().as_os_str()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        o.stdout
+    };
+    let wrong_sha512 = resigned(&|s| {
+        for d in s["subject"].as_array_mut().unwrap() {
+            if d["name"] == core {
+                d["digest"]["sha512"] = "0".repeat(128).into();
+            }
+        }
+    });
+    refused(
+        &[("provenance.intoto.jsonl", Some(wrong_sha512))],
+        &format!("provenance.intoto.jsonl: statement.subject[{core}].digest.sha512: "),
+    );
+    let backend = resigned(&|s| s["predicate"]["buildDefinition"]["internalParameters"]["backend"] = "gradle".into());
+    refused(
+        &[("provenance.intoto.jsonl", Some(backend))],
+        "statement.predicate.buildDefinition.internalParameters.backend: \"gradle\", expected \"splice\"",
+    );
+
+    // install runs the same function: the first forgery changes nothing there either.
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join(format!("{NAME_3_9}.tar.gz"));
+    std::fs::write(&b, first).unwrap();
+    resign_with(&b, &shared_key(), &okp_comment());
+    let home = kafka_home("3.9.2");
+    let before = tree(home.path());
+    let o = okp()
+        .arg("install")
+        .arg(&b)
+        .arg("--kafka-home")
+        .arg(home.path())
+        .arg("--pubkey")
+        .arg(shared_pub())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("FAILED   attested fields"), "{}", stderr(&o));
+    assert_eq!(tree(home.path()), before, "install changed the installation");
+}
+
 /// A bundle made before okp wrote attestations (none in the archive nor the manifest) still
 /// verifies, and says so; a bundle with one of the two gone does not.
 #[test]
