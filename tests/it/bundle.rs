@@ -1484,4 +1484,31 @@ fn the_documented_standard_tool_checks_pass_and_catch_a_forgery() {
     assert!(!sh.status.success(), "the shell check passed a forged envelope: {}", stdout(&sh));
     assert!(!stdout(&sh).contains("Signature Verified Successfully"), "{}", stdout(&sh));
     assert!(!py.status.success() && stderr(&py).contains("BadSignatureError"), "{}", stderr(&py));
+    // A second signature that does not verify (one byte flipped), after or before the good one: the
+    // recipes check every signature, as okp does, so both orders fail (they checked only the first).
+    use ct_codecs::{Decoder, Encoder};
+    let good = envelope["signatures"][0].clone();
+    let mut sig = ct_codecs::Base64::decode_to_vec(good["sig"].as_str().unwrap(), None).unwrap();
+    sig[10] ^= 1;
+    let mut bad = good.clone();
+    bad["sig"] = ct_codecs::Base64::encode_to_string(&sig).unwrap().into();
+    for signatures in [vec![good.clone(), bad.clone()], vec![bad.clone(), good.clone()]] {
+        let mut two = envelope.clone();
+        two["signatures"] = signatures.into();
+        let line = (two.to_string() + "\n").into_bytes();
+        let (sh, py) = run_docs(&rewritten(&original, &[("provenance.intoto.jsonl", Some(line.clone()))]));
+        assert!(!sh.status.success(), "the shell check passed a bad second signature: {}", stdout(&sh));
+        assert!(!py.status.success() && stderr(&py).contains("BadSignatureError"), "{}", stderr(&py));
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), &line).unwrap();
+        let o = attest_tool("check_dsse.py", &[OsStr::new("verify"), shared_pub().as_os_str(), f.path().as_os_str()]);
+        assert_eq!(o.status.code(), Some(1), "check_dsse.py passed a bad signature: {}", stdout(&o));
+        assert!(stderr(&o).contains("does not verify"), "{}", stderr(&o));
+    }
+    // Two good ones pass all three.
+    let mut two = envelope.clone();
+    two["signatures"] = vec![good.clone(), good].into();
+    let line = (two.to_string() + "\n").into_bytes();
+    let (sh, py) = run_docs(&rewritten(&original, &[("provenance.intoto.jsonl", Some(line))]));
+    assert!(sh.status.success() && py.status.success(), "{}{}", stderr(&sh), stderr(&py));
 }
