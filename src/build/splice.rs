@@ -142,6 +142,36 @@ fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
     (o, None)
 }
 
+/// `javac -version`'s line, asked once per process (a JVM start each time otherwise).
+fn javac_version() -> std::result::Result<String, String> {
+    static V: std::sync::OnceLock<std::result::Result<String, String>> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        Command::new(java_bin("javac"))
+            .arg("-version")
+            .output()
+            .map(|o| {
+                format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+                    .trim()
+                    .to_string()
+            })
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+}
+
+/// `java -version`'s text (empty when it cannot run), asked once per process.
+fn java_version() -> String {
+    static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        Command::new(java_bin("java"))
+            .arg("-version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .unwrap_or_default()
+    })
+    .clone()
+}
+
 /// The release's Scala compiler.
 pub fn scala_compiler(release: &Release) -> Coordinate {
     Coordinate { group: "org.scala-lang".into(), artifact: "scala-compiler".into(), version: release.scala.clone() }
@@ -446,18 +476,12 @@ pub fn compile_ours(
     let classpath = maven.classpath(coord)?;
     let cp = std::env::join_paths(&classpath).map_err(|e| Error::Source(format!("classpath: {e}")))?;
     let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
-    let javac_version = Command::new(java_bin("javac"))
-        .arg("-version")
-        .output()
-        .map(|o| {
-            format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)).trim().to_string()
-        })
-        .map_err(|e| {
-            Error::External(format!(
-                "cannot run javac ({e}): okp compiles its own classes with the release's compilers to compare them \
-                 with the jars' (a JDK 17 is needed, as for okp build)"
-            ))
-        })?;
+    let javac_version = javac_version().map_err(|e| {
+        Error::External(format!(
+            "cannot run javac ({e}): okp compiles its own classes with the release's compilers to compare them with \
+             the jars' (a JDK 17 is needed, as for okp build)"
+        ))
+    })?;
     let work = tempfile::Builder::new()
         .prefix("okp-ours-")
         .tempdir()
@@ -627,13 +651,7 @@ pub fn splice(
         by_module.entry(module).or_default().push(c.path.clone());
     }
     let mut compilers = BTreeMap::new();
-    let javac_version = Command::new(java_bin("javac"))
-        .arg("-version")
-        .output()
-        .map(|o| {
-            format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)).trim().to_string()
-        })
-        .unwrap_or_default();
+    let javac_version = javac_version().unwrap_or_default();
 
     // The spliced jars are staged beside `out`, never in it: they move in only once every module is
     // compiled, proved and re-derived from its bytes, so a refused or failed build leaves no jar
@@ -864,11 +882,7 @@ fn compiled_cache(
 ) -> Result<PathBuf> {
     use std::fmt::Write as _;
     let mut key = format!("{kind}/{key_version}\n");
-    let java = Command::new(java_bin("java"))
-        .arg("-version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
-        .unwrap_or_default();
+    let java = java_version();
     let _ = writeln!(key, "module {module}\nscala {}\nscalac {:?}", release.scala, scalac_options(release).0);
     let _ = writeln!(
         key,
