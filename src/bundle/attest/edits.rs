@@ -82,8 +82,10 @@ pub fn edits(ws: &Workspace, i: &Inputs) -> Result<Edits> {
     // Each edit under the first of its hooks that applies here, exactly once.
     let first_hook = |a: &crate::model::Anchor| hooks.iter().position(|h| a.hooks.contains(&h.id));
     let mut patches = Vec::new();
-    // The edits already in a patch, per module: the next diff is taken against the tree they make.
-    let mut done: BTreeMap<String, Vec<_>> = BTreeMap::new();
+    // The edits already in a patch, and the text they make of each file: the next diff is taken
+    // against it.
+    let mut done: Vec<(&crate::patchset::Edit, &crate::model::Anchor)> = Vec::new();
+    let mut state: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for (n, h) in hooks.iter().enumerate() {
         let mut by_module: BTreeMap<String, Vec<_>> = BTreeMap::new();
         for e in eff.edits.iter().filter(|(_, a)| first_hook(a) == Some(n)) {
@@ -98,18 +100,22 @@ pub fn edits(ws: &Workspace, i: &Inputs) -> Result<Edits> {
                     }
                 }
             }
-            let before = done.entry(module.clone()).or_default();
             let diff = match &tree {
                 None => None,
                 Some(t) => {
-                    let with = |edits: Vec<_>| crate::patchset::Effective { edits, new_files: vec![], ..eff.clone() };
-                    let after: Vec<_> = before.iter().chain(edits.iter()).copied().collect();
-                    let (old, new) =
-                        (apply::plan(&with(before.clone()), t.as_ref())?, apply::plan(&with(after), t.as_ref())?);
+                    // The files this patch touches, with every edit already in a patch and its own.
+                    let files: Vec<&str> = edits.iter().map(|(_, a)| a.file.as_str()).collect();
+                    let cumulative: Vec<_> = done
+                        .iter()
+                        .filter(|(_, a)| files.contains(&a.file.as_str()))
+                        .chain(edits.iter())
+                        .copied()
+                        .collect();
+                    let only = crate::patchset::Effective { edits: cumulative, new_files: vec![], ..eff.clone() };
                     let mut changes = Vec::new();
-                    for c in new.changes {
-                        let prior = old.changes.iter().find(|o| o.path == c.path).map(|o| o.after.clone());
-                        let from = prior.or(c.before);
+                    for c in apply::plan(&only, t.as_ref())?.changes {
+                        let from = state.get(&c.path).cloned().or(c.before);
+                        state.insert(c.path.clone(), c.after.clone());
                         if from.as_deref() != Some(c.after.as_slice()) {
                             changes.push(Change { path: c.path, before: from, after: c.after });
                         }
@@ -117,7 +123,7 @@ pub fn edits(ws: &Workspace, i: &Inputs) -> Result<Edits> {
                     Some(apply::unified_diff(&Plan { changes }))
                 }
             };
-            before.extend(edits.iter().copied());
+            done.extend(edits.iter().copied());
             patches.push(HookPatch { module, hook: hook(&h.id), also, diff });
         }
     }
