@@ -240,16 +240,18 @@ pub fn recheck(ws: &Workspace, c: &Claims, source: Option<&dyn SourceTree>) -> R
             return Err(refused(what, problems));
         }
     }
-    let mut out = Rechecked::default();
-    out.sources = plan
-        .changes
-        .iter()
-        .map(|ch| proof::SourceHash {
-            path: ch.path.clone(),
-            upstream_sha256: ch.before.as_deref().map(sha256),
-            patched_sha256: sha256(&ch.after),
-        })
-        .collect();
+    let mut out = Rechecked {
+        sources: plan
+            .changes
+            .iter()
+            .map(|ch| proof::SourceHash {
+                path: ch.path.clone(),
+                upstream_sha256: ch.before.as_deref().map(sha256),
+                patched_sha256: sha256(&ch.after),
+            })
+            .collect(),
+        ..Default::default()
+    };
     for j in &c.jars {
         let module_files: Vec<&apply::Change> =
             plan.changes.iter().filter(|ch| ch.path.split('/').next() == Some(j.module)).collect();
