@@ -458,7 +458,7 @@ fn drop_classes_of<'a>(dir: &Path, keys: impl Iterator<Item = &'a SourceKey>) ->
 /// What a consumer compares okp's added classes with, by content (`recheck`).
 ///
 /// The classes are kept in the Maven cache (`~/.m2/repository/okp-ours/<key>/`), the key a sha256
-/// over every input that shapes them (`ours_cache_key`), as the unpatched compile's are: whoever can
+/// over every input that shapes them (`compiled_cache`), as the unpatched compile's are: whoever can
 /// write there can also change the release jars okp reads, so it adds no one who could mislead okp.
 /// `OKP_NO_OURS_CACHE` set: compiled afresh every time.
 pub fn compile_ours(
@@ -496,7 +496,7 @@ pub fn compile_ours(
         src.push(p);
     }
     let view = scalac_view(release.version, module, tree, work.path(), work.path(), &classpath, &upstream, &files)?;
-    let cached = ours_cache_key(maven, release, module, &classpath, &src, &view, &javac_version)?;
+    let cached = compiled_cache("okp-ours", "1", maven, release, module, &classpath, &src, &view, &javac_version)?;
     // OKP_NO_OURS_CACHE: compile afresh (the reproducibility test; a host that trusts no cache).
     if cached.is_dir() && std::env::var_os("OKP_NO_OURS_CACHE").is_none() {
         return classes_under(&cached);
@@ -514,22 +514,6 @@ pub fn compile_ours(
     }
     keep_unpatched(&classes_dir, &cached);
     classes_under(&classes_dir)
-}
-
-/// Where `compile_ours` keeps okp's own classes: `~/.m2/repository/okp-ours/<key>/`, the key as
-/// `unpatched_cache`'s (sources' paths and bytes, compilers and options, the JVMs, the classpath,
-/// what scalac read besides).
-#[allow(clippy::too_many_arguments)]
-fn ours_cache_key(
-    maven: &Maven,
-    release: &Release,
-    module: &str,
-    classpath: &[PathBuf],
-    src: &[PathBuf],
-    view: &ScalacView,
-    javac_version: &str,
-) -> Result<PathBuf> {
-    compiled_cache("okp-ours", "1", maven, release, module, classpath, src, view, javac_version)
 }
 
 /// The default upstream tree of a splice build: the release's sources jars (refused, with the
@@ -688,7 +672,19 @@ pub fn splice(
         // the Maven cache, keyed by the exact sources (the scalac view's too), compilers, flags and
         // classpath.
         let cached = (prove && !upstream_src.is_empty())
-            .then(|| unpatched_cache(maven, release, module, &classpath, &upstream_src, &view, &javac_version))
+            .then(|| {
+                compiled_cache(
+                    "okp-unpatched",
+                    "2",
+                    maven,
+                    release,
+                    module,
+                    &classpath,
+                    &upstream_src,
+                    &view,
+                    &javac_version,
+                )
+            })
             .transpose()?;
         let hit = cached.as_ref().filter(|d| d.is_dir());
         let upstream_dir = match hit {
@@ -847,27 +843,13 @@ fn publish(record: BuildRecord, staged: &Path, out: &Path) -> Result<SpliceOutco
     Ok(SpliceOutcome::Built(Box::new(record)))
 }
 
-/// Where the classes of the unpatched compile of `src` (the release's own sources of a module's
-/// edited files) are kept: `~/.m2/repository/okp-unpatched/<key>/`, the key a sha256 over every
-/// input that shapes those classes (the sources' paths and bytes, the Scala compiler and its
-/// options, javac and the JVM that runs scalac, the Java release, the classpath's files by name and
-/// size). The cache is in the Maven cache's trust domain: whoever can write there can also change
-/// the release jars okp reads.
-#[allow(clippy::too_many_arguments)]
-fn unpatched_cache(
-    maven: &Maven,
-    release: &Release,
-    module: &str,
-    classpath: &[PathBuf],
-    src: &[PathBuf],
-    view: &ScalacView,
-    javac_version: &str,
-) -> Result<PathBuf> {
-    compiled_cache("okp-unpatched", "2", maven, release, module, classpath, src, view, javac_version)
-}
-
-/// `~/.m2/repository/<kind>/<key>/` for the classes of `src` (each under a `src` or `upstream-src`
-/// directory, followed by its repository path), the key as `unpatched_cache` says.
+/// Where the classes of a compile of `src` are kept: `~/.m2/repository/<kind>/<key>/`
+/// (`okp-unpatched`: the release's own sources of a module's edited files; `okp-ours`: okp's own
+/// files, `compile_ours`), the key a sha256 over every input that shapes those classes (the
+/// sources' repository paths and bytes, each under a `src` or `upstream-src` directory, the Scala
+/// compiler and its options, javac and the JVM that runs scalac, the Java release, the classpath's
+/// files by name and size, what scalac read besides). The cache is in the Maven cache's trust
+/// domain: whoever can write there can also change the release jars okp reads.
 #[allow(clippy::too_many_arguments)]
 fn compiled_cache(
     kind: &str,

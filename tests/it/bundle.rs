@@ -1215,6 +1215,18 @@ fn statement_and_envelope(root: &Path) -> (serde_json::Value, serde_json::Value)
     (serde_json::from_slice(&payload).unwrap(), env)
 }
 
+/// `statement` changed by `alter` and signed with the shared key by PyNaCl: an envelope line whose
+/// DSSE signature is good.
+fn resigned_statement(statement: &serde_json::Value, alter: &dyn Fn(&mut serde_json::Value)) -> Vec<u8> {
+    let mut s = statement.clone();
+    alter(&mut s);
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(f.path(), serde_json::to_vec(&s).unwrap()).unwrap();
+    let o = attest_tool("check_dsse.py", &[OsStr::new("sign"), shared_key().as_os_str(), f.path().as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    o.stdout
+}
+
 /// A forged attestation inside a bundle whose minisign signature, checksums and manifest all
 /// hold (its maker has the key) is refused, naming the file and the field; the independent
 /// tools show the forgery is well-formed (valid CycloneDX, a good DSSE signature) where it is.
@@ -1253,15 +1265,7 @@ fn a_tampered_envelope_or_sbom_is_refused_even_when_re_signed() {
     // The statement changed and signed again with the bundle's key, by PyNaCl: a good signature
     // over a statement that disagrees with the bundle.
     let (statement, envelope) = statement_and_envelope(&root);
-    let resigned = |alter: &dyn Fn(&mut serde_json::Value)| {
-        let mut s = statement.clone();
-        alter(&mut s);
-        let f = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(f.path(), serde_json::to_vec(&s).unwrap()).unwrap();
-        let o = attest_tool("check_dsse.py", &[OsStr::new("sign"), shared_key().as_os_str(), f.path().as_os_str()]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        o.stdout
-    };
+    let resigned = |alter: &dyn Fn(&mut serde_json::Value)| resigned_statement(&statement, alter);
     let wrong_jar = resigned(&|s| {
         for d in s["subject"].as_array_mut().unwrap() {
             if d["name"] == core {
@@ -1362,15 +1366,7 @@ fn attestations_whose_derivable_fields_were_edited_are_refused_by_verify_bundle_
 
     // The statement changed and signed again with the bundle's key (PyNaCl): the signature is good.
     let (statement, _) = statement_and_envelope(&root);
-    let resigned = |alter: &dyn Fn(&mut serde_json::Value)| {
-        let mut s = statement.clone();
-        alter(&mut s);
-        let f = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(f.path(), serde_json::to_vec(&s).unwrap()).unwrap();
-        let o = attest_tool("check_dsse.py", &[OsStr::new("sign"), shared_key().as_os_str(), f.path().as_os_str()]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        o.stdout
-    };
+    let resigned = |alter: &dyn Fn(&mut serde_json::Value)| resigned_statement(&statement, alter);
     let wrong_sha512 = resigned(&|s| {
         for d in s["subject"].as_array_mut().unwrap() {
             if d["name"] == core {

@@ -4,7 +4,7 @@
 //! by the build; a refused build leaves no jar; a fork's changes outside the compiled files are
 //! refused or recorded; pristine trees of the releases whose recompile needed explaining build.
 
-use crate::common::bundle::{built, kafka_home, keys, resign_with, tree as home_tree};
+use crate::common::bundle::{built, bundle, kafka_home, keys, resign_with, tree as home_tree};
 use crate::common::*;
 
 use std::io::{Read, Write};
@@ -469,7 +469,7 @@ fn okps_own_classes_compiled_alone_are_the_builds() {
         [built("2.7.2", "zk"), built("3.9.2", "zk"), built("3.9.2", "kraft"), metrics, built("4.3.1", "kraft")];
     for b in builds {
         let out = tempfile::tempdir().unwrap();
-        let o = bundle_it_to(&b, &key, out.path());
+        let o = bundle(&b, "x86_64", &key, out.path());
         assert_eq!(o.status.code(), Some(0), "{}: {}", b.display(), stderr(&o));
         let bundle = std::fs::read_dir(out.path())
             .unwrap()
@@ -494,18 +494,6 @@ fn okps_own_classes_compiled_alone_are_the_builds() {
             .sum();
         assert!(n >= 12, "{}: {n} of okp's own classes compared: {said}", b.display());
     }
-}
-
-fn bundle_it_to(dir: &Path, key: &Path, out: &Path) -> Output {
-    okp()
-        .args(["bundle", "--target", "x86_64", "--build"])
-        .arg(dir)
-        .arg("--key")
-        .arg(key)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .unwrap()
 }
 
 /// A KRaft build refused at its second module (a metadata source changed in the tree) leaves no
