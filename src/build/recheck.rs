@@ -57,9 +57,19 @@ pub struct Claims<'a> {
     pub provenance: Option<&'a Provenance>,
     pub jars: Vec<ClaimedJar<'a>>,
     /// Compare okp's own classes with okp's own sources compiled by the release's compilers, byte
-    /// for byte (`splice::compile_ours`), not by name only: what verify-bundle and install ask.
-    pub ours_by_content: bool,
+    /// for byte, not by name only: what verify-bundle and install ask, passing
+    /// `splice::compile_ours` (the re-check itself compiles nothing, and sits below the build).
+    pub ours_by_content: Option<CompileOurs<'a>>,
 }
+
+/// Compiles okp's own files of one module (repository path, text) as a splice build of the release
+/// does, reading the module's other sources from the tree: the classes by jar entry name.
+pub type CompileOurs<'a> = &'a dyn Fn(
+    &crate::model::Release,
+    &dyn SourceTree,
+    &str,
+    &[(&str, &[u8])],
+) -> Result<std::collections::BTreeMap<String, Vec<u8>>>;
 
 /// One jar and what is said of it.
 pub struct ClaimedJar<'a> {
@@ -365,13 +375,13 @@ pub fn recheck(ws: &Workspace, c: &Claims, source: Option<&dyn SourceTree>) -> R
 
         // okp's own classes, by content: what okp's own sources compile to with the release's
         // compilers, flags and classpath, as the splice build compiles them.
-        if c.ours_by_content && !ours.is_empty() {
+        if let Some(compile) = c.ours_by_content.filter(|_| !ours.is_empty()) {
             let texts: Vec<(&str, &[u8])> = module_files
                 .iter()
                 .filter(|ch| ch.before.is_none())
                 .map(|ch| (ch.path.as_str(), &ch.after[..]))
                 .collect();
-            let expected = super::splice::compile_ours(ws, release, tree, j.module, &texts)?;
+            let expected = compile(release, tree, j.module, &texts)?;
             let mut same = 0;
             for (entry, bytes) in &expected {
                 match ship_ours.get(entry) {

@@ -106,7 +106,9 @@ fn recheck(
         patch_set_hash: &m.patch_set_hash,
         provenance: m.provenance.as_deref(),
         jars,
-        ours_by_content: true,
+        ours_by_content: Some(&|release, tree, module, files| {
+            crate::build::splice::compile_ours(ws, release, tree, module, files)
+        }),
     };
     crate::build::recheck::recheck(ws, &claims, source)
 }
