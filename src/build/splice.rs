@@ -476,12 +476,17 @@ pub fn compile_ours(
     let classpath = maven.classpath(coord)?;
     let cp = std::env::join_paths(&classpath).map_err(|e| Error::Source(format!("classpath: {e}")))?;
     let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
-    let javac_version = javac_version().map_err(|e| {
-        Error::External(format!(
-            "cannot run javac ({e}): okp compiles its own classes with the release's compilers to compare them with \
-             the jars' (a JDK 17 is needed, as for okp build)"
-        ))
-    })?;
+    // The JDKs named by what they hold, not by starting them: a cache hit starts no JVM.
+    let javac_version = match crate::jvm::jdk::identity("javac") {
+        Some(id) => id,
+        None => javac_version().map_err(|e| {
+            Error::External(format!(
+                "cannot run javac ({e}): okp compiles its own classes with the release's compilers to compare them \
+                 with the jars' (a JDK 17 is needed, as for okp build)"
+            ))
+        })?,
+    };
+    let java = crate::jvm::jdk::identity("java").unwrap_or_else(java_version);
     let work = tempfile::Builder::new()
         .prefix("okp-ours-")
         .tempdir()
@@ -496,7 +501,8 @@ pub fn compile_ours(
         src.push(p);
     }
     let view = scalac_view(release.version, module, tree, work.path(), work.path(), &classpath, &upstream, &files)?;
-    let cached = compiled_cache("okp-ours", "1", maven, release, module, &classpath, &src, &view, &javac_version)?;
+    let cached =
+        compiled_cache("okp-ours", "2", maven, release, module, &classpath, &src, &view, &javac_version, &java)?;
     // OKP_NO_OURS_CACHE: compile afresh (the reproducibility test; a host that trusts no cache).
     if cached.is_dir() && std::env::var_os("OKP_NO_OURS_CACHE").is_none() {
         return classes_under(&cached);
@@ -683,6 +689,7 @@ pub fn splice(
                     &upstream_src,
                     &view,
                     &javac_version,
+                    &java_version(),
                 )
             })
             .transpose()?;
@@ -861,10 +868,10 @@ fn compiled_cache(
     src: &[PathBuf],
     view: &ScalacView,
     javac_version: &str,
+    java: &str,
 ) -> Result<PathBuf> {
     use std::fmt::Write as _;
     let mut key = format!("{kind}/{key_version}\n");
-    let java = java_version();
     let _ = writeln!(key, "module {module}\nscala {}\nscalac {:?}", release.scala, scalac_options(release).0);
     let _ = writeln!(
         key,
