@@ -48,6 +48,16 @@ pub fn identity(tool: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The JDK okp's tests run on: named by its files (its release file's version), without a JVM;
+    /// a tool that is not there has no identity.
+    #[test]
+    fn a_jdk_is_named_by_its_files() {
+        let id = identity("javac").expect("javac of a JDK on PATH or under JAVA_HOME");
+        assert!(id.contains("JAVA_VERSION=") && id.contains("lib/modules "), "{id}");
+        assert_eq!(identity("javac"), Some(id));
+        assert_eq!(identity("okp-no-such-jdk-tool"), None);
+    }
     use std::ffi::OsStr;
 
     #[test]
