@@ -1160,6 +1160,14 @@ fn the_4_3_1_sboms_patches_applied_in_order_give_okp_exports_tree() {
 /// The bundle with files (paths below its top directory) replaced (`Some`) or removed (`None`),
 /// and MANIFEST.json's `files` made to agree: what a tamperer holding the key would ship.
 fn rewritten(bundle: &[u8], changes: &[(&str, Option<Vec<u8>>)]) -> Vec<u8> {
+    rewritten_with(bundle, changes, &|_| {})
+}
+
+/// A change a forger makes to MANIFEST.json.
+type ManifestEdit = dyn Fn(&mut serde_json::Value);
+
+/// `rewritten`, with MANIFEST.json also passed through `edit` (before its `files` are mended).
+fn rewritten_with(bundle: &[u8], changes: &[(&str, Option<Vec<u8>>)], edit: &ManifestEdit) -> Vec<u8> {
     use sha2::Digest;
     let mut tar_in = tar::Archive::new(flate2::read::GzDecoder::new(bundle));
     let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(9)));
@@ -1171,6 +1179,7 @@ fn rewritten(bundle: &[u8], changes: &[(&str, Option<Vec<u8>>)]) -> Vec<u8> {
         let below = path.split_once('/').map(|(_, p)| p).unwrap_or_default();
         if below == "MANIFEST.json" {
             let mut m: serde_json::Value = serde_json::from_slice(&data).unwrap();
+            edit(&mut m);
             let files = m["files"].as_object_mut().unwrap();
             for (p, c) in changes {
                 match c {
@@ -1383,6 +1392,26 @@ fn attestations_whose_derivable_fields_were_edited_are_refused_by_verify_bundle_
         &[("provenance.intoto.jsonl", Some(backend))],
         "statement.predicate.buildDefinition.internalParameters.backend: \"gradle\", expected \"splice\"",
     );
+
+    // MANIFEST.json's record of the build, forged where the attestations do not repeat it: a
+    // patched file's sha256, a recompiled source left out, the Scala compiler's digest.
+    let edits: [(&str, &ManifestEdit); 3] = [
+        ("MANIFEST.json.provenance.sources[0].patched_sha256: ", &|m| {
+            m["provenance"]["sources"][0]["patched_sha256"] = "0".repeat(64).into()
+        }),
+        ("MANIFEST.json.build.recompiled_sources: ", &|m| {
+            m["build"]["recompiled_sources"].as_array_mut().unwrap().pop();
+        }),
+        ("MANIFEST.json.provenance.compilers.scala-compiler: ", &|m| {
+            let v = m["provenance"]["compilers"]["scala-compiler"].as_str().unwrap().to_string();
+            m["provenance"]["compilers"]["scala-compiler"] = format!("{}{}", &v[..v.len() - 64], "0".repeat(64)).into()
+        }),
+    ];
+    for (says, edit) in edits {
+        let o = verify_resigned(&rewritten_with(&original, &[], edit));
+        assert_eq!(o.status.code(), Some(1), "{says}: {}", stdout(&o));
+        assert!(stdout(&o).contains("FAILED   attested fields") && stdout(&o).contains(says), "{says}: {}", stdout(&o));
+    }
 
     // install runs the same function: the first forgery changes nothing there either.
     let dir = tempfile::tempdir().unwrap();

@@ -14,6 +14,10 @@
 //! release's sources); the SBOM's components, hashes, purls, ancestors, notes and serial number,
 //! and its patches (okp's own patch set for the release, mode and layers: `edits`).
 //!
+//! MANIFEST.json's own `build`, `upstream.sources` and `provenance` are held to the same values
+//! (its recompiled sources and their sha256, the sources jars' and the Scala compiler's digests,
+//! backend and scalac options), so the record the documents are made from is itself derived.
+//!
 //! Only recorded (copied from MANIFEST.json or the SBOM, checked for nothing but their place):
 //! javac's version line and the compilers' explanatory notes (`scalac_inputs`, `scalac_note`), the
 //! tree the build read (`provenance.tree`), which sources jars the build read (a `--tree` build
@@ -49,6 +53,19 @@ pub fn check(
     let (Some(prov), Some(bom)) = (find(PROVENANCE_FILE), find(SBOM_FILE)) else { return Ok(None) };
     let inputs = derived_inputs(ws, files, m, id, facts)?;
     let mut problems = Vec::new();
+    // The manifest's own record of the build, where it can be derived: what the attestations are
+    // made from must be what they would be made from.
+    let record = |b: &crate::bundle::manifest::Build,
+                  u: &std::collections::BTreeMap<String, Artifact>,
+                  p: &Option<Box<crate::build::proof::Provenance>>| {
+        serde_json::json!({"build": b, "upstream.sources": u, "provenance": p})
+    };
+    diff(
+        crate::bundle::manifest::FILE_NAME,
+        &record(&m.build, &m.upstream.sources, &m.provenance),
+        &record(&inputs.build, &inputs.sources, &inputs.provenance),
+        &mut problems,
+    );
 
     let want = serde_json::to_value(provenance::statement(&inputs)).unwrap_or_default();
     match statement_of(&prov.bytes) {
@@ -140,15 +157,29 @@ fn derived_inputs(ws: &Workspace, files: &[File], m: &Manifest, id: &Identity, f
     }
     let mut build = m.build.clone();
     build.backend = "splice".into();
+    let scalac = crate::build::splice::scalac_recorded(release);
     if let Some(v) = build.compilers.get_mut("scalac") {
-        *v = crate::build::splice::scalac_recorded(release);
+        v.clone_from(&scalac);
     }
+    build.recompiled_sources = facts.sources.iter().map(|s| s.path.clone()).collect();
     let mut prov = m.provenance.clone();
     if let Some(p) = prov.as_mut() {
         p.sources = facts.sources.clone();
         if let Some(v) = p.compilers.get_mut("scala-compiler") {
             let c = crate::build::splice::scala_compiler(release);
             *v = format!("{c} sha256 {}", file_sha(&c, None)?);
+        }
+        if let Some(v) = p.compilers.get_mut("scalac-options") {
+            *v = scalac.split_once(' ').map_or("", |(_, o)| o).to_string();
+        }
+        for a in &mut p.sources_jars {
+            let c = release.sources.values().find(|c| format!("{c}:sources") == a.coordinate).ok_or_else(|| {
+                Error::Check(format!(
+                    "MANIFEST.json: provenance.sources_jars: {} is not a sources jar of {}",
+                    a.coordinate, id.release
+                ))
+            })?;
+            a.sha256 = file_sha(c, Some("sources"))?;
         }
     }
     Ok(Inputs {
