@@ -21,9 +21,14 @@
 //!    the jar set is the mode's; each jar's replaced/added/removed lists are exactly the entries
 //!    found; the recorded changed members of each class lie between the members no exception
 //!    forgives and all members that differ; the recorded proof passed, enforced.
+//! 4. **okp's own classes**, when the caller passes a compile (`Claims::ours_by_content`:
+//!    verify-bundle and install pass `splice::compile_ours`): byte-identical to okp's own sources
+//!    compiled with the release's compilers, and no other class from okp's files. Without it they
+//!    are checked by name and the source file they name (entries, above).
 //!
 //! A disagreement is refused (exit 1) naming the jar, the entry or class and the field. No
-//! recompile: the cost is reading the two jars and parsing the edited sources' classes.
+//! recompile of upstream code: the cost is reading the two jars and parsing the edited sources'
+//! classes (and okp's own compile, cached, when asked).
 //!
 //! What this cannot see: a change *inside* a member an edit sits in (its bytes differ from the
 //! release's anyway). The build's own proof catches that (its unpatched recompile of the release's
