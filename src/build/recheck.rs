@@ -21,9 +21,14 @@
 //!    the jar set is the mode's; each jar's replaced/added/removed lists are exactly the entries
 //!    found; the recorded changed members of each class lie between the members no exception
 //!    forgives and all members that differ; the recorded proof passed, enforced.
+//! 4. **okp's own classes**, when the caller passes a compile (`Claims::ours_by_content`:
+//!    verify-bundle and install pass `splice::compile_ours`): byte-identical to okp's own sources
+//!    compiled with the release's compilers, and no other class from okp's files. Without it they
+//!    are checked by name and the source file they name (entries, above).
 //!
 //! A disagreement is refused (exit 1) naming the jar, the entry or class and the field. No
-//! recompile: the cost is reading the two jars and parsing the edited sources' classes.
+//! recompile of upstream code: the cost is reading the two jars and parsing the edited sources'
+//! classes (and okp's own compile, cached, when asked).
 //!
 //! What this cannot see: a change *inside* a member an edit sits in (its bytes differ from the
 //! release's anyway). The build's own proof catches that (its unpatched recompile of the release's
@@ -56,7 +61,20 @@ pub struct Claims<'a> {
     pub patch_set_hash: &'a str,
     pub provenance: Option<&'a Provenance>,
     pub jars: Vec<ClaimedJar<'a>>,
+    /// Compare okp's own classes with okp's own sources compiled by the release's compilers, byte
+    /// for byte, not by name only: what verify-bundle and install ask, passing
+    /// `splice::compile_ours` (the re-check itself compiles nothing, and sits below the build).
+    pub ours_by_content: Option<CompileOurs<'a>>,
 }
+
+/// Compiles okp's own files of one module (repository path, text) as a splice build of the release
+/// does, reading the module's other sources from the tree: the classes by jar entry name.
+pub type CompileOurs<'a> = &'a dyn Fn(
+    &crate::model::Release,
+    &dyn SourceTree,
+    &str,
+    &[(&str, &[u8])],
+) -> Result<std::collections::BTreeMap<String, Vec<u8>>>;
 
 /// One jar and what is said of it.
 pub struct ClaimedJar<'a> {
@@ -76,6 +94,9 @@ pub struct ClaimedJar<'a> {
 pub struct Rechecked {
     pub jars: Vec<JarFacts>,
     pub seconds: f64,
+    /// Every file the build compiled, as okp's patch set applied to the release's sources gives
+    /// it: the release's sha256 (none for okp's own files) and the patched text's.
+    pub sources: Vec<proof::SourceHash>,
 }
 
 #[derive(Debug, Default)]
@@ -92,6 +113,9 @@ pub struct JarFacts {
     pub members_changed: usize,
     /// Members that differ only as a documented exception of the release forgives.
     pub members_forgiven: usize,
+    /// okp's own classes found byte-identical to okp's sources compiled with the release's
+    /// compilers (none when they were checked by name only).
+    pub ours_compiled: Option<usize>,
 }
 
 impl Rechecked {
@@ -108,12 +132,19 @@ impl Rechecked {
             .iter()
             .map(|j| {
                 format!(
-                    "{}: re-derived from its bytes: {} release entries byte-identical, {} replaced, {} added, {} \
+                    "{}: re-derived from its bytes: {} release entries byte-identical, {} replaced, {} added{}, {} \
                      classes compared with the release's, {} members changed, all where okp's edits sit{}",
                     j.file_name,
                     j.identical,
                     j.replaced,
                     j.added,
+                    match j.ours_compiled {
+                        Some(n) => format!(
+                            " ({n} of okp's own classes byte-identical to okp's sources compiled with the release's \
+                             compilers)"
+                        ),
+                        None => String::new(),
+                    },
                     j.classes_compared,
                     j.members_changed,
                     if j.members_forgiven > 0 {
@@ -224,7 +255,18 @@ pub fn recheck(ws: &Workspace, c: &Claims, source: Option<&dyn SourceTree>) -> R
             return Err(refused(what, problems));
         }
     }
-    let mut out = Rechecked::default();
+    let mut out = Rechecked {
+        sources: plan
+            .changes
+            .iter()
+            .map(|ch| proof::SourceHash {
+                path: ch.path.clone(),
+                upstream_sha256: ch.before.as_deref().map(sha256),
+                patched_sha256: sha256(&ch.after),
+            })
+            .collect(),
+        ..Default::default()
+    };
     for j in &c.jars {
         let module_files: Vec<&apply::Change> =
             plan.changes.iter().filter(|ch| ch.path.split('/').next() == Some(j.module)).collect();
@@ -334,6 +376,41 @@ pub fn recheck(ws: &Workspace, c: &Claims, source: Option<&dyn SourceTree>) -> R
                     layers.label()
                 ));
             }
+        }
+
+        // okp's own classes, by content: what okp's own sources compile to with the release's
+        // compilers, flags and classpath, as the splice build compiles them.
+        if let Some(compile) = c.ours_by_content.filter(|_| !ours.is_empty()) {
+            let texts: Vec<(&str, &[u8])> = module_files
+                .iter()
+                .filter(|ch| ch.before.is_none())
+                .map(|ch| (ch.path.as_str(), &ch.after[..]))
+                .collect();
+            let expected = compile(release, tree, j.module, &texts)?;
+            let mut same = 0;
+            for (entry, bytes) in &expected {
+                match ship_ours.get(entry) {
+                    Some((_, b)) if *b == bytes.as_slice() => same += 1,
+                    Some(_) => problems.push(format!(
+                        "{name}: {entry}: okp's own class differs from what okp's sources compile to with {}'s \
+                         compilers (sha256 {}, expected {})",
+                        c.release,
+                        short(&sha256(ship_ours[entry].1)),
+                        short(&sha256(bytes))
+                    )),
+                    None => problems.push(format!(
+                        "{name}: {entry}: okp's sources compile to this class with {}'s compilers; the jar lacks it",
+                        c.release
+                    )),
+                }
+            }
+            for entry in ship_ours.keys().filter(|e| !expected.contains_key(*e)) {
+                problems.push(format!(
+                    "{name}: {entry}: not a class okp's sources compile to with {}'s compilers",
+                    c.release
+                ));
+            }
+            facts.ours_compiled = Some(same);
         }
 
         // 2. Members.

@@ -187,6 +187,7 @@ impl BuildRecord {
                     removed: &j.splice.removed,
                 })
                 .collect(),
+            ours_by_content: None,
         };
         recheck::recheck(ws, &claims, source)
     }

@@ -142,6 +142,46 @@ fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
     (o, None)
 }
 
+/// `javac -version`'s line, asked once per process (a JVM start each time otherwise).
+fn javac_version() -> std::result::Result<String, String> {
+    static V: std::sync::OnceLock<std::result::Result<String, String>> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        Command::new(java_bin("javac"))
+            .arg("-version")
+            .output()
+            .map(|o| {
+                format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+                    .trim()
+                    .to_string()
+            })
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+}
+
+/// `java -version`'s text (empty when it cannot run), asked once per process.
+fn java_version() -> String {
+    static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        Command::new(java_bin("java"))
+            .arg("-version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .unwrap_or_default()
+    })
+    .clone()
+}
+
+/// The release's Scala compiler.
+pub fn scala_compiler(release: &Release) -> Coordinate {
+    Coordinate { group: "org.scala-lang".into(), artifact: "scala-compiler".into(), version: release.scala.clone() }
+}
+
+/// What a splice build of `release` records as `compilers.scalac`: the compiler and its options.
+pub fn scalac_recorded(release: &Release) -> String {
+    format!("{} {}", scala_compiler(release), scalac_options(release).0.join(" "))
+}
+
 /// Compiles one module's `src` into `classes_dir` with the release's scalac (Scala and
 /// Java sources, for types) then javac (the Java sources), against the classpath `cp`;
 /// records the compilers in `compilers`. `dump_cds`: whether this JVM may write a
@@ -165,11 +205,7 @@ fn compile(
     let scala: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "scala")).collect();
     let java: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "java")).collect();
     if !scala.is_empty() {
-        let compiler = Coordinate {
-            group: "org.scala-lang".into(),
-            artifact: "scala-compiler".into(),
-            version: release.scala.clone(),
-        };
+        let compiler = scala_compiler(release);
         let ccp =
             std::env::join_paths(maven.classpath(&compiler)?).map_err(|e| Error::Source(format!("classpath: {e}")))?;
         let mut cmd = Command::new(java_bin("java"));
@@ -413,6 +449,79 @@ fn drop_classes_of<'a>(dir: &Path, keys: impl Iterator<Item = &'a SourceKey>) ->
     Ok(())
 }
 
+/// okp's own classes of `module` as a splice build of `release` makes them: okp's new files
+/// (`ours`: repository path and text, none of them an upstream file) compiled by `compile`, the
+/// function the build runs, with the release's Scala compiler and javac, the same flags, classpath
+/// and scalac view of the module (`tree`: the release's sources). They are compiled alone, without
+/// the edited upstream files of the build's run: none of okp's files refers to one, and the test
+/// `okps_own_classes_compiled_alone_are_the_builds` holds that they come out byte-identical.
+/// What a consumer compares okp's added classes with, by content (`recheck`).
+///
+/// The classes are kept in the Maven cache (`~/.m2/repository/okp-ours/<key>/`), the key a sha256
+/// over every input that shapes them (`compiled_cache`), as the unpatched compile's are: whoever can
+/// write there can also change the release jars okp reads, so it adds no one who could mislead okp.
+/// `OKP_NO_OURS_CACHE` set: compiled afresh every time.
+pub fn compile_ours(
+    ws: &Workspace,
+    release: &Release,
+    tree: &dyn SourceTree,
+    module: &str,
+    ours: &[(&str, &[u8])],
+) -> Result<BTreeMap<String, Vec<u8>>> {
+    let maven = &ws.maven;
+    let coord: &Coordinate = release
+        .sources
+        .get(module)
+        .ok_or_else(|| Error::Source(format!("{module}: not a source module of {}", release.version)))?;
+    let classpath = maven.classpath(coord)?;
+    let cp = std::env::join_paths(&classpath).map_err(|e| Error::Source(format!("classpath: {e}")))?;
+    let upstream = maven.ensure(&[(coord.clone(), None)])?.remove(0);
+    // The JDKs named by what they hold, not by starting them: a cache hit starts no JVM.
+    let javac_version = match crate::jvm::jdk::identity("javac") {
+        Some(id) => id,
+        None => javac_version().map_err(|e| {
+            Error::External(format!(
+                "cannot run javac ({e}): okp compiles its own classes with the release's compilers to compare them \
+                 with the jars' (a JDK 17 is needed, as for okp build)"
+            ))
+        })?,
+    };
+    let java = crate::jvm::jdk::identity("java").unwrap_or_else(java_version);
+    let work = tempfile::Builder::new()
+        .prefix("okp-ours-")
+        .tempdir()
+        .map_err(|e| Error::io("cannot create a directory to compile okp's own classes in", e))?;
+    let files: Vec<String> = ours.iter().map(|(p, _)| p.to_string()).collect();
+    let mut src = Vec::new();
+    for (path, text) in ours {
+        let p = work.path().join("src").join(path);
+        std::fs::create_dir_all(p.parent().unwrap_or(work.path()))
+            .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
+        std::fs::write(&p, text).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+        src.push(p);
+    }
+    let view = scalac_view(release.version, module, tree, work.path(), work.path(), &classpath, &upstream, &files)?;
+    let cached =
+        compiled_cache("okp-ours", "2", maven, release, module, &classpath, &src, &view, &javac_version, &java)?;
+    // OKP_NO_OURS_CACHE: compile afresh (the reproducibility test; a host that trusts no cache).
+    if cached.is_dir() && std::env::var_os("OKP_NO_OURS_CACHE").is_none() {
+        return classes_under(&cached);
+    }
+    let classes_dir = work.path().join("classes");
+    let mut compilers = BTreeMap::new();
+    if let Err(f) =
+        compile(maven, release, module, &cp, &view, &src, &classes_dir, &javac_version, true, &mut compilers)?
+    {
+        return Err(Error::External(format!(
+            "okp's own sources of {module} do not compile with {}'s compilers (a defect in okp, or the JDK is not 17):\n\
+             {}\n{}",
+            release.version, f.command, f.output
+        )));
+    }
+    keep_unpatched(&classes_dir, &cached);
+    classes_under(&classes_dir)
+}
+
 /// The default upstream tree of a splice build: the release's sources jars (refused, with the
 /// flags that read a checkout instead, for a release Maven Central has none of).
 pub fn release_sources(ws: &Workspace, release: &Release) -> Result<Box<dyn SourceTree>> {
@@ -532,13 +641,7 @@ pub fn splice(
         by_module.entry(module).or_default().push(c.path.clone());
     }
     let mut compilers = BTreeMap::new();
-    let javac_version = Command::new(java_bin("javac"))
-        .arg("-version")
-        .output()
-        .map(|o| {
-            format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)).trim().to_string()
-        })
-        .unwrap_or_default();
+    let javac_version = javac_version().unwrap_or_default();
 
     // The spliced jars are staged beside `out`, never in it: they move in only once every module is
     // compiled, proved and re-derived from its bytes, so a refused or failed build leaves no jar
@@ -575,7 +678,20 @@ pub fn splice(
         // the Maven cache, keyed by the exact sources (the scalac view's too), compilers, flags and
         // classpath.
         let cached = (prove && !upstream_src.is_empty())
-            .then(|| unpatched_cache(maven, release, module, &classpath, &upstream_src, &view, &javac_version))
+            .then(|| {
+                compiled_cache(
+                    "okp-unpatched",
+                    "2",
+                    maven,
+                    release,
+                    module,
+                    &classpath,
+                    &upstream_src,
+                    &view,
+                    &javac_version,
+                    &java_version(),
+                )
+            })
             .transpose()?;
         let hit = cached.as_ref().filter(|d| d.is_dir());
         let upstream_dir = match hit {
@@ -734,13 +850,17 @@ fn publish(record: BuildRecord, staged: &Path, out: &Path) -> Result<SpliceOutco
     Ok(SpliceOutcome::Built(Box::new(record)))
 }
 
-/// Where the classes of the unpatched compile of `src` (the release's own sources of a module's
-/// edited files) are kept: `~/.m2/repository/okp-unpatched/<key>/`, the key a sha256 over every
-/// input that shapes those classes (the sources' paths and bytes, the Scala compiler and its
-/// options, javac and the JVM that runs scalac, the Java release, the classpath's files by name and
-/// size). The cache is in the Maven cache's trust domain: whoever can write there can also change
-/// the release jars okp reads.
-fn unpatched_cache(
+/// Where the classes of a compile of `src` are kept: `~/.m2/repository/<kind>/<key>/`
+/// (`okp-unpatched`: the release's own sources of a module's edited files; `okp-ours`: okp's own
+/// files, `compile_ours`), the key a sha256 over every input that shapes those classes (the
+/// sources' repository paths and bytes, each under a `src` or `upstream-src` directory, the Scala
+/// compiler and its options, javac and the JVM that runs scalac, the Java release, the classpath's
+/// files by name and size, what scalac read besides). The cache is in the Maven cache's trust
+/// domain: whoever can write there can also change the release jars okp reads.
+#[allow(clippy::too_many_arguments)]
+fn compiled_cache(
+    kind: &str,
+    key_version: &str,
     maven: &Maven,
     release: &Release,
     module: &str,
@@ -748,14 +868,10 @@ fn unpatched_cache(
     src: &[PathBuf],
     view: &ScalacView,
     javac_version: &str,
+    java: &str,
 ) -> Result<PathBuf> {
     use std::fmt::Write as _;
-    let mut key = String::from("okp-unpatched/2\n");
-    let java = Command::new(java_bin("java"))
-        .arg("-version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
-        .unwrap_or_default();
+    let mut key = format!("{kind}/{key_version}\n");
     let _ = writeln!(key, "module {module}\nscala {}\nscalac {:?}", release.scala, scalac_options(release).0);
     let _ = writeln!(
         key,
@@ -777,10 +893,13 @@ fn unpatched_cache(
         let bytes = crate::fsx::read::input(p, crate::fsx::read::MAX_SOURCE, "source file")?;
         // The repository path: where the build directory is does not shape the classes.
         let text = p.to_string_lossy();
-        let repo_path = text.rsplit_once("/upstream-src/").map_or(text.as_ref(), |(_, r)| r);
+        let repo_path = text
+            .rsplit_once("/upstream-src/")
+            .or_else(|| text.rsplit_once(&format!("/src/{module}/")))
+            .map_or(text.as_ref(), |(_, r)| r);
         let _ = writeln!(key, "src {repo_path} {}", sha256(&bytes));
     }
-    Ok(maven.repo_local.join("okp-unpatched").join(&sha256(key.as_bytes())[..32]))
+    Ok(maven.repo_local.join(kind).join(&sha256(key.as_bytes())[..32]))
 }
 
 /// Keeps a fresh unpatched compile's classes at `dest` (staged, then renamed: a second okp or a kill

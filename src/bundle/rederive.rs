@@ -3,7 +3,8 @@
 //! its jars re-derived from their bytes with okp's own data (`build::recheck`) as one more
 //! integrity check, `jars`. A signature says who made a bundle, not that its jars are the release
 //! plus okp's edits: a bundle re-signed with the release key after a jar was changed verifies
-//! everything else, and fails here, with the same finding under either command (exit 1).
+//! everything else, and fails here, with the same finding under either command (exit 1). Then the
+//! attestations, made again from what the re-check derived (`attest::derive`): `attested fields`.
 //!
 //! Not here: the in-memory checks (`verify`), the re-derivation itself (`build::recheck`),
 //! installing (`install`).
@@ -13,6 +14,9 @@ use super::manifest::{self, Identity, Manifest};
 use super::ondisk::OnDisk;
 use super::pins::Pins;
 use super::verify::{Check, Status, Verification, JARS};
+
+/// The check of the attestations re-derived (`attest::derive`).
+pub const ATTESTED: &str = "attested fields";
 use crate::build::recheck::{ClaimedJar, Claims, Rechecked};
 use crate::error::{Error, Result};
 use crate::source::SourceTree;
@@ -38,12 +42,28 @@ pub fn verify(ws: &Workspace, d: &OnDisk, trust: &Trust, source: Option<&dyn Sou
         return Ok(o);
     }
     let Some((unpacked, m, id)) = &o.content else { return Ok(o) };
-    let (status, detail) = match recheck(ws, &d.file_name, unpacked, m, id, source) {
-        Ok(facts) => (Status::Ok, facts.summary()),
-        Err(Error::Check(finding)) => (Status::Failed, finding),
+    let facts = match recheck(ws, &d.file_name, unpacked, m, id, source) {
+        Ok(facts) => facts,
+        Err(Error::Check(finding)) => {
+            o.checks.push(Check { check: JARS, status: Status::Failed, detail: finding, authenticity: false });
+            return Ok(o);
+        }
         Err(e) => return Err(e),
     };
-    o.checks.push(Check { check: JARS, status, detail, authenticity: false });
+    o.checks.push(Check { check: JARS, status: Status::Ok, detail: facts.summary(), authenticity: false });
+    // The attestations made again from what the re-check derived: every field must be okp's.
+    let derived = match super::attest::derive::check(ws, &unpacked.files, m, id, &facts) {
+        Ok(r) => r,
+        Err(Error::Check(finding)) => Some(Err(finding)),
+        Err(e) => return Err(e),
+    };
+    if let Some(r) = derived {
+        let (status, detail) = match r {
+            Ok(s) => (Status::Ok, s),
+            Err(s) => (Status::Failed, s),
+        };
+        o.checks.push(Check { check: ATTESTED, status, detail, authenticity: false });
+    }
     Ok(o)
 }
 
@@ -86,6 +106,9 @@ fn recheck(
         patch_set_hash: &m.patch_set_hash,
         provenance: m.provenance.as_deref(),
         jars,
+        ours_by_content: Some(&|release, tree, module, files| {
+            crate::build::splice::compile_ours(ws, release, tree, module, files)
+        }),
     };
     crate::build::recheck::recheck(ws, &claims, source)
 }

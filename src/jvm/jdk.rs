@@ -26,9 +26,38 @@ pub fn version_line(java: &Path) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or_default().to_string())
 }
 
+/// What identifies the JDK of `tool` without starting a JVM (a `-version` costs 0.1–0.4 s): the
+/// tool's canonical path, the JDK's `release` file (its version, build and vendor) and the size of
+/// its `lib/modules` (the JDK's own classes). None when the tool is not found, or does not sit in a
+/// JDK's layout (`<jdk>/bin/<tool>` beside `<jdk>/release`): ask the tool itself then.
+pub fn identity(tool: &str) -> Option<String> {
+    let bin = java_bin(tool);
+    let found = if bin.components().count() > 1 {
+        Some(bin)
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(&bin)).find(|p| p.is_file())
+    }?;
+    let real = std::fs::canonicalize(found).ok()?;
+    let jdk = real.parent()?.parent()?;
+    let release =
+        crate::fsx::read::input(&jdk.join("release"), crate::fsx::read::MAX_SIDECAR, "JDK release file").ok()?;
+    let modules = std::fs::metadata(jdk.join("lib").join("modules")).ok()?.len();
+    Some(format!("{}\n{}\nlib/modules {modules}", real.display(), String::from_utf8_lossy(&release).trim()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The JDK okp's tests run on: named by its files (its release file's version), without a JVM;
+    /// a tool that is not there has no identity.
+    #[test]
+    fn a_jdk_is_named_by_its_files() {
+        let id = identity("javac").expect("javac of a JDK on PATH or under JAVA_HOME");
+        assert!(id.contains("JAVA_VERSION=") && id.contains("lib/modules "), "{id}");
+        assert_eq!(identity("javac"), Some(id));
+        assert_eq!(identity("okp-no-such-jdk-tool"), None);
+    }
     use std::ffi::OsStr;
 
     #[test]

@@ -1076,9 +1076,7 @@ fn the_sbom_is_valid_cyclonedx_1_6_and_its_patches_apply_to_the_release_sources(
     let sums = jar_sums(&root);
     let components = v["components"].as_array().unwrap();
     assert_eq!(components.len(), sums.len());
-    let tree = release_tree("3.9.2");
     let mut hooks = std::collections::BTreeSet::new();
-    let mut added = std::collections::BTreeSet::new();
     for c in components {
         let path = c["bom-ref"].as_str().unwrap();
         let artifact = path.strip_prefix("libs/").unwrap().strip_suffix("-3.9.2.jar").unwrap();
@@ -1097,7 +1095,6 @@ fn the_sbom_is_valid_cyclonedx_1_6_and_its_patches_apply_to_the_release_sources(
             "{path}: the ancestor is the Maven Central jar"
         );
         assert!(c["notes"].as_str().unwrap().contains(&patch_set));
-        // Each patch is a diff `git apply` takes on the release's own sources, alone.
         for p in c["patches"].as_array().unwrap() {
             assert_eq!(p["type"], "unofficial");
             hooks.extend(p["resolves"].as_array().unwrap().iter().map(|r| r.as_str().unwrap().to_string()));
@@ -1106,27 +1103,71 @@ fn the_sbom_is_valid_cyclonedx_1_6_and_its_patches_apply_to_the_release_sources(
                 let module = if artifact == "kafka_2.13" { "core/" } else { "metadata/" };
                 assert!(f.starts_with(module), "{path}: a patch of {f}");
             }
-            added.extend(diff.lines().filter(|l| l.starts_with('+') && !l.starts_with("+++")).map(str::to_string));
-            let file = tempfile::NamedTempFile::new().unwrap();
-            std::fs::write(file.path(), diff).unwrap();
-            let o = run(Command::new("git").args(["apply", "--check", "-v"]).arg(file.path()).current_dir(&tree));
-            assert!(o.status.success(), "{path}: git apply --check refused {:?}: {}", p["resolves"], stderr(&o));
         }
     }
     for h in ["promotion-gate", "demotion", "hw-gate", "read-replica", "kraft-election-gate", "kraft-initial-isr"] {
         assert!(hooks.contains(h), "no patch resolves hook {h}: {hooks:?}");
     }
-    // Together the patches hold every line the patch set adds (okp export's diff, for git apply).
-    let o = okp().args(["export", "--version", "3.9.2", "--mode", "kraft"]).output().unwrap();
+    patches_in_order_give_the_export(&root.join("sbom.cdx.json"), "3.9.2", "kraft");
+}
+
+/// The SBOM's patches, applied in their order with `git apply` to a copy of the release's sources,
+/// give the tree `okp export`'s diff gives: each hunk is in exactly one patch (a hunk listed under
+/// two hooks fails to apply the second time), and none is missing.
+fn patches_in_order_give_the_export(sbom: &Path, version: &str, mode: &str) {
+    let bom: serde_json::Value = serde_json::from_slice(&std::fs::read(sbom).unwrap()).unwrap();
+    let pristine = release_tree(version);
+    let by_sbom = copy_all(&pristine);
+    let mut n = 0;
+    for c in bom["components"].as_array().unwrap() {
+        for p in c["pedigree"]["patches"].as_array().unwrap() {
+            let diff = p["diff"]["text"]["content"].as_str().unwrap();
+            let file = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(file.path(), diff).unwrap();
+            let o = run(Command::new("git").args(["apply", "-v"]).arg(file.path()).current_dir(by_sbom.path()));
+            assert!(
+                o.status.success(),
+                "{version} {mode}: patch {n} ({}) does not apply after the ones before it: {}",
+                p["resolves"],
+                stderr(&o)
+            );
+            n += 1;
+        }
+    }
+    let by_export = copy_all(&pristine);
+    let o = okp().args(["export", "--version", version, "--mode", mode]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let exported: std::collections::BTreeSet<String> =
-        stdout(&o).lines().filter(|l| l.starts_with('+') && !l.starts_with("+++")).map(str::to_string).collect();
-    assert_eq!(exported, added, "the SBOM's patches and okp export's diff add different lines");
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &o.stdout).unwrap();
+    let o = run(Command::new("git").arg("apply").arg(file.path()).current_dir(by_export.path()));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (a, b) = (snapshot(by_sbom.path()), snapshot(by_export.path()));
+    let differ: Vec<&String> = a.keys().chain(b.keys()).filter(|k| a.get(*k) != b.get(*k)).collect();
+    assert!(differ.is_empty(), "{version} {mode}: the SBOM's {n} patches in order and okp export differ in {differ:?}");
+}
+
+/// 4.3.1 kraft, whose PartitionChangeBuilder.java hunk serves two hooks: in one patch only.
+#[test]
+fn the_4_3_1_sboms_patches_applied_in_order_give_okp_exports_tree() {
+    let (_k, key, _) = keys();
+    let out = tempfile::tempdir().unwrap();
+    let o = bundle(&built("4.3.1", "kraft"), "x86_64", &key, out.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (_x, root) = untar(&out.path().join("okp-observer-4.3.1-kraft-linux-x86_64.tar.gz"));
+    patches_in_order_give_the_export(&root.join("sbom.cdx.json"), "4.3.1", "kraft");
 }
 
 /// The bundle with files (paths below its top directory) replaced (`Some`) or removed (`None`),
 /// and MANIFEST.json's `files` made to agree: what a tamperer holding the key would ship.
 fn rewritten(bundle: &[u8], changes: &[(&str, Option<Vec<u8>>)]) -> Vec<u8> {
+    rewritten_with(bundle, changes, &|_| {})
+}
+
+/// A change a forger makes to MANIFEST.json.
+type ManifestEdit = dyn Fn(&mut serde_json::Value);
+
+/// `rewritten`, with MANIFEST.json also passed through `edit` (before its `files` are mended).
+fn rewritten_with(bundle: &[u8], changes: &[(&str, Option<Vec<u8>>)], edit: &ManifestEdit) -> Vec<u8> {
     use sha2::Digest;
     let mut tar_in = tar::Archive::new(flate2::read::GzDecoder::new(bundle));
     let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(9)));
@@ -1138,6 +1179,7 @@ fn rewritten(bundle: &[u8], changes: &[(&str, Option<Vec<u8>>)]) -> Vec<u8> {
         let below = path.split_once('/').map(|(_, p)| p).unwrap_or_default();
         if below == "MANIFEST.json" {
             let mut m: serde_json::Value = serde_json::from_slice(&data).unwrap();
+            edit(&mut m);
             let files = m["files"].as_object_mut().unwrap();
             for (p, c) in changes {
                 match c {
@@ -1182,6 +1224,18 @@ fn statement_and_envelope(root: &Path) -> (serde_json::Value, serde_json::Value)
     (serde_json::from_slice(&payload).unwrap(), env)
 }
 
+/// `statement` changed by `alter` and signed with the shared key by PyNaCl: an envelope line whose
+/// DSSE signature is good.
+fn resigned_statement(statement: &serde_json::Value, alter: &dyn Fn(&mut serde_json::Value)) -> Vec<u8> {
+    let mut s = statement.clone();
+    alter(&mut s);
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(f.path(), serde_json::to_vec(&s).unwrap()).unwrap();
+    let o = attest_tool("check_dsse.py", &[OsStr::new("sign"), shared_key().as_os_str(), f.path().as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    o.stdout
+}
+
 /// A forged attestation inside a bundle whose minisign signature, checksums and manifest all
 /// hold (its maker has the key) is refused, naming the file and the field; the independent
 /// tools show the forgery is well-formed (valid CycloneDX, a good DSSE signature) where it is.
@@ -1220,15 +1274,7 @@ fn a_tampered_envelope_or_sbom_is_refused_even_when_re_signed() {
     // The statement changed and signed again with the bundle's key, by PyNaCl: a good signature
     // over a statement that disagrees with the bundle.
     let (statement, envelope) = statement_and_envelope(&root);
-    let resigned = |alter: &dyn Fn(&mut serde_json::Value)| {
-        let mut s = statement.clone();
-        alter(&mut s);
-        let f = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(f.path(), serde_json::to_vec(&s).unwrap()).unwrap();
-        let o = attest_tool("check_dsse.py", &[OsStr::new("sign"), shared_key().as_os_str(), f.path().as_os_str()]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        o.stdout
-    };
+    let resigned = |alter: &dyn Fn(&mut serde_json::Value)| resigned_statement(&statement, alter);
     let wrong_jar = resigned(&|s| {
         for d in s["subject"].as_array_mut().unwrap() {
             if d["name"] == core {
@@ -1260,6 +1306,132 @@ fn a_tampered_envelope_or_sbom_is_refused_even_when_re_signed() {
     let o = attest_tool("check_dsse.py", &[OsStr::new("verify"), shared_pub().as_os_str(), f.path().as_os_str()]);
     assert_eq!(o.status.code(), Some(1), "PyNaCl accepted a changed payload: {}", stdout(&o));
     refused(&[("provenance.intoto.jsonl", Some(forged))], &["FAILED   dsse signature", "does not verify"]);
+}
+
+/// `text` (an SBOM) with its serial number made again as okp makes it (a UUIDv8 of the document's
+/// SHA-256 with the serial zeroed): what a forger who read docs/bundles.md writes.
+fn with_own_serial(text: &str) -> String {
+    use sha2::Digest;
+    let placeholder = "urn:uuid:00000000-0000-0000-0000-000000000000";
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let zeroed = text.replacen(v["serialNumber"].as_str().unwrap(), placeholder, 1);
+    let mut b: [u8; 16] = sha2::Sha256::digest(zeroed.as_bytes())[..16].try_into().unwrap();
+    b[6] = (b[6] & 0x0f) | 0x80;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = okp::hash::hex(&b);
+    let serial = format!("urn:uuid:{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]);
+    zeroed.replacen(placeholder, &serial, 1)
+}
+
+/// Every field of the attestations okp can derive is derived (issue 45): a bundle re-signed with the
+/// release key whose SBOM's patches were edited (a diff's text changed, all of a jar's patches but
+/// one removed, a SHA-512 added), or whose provenance (signed again with the key, a good DSSE
+/// signature) carries a wrong sha512 for a jar or another backend, is refused (exit 1) by
+/// verify-bundle, naming the field, and by install. Each used to verify: the checks in the bundle
+/// alone read only SHA-256 digests, no backend, and no patch beyond there being one.
+#[test]
+fn attestations_whose_derivable_fields_were_edited_are_refused_by_verify_bundle_and_install() {
+    let original = std::fs::read(shared_bundle()).unwrap();
+    let (_x, root) = untar(&shared_bundle());
+    let core = "libs/kafka_2.13-3.9.2.jar";
+    let sbom = std::fs::read_to_string(root.join("sbom.cdx.json")).unwrap();
+    let refused = |changes: &[(&str, Option<Vec<u8>>)], says: &str| {
+        let bytes = rewritten(&original, changes);
+        let o = verify_resigned(&bytes);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "{says}: {out}");
+        assert!(out.contains("FAILED   attested fields") && out.contains(says), "expected `{says}` in {out}");
+        for held in ["signature  ", "dsse signature", "files  ", "jars  "] {
+            assert!(out.contains(&format!("ok       {held}")), "{held} should hold: {out}");
+        }
+        bytes
+    };
+    let edited = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value = serde_json::from_str(&sbom).unwrap();
+        f(&mut v);
+        with_own_serial(&(serde_json::to_string_pretty(&v).unwrap() + "\n")).into_bytes()
+    };
+    let core_at =
+        |v: &serde_json::Value| v["components"].as_array().unwrap().iter().position(|c| c["bom-ref"] == core).unwrap();
+    // A diff's text changed.
+    assert!(sbom.contains("OBSERVER PATCH"));
+    let text = with_own_serial(&sbom.replacen("OBSERVER PATCH", "OBSERVER PATCX", 1)).into_bytes();
+    let first = refused(&[("sbom.cdx.json", Some(text))], ".pedigree.patches[0].diff.text.content: ");
+    // All the core jar's patches but the first removed.
+    let one = edited(&|v| {
+        let i = core_at(v);
+        v["components"][i]["pedigree"]["patches"].as_array_mut().unwrap().truncate(1);
+    });
+    refused(&[("sbom.cdx.json", Some(one))], &format!("components[{core}].pedigree.patches: 1 entries, expected"));
+    // A SHA-512 that is not the jar's, beside its true SHA-256.
+    let sha512 = edited(&|v| {
+        let i = core_at(v);
+        v["components"][i]["hashes"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"alg": "SHA-512", "content": "0".repeat(128)}));
+    });
+    refused(&[("sbom.cdx.json", Some(sha512))], &format!("components[{core}].hashes: 2 entries, expected 1"));
+
+    // The statement changed and signed again with the bundle's key (PyNaCl): the signature is good.
+    let (statement, _) = statement_and_envelope(&root);
+    let resigned = |alter: &dyn Fn(&mut serde_json::Value)| resigned_statement(&statement, alter);
+    let wrong_sha512 = resigned(&|s| {
+        for d in s["subject"].as_array_mut().unwrap() {
+            if d["name"] == core {
+                d["digest"]["sha512"] = "0".repeat(128).into();
+            }
+        }
+    });
+    refused(
+        &[("provenance.intoto.jsonl", Some(wrong_sha512))],
+        &format!("provenance.intoto.jsonl: statement.subject[{core}].digest.sha512: "),
+    );
+    let backend = resigned(&|s| s["predicate"]["buildDefinition"]["internalParameters"]["backend"] = "gradle".into());
+    refused(
+        &[("provenance.intoto.jsonl", Some(backend))],
+        "statement.predicate.buildDefinition.internalParameters.backend: \"gradle\", expected \"splice\"",
+    );
+
+    // MANIFEST.json's record of the build, forged where the attestations do not repeat it: a
+    // patched file's sha256, a recompiled source left out, the Scala compiler's digest.
+    let edits: [(&str, &ManifestEdit); 3] = [
+        ("MANIFEST.json.provenance.sources[0].patched_sha256: ", &|m| {
+            m["provenance"]["sources"][0]["patched_sha256"] = "0".repeat(64).into()
+        }),
+        ("MANIFEST.json.build.recompiled_sources: ", &|m| {
+            m["build"]["recompiled_sources"].as_array_mut().unwrap().pop();
+        }),
+        ("MANIFEST.json.provenance.compilers.scala-compiler: ", &|m| {
+            let v = m["provenance"]["compilers"]["scala-compiler"].as_str().unwrap().to_string();
+            m["provenance"]["compilers"]["scala-compiler"] = format!("{}{}", &v[..v.len() - 64], "0".repeat(64)).into()
+        }),
+    ];
+    for (says, edit) in edits {
+        let o = verify_resigned(&rewritten_with(&original, &[], edit));
+        assert_eq!(o.status.code(), Some(1), "{says}: {}", stdout(&o));
+        assert!(stdout(&o).contains("FAILED   attested fields") && stdout(&o).contains(says), "{says}: {}", stdout(&o));
+    }
+
+    // install runs the same function: the first forgery changes nothing there either.
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join(format!("{NAME_3_9}.tar.gz"));
+    std::fs::write(&b, first).unwrap();
+    resign_with(&b, &shared_key(), &okp_comment());
+    let home = kafka_home("3.9.2");
+    let before = tree(home.path());
+    let o = okp()
+        .arg("install")
+        .arg(&b)
+        .arg("--kafka-home")
+        .arg(home.path())
+        .arg("--pubkey")
+        .arg(shared_pub())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("FAILED   attested fields"), "{}", stderr(&o));
+    assert_eq!(tree(home.path()), before, "install changed the installation");
 }
 
 /// A bundle made before okp wrote attestations (none in the archive nor the manifest) still
@@ -1337,4 +1509,31 @@ fn the_documented_standard_tool_checks_pass_and_catch_a_forgery() {
     assert!(!sh.status.success(), "the shell check passed a forged envelope: {}", stdout(&sh));
     assert!(!stdout(&sh).contains("Signature Verified Successfully"), "{}", stdout(&sh));
     assert!(!py.status.success() && stderr(&py).contains("BadSignatureError"), "{}", stderr(&py));
+    // A second signature that does not verify (one byte flipped), after or before the good one: the
+    // recipes check every signature, as okp does, so both orders fail (they checked only the first).
+    use ct_codecs::{Decoder, Encoder};
+    let good = envelope["signatures"][0].clone();
+    let mut sig = ct_codecs::Base64::decode_to_vec(good["sig"].as_str().unwrap(), None).unwrap();
+    sig[10] ^= 1;
+    let mut bad = good.clone();
+    bad["sig"] = ct_codecs::Base64::encode_to_string(&sig).unwrap().into();
+    for signatures in [vec![good.clone(), bad.clone()], vec![bad.clone(), good.clone()]] {
+        let mut two = envelope.clone();
+        two["signatures"] = signatures.into();
+        let line = (two.to_string() + "\n").into_bytes();
+        let (sh, py) = run_docs(&rewritten(&original, &[("provenance.intoto.jsonl", Some(line.clone()))]));
+        assert!(!sh.status.success(), "the shell check passed a bad second signature: {}", stdout(&sh));
+        assert!(!py.status.success() && stderr(&py).contains("BadSignatureError"), "{}", stderr(&py));
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), &line).unwrap();
+        let o = attest_tool("check_dsse.py", &[OsStr::new("verify"), shared_pub().as_os_str(), f.path().as_os_str()]);
+        assert_eq!(o.status.code(), Some(1), "check_dsse.py passed a bad signature: {}", stdout(&o));
+        assert!(stderr(&o).contains("does not verify"), "{}", stderr(&o));
+    }
+    // Two good ones pass all three.
+    let mut two = envelope.clone();
+    two["signatures"] = vec![good.clone(), good].into();
+    let line = (two.to_string() + "\n").into_bytes();
+    let (sh, py) = run_docs(&rewritten(&original, &[("provenance.intoto.jsonl", Some(line))]));
+    assert!(sh.status.success() && py.status.success(), "{}{}", stderr(&sh), stderr(&py));
 }

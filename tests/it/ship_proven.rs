@@ -4,7 +4,7 @@
 //! by the build; a refused build leaves no jar; a fork's changes outside the compiled files are
 //! refused or recorded; pristine trees of the releases whose recompile needed explaining build.
 
-use crate::common::bundle::{built, kafka_home, keys, resign_with, tree as home_tree};
+use crate::common::bundle::{built, bundle, kafka_home, keys, resign_with, tree as home_tree};
 use crate::common::*;
 
 use std::io::{Read, Write};
@@ -388,6 +388,112 @@ fn a_jar_with_a_broken_crc_fails_verify_bundle_and_install_with_exit_1() {
     assert!(finding.contains("kafka_2.13-4.3.1.jar") && finding.to_lowercase().contains("checksum"), "{finding}");
     let e = install_refused(&evil, &public);
     assert!(e.contains(finding), "{e}");
+}
+
+/// `jar` with the bytes of its entry `entry` passed through `alter`.
+fn with_entry(jar: Vec<u8>, entry: &str, alter: impl Fn(Vec<u8>) -> Vec<u8>) -> Vec<u8> {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("x.jar");
+    std::fs::write(&p, jar).unwrap();
+    let mut found = false;
+    let entries: Vec<(String, Vec<u8>)> = jar_entries(&p)
+        .into_iter()
+        .map(|(n, b)| {
+            if n == entry {
+                found = true;
+                let after = alter(b.clone());
+                assert_ne!(after, b, "{entry}: the alteration changed nothing");
+                (n, after)
+            } else {
+                (n, b)
+            }
+        })
+        .collect();
+    assert!(found, "no {entry} in the jar");
+    write_jar(&p, &entries);
+    std::fs::read(&p).unwrap()
+}
+
+/// `bytes` with the first `from` replaced by `to` (the same length: a constant-pool string).
+fn replace_once(mut bytes: Vec<u8>, from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let at = bytes.windows(from.len()).position(|w| w == from).unwrap_or_else(|| panic!("no {from:?}"));
+    bytes[at..at + from.len()].copy_from_slice(to);
+    bytes
+}
+
+/// One of okp's own added classes changed, the bundle re-signed with the release key: its name is
+/// still okp's, its bytes are not what okp's sources compile to. verify-bundle and install refuse it
+/// (exit 1, the same finding naming the class); both used to exit 0, checking okp's classes by name.
+fn okps_own_class_changed_is_refused(entry: &str, from: &[u8], to: &[u8]) {
+    let (_k, _d, evil, public) = resigned_with_core_jar(|jar| with_entry(jar, entry, |b| replace_once(b, from, to)));
+    let v = verify_bundle(&evil, &public);
+    let out = stdout(&v);
+    assert_eq!(v.status.code(), Some(1), "{out}{}", stderr(&v));
+    assert!(out.contains("ok       signature"), "the signature is good: {out}");
+    let finding = out.lines().find(|l| l.starts_with("FAILED   jars")).unwrap_or_else(|| panic!("{out}"));
+    let said = format!("kafka_2.13-4.3.1.jar: {entry}: okp's own class differs from what okp's sources compile to");
+    assert!(out.contains(&said), "{out}");
+    let e = install_refused(&evil, &public);
+    assert!(e.contains(finding) && e.contains(&said), "install says otherwise:\n{e}\nverify-bundle said:\n{out}");
+}
+
+#[test]
+fn okps_own_class_with_another_default_path_is_refused_by_verify_bundle_and_install() {
+    okps_own_class_changed_is_refused("kafka/observer/ObserverIds$.class", b"/opt/kafka", b"/tmp/kafka");
+}
+
+#[test]
+fn okps_own_class_with_a_class_name_byte_changed_is_refused_by_verify_bundle_and_install() {
+    okps_own_class_changed_is_refused(
+        "kafka/observer/ObserverIdCache$.class",
+        b"kafka/observer/ObserverIdCache$TopicRules",
+        b"kafka/observer/ObserverIdCache$TopicRulez",
+    );
+}
+
+/// okp's own sources compiled alone (what verify-bundle and install compare okp's added classes
+/// with) give the very classes the splice build made compiling them with the edited upstream files,
+/// byte for byte, for every cached build: 2.7.2 zk (optimizer off), 3.9.2 zk and kraft, 3.9.2 kraft
+/// with the metrics layer, 4.3.1 kraft. Compiled afresh (OKP_NO_OURS_CACHE), not from okp's cache.
+#[test]
+fn okps_own_classes_compiled_alone_are_the_builds() {
+    let (_k, key, public) = keys();
+    let metrics = cached_output(
+        "okp-test-bundles",
+        "build-3.9.2-kraft-metrics",
+        "okp-build.json",
+        &["build", "--version", "3.9.2", "--mode", "kraft", "--layer", "metrics"],
+    );
+    let builds =
+        [built("2.7.2", "zk"), built("3.9.2", "zk"), built("3.9.2", "kraft"), metrics, built("4.3.1", "kraft")];
+    for b in builds {
+        let out = tempfile::tempdir().unwrap();
+        let o = bundle(&b, "x86_64", &key, out.path());
+        assert_eq!(o.status.code(), Some(0), "{}: {}", b.display(), stderr(&o));
+        let bundle = std::fs::read_dir(out.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+            .unwrap();
+        let v = okp()
+            .arg("verify-bundle")
+            .arg(&bundle)
+            .arg("--pubkey")
+            .arg(&public)
+            .env("OKP_NO_OURS_CACHE", "1")
+            .output()
+            .unwrap();
+        let said = stdout(&v);
+        assert_eq!(v.status.code(), Some(0), "{}: {said}{}", b.display(), stderr(&v));
+        let n: usize = said
+            .match_indices(
+                " of okp's own classes byte-identical to okp's sources compiled with the release's compilers",
+            )
+            .map(|(at, _)| said[..at].rsplit('(').next().unwrap().parse::<usize>().unwrap())
+            .sum();
+        assert!(n >= 12, "{}: {n} of okp's own classes compared: {said}", b.display());
+    }
 }
 
 /// A KRaft build refused at its second module (a metadata source changed in the tree) leaves no

@@ -1,8 +1,11 @@
-//! okp's edits as the SBOM lists them: one patch per hook (and module) with the unified diff of
-//! that hook's edits alone against the release's file, then one per new file of the patch set.
-//! The edits are okp's own data (the effective patch set of the build's release, mode and
-//! layers), never read from the build record; their hash must be the build's, or the SBOM would
-//! describe edits the jars do not carry.
+//! okp's edits as the SBOM lists them: per module, one patch per hook with the unified diff of
+//! that hook's edits, then one per new file of the patch set. An edit whose anchor serves several
+//! hooks sits under the first of them (in anchors.yaml's order) and nowhere else; that patch's
+//! `resolves` names the others too. Each diff is taken against the file as the patches before it
+//! left it, so the patches applied in order (`git apply`, one after another, on the release's
+//! sources) give exactly `okp export`'s tree. The edits are okp's own data (the effective patch set
+//! of the build's release, mode and layers), never read from the build record; their hash must be
+//! the build's, or the SBOM would describe edits the jars do not carry.
 //!
 //! The upstream text comes from the release's sources jars (the tree `okp export` reads by
 //! default); a release Maven Central has no sources jar of gets patches that name their hook
@@ -33,6 +36,8 @@ pub struct HookPatch {
     /// The source module (`core`, `metadata`): the jar the patch went into.
     pub module: String,
     pub hook: Option<Hook>,
+    /// Other hooks one of its edits also serves (the anchor names several): no other patch holds them.
+    pub also: Vec<Hook>,
     /// A unified diff `git apply` takes on the release's sources; none when they are not published.
     pub diff: Option<String>,
 }
@@ -70,28 +75,62 @@ pub fn edits(ws: &Workspace, i: &Inputs) -> Result<Edits> {
             Some(ws.open(Spec::Release { version, hint: "the SBOM's diffs are against the release's sources jars" })?)
         }
     };
+    let hooks = ws.model.anchors.hooks_in(release, mode, &layers);
+    let hook = |id: &str| {
+        hooks.iter().find(|h| h.id == id).map(|h| Hook { id: h.id.clone(), site: h.site.clone(), rule: h.rule.clone() })
+    };
+    // Each edit under the first of its hooks that applies here, exactly once.
+    let first_hook = |a: &crate::model::Anchor| hooks.iter().position(|h| a.hooks.contains(&h.id));
     let mut patches = Vec::new();
-    for h in ws.model.anchors.hooks_in(release, mode, &layers) {
+    // The edits already in a patch, and the text they make of each file: the next diff is taken
+    // against it.
+    let mut done: Vec<(&crate::patchset::Edit, &crate::model::Anchor)> = Vec::new();
+    let mut state: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for (n, h) in hooks.iter().enumerate() {
         let mut by_module: BTreeMap<String, Vec<_>> = BTreeMap::new();
-        for e in eff.edits.iter().filter(|(_, a)| a.hooks.contains(&h.id)) {
+        for e in eff.edits.iter().filter(|(_, a)| first_hook(a) == Some(n)) {
             by_module.entry(module_of(&e.1.file)).or_default().push(*e);
         }
         for (module, edits) in by_module {
+            let mut also: Vec<Hook> = Vec::new();
+            for (_, a) in &edits {
+                for id in a.hooks.iter().filter(|id| **id != h.id) {
+                    if let Some(k) = hook(id).filter(|k| !also.contains(k)) {
+                        also.push(k);
+                    }
+                }
+            }
             let diff = match &tree {
                 None => None,
                 Some(t) => {
-                    let only = crate::patchset::Effective { edits, new_files: vec![], ..eff.clone() };
-                    Some(apply::unified_diff(&apply::plan(&only, t.as_ref())?))
+                    // The files this patch touches, with every edit already in a patch and its own.
+                    let files: Vec<&str> = edits.iter().map(|(_, a)| a.file.as_str()).collect();
+                    let cumulative: Vec<_> = done
+                        .iter()
+                        .filter(|(_, a)| files.contains(&a.file.as_str()))
+                        .chain(edits.iter())
+                        .copied()
+                        .collect();
+                    let only = crate::patchset::Effective { edits: cumulative, new_files: vec![], ..eff.clone() };
+                    let mut changes = Vec::new();
+                    for c in apply::plan(&only, t.as_ref())?.changes {
+                        let from = state.get(&c.path).cloned().or(c.before);
+                        state.insert(c.path.clone(), c.after.clone());
+                        if from.as_deref() != Some(c.after.as_slice()) {
+                            changes.push(Change { path: c.path, before: from, after: c.after });
+                        }
+                    }
+                    Some(apply::unified_diff(&Plan { changes }))
                 }
             };
-            let hook = Hook { id: h.id.clone(), site: h.site.clone(), rule: h.rule.clone() };
-            patches.push(HookPatch { module, hook: Some(hook), diff });
+            done.extend(edits.iter().copied());
+            patches.push(HookPatch { module, hook: hook(&h.id), also, diff });
         }
     }
     for f in &eff.new_files {
         let change = Change { path: f.path.clone(), before: None, after: f.contents.clone().into_bytes() };
         let diff = apply::unified_diff(&Plan { changes: vec![change] });
-        patches.push(HookPatch { module: module_of(&f.path), hook: None, diff: Some(diff) });
+        patches.push(HookPatch { module: module_of(&f.path), hook: None, also: vec![], diff: Some(diff) });
     }
     let without_diffs = release.no_sources_jar.as_ref().map(|why| {
         format!(

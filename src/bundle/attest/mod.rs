@@ -10,8 +10,12 @@
 //! hashes against the jars' bytes and its purls against the release and the artifacts. A bundle
 //! made before okp wrote them has neither, and still verifies.
 //!
+//! `derive` goes further, once the jars are re-derived (`rederive`): it makes both documents again
+//! from the jars' bytes and okp's own data, and every field must be what okp writes.
+//!
 //! Not here: the keys (`sign`), the other files (`layout`), the verification report (`verify`).
 
+pub mod derive;
 mod dsse;
 mod edits;
 mod provenance;

@@ -184,6 +184,7 @@ fn patch(h: &HookPatch) -> Patch {
         resolves: h
             .hook
             .iter()
+            .chain(&h.also)
             .map(|k| Issue {
                 type_: "enhancement".into(),
                 id: k.id.clone(),

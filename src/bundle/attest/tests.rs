@@ -78,6 +78,7 @@ fn edits() -> Edits {
             site: "Partition.canAddReplicaToIsr".into(),
             rule: "an observer is never added to the ISR".into(),
         }),
+        also: vec![],
         diff: Some(diff.into()),
     };
     Edits {
