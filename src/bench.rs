@@ -54,7 +54,10 @@ pub struct Options {
 /// Reads a `--rules` file: topic rules only (the registries' own reading, `idfile::rules`), at
 /// least one, no cluster-wide id (the observer stays broker 4).
 pub fn rules_file(path: &std::path::Path) -> Result<String> {
-    let text = crate::fsx::read::text(path, crate::fsx::read::MAX_TEXT, "rules file")?;
+    // Read as the registries read observer.ids: one byte, one character.
+    let bytes = crate::fsx::read::read_regular(path, crate::fsx::read::MAX_TEXT)
+        .map_err(|e| e.into_error(path, "rules file"))?;
+    let text = crate::observers::idfile::text_of(&bytes);
     let bad = |why: String| Error::Usage(format!("{}: {why}", path.display()));
     let rules = crate::observers::idfile::rules(&text).map_err(bad)?;
     if rules.is_empty() {

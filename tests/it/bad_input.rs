@@ -270,7 +270,7 @@ fn a_replacement_indented_off_its_anchor_is_refused_naming_the_edit() {
 #[test]
 fn bench_rules_must_be_topic_rules_read_as_the_registries_read_them() {
     let t = tempfile::tempdir().unwrap();
-    let cases: [(&str, &[u8], &str); 6] = [
+    let cases: [(&str, &[u8], &str); 7] = [
         ("ids", b"4\ntopic:a observers=none\n", "cluster-wide ids {4} in it: only topic rules here"),
         (
             "malformed",
@@ -288,7 +288,12 @@ fn bench_rules_must_be_topic_rules_read_as_the_registries_read_them() {
             "line 2, column 28: not a rack: \"rack:d+r\" (a rack is rack:NAME, NAME of 1-255 letters, digits, '.', '_', '-' or '/')",
         ),
         ("empty", b"# nothing\n", "no topic rule in it"),
-        ("regex", b"regex:( observers=1\n", "line 1, column 7: not a regular expression: ("),
+        ("regex", b"regex:( observers=1\n", "line 1, column 8: not a pattern of observer.ids (an empty alternative): ("),
+        (
+            "regex-java-only",
+            b"regex:[[:alpha:]]+ observers=1\n",
+            "line 1, column 8: not a pattern of observer.ids ('[' in a class): [[:alpha:]]+",
+        ),
     ];
     for (name, text, says) in cases {
         let f = t.path().join(name);

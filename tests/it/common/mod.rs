@@ -80,6 +80,10 @@ pub fn m2() -> PathBuf {
 /// target/`group`/`name` and shared read-only; `marker` is a file the output
 /// always holds. Concurrent test binaries may race; both outputs are the same.
 pub fn cached_output(group: &str, name: &str, marker: &str, args: &[&str]) -> PathBuf {
+    // A build depends on the patch set: its cache directory is named by it too, so a build kept
+    // from before a change of the patch set (target/ survives between local runs) is not reused.
+    let name =
+        &if args.first() == Some(&"build") { format!("{name}-{}", patch_set_digest()) } else { name.to_string() };
     let base = repo_root().join("target").join(group);
     let dir = base.join(name);
     if dir.join(marker).is_file() {
@@ -93,6 +97,37 @@ pub fn cached_output(group: &str, name: &str, marker: &str, args: &[&str]) -> Pa
     let _ = std::fs::rename(&out, &dir);
     assert!(dir.join(marker).is_file());
     dir
+}
+
+/// The first 12 hex digits of a sha256 over what a build's patch set is made of: every file under
+/// patches/, anchors.yaml and versions.yaml (paths and bytes, in path order).
+pub fn patch_set_digest() -> String {
+    static D: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    D.get_or_init(|| {
+        let root = repo_root();
+        let mut files = vec![root.join("anchors.yaml"), root.join("versions.yaml")];
+        let mut dirs = vec![root.join("patches")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        let mut all = Vec::new();
+        for f in files {
+            all.extend(f.strip_prefix(&root).unwrap().to_string_lossy().as_bytes());
+            all.push(0);
+            all.extend(std::fs::read(&f).unwrap());
+            all.push(0);
+        }
+        okp::hash::sha256(&all)[..12].to_string()
+    })
+    .clone()
 }
 
 /// A pristine tree of a real release's sources (from its Maven Central
