@@ -125,7 +125,7 @@ fn bad_topic_policies_are_refused_naming_the_flag_or_the_entry_before_anything_i
         (&["--enable", "--once", "--topic-policy", "topic:audit=always"][..], "unknown policy `always`"),
         (
             &["--enable", "--once", "--topic-policy", "regex:(?!tmp).*=never"],
-            "not a regular expression okp can evaluate",
+            "not a pattern of observer.ids ('(?' other than '(?:' (no flags, names or lookaround)): (?!tmp).*",
         ),
         (&["--enable", "--once", "--topic-policy", "audit=never"], "a selector is topic:NAME, prefix:P or regex:R"),
         (

@@ -138,10 +138,13 @@ fn refusals_exit_2_with_a_sentence() {
 
 /// 4.2.2 publishes binary jars but no -test.jar (nor sources): refused before any JVM or build.
 #[test]
-fn a_release_without_test_jars_is_refused() {
+fn a_release_without_sources_jars_is_refused() {
+    // 4.2.2's test jars are on Maven Central since 2026-12-05 (404 before): what it lacks now is a
+    // sources jar, so no patched jars can be built for its unit tests.
     let t = tempfile::tempdir().unwrap();
     okp_run(okp().args(["unit-tests", "--version", "4.2.2", "--evidence"]).arg(t.path()))
         .code(2)
-        .err_has("4.2.2 has no test jar for its unit tests");
+        .err_has("Maven Central serves 4.2.2's binary jars and POMs but no -sources.jar")
+        .err_has("okp unit-tests builds its patched jars from those sources (or pass --jars)");
     assert!(!t.path().join("unit").exists());
 }
