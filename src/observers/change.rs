@@ -268,9 +268,9 @@ pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Pr
 }
 
 /// Whether every node's rules (`rules`, one per node) give `topic` observers of its own, so that
-/// the cluster-wide ids decide it on no node. A regex okp cannot evaluate counts as not deciding.
+/// the cluster-wide ids decide it on no node.
 pub fn ruled_everywhere(rules: &[idfile::Rules], topic: &str) -> bool {
-    !rules.is_empty() && rules.iter().all(|r| matches!(r.resolve(topic), Ok(Some(_))))
+    !rules.is_empty() && rules.iter().all(|r| r.resolve(topic).is_some())
 }
 
 /// Every node's file and what it becomes, in write order, with no pre-check (the cluster is
@@ -606,7 +606,7 @@ pub fn wait(a: &Args, rules: &[idfile::Rules], t0: Instant, stop: &dyn Fn() -> b
     let verb = a.direction.verb();
     let mut last_report = Instant::now();
     let mut last_pending: Option<Vec<String>> = None;
-    let by_rule = |topic: &str| rules.iter().any(|r| !matches!(r.resolve(topic), Ok(None)));
+    let by_rule = |topic: &str| rules.iter().any(|r| r.resolve(topic).is_some());
     let mut told = false;
     loop {
         let snap = view::snapshot(&a.bootstrap, None, Depth { offsets: false, min_insync: false })?;

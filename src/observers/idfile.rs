@@ -159,12 +159,6 @@ impl Observers {
         out.extend(racks.keys().copied().chain(others).filter(|id| self.through_rack(*id, racks).is_some()));
         out
     }
-
-    /// Both lists together.
-    fn extend(&mut self, other: &Observers) {
-        self.ids.extend(other.ids.iter().copied());
-        self.racks.extend(other.racks.iter().cloned());
-    }
 }
 
 /// One rule of a file, as written.
@@ -210,37 +204,37 @@ impl Rules {
 
     /// The rule's list for `topic`, most specific first (the exact name, the longest prefix, the
     /// first regex matching the whole name); None when no rule names it (the cluster-wide ids
-    /// apply). Err: a regex okp cannot evaluate comes before any match, so it cannot tell.
-    pub fn resolve(&self, topic: &str) -> std::result::Result<Option<&Observers>, String> {
-        Ok(self.in_force(topic)?.map(|r| r.observers))
+    /// apply).
+    pub fn resolve(&self, topic: &str) -> Option<&Observers> {
+        self.in_force(topic).map(|r| r.observers)
     }
 
     /// `resolve`, with the rule's selector and line.
-    pub fn in_force(&self, topic: &str) -> std::result::Result<Option<InForce<'_>>, String> {
+    pub fn in_force(&self, topic: &str) -> Option<InForce<'_>> {
         fn found(e: &Entry) -> InForce<'_> {
             InForce { selector: &e.selector, line: e.line, observers: &e.list }
         }
         if let Some(e) = self.exact.get(topic) {
-            return Ok(Some(found(e)));
+            return Some(found(e));
         }
         if let Some((_, e)) =
             self.prefixes.iter().filter(|(p, _)| topic.starts_with(p.as_str())).max_by_key(|(p, _)| p.len())
         {
-            return Ok(Some(found(e)));
+            return Some(found(e));
         }
-        Ok(self.regexes.iter().find(|(p, _)| p.matches(topic)).map(|(_, e)| found(e)))
+        self.regexes.iter().find(|(p, _)| p.matches(topic)).map(|(_, e)| found(e))
     }
 
     /// Topic `topic`'s observers against the cluster's racks (`racks`): the rule's ids and the
     /// brokers in its racks, of `others` also those whose rack is unknown when the rule names a
-    /// rack (`Observers::members`); None when no rule names it. Err as `resolve`.
+    /// rack (`Observers::members`); None when no rule names it.
     pub fn observers_of(
         &self,
         topic: &str,
         racks: &RackView,
         others: impl IntoIterator<Item = i32>,
-    ) -> std::result::Result<Option<BTreeSet<i32>>, String> {
-        Ok(self.resolve(topic)?.map(|o| o.members(racks, others)))
+    ) -> Option<BTreeSet<i32>> {
+        self.resolve(topic).map(|o| o.members(racks, others))
     }
 
     /// Whether `topic` has an exact rule (`topic:NAME`) of its own.
@@ -255,15 +249,6 @@ impl Rules {
     /// Every id some rule names.
     pub fn ids(&self) -> BTreeSet<i32> {
         self.entries().flat_map(|e| e.list.ids.iter().copied()).collect()
-    }
-
-    /// Every rule's list together: the ids and the racks some rule names.
-    pub fn any(&self) -> Observers {
-        let mut out = Observers::default();
-        for e in self.entries() {
-            out.extend(&e.list);
-        }
-        out
     }
 
     /// The canonical text of the audit line's `rules=` field.
@@ -520,14 +505,14 @@ pub fn with_cluster_id(text: &str, id: i32, observer: bool) -> std::result::Resu
 /// prefix's, a regex's or the cluster-wide ids), rack items kept, with `id` added to or removed
 /// from its ids. An existing exact rule has its list rewritten in place (indentation and comment
 /// kept); otherwise one line is appended. Unchanged bytes when nothing changes. Err: the topic
-/// name is not one Kafka accepts, a rule in the file is malformed (the registries keep their last
-/// good set), or a regex okp cannot evaluate leaves the topic's observers unknown.
+/// name is not one Kafka accepts, or a rule in the file is malformed (the registries keep their
+/// last good set).
 ///
 /// Removing the id does not promote a broker a rack item of the rule keeps an observer: check
 /// `rack_hold` first.
 pub fn with_topic_rule(text: &str, topic: &str, id: i32, observer: bool) -> std::result::Result<String, String> {
     check_topic_name(topic)?;
-    let mut list = match rules(text)?.resolve(topic)? {
+    let mut list = match rules(text)?.resolve(topic) {
         Some(s) => s.clone(),
         None => Observers::of_ids(parse(text)),
     };
@@ -545,7 +530,7 @@ pub fn with_topic_rule(text: &str, topic: &str, id: i32, observer: bool) -> std:
 /// rack item holds). None: no rack item holds it. Err as `with_topic_rule`.
 pub fn rack_hold(text: &str, topic: &str, id: i32, racks: &RackView) -> std::result::Result<Option<RackHold>, String> {
     let rules = rules(text)?;
-    let Some(rule) = rules.in_force(topic)? else { return Ok(None) };
+    let Some(rule) = rules.in_force(topic) else { return Ok(None) };
     let Some(item) = rule.observers.through_rack(id, racks) else { return Ok(None) };
     let written =
         java_lines(text).get(rule.line - 1).map(|l| split_comment(l).0.trim().to_string()).unwrap_or_default();
@@ -607,7 +592,7 @@ pub fn restore_topic_rule(text: &str, topic: &str, id: i32) -> std::result::Resu
         })
         .flat_map(|(line, eol)| [line, eol])
         .collect();
-    let gives = match rules(&without)?.resolve(topic)? {
+    let gives = match rules(&without)?.resolve(topic) {
         Some(s) => s.clone(),
         None => Observers::of_ids(parse(&without)),
     };
@@ -840,7 +825,7 @@ mod tests {
         let text = "# cluster-wide\n4\ntopic:orders observers=5,6   # exact\n  prefix:ord observers=7\n\
                     prefix:orders- observers=none\nregex:ord.* observers=8\nregex:log.*\tobservers=9,10\n3\n";
         let r = rules(text).unwrap();
-        let of = |t: &str| r.resolve(t).unwrap().map(|o| o.ids.clone());
+        let of = |t: &str| r.resolve(t).map(|o| o.ids.clone());
         assert_eq!(of("orders"), Some(set(&[5, 6])));
         assert_eq!(of("orders-eu"), Some(set(&[])), "the longest prefix; none means no observers");
         assert_eq!(of("ordinal"), Some(set(&[7])), "a prefix before a regex");
@@ -932,7 +917,7 @@ mod tests {
             racks(&[(1, Some("east")), (2, Some("east")), (4, Some("west")), (5, Some("west")), (6, None), (7, None)]);
         let r = rules("4\ntopic:orders observers=7,rack:west\nprefix:ord observers=rack:dr\ntopic:plain observers=7\n")
             .unwrap();
-        let of = |t: &str, others: &[i32]| r.observers_of(t, &view, others.iter().copied()).unwrap();
+        let of = |t: &str, others: &[i32]| r.observers_of(t, &view, others.iter().copied());
         assert_eq!(of("orders", &[]), Some(set(&[4, 5, 7])), "its ids and the brokers in rack west");
         assert_eq!(
             of("orders", &[1, 6, 9]),
@@ -942,14 +927,13 @@ mod tests {
         assert_eq!(of("ordinal", &[9]), Some(set(&[9])), "a rack nobody is in: only the unknown broker");
         assert_eq!(of("plain", &[9]), Some(set(&[7])), "no rack item: an unknown rack does not matter");
         assert_eq!(of("other", &[9]), None, "no rule: the cluster-wide ids apply");
-        let orders = r.resolve("orders").unwrap().unwrap();
+        let orders = r.resolve("orders").unwrap();
         assert_eq!(orders.ids, set(&[7]), "the list as written, ids");
         assert!(orders.contains(5, &view) && orders.contains(7, &view) && orders.contains(9, &view));
         assert!(!orders.contains(1, &view) && !orders.contains(6, &view));
         assert_eq!(orders.through_rack(4, &view).as_deref(), Some("rack:west"));
         assert_eq!(orders.through_rack(7, &view), None, "7 is listed by id, without a rack");
         assert_eq!(r.ids(), set(&[7]), "the ids named anywhere; racks are not ids");
-        assert_eq!(r.any().racks, ["dr".to_string(), "west".to_string()].into());
     }
 
     #[test]
@@ -1109,7 +1093,7 @@ mod tests {
         // What the registries would read afterwards.
         let after = with_topic_rule("4\n", "tfull", 4, false).unwrap();
         assert_eq!(
-            (parse(&after), rules(&after).unwrap().resolve("tfull").unwrap().map(|o| o.ids.clone())),
+            (parse(&after), rules(&after).unwrap().resolve("tfull").map(|o| o.ids.clone())),
             (set(&[4]), Some(set(&[])))
         );
         assert!(with_topic_rule("4\n", "bad/name", 4, true).unwrap_err().contains("not a Kafka topic name"));

@@ -432,7 +432,7 @@ mod tests {
         let after = idfile::set_topic_list(before, "orders", &by_rack).unwrap();
         assert_eq!(after, "# observers\ntopic:orders observers=rack:dr,rack:west # by hand\n");
         let rules = idfile::rules(&after).unwrap();
-        let list = rules.resolve("orders").unwrap().unwrap();
+        let list = rules.resolve("orders").unwrap();
         assert!(list.contains(6, &r) && !list.contains(1, &r));
     }
 

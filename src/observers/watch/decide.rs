@@ -69,14 +69,11 @@ impl View {
     /// under-replicated partition is flagged, a demotion waits for that primary to be back, a
     /// promoted broker that went down is not taken for one demoted by hand), and such a broker is
     /// never a candidate (not live), while the promotion itself (`change`) refuses a broker a rack
-    /// item may hold. A regex okp cannot evaluate leaves the observers open: `decide` does nothing
-    /// while one is in force, and meanwhile every id and rack the files name stands in.
+    /// item may hold.
     pub fn observers_of(&self, topic: &str) -> (BTreeSet<i32>, bool) {
-        let racks = &self.snap.racks;
         match self.rules.resolve(topic) {
-            Ok(Some(s)) => (s.members(racks, []), true),
-            Ok(None) => (self.observers.clone(), false),
-            Err(_) => (self.observers.iter().copied().chain(self.rules.any().members(racks, [])).collect(), false),
+            Some(s) => (s.members(&self.snap.racks, []), true),
+            None => (self.observers.clone(), false),
         }
     }
 
