@@ -7,7 +7,7 @@
 //! never enters the ISR; a reassignment completes when every primary target is in the ISR.
 //!
 //! Not here: the file edits' transport and all-or-nothing writes (change.rs), the rule text
-//! (idfile.rs).
+//! (idfile/).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

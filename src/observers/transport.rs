@@ -15,7 +15,7 @@
 //! template is expected to do the same remotely (the README's example does).
 //! A broker never sees half a file, and a failed write leaves the old one.
 //!
-//! Not here: what the new content is (idfile.rs), in which order nodes are
+//! Not here: what the new content is (idfile/), in which order nodes are
 //! written (change.rs), reading YAML safely (model::yaml).
 
 use std::collections::{BTreeMap, BTreeSet};
