@@ -6,7 +6,7 @@
 //! re-read their files (5 s), so a replica added as an observer is one from its first fetch and
 //! never enters the ISR; a reassignment completes when every primary target is in the ISR.
 //!
-//! Not here: the file edits' transport and all-or-nothing writes (change.rs), the rule text
+//! Not here: the file edits' transport and all-or-nothing writes (change/), the rule text
 //! (idfile/).
 
 use std::collections::{BTreeMap, BTreeSet};

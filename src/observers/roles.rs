@@ -18,7 +18,7 @@
 //!
 //! Neither is waived by `--force`.
 //!
-//! Not here: making the new text (idfile/), the pre-checks against the cluster (change.rs),
+//! Not here: making the new text (idfile/), the pre-checks against the cluster (change/),
 //! writing (actuate.rs).
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -2,7 +2,7 @@
 //! all or nothing, and each refused for writing unless okp reads it cleanly with the one meaning
 //! (idfile/); also the observer set `status` shows from the same reads.
 //!
-//! Not here: the transport itself (transport.rs), what the text means (idfile/).
+//! Not here: the transport itself (transport/), what the text means (idfile/).
 
 use std::collections::BTreeSet;
 

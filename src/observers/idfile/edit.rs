@@ -4,7 +4,7 @@
 //! annotations survive a promote/demote round trip; the id edits leave rule lines as they are.
 //! Every editor reads its result back with the reader (`super`) before it returns it.
 //!
-//! Not here: what a text means (`super`), reading or writing files (transport.rs).
+//! Not here: what a text means (`super`), reading or writing files (transport/).
 
 use super::{
     id_of, is_rule_line, is_separator, is_topic_name, java_lines, lines_with_ends, parse, rules, show, split_comment,

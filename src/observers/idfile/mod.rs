@@ -6,7 +6,7 @@
 //!
 //! `edit`: the same text with one id or one topic rule changed, read back with this reader.
 //!
-//! Not here: reading or writing files (transport.rs).
+//! Not here: reading or writing files (transport/).
 
 use std::collections::{BTreeMap, BTreeSet};
 
