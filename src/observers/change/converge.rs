@@ -6,35 +6,43 @@
 use std::time::{Duration, Instant};
 
 use super::precheck::ids;
-use super::{Args, Direction};
+use super::{Direction, Prepared};
 use crate::error::{Failure, Outcome, Result};
 use crate::observers::actuate::REREAD;
-use crate::observers::idfile;
 use crate::observers::view::{self, Depth};
 
 /// Polls Metadata until the change is visible: promote → N in the ISR of every
 /// partition it replicates that has a leader; demote → N in no ISR. Partitions of a topic that
-/// a node's topic rule names (`rules`, every node's) keep their own observers and are not
-/// waited for. `stop` ends the wait early (the files are written; the cluster converges by itself).
-pub fn wait(a: &Args, rules: &[idfile::Rules], t0: Instant, stop: &dyn Fn() -> bool) -> Result<Outcome> {
-    let verb = a.direction.verb();
+/// a node's topic rule names (every node's, after the change) keep their own observers and are
+/// not waited for. Asked of `bootstrap`, until `timeout` after `t0`; `stop` ends the wait early
+/// (the files are written; the cluster converges by itself).
+pub fn wait(
+    planned: &Prepared,
+    bootstrap: &[String],
+    timeout: Duration,
+    t0: Instant,
+    stop: &dyn Fn() -> bool,
+) -> Result<Outcome> {
+    let (broker, direction, topic) = (planned.broker, planned.direction, planned.topic.as_ref());
+    let rules = planned.rules_after();
+    let verb = direction.verb();
     let mut last_report = Instant::now();
     let mut last_pending: Option<Vec<String>> = None;
     let by_rule = |topic: &str| rules.iter().any(|r| r.resolve(topic).is_some());
     let mut told = false;
     loop {
-        let snap = view::snapshot(&a.bootstrap, None, Depth { offsets: false, min_insync: false })?;
+        let snap = view::snapshot(bootstrap, None, Depth { offsets: false, min_insync: false })?;
         let (mine, ruled): (Vec<&view::Part>, Vec<&view::Part>) = snap
             .partitions
             .iter()
-            .filter(|p| p.replicas.contains(&a.broker) && a.topic.as_ref().is_none_or(|t| &p.topic == t))
-            .partition(|p| a.topic.is_some() || !by_rule(&p.topic));
+            .filter(|p| p.replicas.contains(&broker) && topic.is_none_or(|t| &p.topic == t))
+            .partition(|p| topic.is_some() || !by_rule(&p.topic));
         if !ruled.is_empty() && !told {
             let mut topics: Vec<&str> = ruled.iter().map(|p| p.topic.as_str()).collect();
             topics.dedup();
             crate::out::note(format!(
                 "{verb} broker {}: not waiting for {} partition(s) of topic(s) with a rule of their own in observer.ids ({}): the change does not apply to them",
-                a.broker,
+                broker,
                 ruled.len(),
                 crate::escape::one_line(&topics.join(", "))
             ));
@@ -43,9 +51,9 @@ pub fn wait(a: &Args, rules: &[idfile::Rules], t0: Instant, stop: &dyn Fn() -> b
         let leaderless: Vec<String> = mine.iter().filter(|p| p.leader.is_none()).map(|p| p.name()).collect();
         let pending: Vec<String> = mine
             .iter()
-            .filter(|p| match a.direction {
-                Direction::Promote => p.leader.is_some() && !p.isr.contains(&a.broker),
-                Direction::Demote => p.isr.contains(&a.broker),
+            .filter(|p| match direction {
+                Direction::Promote => p.leader.is_some() && !p.isr.contains(&broker),
+                Direction::Demote => p.isr.contains(&broker),
             })
             .map(|p| {
                 format!(
@@ -57,25 +65,25 @@ pub fn wait(a: &Args, rules: &[idfile::Rules], t0: Instant, stop: &dyn Fn() -> b
             })
             .collect();
         let secs = t0.elapsed().as_secs_f64();
-        let (done, total) = match a.direction {
+        let (done, total) = match direction {
             Direction::Promote => (
-                mine.iter().filter(|p| p.leader.is_some() && p.isr.contains(&a.broker)).count(),
+                mine.iter().filter(|p| p.leader.is_some() && p.isr.contains(&broker)).count(),
                 mine.len() - leaderless.len(),
             ),
             Direction::Demote => (mine.len() - pending.len(), mine.len()),
         };
-        if pending.is_empty() && (leaderless.is_empty() || a.direction == Direction::Demote || t0.elapsed() >= REREAD) {
-            let what = match a.direction {
+        if pending.is_empty() && (leaderless.is_empty() || direction == Direction::Demote || t0.elapsed() >= REREAD) {
+            let what = match direction {
                 Direction::Promote => format!("in the ISR of {done} partition(s) with a leader"),
                 Direction::Demote => format!("in no ISR ({} partition(s) replicated)", mine.len()),
             };
-            let mut s = format!("broker {} {verb}d: {what} after {secs:.1} s\n", a.broker);
-            if a.direction == Direction::Promote && !leaderless.is_empty() {
+            let mut s = format!("broker {} {verb}d: {what} after {secs:.1} s\n", broker);
+            if direction == Direction::Promote && !leaderless.is_empty() {
                 s.push_str(&format!(
                     "leaderless: {} — nothing in the cluster shows a promotion there; every node has re-read its file ({} s passed), so an (unclean) election may now pick broker {}\n",
                     leaderless.join(", "),
                     REREAD.as_secs(),
-                    a.broker
+                    broker
                 ));
             }
             crate::out::print(&s)?;
@@ -84,15 +92,15 @@ pub fn wait(a: &Args, rules: &[idfile::Rules], t0: Instant, stop: &dyn Fn() -> b
         if stop() {
             crate::out::note(format!(
                 "{verb} broker {}: stopping; every node's file is written, the cluster converges without okp",
-                a.broker
+                broker
             ));
             return Ok(Outcome::Failed(Failure::Interrupted));
         }
-        if t0.elapsed() > a.timeout {
+        if t0.elapsed() > timeout {
             crate::out::note(format!(
                 "{verb} broker {}: written on every node, but not visible after {:.0} s (--timeout); not yet converged: {}. Demotion takes up to replica.lag.time.max.ms + 5 s; a promoted replica joins an ISR only once caught up with its leader, and never while it is down",
-                a.broker,
-                a.timeout.as_secs_f64(),
+                broker,
+                timeout.as_secs_f64(),
                 if pending.is_empty() { "waiting for the re-read interval".to_string() } else { pending.join("; ") }
             ));
             return Ok(Outcome::Failed(Failure::CheckFailed));

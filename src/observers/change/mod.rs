@@ -85,15 +85,24 @@ pub fn write_order(nodes: &[NodeSpec], dir: Direction) -> Vec<NodeSpec> {
     v
 }
 
-pub struct Args {
+/// What to ask for: the pipeline's one input, from `okp observers promote|demote`'s flags or the
+/// watchdog's decision. Broker `broker` promoted or demoted in the cluster-wide ids, or (`topic`)
+/// in that topic's exact rule alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ask {
     pub broker: i32,
+    pub direction: Direction,
     /// Change this topic's rule alone (`--topic`), not the cluster-wide ids.
     pub topic: Option<String>,
     /// Demote with `topic`: take away the topic's exact rule when the rest of the file gives the
     /// topic the same observers (`idfile::restore_topic_rule`), as the watchdog does for a rule
     /// its promotion added. False for the command.
     pub restore_rule: bool,
-    pub direction: Direction,
+}
+
+/// The command: what it asks for, and its flags.
+pub struct Args {
+    pub ask: Ask,
     pub for_unclean: bool,
     pub force: bool,
     pub dry_run: bool,
@@ -117,12 +126,19 @@ pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
     crate::observers::actuate::write(transport, &p.asked().shown(), &p.edits)
 }
 
-/// Reads every node's file (in write order) and the cluster, and runs the
-/// pre-checks. Nothing is written. A broker the cluster does not know is bad input.
-pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Prepared> {
+/// Stops 1-4 for `a`: reads every node's file (in write order) and the cluster (`bootstrap`),
+/// plans the new files, checks the role diff and runs the pre-checks (`for_unclean`: promote for
+/// an unclean election). Nothing is written. A broker the cluster does not know is bad input.
+pub fn prepare(
+    nodes: &[NodeSpec],
+    transport: &Transport,
+    a: &Ask,
+    bootstrap: &[String],
+    for_unclean: bool,
+) -> Result<Prepared> {
     let mut prepared = plan_edits(nodes, transport, a.broker, a.direction, a.topic.as_deref(), a.restore_rule)?;
     let mut snap = view::snapshot(
-        &a.bootstrap,
+        bootstrap,
         None,
         Depth { offsets: a.direction == Direction::Promote, min_insync: a.direction == Direction::Demote },
     )?;
@@ -158,7 +174,7 @@ pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Pr
     if let (Some(t), Direction::Promote) = (&a.topic, a.direction) {
         prepared.refusals = rack_refusals(&prepared.edits, t, a.broker, &snap.racks);
     }
-    prepared.refusals.extend(prechecks(&snap, a.broker, a.direction, a.for_unclean));
+    prepared.refusals.extend(prechecks(&snap, a.broker, a.direction, for_unclean));
     Ok(prepared)
 }
 
@@ -179,7 +195,7 @@ pub fn plan_files(
 }
 
 /// `plan_files`; with `restore_rule` a demotion with `topic` takes away the topic's exact rule
-/// when the rest of the file gives the topic the same observers (`Args::restore_rule`).
+/// when the rest of the file gives the topic the same observers (`Ask::restore_rule`).
 fn plan_edits(
     nodes: &[NodeSpec],
     transport: &Transport,
@@ -293,13 +309,13 @@ impl Prepared {
 }
 
 pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcome> {
-    let verb = a.direction.verb();
-    let prepared = prepare(nodes, transport, a)?;
+    let verb = a.ask.direction.verb();
+    let prepared = prepare(nodes, transport, &a.ask, &a.bootstrap, a.for_unclean)?;
     for r in &prepared.refusals {
         let how = if blocking(r, a.force) { "refused" } else { "overridden by --force" };
         crate::out::note(format!(
             "{verb} broker {}: {how} ({}): {}: {}",
-            a.broker,
+            a.ask.broker,
             r.rule.word(),
             r.partition,
             r.detail
@@ -316,7 +332,7 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
         };
         crate::out::note(format!(
             "{verb} broker {} refused by {} pre-check(s); nothing was written{hint}",
-            a.broker,
+            a.ask.broker,
             blocked.len()
         ));
         return Ok(Outcome::Failed(Failure::CheckFailed));
@@ -329,7 +345,7 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcom
     let t0 = Instant::now();
     write(transport, &prepared)?;
     // Written on every node: an interrupt now stops the wait, not the change.
-    wait(a, &prepared.rules_after(), t0, &crate::observers::actuate::interrupted)
+    wait(&prepared, &a.bootstrap, a.timeout, t0, &crate::observers::actuate::interrupted)
 }
 
 #[cfg(test)]

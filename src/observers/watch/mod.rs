@@ -3,9 +3,11 @@
 //! node's observer.ids), decides (`decide`, pure), and takes at most one
 //! action: promote a caught-up observer where its policy says a partition
 //! needs it, or demote a broker it promoted itself once the condition has
-//! cleared twice, `--confirm-interval` apart. Each action goes through
-//! exactly the steps of `okp observers promote|demote` (`change::prepare`,
-//! its pre-checks, `change::write` in its order, `change::wait`).
+//! cleared twice, `--confirm-interval` apart. The watchdog decides only what
+//! to ask for (a `change::Ask`); each action then takes the one path of a
+//! change, the stops of `okp observers promote|demote` (`change::prepare`:
+//! read, parse, plan, role diff, pre-checks; `change::write` in its order;
+//! `change::wait`, the read-back).
 //!
 //! The nine safety rules and where each lives: (1) off unless enabled —
 //! `config::resolve`; (2) `--dry-run` — `scan` stops before any write;
@@ -41,31 +43,19 @@ use self::audit::Audit;
 use self::config::Settings;
 use self::decide::{Action, Decision, View};
 use self::state::{Held, LastAction, Promoted, State};
-use super::change::{self, Direction, Refusal};
+use super::change::{self, Ask, Direction, Refusal};
 use super::transport::{NodeSpec, Transport};
 use super::view::{self, Depth};
 use crate::error::{Error, Failure, Outcome, Result};
-
-/// One action: broker `broker` promoted or demoted in the cluster-wide ids, or (`topic`) in that
-/// topic's exact rule alone, as `okp observers promote|demote --broker B [--topic T]` does.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Change {
-    pub broker: i32,
-    pub direction: Direction,
-    pub topic: Option<String>,
-    /// A demotion that takes away the exact rule its promotion added, when the rest of the file
-    /// still gives the topic the same observers (`idfile::restore_topic_rule`).
-    pub restore_rule: bool,
-}
 
 /// The cluster as the watchdog touches it: `Live` is the real one; the tests
 /// drive `scan` with a scripted one.
 pub trait Cluster {
     /// One look: every node's observer.ids and the snapshot (offsets, min.insync.replicas).
     fn view(&mut self) -> Result<View>;
-    /// `change::prepare` for this change: reads every node's file and the
+    /// `change::prepare` for what the watchdog asks for: reads every node's file and the
     /// cluster, runs the pre-checks, prints the plan; returns the refusals.
-    fn prepare(&mut self, change: &Change) -> Result<Vec<Refusal>>;
+    fn prepare(&mut self, ask: &Ask) -> Result<Vec<Refusal>>;
     /// `change::write` of what `prepare` planned.
     fn write(&mut self) -> Result<()>;
     /// `change::wait` until the cluster shows it; `stop` ends the wait early.
@@ -113,7 +103,7 @@ struct Live<'a> {
     transport: &'a Transport,
     bootstrap: &'a [String],
     timeout: Duration,
-    prepared: Option<(change::Args, change::Prepared)>,
+    prepared: Option<change::Prepared>,
     written: Option<Instant>,
 }
 
@@ -128,36 +118,27 @@ impl Cluster for Live<'_> {
         Ok(View { snap, observers: set.ids.unwrap_or_default(), rules, disagreeing: set.disagreeing, ignored })
     }
 
-    fn prepare(&mut self, c: &Change) -> Result<Vec<Refusal>> {
-        let a = change::Args {
-            broker: c.broker,
-            topic: c.topic.clone(),
-            restore_rule: c.restore_rule,
-            direction: c.direction,
-            for_unclean: false,
-            force: false,
-            dry_run: false,
-            timeout: self.timeout,
-            bootstrap: self.bootstrap.to_vec(),
-        };
-        let p = change::prepare(self.nodes, self.transport, &a)?;
+    fn prepare(&mut self, ask: &Ask) -> Result<Vec<Refusal>> {
+        // Never for an unclean election, never forced.
+        let p = change::prepare(self.nodes, self.transport, ask, self.bootstrap, false)?;
         let refusals: Vec<Refusal> = p.blocked(false).into_iter().cloned().collect();
         if refusals.is_empty() {
             crate::out::print(&p.plan(self.transport))?;
         }
-        self.prepared = Some((a, p));
+        self.prepared = Some(p);
         Ok(refusals)
     }
 
     fn write(&mut self) -> Result<()> {
-        let (_, p) = self.prepared.as_ref().ok_or_else(|| Error::External("nothing prepared to write".into()))?;
+        let p = self.prepared.as_ref().ok_or_else(|| Error::External("nothing prepared to write".into()))?;
         self.written = Some(Instant::now());
         change::write(self.transport, p)
     }
 
     fn wait(&mut self, stop: &dyn Fn() -> bool) -> Result<Outcome> {
-        let (a, p) = self.prepared.take().ok_or_else(|| Error::External("nothing written to wait for".into()))?;
-        change::wait(&a, &p.rules_after(), self.written.take().unwrap_or_else(Instant::now), stop)
+        let p = self.prepared.take().ok_or_else(|| Error::External("nothing written to wait for".into()))?;
+        let t0 = self.written.take().unwrap_or_else(Instant::now);
+        change::wait(&p, self.bootstrap, self.timeout, t0, stop)
     }
 }
 
@@ -299,8 +280,8 @@ fn scan_inner(
         );
     }
     // The same pre-checks as `okp observers promote|demote [--topic]`, on a fresh look, never forced.
-    let change = Change { broker, direction: dir, topic: topic.clone(), restore_rule };
-    let refusals = cluster.prepare(&change).map_err(soft)?;
+    let ask = Ask { broker, direction: dir, topic: topic.clone(), restore_rule };
+    let refusals = cluster.prepare(&ask).map_err(soft)?;
     if !refusals.is_empty() {
         let why: Vec<String> =
             refusals.iter().map(|r| format!("{}: {}: {}", r.rule.word(), r.partition, r.detail)).collect();
@@ -455,7 +436,7 @@ mod tests {
                 self.views.first().cloned().ok_or_else(|| Error::External("no cluster".into()))
             }
         }
-        fn prepare(&mut self, c: &Change) -> Result<Vec<Refusal>> {
+        fn prepare(&mut self, c: &Ask) -> Result<Vec<Refusal>> {
             let topic = c.topic.as_deref().map(|t| format!(" --topic {t}")).unwrap_or_default();
             let restore = if c.restore_rule { " (restoring the rule)" } else { "" };
             self.log.push(format!("prepare {} {}{topic}{restore}", c.direction.verb(), c.broker));
