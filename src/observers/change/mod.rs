@@ -29,8 +29,13 @@
 //! The pre-checks are pure (`prechecks`), so each refusal is unit-tested; the
 //! integration test shows each on a real cluster.
 //!
-//! `run` is the command; its stages (`prepare`: stops 1-4; `Prepared::plan`; `write`; `wait`)
-//! are public so the watchdog (`observers::watch`) takes exactly the same steps.
+//! `apply` is the path, whole: what to ask for (`Ask`) in, the outcome out. Its callers differ
+//! only where it forks (`Steps`): after the plan (the command notes every refusal, waives what
+//! `--force` may, stops for `--dry-run`; the watchdog audits a refusal, records its action in
+//! the state file before any write) and in the read-back (SIGINT/SIGTERM, or the watchdog's
+//! stop). `run` is the command; the watchdog calls `apply` with its own `Steps` and never sees a
+//! plan's insides. `okp observers place` takes the same stops with a rule for its ask
+//! (`plan_rule`, `Prepared::check_roles`, `write`), then its own read-back, a reassignment.
 //!
 //! Not here: when to change (the operator, or the watchdog's policies).
 
@@ -50,7 +55,7 @@ mod precheck;
 mod read;
 mod report;
 
-pub use converge::wait;
+use converge::wait;
 pub use precheck::{blocking, prechecks, ruled_everywhere, Refusal, Rule};
 use precheck::{ids, rack_refusals};
 use read::check_clean;
@@ -129,7 +134,7 @@ pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
 /// Stops 1-4 for `a`: reads every node's file (in write order) and the cluster (`bootstrap`),
 /// plans the new files, checks the role diff and runs the pre-checks (`for_unclean`: promote for
 /// an unclean election). Nothing is written. A broker the cluster does not know is bad input.
-pub fn prepare(
+fn prepare(
     nodes: &[NodeSpec],
     transport: &Transport,
     a: &Ask,
@@ -291,11 +296,6 @@ impl Prepared {
         )))
     }
 
-    /// The refusals `force` does not waive: any one of them stops the change.
-    pub fn blocked(&self, force: bool) -> Vec<&Refusal> {
-        self.refusals.iter().filter(|r| blocking(r, force)).collect()
-    }
-
     /// Every node's topic rules after the change (the change never edits them): the topics they
     /// name keep their own observers, so `wait` leaves their partitions out.
     pub fn rules_after(&self) -> Vec<idfile::Rules> {
@@ -308,44 +308,95 @@ impl Prepared {
     }
 }
 
-pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcome> {
-    let verb = a.ask.direction.verb();
-    let prepared = prepare(nodes, transport, &a.ask, &a.bootstrap, a.for_unclean)?;
-    for r in &prepared.refusals {
-        let how = if blocking(r, a.force) { "refused" } else { "overridden by --force" };
-        crate::out::note(format!(
-            "{verb} broker {}: {how} ({}): {}: {}",
-            a.ask.broker,
-            r.rule.word(),
-            r.partition,
-            r.detail
-        ));
-    }
-    let blocked = prepared.blocked(a.force);
-    if !blocked.is_empty() {
-        let hint = if blocked.iter().any(|r| r.rule == Rule::RackItem) {
-            "; --force never overrides a rack item"
-        } else if blocked.iter().all(|r| r.rule != Rule::Leadership) {
-            "; --force overrides these checks"
-        } else {
-            "; --force never overrides leadership"
-        };
-        crate::out::note(format!(
-            "{verb} broker {} refused by {} pre-check(s); nothing was written{hint}",
-            a.ask.broker,
-            blocked.len()
-        ));
-        return Ok(Outcome::Failed(Failure::CheckFailed));
-    }
-    crate::out::print(&prepared.plan(transport))?;
-    if a.dry_run {
-        crate::out::print("dry run: nothing written\n")?;
-        return Ok(Outcome::Done);
+/// The caller's say where the path of a change forks: the command (`run`) and the watchdog each
+/// answer these, and nothing else of the path differs between them.
+pub trait Steps {
+    /// Stops 1-4 are done and nothing is written: `refusals`, every pre-check's refusal (which
+    /// ones the caller's force waives is its say, `blocking`); `plan`, the plan as printed.
+    /// `Some(outcome)` ends the change there; `None` writes it.
+    fn planned(&mut self, refusals: &[Refusal], plan: &dyn Fn() -> String) -> Result<Option<Outcome>>;
+    /// Every node is written; the read-back follows.
+    fn written(&mut self) {}
+    /// Whether to end the read-back early (the files are written; the cluster converges by itself).
+    fn stop(&self) -> bool;
+}
+
+/// The path of a change, whole: what to ask for (`ask`) in, the outcome out. Reads and plans
+/// (`prepare`: stops 1-4, of `bootstrap`'s cluster; `for_unclean` as the pre-checks take it),
+/// asks `steps`, writes in order (`write`), then reads back until the cluster shows the change
+/// or `timeout` (`wait`).
+pub fn apply(
+    nodes: &[NodeSpec],
+    transport: &Transport,
+    ask: &Ask,
+    bootstrap: &[String],
+    for_unclean: bool,
+    timeout: Duration,
+    steps: &mut dyn Steps,
+) -> Result<Outcome> {
+    let prepared = prepare(nodes, transport, ask, bootstrap, for_unclean)?;
+    if let Some(end) = steps.planned(&prepared.refusals, &|| prepared.plan(transport))? {
+        return Ok(end);
     }
     let t0 = Instant::now();
     write(transport, &prepared)?;
-    // Written on every node: an interrupt now stops the wait, not the change.
-    wait(&prepared, &a.bootstrap, a.timeout, t0, &crate::observers::actuate::interrupted)
+    steps.written();
+    wait(&prepared, bootstrap, timeout, t0, &|| steps.stop())
+}
+
+/// The command's answers: every refusal noted, `--force` waives what it may, `--dry-run` stops
+/// after the plan, SIGINT or SIGTERM ends the read-back.
+struct Command<'a> {
+    a: &'a Args,
+}
+
+impl Steps for Command<'_> {
+    fn planned(&mut self, refusals: &[Refusal], plan: &dyn Fn() -> String) -> Result<Option<Outcome>> {
+        let a = self.a;
+        let verb = a.ask.direction.verb();
+        for r in refusals {
+            let how = if blocking(r, a.force) { "refused" } else { "overridden by --force" };
+            crate::out::note(format!(
+                "{verb} broker {}: {how} ({}): {}: {}",
+                a.ask.broker,
+                r.rule.word(),
+                r.partition,
+                r.detail
+            ));
+        }
+        let blocked: Vec<&Refusal> = refusals.iter().filter(|r| blocking(r, a.force)).collect();
+        if !blocked.is_empty() {
+            let hint = if blocked.iter().any(|r| r.rule == Rule::RackItem) {
+                "; --force never overrides a rack item"
+            } else if blocked.iter().all(|r| r.rule != Rule::Leadership) {
+                "; --force overrides these checks"
+            } else {
+                "; --force never overrides leadership"
+            };
+            crate::out::note(format!(
+                "{verb} broker {} refused by {} pre-check(s); nothing was written{hint}",
+                a.ask.broker,
+                blocked.len()
+            ));
+            return Ok(Some(Outcome::Failed(Failure::CheckFailed)));
+        }
+        crate::out::print(&plan())?;
+        if a.dry_run {
+            crate::out::print("dry run: nothing written\n")?;
+            return Ok(Some(Outcome::Done));
+        }
+        Ok(None)
+    }
+
+    /// Written on every node: an interrupt now stops the wait, not the change.
+    fn stop(&self) -> bool {
+        crate::observers::actuate::interrupted()
+    }
+}
+
+/// `okp observers promote|demote`: the path of a change for the flags' ask.
+pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcome> {
+    apply(nodes, transport, &a.ask, &a.bootstrap, a.for_unclean, a.timeout, &mut Command { a })
 }
 
 #[cfg(test)]
