@@ -13,7 +13,7 @@
 //! ids is promoted cluster-wide, which changes every topic no rule names. A demotion undoes
 //! exactly that, and is judged on exactly those partitions.
 //!
-//! Not here: reading the cluster, the pre-checks and the writes (`change`),
+//! Not here: reading the cluster, the path of a change (`change`),
 //! the second look before a demotion (rule 6, `watch::scan`), the audit file.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -300,12 +300,31 @@ struct Topic {
 /// One scan's decisions (see the module comment). `now_ms`: wall clock, for the cooldown.
 pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
     let mut plan = Plan::default();
-    let policy = rules.policy;
-    // Rule 9: the nodes' files are the human's. While they disagree someone may be editing them;
-    // a token that is not an id (`4x`) may be a typo for one, which the nodes read as "not an
-    // observer". What the human meant, or what the nodes do, is unknown either way, so nothing is
-    // done until it is fixed.
-    let unclear = if !view.disagreeing.is_empty() {
+    if let Some(reason) = unclear(view) {
+        plan.notes.push(Decision {
+            action: Action::Refuse,
+            policy: Some(rules.policy),
+            broker: None,
+            topic: None,
+            parts: vec![],
+            reason,
+        });
+        return plan;
+    }
+    let topics = topics(view, rules);
+    let owned = forget(view, state, &mut plan);
+    let held = holds(view, state, &topics, rules.policy, &mut plan);
+    let mut wanted = promotions(view, &topics, &held, rules, &mut plan);
+    wanted.extend(demotions(view, &owned, rules, &mut plan));
+    one_action(plan, wanted, state, rules, now_ms)
+}
+
+/// Rule 9: the nodes' files are the human's. While they disagree someone may be editing them;
+/// a token that is not an id (`4x`) may be a typo for one, which the nodes read as "not an
+/// observer". What the human meant, or what the nodes do, is unknown either way, so nothing is
+/// done until it is fixed: why, or None when the files are clear.
+fn unclear(view: &View) -> Option<String> {
+    if !view.disagreeing.is_empty() {
         Some(format!(
             "observer.ids disagree across nodes ({}); the watchdog acts only when every node's file agrees (a human may be editing them)",
             view.disagreeing.join("; ")
@@ -317,19 +336,11 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
         ))
     } else {
         None
-    };
-    if let Some(reason) = unclear {
-        plan.notes.push(Decision {
-            action: Action::Refuse,
-            policy: Some(policy),
-            broker: None,
-            topic: None,
-            parts: vec![],
-            reason,
-        });
-        return plan;
     }
-    // Each topic once: its policy and observers.
+}
+
+/// Each topic of the snapshot once: its policy and observers.
+fn topics<'a>(view: &'a View, rules: &Rules) -> BTreeMap<&'a str, Topic> {
     let mut topics: BTreeMap<&str, Topic> = BTreeMap::new();
     for p in &view.snap.partitions {
         topics.entry(p.topic.as_str()).or_insert_with(|| {
@@ -337,9 +348,13 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             Topic { policy: rules.policy_for(&p.topic), observers, ruled }
         });
     }
-    let of = |p: &Part| &topics[p.topic.as_str()];
-    // Rule 9: a broker it promoted that is an observer again was demoted by hand: forget it, and
-    // hold it (never promote it again on its own account) while its partitions stay flagged.
+    topics
+}
+
+/// Rule 9: a broker it promoted that is an observer again was demoted by hand: forget it, and
+/// hold it (never promote it again on its own account) while its partitions stay flagged. The
+/// promotions still the watchdog's.
+fn forget<'a>(view: &View, state: &'a State, plan: &mut Plan) -> Vec<&'a Promoted> {
     let mut owned: Vec<&Promoted> = Vec::new();
     for p in &state.promoted {
         let again = match &p.topic {
@@ -370,6 +385,19 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             reason,
         });
     }
+    owned
+}
+
+/// The holds that stay (broker and scope → since when), each lifted once none of its partitions
+/// is flagged any more.
+fn holds(
+    view: &View,
+    state: &State,
+    topics: &BTreeMap<&str, Topic>,
+    policy: Policy,
+    plan: &mut Plan,
+) -> BTreeMap<Key, String> {
+    let of = |p: &Part| &topics[p.topic.as_str()];
     let flagged = |b: i32, scope: Option<&str>| {
         view.snap.partitions.iter().any(|p| {
             p.replicas.contains(&b)
@@ -403,9 +431,20 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             held.insert(key, format!("at {}", h.at));
         }
     }
+    held
+}
 
-    // Promotion candidates: per observer broker and the scope it observes through (a topic's
-    // rule, or the cluster-wide ids), the flagged partitions where it is live and caught up.
+/// Promotion candidates: per observer broker and the scope it observes through (a topic's
+/// rule, or the cluster-wide ids), the flagged partitions where it is live and caught up; the
+/// broker that helps the most partitions first, then the smallest worst lag, then the lowest id.
+fn promotions(
+    view: &View,
+    topics: &BTreeMap<&str, Topic>,
+    held: &BTreeMap<Key, String>,
+    rules: &Rules,
+    plan: &mut Plan,
+) -> Vec<Decision> {
+    let of = |p: &Part| &topics[p.topic.as_str()];
     let mut candidates: BTreeMap<Key, (Policy, Vec<Numbers>)> = BTreeMap::new();
     let mut why: BTreeMap<Key, Vec<String>> = BTreeMap::new();
     for p in &view.snap.partitions {
@@ -456,7 +495,7 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
     ranked.sort_by_key(|((b, _), (_, parts))| {
         (std::cmp::Reverse(parts.len()), parts.iter().filter_map(|n| n.lag).max().unwrap_or(0), *b)
     });
-    let mut wanted: Vec<Decision> = ranked
+    ranked
         .into_iter()
         .map(|((b, topic), (pol, parts))| {
             let through = match &topic {
@@ -478,10 +517,14 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
                 parts,
             }
         })
-        .collect();
+        .collect()
+}
 
-    // Demotion candidates: brokers it promoted whose condition has cleared (first look; rule 6 confirms).
-    for p in &owned {
+/// Demotion candidates: brokers it promoted whose condition has cleared (first look; rule 6
+/// confirms), unless one still leads.
+fn demotions(view: &View, owned: &[&Promoted], rules: &Rules, plan: &mut Plan) -> Vec<Decision> {
+    let mut wanted = Vec::new();
+    for p in owned {
         let Ok(parts) = cleared_for(view, p, rules) else { continue };
         let led = leads(view, p.broker, p.topic.as_deref());
         if !led.is_empty() {
@@ -522,8 +565,12 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             reason,
         });
     }
+    wanted
+}
 
-    // Rule 5: one action per scan (promotion first: it restores availability).
+/// Rule 5: one action per scan (promotion first: it restores availability), unless the
+/// cooldown refuses it (rule 4).
+fn one_action(mut plan: Plan, wanted: Vec<Decision>, state: &State, rules: &Rules, now_ms: i64) -> Plan {
     let mut wanted = wanted.into_iter();
     let Some(first) = wanted.next() else { return plan };
     for other in wanted {
@@ -567,10 +614,13 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use super::super::policy::TopicPolicies;
     use super::super::state::{Held, LastAction, Promoted, State};
     use super::*;
     use crate::observers::change::Direction;
+    use crate::observers::idfile;
     use crate::observers::view::tests::part;
+    use crate::observers::view::Snapshot;
 
     pub(crate) fn view(parts: Vec<Part>, live: &[i32], observers: &[i32]) -> View {
         View {
