@@ -31,6 +31,7 @@
 pub mod audit;
 pub mod config;
 pub mod decide;
+pub mod decision;
 pub mod policy;
 pub mod state;
 
