@@ -118,11 +118,11 @@ pub struct Args {
 /// A change read and checked, not yet written: every node's file before and
 /// after (in write order), and the pre-checks' refusals on a fresh snapshot.
 pub struct Prepared {
-    pub(super) broker: i32,
+    broker: i32,
     topic: Option<String>,
-    pub(super) direction: Direction,
-    pub(super) edits: Vec<Edit>,
-    pub refusals: Vec<Refusal>,
+    direction: Direction,
+    edits: Vec<Edit>,
+    refusals: Vec<Refusal>,
 }
 
 /// Writes a planned change (actuate.rs): every node by compare-and-swap, in the plan's order, all
