@@ -26,8 +26,9 @@
 //!
 //! The watchdog (`watch`) decides only what to ask for (`watch::decide`, pure),
 //! then calls the same `change::apply` with its own `Steps` (audit, state file).
-//! `place` takes stops 2-5 and 7 for a topic's rule (`change::plan_rule`), then
-//! a reassignment; `recover` finishes or undoes what a killed change left.
+//! `place` takes stops 2-4, the role diff of 5 (no pre-checks) and 7 for a
+//! topic's rule (`change::plan_rule`), then its own read-back, a reassignment;
+//! `recover` finishes or undoes what a killed change left.
 //!
 //! Everything here talks to Kafka through okp's own protocol probe
 //! (cluster/probe.rs): no JVM, no Kafka tools, PLAINTEXT listeners only.
