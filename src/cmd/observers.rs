@@ -107,10 +107,7 @@ fn watch(a: ObserversWatchArgs) -> Result<Outcome> {
 fn change_one(a: ObserversChangeArgs, direction: Direction) -> Result<Outcome> {
     let (nodes, transport) = resolve(&a.files)?;
     let args = change::Args {
-        broker: a.broker,
-        topic: a.topic,
-        restore_rule: false,
-        direction,
+        ask: change::Ask { broker: a.broker, direction, topic: a.topic, restore_rule: false },
         for_unclean: a.for_unclean_election,
         force: a.force,
         dry_run: a.dry_run,

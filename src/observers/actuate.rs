@@ -10,8 +10,8 @@
 //! back and okp exits 130 listing each node. A second signal does not stop the putting back.
 //! SIGKILL cannot be caught: the change record (journal.rs) lets the next okp find the nodes.
 //!
-//! Not here: what to write (change.rs, idfile.rs), whether it may be written (roles.rs, the
-//! pre-checks), how a node is reached (transport.rs). This module knows no plan type: a change is
+//! Not here: what to write (change/, idfile/), whether it may be written (roles.rs, the
+//! pre-checks), how a node is reached (transport/). This module knows no plan type: a change is
 //! what was asked (`asked`, for messages) and its edits, in write order.
 
 use std::sync::atomic::{AtomicBool, Ordering};

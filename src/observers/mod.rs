@@ -9,6 +9,27 @@
 //! - `watch`: the opt-in auto-promotion watchdog, which takes the same steps
 //!   as promote and demote under nine safety rules (docs/observers-watch.md).
 //!
+//! One path for a change (`change::apply`), whoever asks. The stops of
+//! `okp observers promote --broker 4`:
+//! 1. cmd/observers.rs: the flags → the nodes and their transport (`transport`),
+//!    what to ask for (`change::Ask`) → `change::run` → `change::apply`;
+//! 2. read every node's file at once (`change::read`, through `transport`);
+//! 3. parse each with the one meaning (`idfile`, `pattern`): a file okp cannot
+//!    read cleanly, or one a killed change left half-applied (`journal`), stops it;
+//! 4. plan the new files (`idfile::edit`), in write order;
+//! 5. the role diff (`roles`) against the cluster (`view`), then the
+//!    pre-checks (`change::precheck`);
+//! 6. the caller's say (`change::Steps`): the command notes refusals, prints
+//!    the plan (`change::report`), stops for `--dry-run`;
+//! 7. write in order, compare-and-swap per node, all or nothing (`actuate`, `swap`);
+//! 8. read back: wait until the cluster shows it (`change::converge`).
+//!
+//! The watchdog (`watch`) decides only what to ask for (`watch::decide`, pure),
+//! then calls the same `change::apply` with its own `Steps` (audit, state file).
+//! `place` takes stops 2-4, the role diff of 5 (no pre-checks) and 7 for a
+//! topic's rule (`change::plan_rule`), then its own read-back, a reassignment;
+//! `recover` finishes or undoes what a killed change left.
+//!
 //! Everything here talks to Kafka through okp's own protocol probe
 //! (cluster/probe.rs): no JVM, no Kafka tools, PLAINTEXT listeners only.
 //!

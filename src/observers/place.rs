@@ -6,8 +6,8 @@
 //! re-read their files (5 s), so a replica added as an observer is one from its first fetch and
 //! never enters the ISR; a reassignment completes when every primary target is in the ISR.
 //!
-//! Not here: the file edits' transport and all-or-nothing writes (change.rs), the rule text
-//! (idfile.rs).
+//! Not here: the file edits' transport and all-or-nothing writes (change/), the rule text
+//! (idfile/).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -432,7 +432,7 @@ mod tests {
         let after = idfile::set_topic_list(before, "orders", &by_rack).unwrap();
         assert_eq!(after, "# observers\ntopic:orders observers=rack:dr,rack:west # by hand\n");
         let rules = idfile::rules(&after).unwrap();
-        let list = rules.resolve("orders").unwrap().unwrap();
+        let list = rules.resolve("orders").unwrap();
         assert!(list.contains(6, &r) && !list.contains(1, &r));
     }
 

@@ -18,7 +18,7 @@
 //!
 //! Neither is waived by `--force`.
 //!
-//! Not here: making the new text (idfile.rs), the pre-checks against the cluster (change.rs),
+//! Not here: making the new text (idfile/), the pre-checks against the cluster (change/),
 //! writing (actuate.rs).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -71,8 +71,6 @@ impl Asked {
 enum Role {
     Observer,
     Full,
-    /// okp cannot evaluate the rule in force (a pattern its engine does not read).
-    Unknown,
 }
 
 impl Role {
@@ -88,7 +86,6 @@ impl Role {
         match self {
             Role::Observer => "observer",
             Role::Full => "full replica",
-            Role::Unknown => "unknown to okp",
         }
     }
 }
@@ -113,9 +110,8 @@ impl Cluster {
 /// Broker `x`'s role in topic `t` as file `text` (with its rules `rules`) makes it.
 fn role(text: &str, rules: &idfile::Rules, t: &str, x: i32, c: &Cluster, universe: &BTreeSet<i32>) -> Role {
     match rules.observers_of(t, &c.racks, universe.iter().copied()) {
-        Ok(Some(s)) => Role::of(s.contains(&x)),
-        Ok(None) => Role::of(idfile::parse(text).contains(&x)),
-        Err(_) => Role::Unknown,
+        Some(s) => Role::of(s.contains(&x)),
+        None => Role::of(idfile::parse(text).contains(&x)),
     }
 }
 
@@ -244,8 +240,8 @@ pub fn contradicted(
                     continue;
                 }
                 let by = match rules.in_force(t) {
-                    Ok(Some(r)) => format!("rule {} on line {}", crate::escape::one_line(r.selector), r.line),
-                    _ => "the cluster-wide ids".to_string(),
+                    Some(r) => format!("rule {} on line {}", crate::escape::one_line(r.selector), r.line),
+                    None => "the cluster-wide ids".to_string(),
                 };
                 found.entry((t.clone(), x)).or_insert_with(|| (by, Vec::new())).1.push(label.clone());
             }

@@ -13,7 +13,7 @@
 //! - A write template without `{cas}` cannot compare on the node: okp reads the file again just
 //!   before writing it, which narrows the window but does not close it (docs/hosts.md).
 //!
-//! Not here: which bytes to write (idfile.rs, change.rs), what to do when a swap fails
+//! Not here: which bytes to write (idfile/, change/), what to do when a swap fails
 //! (actuate.rs).
 
 use std::path::Path;

@@ -272,29 +272,21 @@ impl ObserverSet {
     /// cluster-wide ids): any node that believes so keeps it out of the ISR. A rule's `rack:NAME`
     /// items match by `racks` (the cluster's brokers and their broker.rack); a broker not in it
     /// has an unknown rack, which any rack item holds (the registries fail safe). None when nobody
-    /// said, or a node's regex okp cannot evaluate leaves it open.
+    /// said.
     pub fn is_observer_of(&self, topic: &str, id: i32, racks: &idfile::RackView) -> Option<bool> {
         self.ids.as_ref()?;
-        let mut unknown = false;
-        for (ids, rules) in &self.files {
-            match rules.resolve(topic) {
-                Ok(Some(s)) if s.contains(id, racks) => return Some(true),
-                Ok(Some(_)) => {}
-                Ok(None) if ids.contains(&id) => return Some(true),
-                Ok(None) => {}
-                Err(_) => unknown = true,
-            }
-        }
-        (!unknown).then_some(false)
+        Some(self.files.iter().any(|(ids, rules)| match rules.resolve(topic) {
+            Some(s) => s.contains(id, racks),
+            None => ids.contains(&id),
+        }))
     }
 
     /// Whether some node makes `id` an observer of `topic` by id (the topic's rule's ids, or the
     /// cluster-wide ids where no rule names the topic), rack items aside.
     fn observer_by_id(&self, topic: &str, id: i32) -> bool {
         self.files.iter().any(|(ids, rules)| match rules.resolve(topic) {
-            Ok(Some(s)) => s.ids.contains(&id),
-            Ok(None) => ids.contains(&id),
-            Err(_) => false,
+            Some(s) => s.ids.contains(&id),
+            None => ids.contains(&id),
         })
     }
 }

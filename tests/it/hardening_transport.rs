@@ -6,7 +6,7 @@
 //! would create never appears.
 //!
 //! Both commands run the read template for every node before they contact
-//! the cluster (src/observers/change.rs `run`, `observer_set`): the last test
+//! the cluster (src/observers/change/: `run`, `observer_set`): the last test
 //! shows it with a harmless template, so a missing marker above means the
 //! value was refused, not that the shell was never reached.
 

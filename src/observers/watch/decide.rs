@@ -13,175 +13,15 @@
 //! ids is promoted cluster-wide, which changes every topic no rule names. A demotion undoes
 //! exactly that, and is judged on exactly those partitions.
 //!
-//! Not here: reading the cluster, the pre-checks and the writes (`change`),
+//! Not here: the decisions' types (`decision`), reading the cluster, the path of a change (`change`),
 //! the second look before a demotion (rule 6, `watch::scan`), the audit file.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use super::decision::{Action, Decision, Key, Numbers, Plan, Rules, View};
 pub use super::policy::Policy;
-use super::policy::TopicPolicies;
 use super::state::{Promoted, State};
-use crate::observers::idfile;
-use crate::observers::view::{Part, Snapshot};
-
-/// The rules a decision needs (the timing of scans is the driver's).
-#[derive(Clone, Debug)]
-pub struct Rules {
-    /// The policy of every topic no topic policy selects.
-    pub policy: Policy,
-    /// Per topic (`--topic-policy`, `topic-policies:`); empty: `policy` for every topic.
-    pub topics: TopicPolicies,
-    /// An observer this many offsets behind still counts as caught up (rule 3).
-    pub max_lag: i64,
-    /// Milliseconds between two actions (rule 4).
-    pub cooldown_ms: i64,
-}
-
-impl Rules {
-    /// The policy of `topic`: its topic policy, else the cluster's.
-    pub fn policy_for(&self, topic: &str) -> Policy {
-        self.topics.resolve(topic).unwrap_or(self.policy)
-    }
-}
-
-/// One look at the cluster: the snapshot (offsets and min.insync.replicas
-/// read) and the observer ids of every node's file.
-#[derive(Clone, Debug)]
-pub struct View {
-    pub snap: Snapshot,
-    /// The union of every node's observer.ids (the cluster-wide ids).
-    pub observers: BTreeSet<i32>,
-    /// The topic rules of the nodes' files (every node's, as they agree; when they do not,
-    /// `disagreeing` says so and nothing is done).
-    pub rules: idfile::Rules,
-    /// Nodes whose file disagrees with the union (empty when all agree).
-    pub disagreeing: Vec<String>,
-    /// Files holding tokens that are not ids (`broker 1: `4x``): maybe a typo for an id.
-    pub ignored: Vec<String>,
-}
-
-impl View {
-    /// Topic `topic`'s observers, and whether a topic rule gives them (true: changing them edits
-    /// the topic's exact rule) rather than the cluster-wide ids. A rule's `rack:NAME` items stand
-    /// for the brokers the snapshot's Metadata reports in that rack. A replica Metadata does not
-    /// list (down: its rack is unknown here) counts as no observer for the watchdog's arithmetic,
-    /// although the nodes (and `status`) hold it as one: here that is the safe direction (an
-    /// under-replicated partition is flagged, a demotion waits for that primary to be back, a
-    /// promoted broker that went down is not taken for one demoted by hand), and such a broker is
-    /// never a candidate (not live), while the promotion itself (`change`) refuses a broker a rack
-    /// item may hold. A regex okp cannot evaluate leaves the observers open: `decide` does nothing
-    /// while one is in force, and meanwhile every id and rack the files name stands in.
-    pub fn observers_of(&self, topic: &str) -> (BTreeSet<i32>, bool) {
-        let racks = &self.snap.racks;
-        match self.rules.resolve(topic) {
-            Ok(Some(s)) => (s.members(racks, []), true),
-            Ok(None) => (self.observers.clone(), false),
-            Err(_) => (self.observers.iter().copied().chain(self.rules.any().members(racks, [])).collect(), false),
-        }
-    }
-
-    /// Whether a change of scope `scope` (a topic's exact rule, or with None the cluster-wide
-    /// ids) applies to `topic`: its own topic, or every topic no rule names.
-    fn in_scope(&self, scope: Option<&str>, topic: &str) -> bool {
-        match scope {
-            Some(t) => t == topic,
-            None => !self.observers_of(topic).1,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    Promote,
-    Demote,
-    /// A candidate not taken: not live, lagging, not confirmed, one action per scan.
-    Skip,
-    /// A wanted action blocked by a safety rule: cooldown, pre-check, files that disagree.
-    Refuse,
-    /// A promoted broker is an observer again (demoted by hand): no longer the watchdog's, and
-    /// held: not promoted again while its partitions stay flagged.
-    Forget,
-    /// A hold lifted: none of the held broker's partitions is flagged any more.
-    Release,
-}
-
-impl Action {
-    pub fn word(self) -> &'static str {
-        match self {
-            Action::Promote => "promote",
-            Action::Demote => "demote",
-            Action::Skip => "skip",
-            Action::Refuse => "refuse",
-            Action::Forget => "forget",
-            Action::Release => "release",
-        }
-    }
-}
-
-/// One partition's numbers, as the audit line carries them.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Numbers {
-    pub partition: String,
-    pub leader: Option<i32>,
-    pub replicas: Vec<i32>,
-    pub isr: Vec<i32>,
-    pub isr_size: usize,
-    pub min_insync: Option<i32>,
-    /// Replicas that are not observers: what the ISR holds when nothing is wrong.
-    pub primaries: usize,
-    /// The broker's lag behind the leader (with no leader: the highest live replica).
-    pub lag: Option<i64>,
-}
-
-impl Numbers {
-    fn of(p: &Part, observers: &BTreeSet<i32>, broker: i32) -> Numbers {
-        let lag = match (p.reference_leo(), p.leo.get(&broker)) {
-            (Some(r), Some(b)) => Some((r - b).max(0)),
-            _ => None,
-        };
-        Numbers {
-            partition: p.name(),
-            leader: p.leader,
-            replicas: p.replicas.clone(),
-            isr: p.isr.clone(),
-            isr_size: p.isr.len(),
-            min_insync: p.min_insync,
-            primaries: p.replicas.iter().filter(|r| !observers.contains(r)).count(),
-            lag,
-        }
-    }
-}
-
-/// One decision: one audit line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Decision {
-    pub action: Action,
-    pub policy: Option<Policy>,
-    pub broker: Option<i32>,
-    /// The topic whose exact rule the action rewrites (the broker observes it through a topic
-    /// rule); None: the cluster-wide ids.
-    pub topic: Option<String>,
-    pub parts: Vec<Numbers>,
-    pub reason: String,
-}
-
-/// A broker as the watchdog owns or holds it: its id, and the topic whose rule it was promoted
-/// through (None: cluster-wide).
-pub type Key = (i32, Option<String>);
-
-/// What one scan decided.
-#[derive(Clone, Debug, Default)]
-pub struct Plan {
-    /// Decisions written as they are: skips, refusals, forgets, releases.
-    pub notes: Vec<Decision>,
-    /// Promotions to drop from `promoted` and hold (a human made the broker an observer again).
-    pub forget: Vec<Key>,
-    /// Holds that lapse (none of their partitions is flagged).
-    pub release: Vec<Key>,
-    /// The one action of this scan (rule 5), cooldown permitting (rule 4).
-    pub act: Option<Decision>,
-}
+use crate::observers::view::Part;
 
 fn ids(v: &[i32]) -> String {
     if v.is_empty() {
@@ -303,12 +143,31 @@ struct Topic {
 /// One scan's decisions (see the module comment). `now_ms`: wall clock, for the cooldown.
 pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
     let mut plan = Plan::default();
-    let policy = rules.policy;
-    // Rule 9: the nodes' files are the human's. While they disagree someone may be editing them;
-    // a token that is not an id (`4x`) may be a typo for one, which the nodes read as "not an
-    // observer". What the human meant, or what the nodes do, is unknown either way, so nothing is
-    // done until it is fixed.
-    let unclear = if !view.disagreeing.is_empty() {
+    if let Some(reason) = unclear(view) {
+        plan.notes.push(Decision {
+            action: Action::Refuse,
+            policy: Some(rules.policy),
+            broker: None,
+            topic: None,
+            parts: vec![],
+            reason,
+        });
+        return plan;
+    }
+    let topics = topics(view, rules);
+    let owned = forget(view, state, &mut plan);
+    let held = holds(view, state, &topics, rules.policy, &mut plan);
+    let mut wanted = promotions(view, &topics, &held, rules, &mut plan);
+    wanted.extend(demotions(view, &owned, rules, &mut plan));
+    one_action(plan, wanted, state, rules, now_ms)
+}
+
+/// Rule 9: the nodes' files are the human's. While they disagree someone may be editing them;
+/// a token that is not an id (`4x`) may be a typo for one, which the nodes read as "not an
+/// observer". What the human meant, or what the nodes do, is unknown either way, so nothing is
+/// done until it is fixed: why, or None when the files are clear.
+fn unclear(view: &View) -> Option<String> {
+    if !view.disagreeing.is_empty() {
         Some(format!(
             "observer.ids disagree across nodes ({}); the watchdog acts only when every node's file agrees (a human may be editing them)",
             view.disagreeing.join("; ")
@@ -320,19 +179,11 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
         ))
     } else {
         None
-    };
-    if let Some(reason) = unclear {
-        plan.notes.push(Decision {
-            action: Action::Refuse,
-            policy: Some(policy),
-            broker: None,
-            topic: None,
-            parts: vec![],
-            reason,
-        });
-        return plan;
     }
-    // Each topic once: its policy and observers.
+}
+
+/// Each topic of the snapshot once: its policy and observers.
+fn topics<'a>(view: &'a View, rules: &Rules) -> BTreeMap<&'a str, Topic> {
     let mut topics: BTreeMap<&str, Topic> = BTreeMap::new();
     for p in &view.snap.partitions {
         topics.entry(p.topic.as_str()).or_insert_with(|| {
@@ -340,9 +191,13 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             Topic { policy: rules.policy_for(&p.topic), observers, ruled }
         });
     }
-    let of = |p: &Part| &topics[p.topic.as_str()];
-    // Rule 9: a broker it promoted that is an observer again was demoted by hand: forget it, and
-    // hold it (never promote it again on its own account) while its partitions stay flagged.
+    topics
+}
+
+/// Rule 9: a broker it promoted that is an observer again was demoted by hand: forget it, and
+/// hold it (never promote it again on its own account) while its partitions stay flagged. The
+/// promotions still the watchdog's.
+fn forget<'a>(view: &View, state: &'a State, plan: &mut Plan) -> Vec<&'a Promoted> {
     let mut owned: Vec<&Promoted> = Vec::new();
     for p in &state.promoted {
         let again = match &p.topic {
@@ -373,6 +228,19 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             reason,
         });
     }
+    owned
+}
+
+/// The holds that stay (broker and scope → since when), each lifted once none of its partitions
+/// is flagged any more.
+fn holds(
+    view: &View,
+    state: &State,
+    topics: &BTreeMap<&str, Topic>,
+    policy: Policy,
+    plan: &mut Plan,
+) -> BTreeMap<Key, String> {
+    let of = |p: &Part| &topics[p.topic.as_str()];
     let flagged = |b: i32, scope: Option<&str>| {
         view.snap.partitions.iter().any(|p| {
             p.replicas.contains(&b)
@@ -406,9 +274,20 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             held.insert(key, format!("at {}", h.at));
         }
     }
+    held
+}
 
-    // Promotion candidates: per observer broker and the scope it observes through (a topic's
-    // rule, or the cluster-wide ids), the flagged partitions where it is live and caught up.
+/// Promotion candidates: per observer broker and the scope it observes through (a topic's
+/// rule, or the cluster-wide ids), the flagged partitions where it is live and caught up; the
+/// broker that helps the most partitions first, then the smallest worst lag, then the lowest id.
+fn promotions(
+    view: &View,
+    topics: &BTreeMap<&str, Topic>,
+    held: &BTreeMap<Key, String>,
+    rules: &Rules,
+    plan: &mut Plan,
+) -> Vec<Decision> {
+    let of = |p: &Part| &topics[p.topic.as_str()];
     let mut candidates: BTreeMap<Key, (Policy, Vec<Numbers>)> = BTreeMap::new();
     let mut why: BTreeMap<Key, Vec<String>> = BTreeMap::new();
     for p in &view.snap.partitions {
@@ -459,7 +338,7 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
     ranked.sort_by_key(|((b, _), (_, parts))| {
         (std::cmp::Reverse(parts.len()), parts.iter().filter_map(|n| n.lag).max().unwrap_or(0), *b)
     });
-    let mut wanted: Vec<Decision> = ranked
+    ranked
         .into_iter()
         .map(|((b, topic), (pol, parts))| {
             let through = match &topic {
@@ -481,10 +360,14 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
                 parts,
             }
         })
-        .collect();
+        .collect()
+}
 
-    // Demotion candidates: brokers it promoted whose condition has cleared (first look; rule 6 confirms).
-    for p in &owned {
+/// Demotion candidates: brokers it promoted whose condition has cleared (first look; rule 6
+/// confirms), unless one still leads.
+fn demotions(view: &View, owned: &[&Promoted], rules: &Rules, plan: &mut Plan) -> Vec<Decision> {
+    let mut wanted = Vec::new();
+    for p in owned {
         let Ok(parts) = cleared_for(view, p, rules) else { continue };
         let led = leads(view, p.broker, p.topic.as_deref());
         if !led.is_empty() {
@@ -525,8 +408,12 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
             reason,
         });
     }
+    wanted
+}
 
-    // Rule 5: one action per scan (promotion first: it restores availability).
+/// Rule 5: one action per scan (promotion first: it restores availability), unless the
+/// cooldown refuses it (rule 4).
+fn one_action(mut plan: Plan, wanted: Vec<Decision>, state: &State, rules: &Rules, now_ms: i64) -> Plan {
     let mut wanted = wanted.into_iter();
     let Some(first) = wanted.next() else { return plan };
     for other in wanted {
@@ -570,10 +457,13 @@ pub fn decide(view: &View, state: &State, rules: &Rules, now_ms: i64) -> Plan {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use super::super::policy::TopicPolicies;
     use super::super::state::{Held, LastAction, Promoted, State};
     use super::*;
     use crate::observers::change::Direction;
+    use crate::observers::idfile;
     use crate::observers::view::tests::part;
+    use crate::observers::view::Snapshot;
 
     pub(crate) fn view(parts: Vec<Part>, live: &[i32], observers: &[i32]) -> View {
         View {

@@ -3,9 +3,11 @@
 //! node's observer.ids), decides (`decide`, pure), and takes at most one
 //! action: promote a caught-up observer where its policy says a partition
 //! needs it, or demote a broker it promoted itself once the condition has
-//! cleared twice, `--confirm-interval` apart. Each action goes through
-//! exactly the steps of `okp observers promote|demote` (`change::prepare`,
-//! its pre-checks, `change::write` in its order, `change::wait`).
+//! cleared twice, `--confirm-interval` apart. The watchdog decides only what
+//! to ask for (a `change::Ask`); each action then takes the one path of a
+//! change that `okp observers promote|demote` takes (`change::apply`: read,
+//! parse, plan, role diff, pre-checks, the writes in order, the read-back),
+//! answering where it forks (`Acting`, its `change::Steps`).
 //!
 //! The nine safety rules and where each lives: (1) off unless enabled —
 //! `config::resolve`; (2) `--dry-run` — `scan` stops before any write;
@@ -29,6 +31,7 @@
 pub mod audit;
 pub mod config;
 pub mod decide;
+pub mod decision;
 pub mod policy;
 pub mod state;
 
@@ -41,35 +44,19 @@ use self::audit::Audit;
 use self::config::Settings;
 use self::decide::{Action, Decision, View};
 use self::state::{Held, LastAction, Promoted, State};
-use super::change::{self, Direction, Refusal};
+use super::change::{self, Ask, Direction, Refusal, Steps};
 use super::transport::{NodeSpec, Transport};
 use super::view::{self, Depth};
 use crate::error::{Error, Failure, Outcome, Result};
-
-/// One action: broker `broker` promoted or demoted in the cluster-wide ids, or (`topic`) in that
-/// topic's exact rule alone, as `okp observers promote|demote --broker B [--topic T]` does.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Change {
-    pub broker: i32,
-    pub direction: Direction,
-    pub topic: Option<String>,
-    /// A demotion that takes away the exact rule its promotion added, when the rest of the file
-    /// still gives the topic the same observers (`idfile::restore_topic_rule`).
-    pub restore_rule: bool,
-}
 
 /// The cluster as the watchdog touches it: `Live` is the real one; the tests
 /// drive `scan` with a scripted one.
 pub trait Cluster {
     /// One look: every node's observer.ids and the snapshot (offsets, min.insync.replicas).
     fn view(&mut self) -> Result<View>;
-    /// `change::prepare` for this change: reads every node's file and the
-    /// cluster, runs the pre-checks, prints the plan; returns the refusals.
-    fn prepare(&mut self, change: &Change) -> Result<Vec<Refusal>>;
-    /// `change::write` of what `prepare` planned.
-    fn write(&mut self) -> Result<()>;
-    /// `change::wait` until the cluster shows it; `stop` ends the wait early.
-    fn wait(&mut self, stop: &dyn Fn() -> bool) -> Result<Outcome>;
+    /// The one path of a change (`change::apply`) for what the watchdog asks for, never for an
+    /// unclean election; `steps` (the watchdog's) answer where it forks.
+    fn change(&mut self, ask: &Ask, steps: &mut dyn Steps) -> Result<Outcome>;
 }
 
 /// Time as the watchdog sees it.
@@ -113,8 +100,6 @@ struct Live<'a> {
     transport: &'a Transport,
     bootstrap: &'a [String],
     timeout: Duration,
-    prepared: Option<(change::Args, change::Prepared)>,
-    written: Option<Instant>,
 }
 
 impl Cluster for Live<'_> {
@@ -128,36 +113,8 @@ impl Cluster for Live<'_> {
         Ok(View { snap, observers: set.ids.unwrap_or_default(), rules, disagreeing: set.disagreeing, ignored })
     }
 
-    fn prepare(&mut self, c: &Change) -> Result<Vec<Refusal>> {
-        let a = change::Args {
-            broker: c.broker,
-            topic: c.topic.clone(),
-            restore_rule: c.restore_rule,
-            direction: c.direction,
-            for_unclean: false,
-            force: false,
-            dry_run: false,
-            timeout: self.timeout,
-            bootstrap: self.bootstrap.to_vec(),
-        };
-        let p = change::prepare(self.nodes, self.transport, &a)?;
-        let refusals: Vec<Refusal> = p.blocked(false).into_iter().cloned().collect();
-        if refusals.is_empty() {
-            crate::out::print(&p.plan(self.transport))?;
-        }
-        self.prepared = Some((a, p));
-        Ok(refusals)
-    }
-
-    fn write(&mut self) -> Result<()> {
-        let (_, p) = self.prepared.as_ref().ok_or_else(|| Error::External("nothing prepared to write".into()))?;
-        self.written = Some(Instant::now());
-        change::write(self.transport, p)
-    }
-
-    fn wait(&mut self, stop: &dyn Fn() -> bool) -> Result<Outcome> {
-        let (a, p) = self.prepared.take().ok_or_else(|| Error::External("nothing written to wait for".into()))?;
-        change::wait(&a, &p.rules_after(), self.written.take().unwrap_or_else(Instant::now), stop)
+    fn change(&mut self, ask: &Ask, steps: &mut dyn Steps) -> Result<Outcome> {
+        change::apply(self.nodes, self.transport, ask, self.bootstrap, false, self.timeout, steps)
     }
 }
 
@@ -298,67 +255,154 @@ fn scan_inner(
             stopped,
         );
     }
-    // The same pre-checks as `okp observers promote|demote [--topic]`, on a fresh look, never forced.
-    let change = Change { broker, direction: dir, topic: topic.clone(), restore_rule };
-    let refusals = cluster.prepare(&change).map_err(soft)?;
-    if !refusals.is_empty() {
-        let why: Vec<String> =
-            refusals.iter().map(|r| format!("{}: {}: {}", r.rule.word(), r.partition, r.detail)).collect();
-        let d = Decision {
-            action: Action::Refuse,
-            reason: format!(
-                "{} broker {broker}{on} refused by the pre-checks ({}); nothing written",
-                dir.verb(),
-                why.join("; ")
-            ),
-            ..act
-        };
-        audit.decision(&d, None, None).map_err(fatal)?;
-        return Ok(Outcome::Done);
+    // The one path of a change, as `okp observers promote|demote [--topic]` takes it: the same
+    // pre-checks on a fresh look, never forced; `Acting` answers where it forks.
+    let ask = Ask { broker, direction: dir, topic: topic.clone(), restore_rule };
+    let mut acting = Acting {
+        audit,
+        state,
+        s,
+        act,
+        dir,
+        key,
+        policy,
+        rule_added,
+        on,
+        fatal: None,
+        started: None,
+        written: false,
+        clock: &*clock,
+    };
+    let result = cluster.change(&ask, &mut acting);
+    if let Some(e) = acting.fatal.take() {
+        return Err(Err(e));
     }
-    if s.dry_run {
-        act.reason = format!("{}; dry run: nothing written", act.reason);
-        audit.decision(&act, Some("dry-run"), None).map_err(fatal)?;
-        return Ok(Outcome::Done);
-    }
-    // Audited and recorded before any file changes (rules 8 and 7).
-    audit.decision(&act, Some("decided"), None).map_err(fatal)?;
-    let (at, at_ms) = audit::now();
-    match dir {
-        Direction::Promote => state.promoted.push(Promoted {
-            broker,
-            topic: topic.clone(),
-            rule_added,
-            policy,
-            at: at.clone(),
-            at_ms,
-            partitions: act.parts.iter().map(|n| n.partition.clone()).collect(),
-        }),
-        Direction::Demote => state.promoted.retain(|p| (p.broker, p.topic.clone()) != key),
-    }
-    state.last_action = Some(LastAction { action: dir, broker, topic, at, at_ms });
-    state::save(&s.state, state).map_err(fatal)?;
-    let t0 = Instant::now();
-    if let Err(e) = cluster.write() {
-        audit
-            .event(
-                "error",
-                format!(
-                    "{} broker {broker}{on}: a write failed ({e}); the nodes' files may now disagree: the watchdog acts again only once every node's file agrees",
-                    dir.verb()
-                ),
-            )
-            .map_err(fatal)?;
-        return Err(soft(e));
-    }
-    let out = cluster.wait(&|| clock.stopping()).map_err(soft)?;
+    let out = match result {
+        Ok(out) => out,
+        Err(e) => {
+            if acting.started.is_some() && !acting.written {
+                acting
+                    .audit
+                    .event(
+                        "error",
+                        format!(
+                            "{} broker {broker}{}: a write failed ({e}); the nodes' files may now disagree: the watchdog acts again only once every node's file agrees",
+                            dir.verb(),
+                            acting.on
+                        ),
+                    )
+                    .map_err(fatal)?;
+            }
+            return Err(soft(e));
+        }
+    };
+    // Ended where the path forks (refused, or a dry run): audited there.
+    let (true, Some(t0)) = (acting.written, acting.started) else { return Ok(out) };
     let outcome = match out {
         Outcome::Done => "done",
         Outcome::Failed(Failure::Interrupted) => "interrupted",
         Outcome::Failed(_) => "not-converged",
     };
-    audit.decision(&act, Some(outcome), Some((t0.elapsed().as_secs_f64() * 10.0).round() / 10.0)).map_err(fatal)?;
+    acting
+        .audit
+        .decision(&acting.act, Some(outcome), Some((t0.elapsed().as_secs_f64() * 10.0).round() / 10.0))
+        .map_err(fatal)?;
     Ok(out)
+}
+
+/// The watchdog's answers where the path of a change forks (`change::Steps`): a pre-check's
+/// refusal is audited and ends the action; a dry run stops after the plan; otherwise the action
+/// is audited and recorded in the state file before any file changes (rules 8 and 7). A failure
+/// of the audit log or the state file is kept in `fatal`: it ends the watchdog.
+struct Acting<'a> {
+    audit: &'a mut Audit,
+    state: &'a mut State,
+    s: &'a Settings,
+    act: Decision,
+    dir: Direction,
+    /// (broker, topic) of the action, as the state file keys a promotion.
+    key: (i32, Option<String>),
+    policy: Policy,
+    rule_added: bool,
+    /// ` for topic T`, or nothing for the cluster-wide ids.
+    on: String,
+    fatal: Option<Error>,
+    /// When the writes began: the action is audited and recorded.
+    started: Option<Instant>,
+    /// Every node is written: the read-back follows.
+    written: bool,
+    clock: &'a dyn Clock,
+}
+
+impl Acting<'_> {
+    /// `r`, with a failure kept as fatal.
+    fn keep(&mut self, r: Result<()>) -> Result<()> {
+        r.map_err(|e| {
+            self.fatal = Some(e);
+            Error::External("the audit log or the state file failed".into())
+        })
+    }
+}
+
+impl Steps for Acting<'_> {
+    fn planned(&mut self, refusals: &[Refusal], plan: &dyn Fn() -> String) -> Result<Option<Outcome>> {
+        let (broker, dir) = (self.key.0, self.dir);
+        let refusals: Vec<&Refusal> = refusals.iter().filter(|r| change::blocking(r, false)).collect();
+        if !refusals.is_empty() {
+            let why: Vec<String> =
+                refusals.iter().map(|r| format!("{}: {}: {}", r.rule.word(), r.partition, r.detail)).collect();
+            let d = Decision {
+                action: Action::Refuse,
+                reason: format!(
+                    "{} broker {broker}{} refused by the pre-checks ({}); nothing written",
+                    dir.verb(),
+                    self.on,
+                    why.join("; ")
+                ),
+                ..self.act.clone()
+            };
+            let r = self.audit.decision(&d, None, None);
+            self.keep(r)?;
+            return Ok(Some(Outcome::Done));
+        }
+        crate::out::print(&plan())?;
+        if self.s.dry_run {
+            self.act.reason = format!("{}; dry run: nothing written", self.act.reason);
+            let r = self.audit.decision(&self.act, Some("dry-run"), None);
+            self.keep(r)?;
+            return Ok(Some(Outcome::Done));
+        }
+        // Audited and recorded before any file changes (rules 8 and 7).
+        let r = self.audit.decision(&self.act, Some("decided"), None);
+        self.keep(r)?;
+        let (at, at_ms) = audit::now();
+        let topic = self.key.1.clone();
+        match dir {
+            Direction::Promote => self.state.promoted.push(Promoted {
+                broker,
+                topic: topic.clone(),
+                rule_added: self.rule_added,
+                policy: self.policy,
+                at: at.clone(),
+                at_ms,
+                partitions: self.act.parts.iter().map(|n| n.partition.clone()).collect(),
+            }),
+            Direction::Demote => self.state.promoted.retain(|p| (p.broker, p.topic.clone()) != self.key),
+        }
+        self.state.last_action = Some(LastAction { action: dir, broker, topic, at, at_ms });
+        let r = state::save(&self.s.state, self.state);
+        self.keep(r)?;
+        self.started = Some(Instant::now());
+        Ok(None)
+    }
+
+    fn written(&mut self) {
+        self.written = true;
+    }
+
+    fn stop(&self) -> bool {
+        self.clock.stopping()
+    }
 }
 
 /// The watchdog: audit log (rule 8), lock (rule 9), state, then scans until
@@ -402,8 +446,7 @@ pub fn run(nodes: &[NodeSpec], transport: &Transport, s: &Settings) -> Result<Ou
     };
     // Stop between actions; a second handler (tests in one process) keeps the first.
     let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::SeqCst));
-    let mut live =
-        Live { nodes, transport, bootstrap: &s.bootstrap, timeout: s.timeout, prepared: None, written: None };
+    let mut live = Live { nodes, transport, bootstrap: &s.bootstrap, timeout: s.timeout };
     let mut clock = RealClock;
     loop {
         let outcome = match scan(&mut live, &mut clock, &mut audit, &mut st, s)? {
@@ -455,17 +498,15 @@ mod tests {
                 self.views.first().cloned().ok_or_else(|| Error::External("no cluster".into()))
             }
         }
-        fn prepare(&mut self, c: &Change) -> Result<Vec<Refusal>> {
+        fn change(&mut self, c: &Ask, steps: &mut dyn Steps) -> Result<Outcome> {
             let topic = c.topic.as_deref().map(|t| format!(" --topic {t}")).unwrap_or_default();
             let restore = if c.restore_rule { " (restoring the rule)" } else { "" };
             self.log.push(format!("prepare {} {}{topic}{restore}", c.direction.verb(), c.broker));
-            Ok(self.refusals.clone())
-        }
-        fn write(&mut self) -> Result<()> {
+            if let Some(end) = steps.planned(&self.refusals, &String::new)? {
+                return Ok(end);
+            }
             self.log.push("write".into());
-            Ok(())
-        }
-        fn wait(&mut self, _stop: &dyn Fn() -> bool) -> Result<Outcome> {
+            steps.written();
             self.log.push("wait".into());
             Ok(Outcome::Done)
         }

@@ -1,6 +1,16 @@
-//! `okp observers promote|demote --broker N`: pre-checks against the live
-//! cluster, the plan (each node's file, old → new), the writes in a safe
-//! order, and the wait until the cluster shows the change.
+//! The path of a change to observer.ids, one pipeline for `okp observers promote|demote
+//! [--topic]`, `okp observers place` and the watchdog: what to ask for in, every node's file
+//! planned, checked, written and read back out. Its stops, in order:
+//!
+//! 1. read every node's file at once (`read`: all or nothing, each through the transport);
+//! 2. parse each with the one meaning (idfile/) and refuse a file okp cannot read cleanly
+//!    (`read::check_clean`), or one a SIGKILLed change left half-applied (journal.rs);
+//! 3. plan the new files (idfile/edit.rs), in write order (`write_order`);
+//! 4. the role diff (roles.rs): refuse any role change the ask did not name, and okp's reading
+//!    where the cluster contradicts it; then the pre-checks on a fresh snapshot (`precheck`);
+//! 5. the plan as printed (`report`), then the writes in order, by compare-and-swap, all or
+//!    nothing (actuate.rs, swap.rs);
+//! 6. read back: wait until the cluster shows the change (`converge`).
 //!
 //! Order of the writes (KRaft):
 //! - promote: controllers first, then (after the nodes' 5 s re-read interval)
@@ -19,24 +29,37 @@
 //! The pre-checks are pure (`prechecks`), so each refusal is unit-tested; the
 //! integration test shows each on a real cluster.
 //!
-//! `run` is the command; its stages (`prepare`: read every node's file and the
-//! cluster, run the pre-checks; `Prepared::plan`; `write`; `wait`) are public
-//! so the watchdog (`observers::watch`) takes exactly the same steps.
+//! `apply` is the path, whole: what to ask for (`Ask`) in, the outcome out. Its callers differ
+//! only where it forks (`Steps`): after the plan (the command notes every refusal, waives what
+//! `--force` may, stops for `--dry-run`; the watchdog audits a refusal, records its action in
+//! the state file before any write) and in the read-back (SIGINT/SIGTERM, or the watchdog's
+//! stop). `run` is the command; the watchdog calls `apply` with its own `Steps` and never sees a
+//! plan's insides. `okp observers place` takes the same stops with a rule for its ask
+//! (`plan_rule`, `Prepared::check_roles`, `write`), then its own read-back, a reassignment.
 //!
 //! Not here: when to change (the operator, or the watchdog's policies).
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use super::idfile;
-use super::roles::{self, Asked};
-use super::transport::{NodeRole, NodeSpec, Transport};
-use super::view::{self, Depth, Snapshot};
 use crate::error::{Error, Failure, Outcome, Result};
-use crate::fsx::read::read_regular;
+use crate::observers::actuate::Edit;
+pub use crate::observers::actuate::REREAD;
+use crate::observers::idfile;
+use crate::observers::roles::{self, Asked};
+use crate::observers::transport::{NodeRole, NodeSpec, Transport};
+use crate::observers::view::{self, Depth, Snapshot};
 
-pub use super::actuate::REREAD;
-use super::actuate::{quoted, Edit};
+mod converge;
+mod precheck;
+mod read;
+mod report;
+
+use converge::wait;
+pub use precheck::{blocking, prechecks, ruled_everywhere, Refusal, Rule};
+use precheck::{ids, rack_refusals};
+use read::check_clean;
+pub use read::{observer_set, read_every};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -56,129 +79,6 @@ impl Direction {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rule {
-    /// Demote: N leads a partition. Never overridable: a leader cannot be demoted live.
-    Leadership,
-    /// Demote: the ISR would drop below min.insync.replicas.
-    MinInsync,
-    /// Promote for an unclean election: N's log is behind a live replica's.
-    Lag,
-    /// A number the check needs could not be read.
-    Unknown,
-    /// Promote with a topic: a `rack:NAME` item of the topic's rule keeps N an observer whatever
-    /// its id does. Never overridable: no edit of the ids promotes it.
-    RackItem,
-}
-
-impl Rule {
-    pub fn word(self) -> &'static str {
-        match self {
-            Rule::Leadership => "leadership",
-            Rule::MinInsync => "min.insync.replicas",
-            Rule::Lag => "log end offset",
-            Rule::Unknown => "unknown",
-            Rule::RackItem => "rack item",
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Refusal {
-    pub rule: Rule,
-    pub partition: String,
-    pub detail: String,
-}
-
-fn ids(v: &[i32]) -> String {
-    v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
-}
-
-/// Every reason not to make this change now, per partition `broker` replicates.
-///
-/// Promote: for an unclean election (`for_unclean`, or a partition with no
-/// leader) N's log end offset must be at least every live replica's; a down
-/// replica's log cannot be read and is named, not counted. Demote: N must lead
-/// nothing, and every ISR it is in must keep min.insync.replicas without it.
-pub fn prechecks(snap: &Snapshot, broker: i32, dir: Direction, for_unclean: bool) -> Vec<Refusal> {
-    let mut out = Vec::new();
-    for p in snap.partitions.iter().filter(|p| p.replicas.contains(&broker)) {
-        let mut refuse = |rule, detail: String| out.push(Refusal { rule, partition: p.name(), detail });
-        match dir {
-            Direction::Promote => {
-                if !(for_unclean || p.leader.is_none()) {
-                    continue;
-                }
-                let Some(mine) = p.leo.get(&broker).copied() else {
-                    refuse(Rule::Unknown, format!("broker {broker}'s log end offset could not be read (down, frozen, or not hosting it yet), so it cannot be compared with the other replicas"));
-                    continue;
-                };
-                for r in p.replicas.iter().copied().filter(|r| *r != broker && snap.live(*r)) {
-                    match p.leo.get(&r) {
-                        None => refuse(Rule::Unknown, format!("live replica {r} did not answer its log end offset; broker {broker} has {mine}")),
-                        Some(&theirs) if theirs > mine => refuse(
-                            Rule::Lag,
-                            format!("broker {broker} has log end offset {mine}, live replica {r} has {theirs}: electing {broker} uncleanly would discard offsets {mine}..{} ({} records)", theirs - 1, theirs - mine),
-                        ),
-                        Some(_) => {}
-                    }
-                }
-            }
-            Direction::Demote => {
-                if p.leader == Some(broker) {
-                    refuse(Rule::Leadership, format!("broker {broker} leads it (ISR {}); a leader cannot be demoted live: move leadership first (a preferred election or a reassignment)", ids(&p.isr)));
-                }
-                if p.isr.contains(&broker) {
-                    let after: Vec<i32> = p.isr.iter().copied().filter(|i| *i != broker).collect();
-                    match p.min_insync {
-                        Some(min) if (after.len() as i32) < min => refuse(
-                            Rule::MinInsync,
-                            format!("ISR {} ({}) would become {} ({}) < min.insync.replicas={min}: acks=all writes would fail", ids(&p.isr), p.isr.len(), if after.is_empty() { "empty".into() } else { ids(&after) }, after.len()),
-                        ),
-                        Some(_) => {}
-                        None => refuse(Rule::Unknown, format!("min.insync.replicas of topic {} could not be read", p.topic)),
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
-/// `--force` waives a refusal, except leadership and a rack item.
-pub fn blocking(r: &Refusal, force: bool) -> bool {
-    matches!(r.rule, Rule::Leadership | Rule::RackItem) || !force
-}
-
-/// Promote `broker` for `topic` alone: a refusal per distinct rule (the nodes' files in `edits`,
-/// usually all alike) whose `rack:NAME` item keeps `broker` an observer of `topic` (`racks`: the
-/// cluster's brokers and their broker.rack). Naming the first node's file and line, and the other
-/// nodes with the same rule.
-fn rack_refusals(edits: &[Edit], topic: &str, broker: i32, racks: &idfile::RackView) -> Vec<Refusal> {
-    let mut held: Vec<(idfile::RackHold, Vec<&NodeSpec>)> = Vec::new();
-    for e in edits {
-        let Ok(Some(hold)) = idfile::rack_hold(&e.before, topic, broker, racks) else { continue };
-        match held.iter_mut().find(|(h, _)| *h == hold) {
-            Some((_, nodes)) => nodes.push(&e.node),
-            None => held.push((hold, vec![&e.node])),
-        }
-    }
-    held.into_iter()
-        .map(|(hold, nodes)| {
-            let name = |n: &NodeSpec| match &n.host {
-                Some(h) => format!("{} {} ({})", n.role.word(), n.id, crate::escape::one_line(h)),
-                None => format!("{} {}", n.role.word(), n.id),
-            };
-            let mut detail = hold.message(broker, topic, &nodes[0].path, &name(nodes[0]));
-            if nodes.len() > 1 {
-                let others: Vec<String> = nodes[1..].iter().map(|n| name(n)).collect();
-                detail.push_str(&format!(" (the same rule on {})", others.join(", ")));
-            }
-            Refusal { rule: Rule::RackItem, partition: crate::escape::one_line(topic), detail }
-        })
-        .collect()
-}
-
 /// Node order for the writes (see the module comment).
 pub fn write_order(nodes: &[NodeSpec], dir: Direction) -> Vec<NodeSpec> {
     let mut v = nodes.to_vec();
@@ -190,15 +90,24 @@ pub fn write_order(nodes: &[NodeSpec], dir: Direction) -> Vec<NodeSpec> {
     v
 }
 
-pub struct Args {
+/// What to ask for: the pipeline's one input, from `okp observers promote|demote`'s flags or the
+/// watchdog's decision. Broker `broker` promoted or demoted in the cluster-wide ids, or (`topic`)
+/// in that topic's exact rule alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ask {
     pub broker: i32,
+    pub direction: Direction,
     /// Change this topic's rule alone (`--topic`), not the cluster-wide ids.
     pub topic: Option<String>,
     /// Demote with `topic`: take away the topic's exact rule when the rest of the file gives the
     /// topic the same observers (`idfile::restore_topic_rule`), as the watchdog does for a rule
     /// its promotion added. False for the command.
     pub restore_rule: bool,
-    pub direction: Direction,
+}
+
+/// The command: what it asks for, and its flags.
+pub struct Args {
+    pub ask: Ask,
     pub for_unclean: bool,
     pub force: bool,
     pub dry_run: bool,
@@ -209,25 +118,32 @@ pub struct Args {
 /// A change read and checked, not yet written: every node's file before and
 /// after (in write order), and the pre-checks' refusals on a fresh snapshot.
 pub struct Prepared {
-    pub(super) broker: i32,
+    broker: i32,
     topic: Option<String>,
-    pub(super) direction: Direction,
-    pub(super) edits: Vec<Edit>,
-    pub refusals: Vec<Refusal>,
+    direction: Direction,
+    edits: Vec<Edit>,
+    refusals: Vec<Refusal>,
 }
 
 /// Writes a planned change (actuate.rs): every node by compare-and-swap, in the plan's order, all
 /// or nothing (a failure, another writer, SIGINT or SIGTERM puts back every node written).
 pub fn write(transport: &Transport, p: &Prepared) -> Result<()> {
-    super::actuate::write(transport, &p.asked().shown(), &p.edits)
+    crate::observers::actuate::write(transport, &p.asked().shown(), &p.edits)
 }
 
-/// Reads every node's file (in write order) and the cluster, and runs the
-/// pre-checks. Nothing is written. A broker the cluster does not know is bad input.
-pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Prepared> {
+/// Stops 1-4 for `a`: reads every node's file (in write order) and the cluster (`bootstrap`),
+/// plans the new files, checks the role diff and runs the pre-checks (`for_unclean`: promote for
+/// an unclean election). Nothing is written. A broker the cluster does not know is bad input.
+fn prepare(
+    nodes: &[NodeSpec],
+    transport: &Transport,
+    a: &Ask,
+    bootstrap: &[String],
+    for_unclean: bool,
+) -> Result<Prepared> {
     let mut prepared = plan_edits(nodes, transport, a.broker, a.direction, a.topic.as_deref(), a.restore_rule)?;
     let mut snap = view::snapshot(
-        &a.bootstrap,
+        bootstrap,
         None,
         Depth { offsets: a.direction == Direction::Promote, min_insync: a.direction == Direction::Demote },
     )?;
@@ -263,14 +179,8 @@ pub fn prepare(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Pr
     if let (Some(t), Direction::Promote) = (&a.topic, a.direction) {
         prepared.refusals = rack_refusals(&prepared.edits, t, a.broker, &snap.racks);
     }
-    prepared.refusals.extend(prechecks(&snap, a.broker, a.direction, a.for_unclean));
+    prepared.refusals.extend(prechecks(&snap, a.broker, a.direction, for_unclean));
     Ok(prepared)
-}
-
-/// Whether every node's rules (`rules`, one per node) give `topic` observers of its own, so that
-/// the cluster-wide ids decide it on no node. A regex okp cannot evaluate counts as not deciding.
-pub fn ruled_everywhere(rules: &[idfile::Rules], topic: &str) -> bool {
-    !rules.is_empty() && rules.iter().all(|r| matches!(r.resolve(topic), Ok(Some(_))))
 }
 
 /// Every node's file and what it becomes, in write order, with no pre-check (the cluster is
@@ -290,7 +200,7 @@ pub fn plan_files(
 }
 
 /// `plan_files`; with `restore_rule` a demotion with `topic` takes away the topic's exact rule
-/// when the rest of the file gives the topic the same observers (`Args::restore_rule`).
+/// when the rest of the file gives the topic the same observers (`Ask::restore_rule`).
 fn plan_edits(
     nodes: &[NodeSpec],
     transport: &Transport,
@@ -299,11 +209,11 @@ fn plan_edits(
     topic: Option<&str>,
     restore_rule: bool,
 ) -> Result<Prepared> {
-    super::transport::check_nodes(nodes)?;
+    crate::observers::transport::check_nodes(nodes)?;
     let order = write_order(nodes, direction);
     let texts = read_every(&order, transport)?;
     check_clean(&order, &texts)?;
-    super::journal::check(&order, &texts)?;
+    crate::observers::journal::check(&order, &texts)?;
     let mut edits = Vec::new();
     for (node, before) in order.into_iter().zip(texts) {
         let after = match (topic, direction) {
@@ -319,68 +229,14 @@ fn plan_edits(
     Ok(Prepared { broker, topic: topic.map(str::to_string), direction, edits, refusals: Vec::new() })
 }
 
-/// How many ignored tokens a refusal names per node.
-const STRAY_SHOWN: usize = 8;
-
-/// Refuses to plan a write from a file okp cannot read cleanly, as `okp observers status` shows
-/// it red: a malformed topic rule (the registries keep their last good set; bad input, exit 2,
-/// naming the node's file, line and column) or tokens the registries ignore (a banner or message
-/// of the day the read template printed before the file, a typo for an id: okp cannot tell the
-/// file's text from the transport's, and a plan from it would write that text back; exit 1,
-/// naming the node's file, each token and its line). `--force` does not reach here.
-fn check_clean(nodes: &[NodeSpec], texts: &[String]) -> Result<()> {
-    let mut unclean = Vec::new();
-    let mut stray = false;
-    for (node, text) in nodes.iter().zip(texts) {
-        if let Err(e) = idfile::rules(text) {
-            unclean.push(format!("{}: observer.ids: {e}", node.label()));
-            continue;
-        }
-        let tokens = idfile::ignored_at(text);
-        if tokens.is_empty() {
-            continue;
-        }
-        stray = true;
-        let mut lines: Vec<(usize, Vec<String>)> = Vec::new();
-        for (line, t) in tokens.iter().take(STRAY_SHOWN) {
-            match lines.last_mut() {
-                Some((l, ts)) if l == line => ts.push(idfile::shown_token(t)),
-                _ => lines.push((*line, vec![idfile::shown_token(t)])),
-            }
-        }
-        let more = match tokens.len().saturating_sub(STRAY_SHOWN) {
-            0 => String::new(),
-            k => format!(" and {k} more"),
-        };
-        let named: Vec<String> = lines.iter().map(|(l, ts)| format!("line {l}: {}", ts.join(", "))).collect();
-        unclean.push(format!(
-            "{}: observer.ids {}{more}: not broker ids, text the registries ignore",
-            node.label(),
-            named.join("; ")
-        ));
-    }
-    match (unclean.len(), stray) {
-        (0, _) => Ok(()),
-        (1, false) => Err(Error::Usage(format!("{}; nothing was written", unclean[0]))),
-        (_, false) => Err(Error::Usage(format!("{}\nnothing was written", unclean.join("\n")))),
-        (_, true) => Err(Error::Check(format!(
-            "{}\nokp plans no write from a file it cannot read cleanly (okp observers status shows it red): a banner or \
-             message of the day the read template prints before the file would be written back into it, a typo for \
-             an id changes what the node reads; fix the file or the template (--force does not override this); \
-             nothing was written",
-            unclean.join("\n")
-        ))),
-    }
-}
-
 /// Every node's file with topic `topic`'s exact rule naming `list` (`okp observers place`), in
 /// the order a demotion writes (brokers first: the rule adds observers). Nothing is written.
 pub fn plan_rule(nodes: &[NodeSpec], transport: &Transport, topic: &str, list: &idfile::Observers) -> Result<Prepared> {
-    super::transport::check_nodes(nodes)?;
+    crate::observers::transport::check_nodes(nodes)?;
     let order = write_order(nodes, Direction::Demote);
     let texts = read_every(&order, transport)?;
     check_clean(&order, &texts)?;
-    super::journal::check(&order, &texts)?;
+    crate::observers::journal::check(&order, &texts)?;
     let mut edits = Vec::new();
     for (node, before) in order.into_iter().zip(texts) {
         let after = idfile::set_topic_list(&before, topic, list)
@@ -393,45 +249,6 @@ pub fn plan_rule(nodes: &[NodeSpec], transport: &Transport, topic: &str, list: &
         direction: Direction::Demote,
         edits,
         refusals: Vec::new(),
-    })
-}
-
-/// Every node's file in `nodes`' order, or an error naming every node that could not be read
-/// (one node: its own error, whose kind decides the exit code; a missing file is bad input).
-pub fn read_every(nodes: &[NodeSpec], transport: &Transport) -> Result<Vec<String>> {
-    let mut texts = Vec::new();
-    let mut failed = Vec::new();
-    for r in read_all(nodes, transport) {
-        match r {
-            Ok(t) => texts.push(t),
-            Err(e) => failed.push(e),
-        }
-    }
-    match failed.len() {
-        0 => Ok(texts),
-        1 => Err(failed.remove(0)),
-        k => {
-            let external = failed.iter().any(|e| e.failure() == Failure::External);
-            let lines: Vec<String> = failed.iter().map(|e| format!("  {e}")).collect();
-            let msg = format!(
-                "cannot read observer.ids of {k} of {} nodes; nothing was written:\n{}",
-                nodes.len(),
-                lines.join("\n")
-            );
-            Err(if external { Error::External(msg) } else { Error::Usage(msg) })
-        }
-    }
-}
-
-/// Every node's file, read at once (one thread per node), in `nodes`' order: a change waits
-/// for the slowest host, not for the sum of them.
-fn read_all(nodes: &[NodeSpec], transport: &Transport) -> Vec<Result<String>> {
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = nodes.iter().map(|n| scope.spawn(move || transport.read(n))).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(Error::External("a read of observer.ids panicked".into()))))
-            .collect()
     })
 }
 
@@ -479,250 +296,107 @@ impl Prepared {
         )))
     }
 
-    /// The refusals `force` does not waive: any one of them stops the change.
-    pub fn blocked(&self, force: bool) -> Vec<&Refusal> {
-        self.refusals.iter().filter(|r| blocking(r, force)).collect()
-    }
-
-    /// How many nodes' files change (the others already agree).
     /// Every node's topic rules after the change (the change never edits them): the topics they
     /// name keep their own observers, so `wait` leaves their partitions out.
     pub fn rules_after(&self) -> Vec<idfile::Rules> {
         self.edits.iter().map(|e| idfile::rules(&e.after).unwrap_or_default()).collect()
     }
 
+    /// How many nodes' files change (the others already agree).
     pub fn changing(&self) -> usize {
         self.edits.iter().filter(|e| e.before != e.after).count()
     }
-
-    /// The plan as printed: the order, then each node's file old → new and how it is written.
-    pub fn plan(&self, transport: &Transport) -> String {
-        let verb = self.direction.verb();
-        let order = if self.edits.iter().all(|e| e.node.role == NodeRole::Broker) {
-            "no KRaft controllers listed: brokers in id order"
-        } else if self.direction == Direction::Promote {
-            "KRaft controllers first, then brokers"
-        } else {
-            "brokers first, then KRaft controllers"
-        };
-        let mut plan = if self.broker < 0 {
-            format!(
-                "plan: {} ({order}); {} node(s) change, {} already agree\n",
-                match &self.topic {
-                    Some(t) => format!("write topic {}'s rule in observer.ids", crate::escape::one_line(t)),
-                    None => "write observer.ids".to_string(),
-                },
-                self.changing(),
-                self.edits.len() - self.changing()
-            )
-        } else {
-            format!(
-                "plan: {verb} broker {} ({} it {} {}; {order}); {} node(s) change, {} already agree\n",
-                self.broker,
-                if self.direction == Direction::Promote { "remove" } else { "add" },
-                if self.direction == Direction::Promote { "from" } else { "to" },
-                match &self.topic {
-                    Some(t) => format!("topic {}'s rule in observer.ids", crate::escape::one_line(t)),
-                    None => "observer.ids".to_string(),
-                },
-                self.changing(),
-                self.edits.len() - self.changing()
-            )
-        };
-        for e in &self.edits {
-            if e.before == e.after {
-                plan.push_str(&format!("  {}: unchanged {}\n", e.node.label(), summary(&e.before)));
-            } else {
-                plan.push_str(&format!(
-                    "  {}: {} → {} ({} → {}) by {}\n",
-                    e.node.label(),
-                    summary(&e.before),
-                    summary(&e.after),
-                    quoted(&e.before),
-                    quoted(&e.after),
-                    transport.describe_write(&e.node)
-                ));
-            }
-        }
-        plan
-    }
 }
 
-/// A file's cluster-wide ids, then its topic rules when it has any: `[4] topic:tfull=none`.
-fn summary(text: &str) -> String {
-    match idfile::rules(text) {
-        Ok(r) if !r.is_empty() => {
-            format!("{} {}", idfile::show(&idfile::parse(text)), crate::escape::one_line(&r.shown()))
-        }
-        _ => idfile::show(&idfile::parse(text)),
-    }
+/// The caller's say where the path of a change forks: the command (`run`) and the watchdog each
+/// answer these, and nothing else of the path differs between them.
+pub trait Steps {
+    /// Stops 1-4 are done and nothing is written: `refusals`, every pre-check's refusal (which
+    /// ones the caller's force waives is its say, `blocking`); `plan`, the plan as printed.
+    /// `Some(outcome)` ends the change there; `None` writes it.
+    fn planned(&mut self, refusals: &[Refusal], plan: &dyn Fn() -> String) -> Result<Option<Outcome>>;
+    /// Every node is written; the read-back follows.
+    fn written(&mut self) {}
+    /// Whether to end the read-back early (the files are written; the cluster converges by itself).
+    fn stop(&self) -> bool;
 }
 
-pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcome> {
-    let verb = a.direction.verb();
-    let prepared = prepare(nodes, transport, a)?;
-    for r in &prepared.refusals {
-        let how = if blocking(r, a.force) { "refused" } else { "overridden by --force" };
-        crate::out::note(format!(
-            "{verb} broker {}: {how} ({}): {}: {}",
-            a.broker,
-            r.rule.word(),
-            r.partition,
-            r.detail
-        ));
-    }
-    let blocked = prepared.blocked(a.force);
-    if !blocked.is_empty() {
-        let hint = if blocked.iter().any(|r| r.rule == Rule::RackItem) {
-            "; --force never overrides a rack item"
-        } else if blocked.iter().all(|r| r.rule != Rule::Leadership) {
-            "; --force overrides these checks"
-        } else {
-            "; --force never overrides leadership"
-        };
-        crate::out::note(format!(
-            "{verb} broker {} refused by {} pre-check(s); nothing was written{hint}",
-            a.broker,
-            blocked.len()
-        ));
-        return Ok(Outcome::Failed(Failure::CheckFailed));
-    }
-    crate::out::print(&prepared.plan(transport))?;
-    if a.dry_run {
-        crate::out::print("dry run: nothing written\n")?;
-        return Ok(Outcome::Done);
+/// The path of a change, whole: what to ask for (`ask`) in, the outcome out. Reads and plans
+/// (`prepare`: stops 1-4, of `bootstrap`'s cluster; `for_unclean` as the pre-checks take it),
+/// asks `steps`, writes in order (`write`), then reads back until the cluster shows the change
+/// or `timeout` (`wait`).
+pub fn apply(
+    nodes: &[NodeSpec],
+    transport: &Transport,
+    ask: &Ask,
+    bootstrap: &[String],
+    for_unclean: bool,
+    timeout: Duration,
+    steps: &mut dyn Steps,
+) -> Result<Outcome> {
+    let prepared = prepare(nodes, transport, ask, bootstrap, for_unclean)?;
+    if let Some(end) = steps.planned(&prepared.refusals, &|| prepared.plan(transport))? {
+        return Ok(end);
     }
     let t0 = Instant::now();
     write(transport, &prepared)?;
-    // Written on every node: an interrupt now stops the wait, not the change.
-    wait(a, &prepared.rules_after(), t0, &super::actuate::interrupted)
+    steps.written();
+    wait(&prepared, bootstrap, timeout, t0, &|| steps.stop())
 }
 
-/// Polls Metadata until the change is visible: promote → N in the ISR of every
-/// partition it replicates that has a leader; demote → N in no ISR. Partitions of a topic that
-/// a node's topic rule names (`rules`, every node's) keep their own observers and are not
-/// waited for. `stop` ends the wait early (the files are written; the cluster converges by itself).
-pub fn wait(a: &Args, rules: &[idfile::Rules], t0: Instant, stop: &dyn Fn() -> bool) -> Result<Outcome> {
-    let verb = a.direction.verb();
-    let mut last_report = Instant::now();
-    let mut last_pending: Option<Vec<String>> = None;
-    let by_rule = |topic: &str| rules.iter().any(|r| !matches!(r.resolve(topic), Ok(None)));
-    let mut told = false;
-    loop {
-        let snap = view::snapshot(&a.bootstrap, None, Depth { offsets: false, min_insync: false })?;
-        let (mine, ruled): (Vec<&view::Part>, Vec<&view::Part>) = snap
-            .partitions
-            .iter()
-            .filter(|p| p.replicas.contains(&a.broker) && a.topic.as_ref().is_none_or(|t| &p.topic == t))
-            .partition(|p| a.topic.is_some() || !by_rule(&p.topic));
-        if !ruled.is_empty() && !told {
-            let mut topics: Vec<&str> = ruled.iter().map(|p| p.topic.as_str()).collect();
-            topics.dedup();
+/// The command's answers: every refusal noted, `--force` waives what it may, `--dry-run` stops
+/// after the plan, SIGINT or SIGTERM ends the read-back.
+struct Command<'a> {
+    a: &'a Args,
+}
+
+impl Steps for Command<'_> {
+    fn planned(&mut self, refusals: &[Refusal], plan: &dyn Fn() -> String) -> Result<Option<Outcome>> {
+        let a = self.a;
+        let verb = a.ask.direction.verb();
+        for r in refusals {
+            let how = if blocking(r, a.force) { "refused" } else { "overridden by --force" };
             crate::out::note(format!(
-                "{verb} broker {}: not waiting for {} partition(s) of topic(s) with a rule of their own in observer.ids ({}): the change does not apply to them",
-                a.broker,
-                ruled.len(),
-                crate::escape::one_line(&topics.join(", "))
+                "{verb} broker {}: {how} ({}): {}: {}",
+                a.ask.broker,
+                r.rule.word(),
+                r.partition,
+                r.detail
             ));
-            told = true;
         }
-        let leaderless: Vec<String> = mine.iter().filter(|p| p.leader.is_none()).map(|p| p.name()).collect();
-        let pending: Vec<String> = mine
-            .iter()
-            .filter(|p| match a.direction {
-                Direction::Promote => p.leader.is_some() && !p.isr.contains(&a.broker),
-                Direction::Demote => p.isr.contains(&a.broker),
-            })
-            .map(|p| {
-                format!(
-                    "{} (leader {}, ISR {})",
-                    p.name(),
-                    p.leader.map(|l| l.to_string()).unwrap_or_else(|| "none".into()),
-                    ids(&p.isr)
-                )
-            })
-            .collect();
-        let secs = t0.elapsed().as_secs_f64();
-        let (done, total) = match a.direction {
-            Direction::Promote => (
-                mine.iter().filter(|p| p.leader.is_some() && p.isr.contains(&a.broker)).count(),
-                mine.len() - leaderless.len(),
-            ),
-            Direction::Demote => (mine.len() - pending.len(), mine.len()),
-        };
-        if pending.is_empty() && (leaderless.is_empty() || a.direction == Direction::Demote || t0.elapsed() >= REREAD) {
-            let what = match a.direction {
-                Direction::Promote => format!("in the ISR of {done} partition(s) with a leader"),
-                Direction::Demote => format!("in no ISR ({} partition(s) replicated)", mine.len()),
+        let blocked: Vec<&Refusal> = refusals.iter().filter(|r| blocking(r, a.force)).collect();
+        if !blocked.is_empty() {
+            let hint = if blocked.iter().any(|r| r.rule == Rule::RackItem) {
+                "; --force never overrides a rack item"
+            } else if blocked.iter().all(|r| r.rule != Rule::Leadership) {
+                "; --force overrides these checks"
+            } else {
+                "; --force never overrides leadership"
             };
-            let mut s = format!("broker {} {verb}d: {what} after {secs:.1} s\n", a.broker);
-            if a.direction == Direction::Promote && !leaderless.is_empty() {
-                s.push_str(&format!(
-                    "leaderless: {} — nothing in the cluster shows a promotion there; every node has re-read its file ({} s passed), so an (unclean) election may now pick broker {}\n",
-                    leaderless.join(", "),
-                    REREAD.as_secs(),
-                    a.broker
-                ));
-            }
-            crate::out::print(&s)?;
-            return Ok(Outcome::Done);
-        }
-        if stop() {
             crate::out::note(format!(
-                "{verb} broker {}: stopping; every node's file is written, the cluster converges without okp",
-                a.broker
+                "{verb} broker {} refused by {} pre-check(s); nothing was written{hint}",
+                a.ask.broker,
+                blocked.len()
             ));
-            return Ok(Outcome::Failed(Failure::Interrupted));
+            return Ok(Some(Outcome::Failed(Failure::CheckFailed)));
         }
-        if t0.elapsed() > a.timeout {
-            crate::out::note(format!(
-                "{verb} broker {}: written on every node, but not visible after {:.0} s (--timeout); not yet converged: {}. Demotion takes up to replica.lag.time.max.ms + 5 s; a promoted replica joins an ISR only once caught up with its leader, and never while it is down",
-                a.broker,
-                a.timeout.as_secs_f64(),
-                if pending.is_empty() { "waiting for the re-read interval".to_string() } else { pending.join("; ") }
-            ));
-            return Ok(Outcome::Failed(Failure::CheckFailed));
+        crate::out::print(&plan())?;
+        if a.dry_run {
+            crate::out::print("dry run: nothing written\n")?;
+            return Ok(Some(Outcome::Done));
         }
-        if last_pending.as_ref() != Some(&pending) || last_report.elapsed() > Duration::from_secs(5) {
-            crate::out::note(format!(
-                "waiting ({secs:.1} s): {done}/{total} partition(s) converged; pending: {}",
-                if pending.is_empty() { "-".into() } else { pending.join("; ") }
-            ));
-            last_report = Instant::now();
-            last_pending = Some(pending);
-        }
-        std::thread::sleep(Duration::from_millis(500));
+        Ok(None)
+    }
+
+    /// Written on every node: an interrupt now stops the wait, not the change.
+    fn stop(&self) -> bool {
+        crate::observers::actuate::interrupted()
     }
 }
 
-/// The observer set for `status`: `--observers`, `--observers-file`, or every node's file.
-pub fn observer_set(
-    list: Option<&str>,
-    file: Option<&std::path::Path>,
-    nodes: &[NodeSpec],
-    transport: &Transport,
-) -> Result<view::ObserverSet> {
-    if let Some(l) = list {
-        let set: BTreeSet<i32> = idfile::parse(l);
-        if let Some(bad) = idfile::ignored(l).first() {
-            return Err(Error::Usage(format!("--observers {l}: `{bad}` is not a broker id (expected e.g. 4,5)")));
-        }
-        if set.is_empty() && !l.trim().is_empty() {
-            return Err(Error::Usage(format!("--observers {l}: no broker id in it (expected e.g. 4,5)")));
-        }
-        return Ok(view::ObserverSet::given(Some(set), "--observers".into()));
-    }
-    if let Some(f) = file {
-        let bytes = read_regular(f, super::transport::MAX_IDS_FILE).map_err(|e| e.into_error(f, "--observers-file"))?;
-        let text = idfile::text_of(&bytes);
-        return Ok(view::ObserverSet::from_file(format!("file {}", f.display()), &text));
-    }
-    if nodes.is_empty() {
-        return Ok(view::ObserverSet::given(None, "nowhere: pass --observers, --observers-file or the nodes' files (--node, --nodes) to know which replicas are observers".into()));
-    }
-    let texts = read_every(nodes, transport)?;
-    let read: Vec<(String, String)> = nodes.iter().map(|n| n.label()).zip(texts).collect();
-    Ok(view::ObserverSet::from_files(&read))
+/// `okp observers promote|demote`: the path of a change for the flags' ask.
+pub fn run(nodes: &[NodeSpec], transport: &Transport, a: &Args) -> Result<Outcome> {
+    apply(nodes, transport, &a.ask, &a.bootstrap, a.for_unclean, a.timeout, &mut Command { a })
 }
 
 #[cfg(test)]
