@@ -141,7 +141,7 @@ fn bad_topic_policies_are_refused_naming_the_flag_or_the_entry_before_anything_i
     for (text, word) in [
         (
             "enable: true\ntopic-policies:\n  - {topic: audit, policy: never}\n  - {regex: '(', policy: never}\n",
-            "watch.yaml:4:5: topic-policies, regex: not a regular expression okp can evaluate: (",
+            "watch.yaml:4:5: topic-policies, regex: not a pattern of observer.ids (an empty alternative): ( (at character 2)",
         ),
         (
             "enable: true\ntopic-policies:\n  - {prefix: ledger, policy: never}\n  - {prefix: ledger, policy: under-replicated}\n",
