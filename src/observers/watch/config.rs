@@ -10,8 +10,9 @@
 //! Topic policies (`topic-policies:`, a list of `{topic: NAME | prefix: P | regex: R, policy:
 //! POLICY}`, or the flags `--topic-policy SELECTOR=POLICY`, which replace the file's list when
 //! any is given) are checked here once, each refusal naming the file, line and column of the
-//! entry (or the flag): a selector observer.ids would refuse (a pattern outside its language among them), an
-//! unknown policy, a second entry for one selector, more than `MAX_TOPIC_POLICIES`.
+//! entry (or the flag): a selector observer.ids would refuse (a pattern outside its language
+//! among them), an unknown policy, a second entry for one selector, more than
+//! `MAX_TOPIC_POLICIES`.
 //!
 //! Not here: the nodes and their transport (the command edge resolves them
 //! like `promote` does, from the flags or these keys), running (`watch::run`).
