@@ -454,6 +454,11 @@ pub struct VerifyArgs {
     /// The soak's seed: the same seed and duration give the same fault schedule.
     #[arg(long, value_name = "N", requires = "soak")]
     pub seed: Option<u64>,
+    /// Roll the cluster from --version to this release, both patched, node by node under acks=all
+    /// writes as an operator does it, and finalise (the UPGRADE scenario, docs/upgrade.md);
+    /// evidence in DIR/upgrade/<A>-to-<B>-<mode>/.
+    #[arg(long, value_name = "VERSION", conflicts_with_all = ["all", "merge", "soak", "soak_recheck", "upstream", "jars"])]
+    pub upgrade_to: Option<KafkaVersion>,
     /// Run on the release's unpatched jars: the negative control.
     #[arg(long, conflicts_with = "jars")]
     pub upstream: bool,

@@ -12,7 +12,8 @@
 //                                                         IDLE_MS without one; ends by itself
 //
 // Lines written (tab-separated; values never contain tabs):
-//   ack  SEQ VALUE PARTITION OFFSET   the broker acknowledged VALUE at OFFSET
+//   ack  SEQ VALUE PARTITION OFFSET MICROS   the broker acknowledged VALUE at OFFSET, MICROS after
+//                                     send() was called (the producer's own latency)
 //   err  SEQ VALUE ERROR              the send failed (VALUE may or may not be in the log)
 //   read SESSION PARTITION OFFSET VALUE
 //   note TEXT                         a producer or consumer was made anew after an error
@@ -106,10 +107,12 @@ public final class OkpSoakClient {
         while (!STOP.get()) {
             final long s = seq++;
             final String value = String.format("%s-%06d", name, s);
+            final long sentAt = System.nanoTime();
             try {
                 producer.send(new ProducerRecord<>(topic, 0, null, value), (md, e) -> {
                     if (e == null) {
-                        line("ack\t" + s + "\t" + value + "\t" + md.partition() + "\t" + md.offset());
+                        line("ack\t" + s + "\t" + value + "\t" + md.partition() + "\t" + md.offset() + "\t"
+                                + (System.nanoTime() - sentAt) / 1000);
                     } else {
                         line("err\t" + s + "\t" + value + "\t" + oneLine(e));
                     }

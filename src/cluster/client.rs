@@ -227,7 +227,9 @@ impl Drop for Client {
 /// What one client line says, for the history.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Said {
-    Ack { value: String, partition: i32, offset: i64 },
+    /// `micros`: from send() to the acknowledgement, as the producer measured it (None from a
+    /// client that does not say: the librdkafka one, or a line written before it was added).
+    Ack { value: String, partition: i32, offset: i64, micros: Option<u64> },
     Err { value: String, error: String },
     Read { session: u32, partition: i32, offset: i64, value: String },
     Note(String),
@@ -239,9 +241,18 @@ pub enum Said {
 pub fn parse(text: &str) -> Option<Said> {
     let f: Vec<&str> = text.split('\t').collect();
     match f.as_slice() {
-        ["ack", _seq, value, p, o] => {
-            Some(Said::Ack { value: value.to_string(), partition: p.parse().ok()?, offset: o.parse().ok()? })
-        }
+        ["ack", _seq, value, p, o] => Some(Said::Ack {
+            value: value.to_string(),
+            partition: p.parse().ok()?,
+            offset: o.parse().ok()?,
+            micros: None,
+        }),
+        ["ack", _seq, value, p, o, us] => Some(Said::Ack {
+            value: value.to_string(),
+            partition: p.parse().ok()?,
+            offset: o.parse().ok()?,
+            micros: Some(us.parse().ok()?),
+        }),
         ["err", _seq, value, error] => Some(Said::Err { value: value.to_string(), error: error.to_string() }),
         ["read", s, p, o, value] => Some(Said::Read {
             session: s.parse().ok()?,
@@ -315,8 +326,13 @@ mod tests {
     fn every_line_kind_parses_and_nothing_else_does() {
         assert_eq!(
             parse("ack\t3\tpi-000003\t0\t41"),
-            Some(Said::Ack { value: "pi-000003".into(), partition: 0, offset: 41 })
+            Some(Said::Ack { value: "pi-000003".into(), partition: 0, offset: 41, micros: None })
         );
+        assert_eq!(
+            parse("ack\t3\tpi-000003\t0\t41\t2310"),
+            Some(Said::Ack { value: "pi-000003".into(), partition: 0, offset: 41, micros: Some(2310) })
+        );
+        assert_eq!(parse("ack\t3\tpi-000003\t0\t41\t-5"), None);
         assert_eq!(
             parse("err\t4\tpi-000004\torg.apache.kafka.common.errors.TimeoutException: x"),
             Some(Said::Err {

@@ -153,12 +153,14 @@ impl Cluster {
                 }
             }
         }
-        let cp = match &self.node(id).home {
-            Some(home) => homes::classpath(&self.rt, home),
-            None => self.rt.server_classpath_string(),
+        // A node on the next release (UPGRADE): B's classpath, no archive (dumped from A's jars).
+        let on_next = self.next.as_ref().and_then(|n| n.classpath_of(id));
+        let (cp, flags) = match (on_next, &self.node(id).home) {
+            (Some(cp), _) => (cp, Vec::new()),
+            (None, Some(home)) => (homes::classpath(&self.rt, home), self.server_cds_flags(Some(id))),
+            (None, None) => (self.rt.server_classpath_string(), self.server_cds_flags(Some(id))),
         };
         let java = self.rt.java.clone();
-        let flags = self.server_cds_flags(Some(id));
         let node = self.node_mut(id);
         node.jvm_extra = flags;
         node.start(&java, &cp)

@@ -19,6 +19,7 @@
 //! - `admin`: the release's admin tools (topics, describe, elect, reassign, JMX, ZooKeeper shell)
 //! - `records`: produce and consume through the console tools and okp's own client
 //! - `inspect`: segments byte for byte, server logs, resident memory
+//! - `next`: a second release on the same cluster, node by node (UPGRADE)
 //!
 //! Beside them, the parts that are not `Cluster` methods: one process (`node`), the tool runner
 //! (`tools`, `resident`), okp's Java client (`client`), the journal (`journal`), the runtime
@@ -34,6 +35,7 @@ pub mod homes;
 mod inspect;
 pub mod journal;
 mod lifecycle;
+pub mod next;
 pub mod node;
 mod ports;
 mod probes;
@@ -110,6 +112,8 @@ pub struct Cluster {
     server_cds: cds::ServerCds,
     /// When okp last wrote or deleted an observer.ids file.
     pub observers_changed_at: Option<Instant>,
+    /// The release the UPGRADE scenario rolls the nodes to, and which run it now.
+    pub next: Option<next::Next>,
 }
 
 /// Where the nodes' jars come from.
@@ -137,26 +141,7 @@ impl Cluster {
         let (server_log, tool_log) = rt.write_logging(run_dir)?;
         let mut server_jvm = server_heap_gc();
         server_jvm.extend(["-Djava.awt.headless=true".to_string(), server_log]);
-        let tool_jvm = vec![
-            "-Xms16m".into(),
-            "-Xmx128m".into(),
-            "-XX:+UseSerialGC".into(),
-            "-XX:TieredStopAtLevel=1".into(),
-            "-Xshare:auto".into(),
-            // The JVM's own warnings (an archive it cannot map, …) go to stderr: a tool's stdout is
-            // its result (records a consumer read), and one warning line there miscounted them.
-            "-Xlog:disable".into(),
-            "-Xlog:all=warning:stderr".into(),
-            tool_log,
-        ];
-        let mut tool_jvm = tool_jvm;
-        if rt.logging == runtime::Logging::Log4j2 {
-            // log4j 2 stops logging in its own shutdown hook unless a servlet API is on the classpath
-            // (it then takes the JVM for a web container). A console producer closes in its shutdown
-            // hook and reports failed sends there, so without this a classpath without Connect's
-            // jars (jakarta.servlet-api among them: 4.0.1) printed none of them.
-            tool_jvm.push("-Dlog4j2.shutdownHookEnabled=false".into());
-        }
+        let mut tool_jvm = tool_jvm(&rt, tool_log);
         if let Some((archive, false)) = &rt.tool_cds {
             tool_jvm.push(crate::jvm::cds::archive_flag(archive));
         }
@@ -180,6 +165,7 @@ impl Cluster {
             bundle: None,
             server_cds: cds::ServerCds::Off,
             observers_changed_at: None,
+            next: None,
         };
         c.configure()?;
         c.plan_server_cds();
@@ -224,6 +210,31 @@ impl Cluster {
             .find(|n| n.id == id && n.role != Role::ZooKeeper)
             .expect("node ids are fixed by the topology")
     }
+}
+
+/// The tools' JVM flags on `rt`'s classpath, `tool_log` its logging flag (no class-data-sharing
+/// archive: the caller adds its own).
+pub(crate) fn tool_jvm(rt: &Runtime, tool_log: String) -> Vec<String> {
+    let mut jvm: Vec<String> = vec![
+        "-Xms16m".into(),
+        "-Xmx128m".into(),
+        "-XX:+UseSerialGC".into(),
+        "-XX:TieredStopAtLevel=1".into(),
+        "-Xshare:auto".into(),
+        // The JVM's own warnings (an archive it cannot map, …) go to stderr: a tool's stdout is
+        // its result (records a consumer read), and one warning line there miscounted them.
+        "-Xlog:disable".into(),
+        "-Xlog:all=warning:stderr".into(),
+        tool_log,
+    ];
+    if rt.logging == runtime::Logging::Log4j2 {
+        // log4j 2 stops logging in its own shutdown hook unless a servlet API is on the classpath
+        // (it then takes the JVM for a web container). A console producer closes in its shutdown
+        // hook and reports failed sends there, so without this a classpath without Connect's
+        // jars (jakarta.servlet-api among them: 4.0.1) printed none of them.
+        jvm.push("-Dlog4j2.shutdownHookEnabled=false".into());
+    }
+    jvm
 }
 
 pub fn args(a: &[&str]) -> Vec<String> {

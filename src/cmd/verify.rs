@@ -81,6 +81,10 @@ fn merge(ws: &Workspace, args: &VerifyArgs) -> Result<Outcome> {
         crate::verify::write_matrix(&partial, None)?;
     }
     crate::verify::write_matrix(&args.evidence, Some(&ws.model.matrix.pairs(PairFilter::default())))?;
+    let upgrades = args.evidence.join(crate::verify::upgrades::DIR);
+    if upgrades.is_dir() {
+        crate::verify::upgrades::write_page(&upgrades)?;
+    }
     note(format!("verify --merge: wrote {}", args.evidence.join("VERIFY.md").display()));
     Ok(Outcome::Done)
 }
@@ -97,7 +101,30 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     }
     let mode = release.mode_for(args.release.mode, ModeDefault::ZkFirst)?;
     let flavor = if args.upstream { Flavor::Upstream } else { Flavor::Patched };
-    let ids: Vec<String> = if !args.scenarios.is_empty() {
+    // --upgrade-to B: the UPGRADE scenario alone, on one cluster, rolled from this release to B.
+    let upgrade_to = match args.upgrade_to {
+        None => None,
+        Some(b) => {
+            let to = ws.release(b)?.clone();
+            if !to.modes.contains(&mode) {
+                return Err(Error::Usage(format!("--upgrade-to {b}: {b} has no {mode} mode in versions.yaml")));
+            }
+            if let Some(why) = scenarios::upgrade::refuse(mode, version, b) {
+                return Err(Error::Usage(format!("--upgrade-to {b}: {why}")));
+            }
+            to.require_sources_jar("okp verify --upgrade-to builds the patched jars of the release it rolls to")?;
+            if args.scenarios.iter().any(|s| !s.trim().eq_ignore_ascii_case("UPGRADE")) {
+                return Err(Error::Usage("--upgrade-to runs the UPGRADE scenario alone; leave out --scenarios".into()));
+            }
+            Some(to)
+        }
+    };
+    if upgrade_to.is_none() && args.scenarios.iter().any(|s| s.trim().eq_ignore_ascii_case("UPGRADE")) {
+        return Err(Error::Usage("scenario UPGRADE needs the release to roll to: pass --upgrade-to VERSION".into()));
+    }
+    let ids: Vec<String> = if upgrade_to.is_some() {
+        vec!["UPGRADE".to_string()]
+    } else if !args.scenarios.is_empty() {
         args.scenarios.clone()
     } else {
         let flavor = if args.upstream { Flavor::Upstream } else { Flavor::Patched };
@@ -108,7 +135,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         Some(dir) => Layers::with(&BuildRecord::read(dir).map(|r| r.layers).unwrap_or_default()),
         None => Layers::with(&args.layers),
     };
-    let explicit = !args.scenarios.is_empty();
+    let explicit = !args.scenarios.is_empty() || upgrade_to.is_some();
     let mut selected = Vec::new();
     for id in &ids {
         let Some(s) = scenarios::by_id(id.trim()) else {
@@ -165,8 +192,9 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         keep: args.keep,
         base_port: args.base_port,
         json: args.format == ListFormat::Json,
-        lanes: args.lanes as usize,
+        lanes: if upgrade_to.is_some() { 1 } else { args.lanes as usize },
         tuning: scenarios::Tuning { create_rounds: args.create_rounds },
+        upgrade_to,
     };
     crate::verify::run(ws, opts)
 }

@@ -18,6 +18,7 @@ mod roll;
 mod topic;
 mod topic_watch;
 mod topology;
+pub mod upgrade;
 mod write_path;
 
 use std::collections::BTreeMap;
@@ -82,6 +83,8 @@ pub const SCENARIOS: &[Scenario] = &[
     // Opt-in (`--scenarios HOSTS`): its own cluster on separate hosts (network namespaces, sshd), operated over ssh and Ansible.
     Scenario { id: "HOSTS", title: "separate hosts over real ssh: an Ansible roll of the bundle under acks=all writes (a damaged jar on one host rolled back); promote, demote, watch over ssh; a host down, unreachable, frozen, stalled, re-keyed, read-only: each named in bounded time, every observer.ids as before", gate: false, run: hosts::hosts },
     Scenario { id: "ROLL", title: "rolling adoption with the shipped bundle: back to the release's jars, okp install one node at a time under acks=all writes, observer named, okp rollback rolling; runs last", gate: false, run: roll::roll },
+    // Opt-in and alone (`--upgrade-to B`): the cluster rolled to another release, left there.
+    Scenario { id: "UPGRADE", title: "rolling upgrade to patched release B under acks=all writes (controllers first; status, promote, demote and one rollback with releases mixed; finalised): the observer never in an ISR it observes nor leading, a full replica where its rule says, nothing lost", gate: false, run: upgrade::upgrade },
 ];
 
 /// A scenario's typical wall time in seconds on this project's 2-core machine, in `mode`, on two
@@ -91,8 +94,9 @@ pub const SCENARIOS: &[Scenario] = &[
 /// depends on it.
 fn typical_seconds(id: &str, mode: Mode) -> u32 {
     // (id, ZooKeeper, KRaft)
-    const TYPICAL: [(&str, u32, u32); 23] = [
+    const TYPICAL: [(&str, u32, u32); 24] = [
         ("HOSTS", 300, 330),
+        ("UPGRADE", 300, 330),
         ("CREATE", 90, 90),
         ("TOPIC", 125, 155),
         ("ROLL", 70, 117),
@@ -143,8 +147,13 @@ pub fn lanes(selected: &[&'static Scenario], lanes: usize, mode: Mode) -> Vec<Ve
 
 /// Scenarios a run takes only when `--scenarios` names them: HOSTS builds a cluster of its own
 /// on separate hosts and takes about five minutes, as long as a whole pair's suite; CREATE needs
-/// confluent-kafka's Python and is sized by `--create-rounds` (a stress run takes thousands).
-pub const OPT_IN: &[&str] = &["HOSTS", "CREATE"];
+/// confluent-kafka's Python and is sized by `--create-rounds` (a stress run takes thousands);
+/// UPGRADE needs a second release (`--upgrade-to`) and leaves the cluster on it.
+pub const OPT_IN: &[&str] = &["HOSTS", "CREATE", "UPGRADE"];
+
+/// Scenarios whose runs have a page of their own rather than a column of the release × scenario
+/// page: UPGRADE's run is a hop between two releases (evidence/upgrade/UPGRADE.md).
+pub const OWN_PAGE: &[&str] = &["UPGRADE"];
 
 /// The suite a run of `flavor` takes when `--scenarios` names none: every scenario but the
 /// opt-in ones (an upstream run: the gates only). What "the whole suite" means in the evidence.

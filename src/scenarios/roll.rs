@@ -25,11 +25,9 @@ const PRIMARIES: [i32; 3] = [1, 2, 3];
 /// The producer sends one record every this many milliseconds (50 a second).
 const SEND_MS: u64 = 20;
 /// Acks that must arrive with a node down (or the observer just named) before the roll goes on.
-const ACKS_IN_WINDOW: usize = 25;
+pub(super) const ACKS_IN_WINDOW: usize = 25;
 /// How long the roll waits for them.
 const WINDOW_TIMEOUT: Duration = Duration::from_secs(30);
-/// The producer's records are `ROLL-live-000000`, `ROLL-live-000001`, …
-const PRODUCER: &str = "ROLL-live";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Action {
@@ -68,7 +66,7 @@ pub fn roll(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     //    rollback under writes).
     let secs = cold_start_on_release_jars(x, o, &down, &up)?;
     o.fact("cold_start_seconds", secs);
-    let traffic = Traffic::start(x)?;
+    let traffic = Traffic::start(x, "ROLL")?;
     let (acks, secs) = traffic.acks_since(0);
     o.check(
         "before adoption: the producer's acks=all writes are acked and the consumer runs",
@@ -108,7 +106,7 @@ pub fn roll(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         "rejoin_seconds",
         |s| s.in_isr(OBSERVER),
     )?;
-    traffic.finish(x, o);
+    traffic.finish(x, o, "roll_traffic");
     x.read_back(o, "ROLL", &[])?;
     Ok(())
 }
@@ -231,34 +229,61 @@ fn roll_through(
     Ok(secs)
 }
 
-/// The producer and the consumer that run from before adoption to the end of the rollback:
-/// okp's OkpSoakClient, one idempotent acks=all record every `SEND_MS` to obs's partition 0, and
-/// a read_committed reader of partition 0 from offset 0 (assign mode, no group).
-struct Traffic {
+/// The producer and the consumer that run through a roll (ROLL, UPGRADE): okp's OkpSoakClient,
+/// one idempotent acks=all record every `SEND_MS` to obs's partition 0, and a read_committed
+/// reader of partition 0 from offset 0 (assign mode, no group).
+pub(super) struct Traffic {
     t0: Instant,
     producer: Client,
     consumer: Client,
+    /// The producer's records are `<name>-live-000000`, `<name>-live-000001`, …
+    producer_name: String,
 }
 
 impl Traffic {
-    fn start(x: &mut Ctx) -> Result<Traffic> {
+    /// Starts both clients; `name` (the scenario's id) names their records and processes.
+    pub(super) fn start(x: &mut Ctx, name: &str) -> Result<Traffic> {
         let t0 = Instant::now();
         let boot = x.c.bootstrap(&[]);
-        let consume: Vec<String> = ["consume", &boot, "obs", "ROLL-rc"].map(String::from).to_vec();
-        let consumer = x.c.spawn_okp_client("roll-consumer", &consume, t0)?;
+        let producer_name = format!("{name}-live");
+        let consume: Vec<String> = ["consume", &boot, "obs", &format!("{name}-rc")].map(String::from).to_vec();
+        let lower = name.to_ascii_lowercase();
+        let consumer = x.c.spawn_okp_client(&format!("{lower}-consumer"), &consume, t0)?;
         let produce: Vec<String> =
-            ["produce", &boot, "obs", PRODUCER, "true", &SEND_MS.to_string()].map(String::from).to_vec();
-        let producer = x.c.spawn_okp_client("roll-producer", &produce, t0)?;
-        Ok(Traffic { t0, producer, consumer })
+            ["produce", &boot, "obs", &producer_name, "true", &SEND_MS.to_string()].map(String::from).to_vec();
+        let producer = x.c.spawn_okp_client(&format!("{lower}-producer"), &produce, t0)?;
+        Ok(Traffic { t0, producer, consumer, producer_name })
     }
 
-    fn ms(&self) -> u64 {
+    /// The producer's ack latencies (ms, as it measured them) of the acks that arrived in
+    /// [`from`, `to`) ms since the start, sorted.
+    pub(super) fn latencies(&self, from: u64, to: u64) -> Vec<f64> {
+        let mut ms: Vec<f64> = self
+            .producer
+            .lines_from(0)
+            .iter()
+            .filter(|l| l.t_ms >= from && l.t_ms < to)
+            .filter_map(|l| match client::parse(&l.text) {
+                Some(Said::Ack { micros: Some(us), .. }) => Some(us as f64 / 1000.0),
+                _ => None,
+            })
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        ms
+    }
+
+    /// Acks that arrived in [`from`, `to`) ms since the start.
+    pub(super) fn acks_between(&self, from: u64, to: u64) -> usize {
+        self.producer.count_since("ack", from).saturating_sub(self.producer.count_since("ack", to))
+    }
+
+    pub(super) fn ms(&self) -> u64 {
         self.t0.elapsed().as_millis() as u64
     }
 
     /// Waits up to `WINDOW_TIMEOUT` for `ACKS_IN_WINDOW` acks that arrived at or after `since`
     /// (ms); the acks counted and the seconds waited.
-    fn acks_since(&self, since: u64) -> (usize, f64) {
+    pub(super) fn acks_since(&self, since: u64) -> (usize, f64) {
         let t = Instant::now();
         loop {
             let acks = self.producer.count_since("ack", since);
@@ -271,8 +296,8 @@ impl Traffic {
 
     /// Stops the producer (everything in flight answered), lets the consumer catch up with the
     /// last ack, stops it, and judges both; the acked records join the scenario's ledger.
-    fn finish(self, x: &mut Ctx, o: &mut ScenarioResult) {
-        let Traffic { producer, consumer, .. } = self;
+    pub(super) fn finish(self, x: &mut Ctx, o: &mut ScenarioResult, fact: &str) {
+        let Traffic { producer, consumer, producer_name, .. } = self;
         let (sent_lines, producer_done) = producer.stop(Duration::from_secs(60));
         let (mut acked, mut errors, mut notes) = (Vec::new(), Vec::new(), Vec::new());
         for l in &sent_lines {
@@ -303,7 +328,7 @@ impl Traffic {
         }
         let mut offsets_of: BTreeMap<&str, usize> = BTreeMap::new();
         for values in at.values() {
-            for v in values.iter().filter(|v| v.strip_prefix(PRODUCER).is_some_and(|r| r.starts_with('-'))) {
+            for v in values.iter().filter(|v| v.strip_prefix(producer_name.as_str()).is_some_and(|r| r.starts_with('-'))) {
                 *offsets_of.entry(v.as_str()).or_default() += 1;
             }
         }
@@ -314,7 +339,7 @@ impl Traffic {
         x.sent += acked.len() + errors.len();
         x.ledger.extend(acked.iter().map(|(v, _)| v.clone()));
         o.fact(
-            "roll_traffic",
+            fact,
             serde_json::json!({
                 "acked": acked.len(), "errors": errors.len(), "notes": notes,
                 "read": read_lines.len(), "consumer_sessions": sessions, "last_acked_offset": last,
@@ -322,7 +347,7 @@ impl Traffic {
             }),
         );
         x.c.journal.note(&format!(
-            "ROLL traffic: {} acked, {} errors, notes {notes:?}; consumer read {} lines in {sessions} session(s)",
+            "{fact}: {} acked, {} errors, notes {notes:?}; consumer read {} lines in {sessions} session(s)",
             acked.len(),
             errors.len(),
             read_lines.len()

@@ -454,7 +454,7 @@ fn okp_observers(x: &mut Ctx, verb: &str, nodes: &std::path::Path) -> Result<(Op
 }
 
 /// Runs this okp with `args`: its exit code, stdout then stderr, and seconds; journaled.
-fn run_okp(x: &mut Ctx, args: &[String]) -> Result<(Option<i32>, String, f64)> {
+pub(super) fn run_okp(x: &mut Ctx, args: &[String]) -> Result<(Option<i32>, String, f64)> {
     let okp = crate::cluster::homes::okp_binary()?;
     let t0 = Instant::now();
     let out = std::process::Command::new(&okp)

@@ -297,7 +297,7 @@ fn history_of_clients(
                 // An ack carries where the record landed; an error, nothing: it may or may not be in the log.
                 (Some(said @ (client::Said::Ack { .. } | client::Said::Err { .. })), Role::Producer { idempotent }) => {
                     let (value, at) = match said {
-                        client::Said::Ack { value, partition, offset } => (value, Some((partition, offset))),
+                        client::Said::Ack { value, partition, offset, .. } => (value, Some((partition, offset))),
                         client::Said::Err { value, .. } => (value, None),
                         _ => continue,
                     };

@@ -224,11 +224,12 @@ fn matrix_page(
     let extra = |name: &str| -> String {
         columns.iter().map(|c| format!("{} | ", c.cells.get(name).map_or("–", String::as_str))).collect()
     };
-    let ids: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.id).collect();
+    let ids: Vec<&str> =
+        scenarios::SCENARIOS.iter().map(|s| s.id).filter(|id| !scenarios::OWN_PAGE.contains(id)).collect();
     let mut s = String::from("# okp verify: release × scenario\n\nWritten by `okp verify` after every run, from the `run.json` files in this directory. ");
     let gates: Vec<&str> = scenarios::SCENARIOS.iter().filter(|s| s.gate).map(|s| s.id).collect();
     s.push_str(&format!("Each cell links to the scenario's journal (every command and its output). `-upstream` rows are negative controls on unpatched jars: their gate scenarios ({}) are expected to FAIL.\n\n", gates.join(", ")));
-    s.push_str(&format!("Opt-in scenarios ({}: `okp verify --scenarios ID`, docs/verify.md) are no part of the suite a row is counted against; their cells come from partial runs (†).\n\n", scenarios::OPT_IN.join(", ")));
+    s.push_str(&format!("Opt-in scenarios ({}: `okp verify --scenarios ID`, docs/verify.md) are no part of the suite a row is counted against; their cells come from partial runs (†).\n\n", scenarios::OPT_IN.iter().filter(|id| !scenarios::OWN_PAGE.contains(id)).copied().collect::<Vec<_>>().join(", ")));
     if columns.iter().any(|c| c.header == "proof") {
         s.push_str(&format!("The `proof` column is the provenance proof of an `okp build` of the same release and mode (`{PROOF_DIR}/<pair>.json`, okp's provenance.json, written by `scripts/proof-evidence.sh`): the patch delta passed, and the sources compiled give the release's own classes, nothing forgiven beyond the release's named exceptions ([summary]({PROOF_DIR}/summary.md)).\n\n"));
     }

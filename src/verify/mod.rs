@@ -14,7 +14,8 @@
 //! - `render`: one run's terminal table and summary.md;
 //! - `publish`: the run's files staged, then moved into the evidence directory (a partial run
 //!   under `partial/`), then the pages written again;
-//! - `matrix`: VERIFY.md over every run, with the proof and unit columns.
+//! - `matrix`: VERIFY.md over every run, with the proof and unit columns;
+//! - `upgrades`: the page of the UPGRADE runs (`--upgrade-to`), evidence/upgrade/UPGRADE.md.
 //!
 //! `unit` (`okp unit-tests`) shares the jars stage and adds the unit column.
 //!
@@ -30,6 +31,7 @@ pub mod record;
 pub mod render;
 pub mod run;
 pub mod unit_record;
+pub mod upgrades;
 
 use std::path::PathBuf;
 
@@ -70,6 +72,9 @@ pub struct Options {
     pub lanes: usize,
     /// The sizes of the scenarios that take one (`--create-rounds`).
     pub tuning: crate::scenarios::Tuning,
+    /// `--upgrade-to`: the release UPGRADE rolls the cluster to (its patched jars and bundle are
+    /// made beside the run's own); the run's evidence goes to `upgrade/`.
+    pub upgrade_to: Option<Release>,
 }
 
 #[cfg(test)]

@@ -50,6 +50,18 @@ pub fn write_evidence(staging: &Path, evidence: &Path, at: &Path, pairs: &[Pair]
     Ok(dest)
 }
 
+/// Publishes an UPGRADE run's `staging` directory as `evidence/upgrade/<name>` and writes that
+/// directory's page over every upgrade run in it (`upgrades::write_page`).
+pub fn write_upgrade_evidence(staging: &Path, evidence: &Path, name: &str) -> Result<PathBuf> {
+    static PAGE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = PAGE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = evidence.join(super::upgrades::DIR);
+    let dest = dir.join(name);
+    publish(staging, &dest)?;
+    super::upgrades::write_page(&dir)?;
+    Ok(dest)
+}
+
 /// Replaces `dest` with `staging` as one rename (the old run goes only once the new one is complete).
 pub(crate) fn publish(staging: &Path, dest: &Path) -> Result<()> {
     let parent = dest.parent().unwrap_or(Path::new("."));

@@ -72,6 +72,19 @@ pub struct RunRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lanes: Vec<Lane>,
     pub scenarios: Vec<ScenarioResult>,
+    /// An UPGRADE run (`--upgrade-to`): the release the cluster was rolled to and its jars; absent
+    /// from every other run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_to: Option<UpgradeTo>,
+}
+
+/// The release an UPGRADE run rolled its cluster to.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct UpgradeTo {
+    pub release: KafkaVersion,
+    pub family: String,
+    pub patch_set_hash: String,
+    pub jars: Vec<SwappedJar>,
 }
 
 /// One lane of a run: its scenarios (suite order), its cluster's ports and id, and its wall time.
@@ -214,6 +227,7 @@ mod tests {
             rss_mib_at_end: [("broker-1".to_string(), 134)].into(),
             seconds: [("total".to_string(), 278.62)].into(),
             lanes: Vec::new(),
+            upgrade_to: None,
             scenarios: vec![outcome],
         }
     }

@@ -26,7 +26,10 @@ use crate::workspace::Workspace;
 
 pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
     let t_suite = Instant::now();
-    let name = run_name(&opts.release.version.to_string(), opts.mode, opts.flavor);
+    let name = match &opts.upgrade_to {
+        Some(b) => format!("{}-to-{}-{}", opts.release.version, b.version, opts.mode),
+        None => run_name(&opts.release.version.to_string(), opts.mode, opts.flavor),
+    };
     let mut seconds: BTreeMap<String, f64> = BTreeMap::new();
 
     // 1. The lanes, and each one's port block when --base-port names the first: checked before
@@ -49,12 +52,24 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
 
     // 3. The runtime: the release's classpath with the patched jars swapped in.
     let rt = timed(&mut seconds, "classpath", || Runtime::assemble(&ws.maven, opts.release.version, build.as_ref()))?;
+    // UPGRADE: the release the cluster is rolled to, patched the same way, on its own classpath.
+    let next = match &opts.upgrade_to {
+        None => None,
+        Some(b) => Some(timed(&mut seconds, "next_release", || -> Result<(BuildRecord, Runtime)> {
+            let build = patched_jars_from(ws, b, opts.mode, &opts.layers, None, None)?;
+            let rt = Runtime::assemble(&ws.maven, b.version, Some(&build))?;
+            Ok((build, rt))
+        })?),
+    };
 
     let (run_dir, staging) = publish::run_dir("verify", &name)?;
 
     // 4. The clusters, one per lane, each with the shared topics; started at once.
     let mut clusters =
         timed(&mut seconds, "cluster_up", || start_clusters(ws, &opts, &name, &rt, &lanes, &run_dir, &staging))?;
+    if let Some((_, rt_b)) = &next {
+        timed(&mut seconds, "next_bundle", || prepare_next(ws, &mut clusters[0], rt_b.clone(), &run_dir))?;
+    }
     let rss_after_start = lane_keyed(clusters.iter_mut().map(|c| c.rss()).collect());
 
     // 5. The suite: each lane's scenarios on its own cluster, the lanes at once.
@@ -69,16 +84,28 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
 
     // 6. The record, its pages, and its place in the evidence directory.
     let measured = Measured { seconds, rss_after_start, rss_at_end, lanes: lane_records, outcomes };
-    let record = record_of(&opts, build.as_ref(), &clusters[0], measured);
+    let mut record = record_of(&opts, build.as_ref(), &clusters[0], measured);
+    if let (Some(b), Some((build_b, rt_b))) = (&opts.upgrade_to, &next) {
+        record.upgrade_to = Some(record::UpgradeTo {
+            release: b.version,
+            family: b.family.clone(),
+            patch_set_hash: build_b.patch_set_hash.clone(),
+            jars: swapped_jars(rt_b),
+        });
+    }
     let verdict = record.verdict;
     publish::stage(&staging, &record, &audit, &run_dir)?;
     let ids: Vec<&str> = opts.scenarios.iter().map(|s| s.id).collect();
-    let dest = write_evidence(
-        &staging,
-        &opts.evidence,
-        &placement(&name, opts.flavor, &ids),
-        &ws.model.matrix.pairs(PairFilter::default()),
-    )?;
+    let dest = if opts.upgrade_to.is_some() {
+        publish::write_upgrade_evidence(&staging, &opts.evidence, &name)?
+    } else {
+        write_evidence(
+            &staging,
+            &opts.evidence,
+            &placement(&name, opts.flavor, &ids),
+            &ws.model.matrix.pairs(PairFilter::default()),
+        )?
+    };
     drop(clusters);
 
     if verdict.ok() && !opts.keep {
@@ -251,7 +278,6 @@ struct Measured {
 /// run.json of the run: what ran (lane 1's cluster names the runtime and tools, the same on every
 /// lane), what it measured, and the verdict.
 fn record_of(opts: &Options, build: Option<&BuildRecord>, cluster: &Cluster, m: Measured) -> RunRecord {
-    let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     RunRecord {
         schema: record::SCHEMA.current,
         okp_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -264,12 +290,7 @@ fn record_of(opts: &Options, build: Option<&BuildRecord>, cluster: &Cluster, m: 
         java: cluster.rt.java_version.clone(),
         patch_set_hash: build.map(|b| b.patch_set_hash.clone()),
         layers: build.map(|b| b.layers.clone()),
-        jars: cluster
-            .rt
-            .swapped
-            .iter()
-            .map(|(up, p, sha)| SwappedJar { upstream: file_name(up), patched: file_name(p), sha256: sha.clone() })
-            .collect(),
+        jars: swapped_jars(&cluster.rt),
         classpath_jars: cluster.rt.classpath.len(),
         logging_added: cluster.rt.added.clone(),
         classpath_left_out: cluster.rt.left_out.clone(),
@@ -286,7 +307,30 @@ fn record_of(opts: &Options, build: Option<&BuildRecord>, cluster: &Cluster, m: 
         seconds: m.seconds,
         lanes: m.lanes,
         scenarios: m.outcomes,
+        upgrade_to: None,
     }
+}
+
+/// The patched jars swapped into `rt`'s classpath, for a record.
+fn swapped_jars(rt: &Runtime) -> Vec<SwappedJar> {
+    let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    rt.swapped
+        .iter()
+        .map(|(up, p, sha)| SwappedJar { upstream: file_name(up), patched: file_name(p), sha256: sha.clone() })
+        .collect()
+}
+
+/// UPGRADE: B's signed bundle made as A's was (`okp keygen`, `okp bundle`), and B's logging and
+/// tools, handed to the one cluster (`Cluster::next`).
+fn prepare_next(ws: &Workspace, c: &mut Cluster, rt: Runtime, run_dir: &Path) -> Result<()> {
+    let v = rt.version;
+    let (bundle, log) = crate::cluster::homes::make_bundle(&rt, &ws.files, &run_dir.join(format!("bundle-{v}")), &[])?;
+    c.journal.note(&format!("the bundle of {v}, which UPGRADE installs into each node's {v} home, made with:"));
+    for ran in &log {
+        c.journal_okp(ran);
+    }
+    c.next = Some(crate::cluster::next::Next::prepare(rt, bundle, &run_dir.join(format!("next-{v}")))?);
+    Ok(())
 }
 
 /// Patched: every scenario passed. Upstream (the negative control): every gate scenario failed;

@@ -33,10 +33,11 @@ pub enum Tool {
     Perf,
     Jmx,
     Reassign,
+    Features,
 }
 
 impl Tool {
-    pub const ALL: [Tool; 14] = [
+    pub const ALL: [Tool; 15] = [
         Tool::Server,
         Tool::ZooKeeper,
         Tool::ZooKeeperShell,
@@ -51,6 +52,7 @@ impl Tool {
         Tool::Perf,
         Tool::Jmx,
         Tool::Reassign,
+        Tool::Features,
     ];
 
     /// Candidate classes, newest home first.
@@ -74,6 +76,7 @@ impl Tool {
             Tool::Reassign => {
                 &["org.apache.kafka.tools.reassign.ReassignPartitionsCommand", "kafka.admin.ReassignPartitionsCommand"]
             }
+            Tool::Features => &["org.apache.kafka.tools.FeatureCommand", "kafka.admin.FeatureCommand"],
         }
     }
 
@@ -103,6 +106,7 @@ impl Tool {
             Tool::Perf => "producer-perf",
             Tool::Jmx => "jmx-tool",
             Tool::Reassign => "reassign-partitions",
+            Tool::Features => "features",
         }
     }
 }

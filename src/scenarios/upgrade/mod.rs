@@ -1,0 +1,397 @@
+//! UPGRADE: a patched cluster of release A with observers rolled, node by node, to patched
+//! release B under an idempotent acks=all producer and a read_committed consumer, the way an
+//! operator does it (`plan`): each node stopped, given B's Kafka home with B's signed bundle
+//! installed by `okp install`, started; KRaft controllers first; in the middle, with releases
+//! mixed, `okp observers status`, a promotion and a demotion, and one broker rolled back to A and
+//! forward again; then the finalisation (ZooKeeper: the protocol pin lifted in a second roll;
+//! KRaft: metadata.version raised with B's kafka-features), and a last status.
+//!
+//! Broker 4 is observed two ways at once: the cluster-wide id makes it an observer of `obs`, a
+//! topic rule makes it a full replica of `ufull`. After every step: 4 outside obs's ISR and
+//! leading nothing there (watched), inside ufull's ISR, the primaries back in obs's ISR, acks
+//! going on while the node was down. At the end: 0 producer errors, every acked record read
+//! once at the offset it was acked at, the observer's copy of obs byte-identical to the leader's.
+//! It runs alone (`--upgrade-to B`) and leaves the cluster on B.
+
+mod plan;
+
+pub use plan::{level, plan, refuse, runbook, Finalize, Step};
+
+use std::time::{Duration, Instant};
+
+use super::roll::{Traffic, ACKS_IN_WINDOW};
+use super::{round, Ctx, Flavor, ScenarioResult};
+use crate::cluster::node::Role;
+use crate::cluster::tools::{PartitionState, Tool};
+use crate::cluster::OBSERVER;
+use crate::error::Result;
+use crate::model::Mode;
+use crate::version::KafkaVersion;
+
+/// The topic 4 fully replicates by a topic rule while it observes `obs` by the cluster-wide id.
+const FULL: &str = "ufull";
+const RULES: &str = "4\ntopic:ufull observers=none\n";
+/// The observer promoted: no cluster-wide id, the rule unchanged.
+const PROMOTED: &str = "topic:ufull observers=none\n";
+const PRIMARIES: [i32; 3] = [1, 2, 3];
+/// The producer's first acks left out of the latency baseline (ms since it started).
+const BASELINE_FROM_MS: u64 = 5_000;
+/// How long obs is watched after each step for 4 in its ISR or leading.
+const HOLD: Duration = Duration::from_secs(2);
+
+pub fn upgrade(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
+    let Some(b) = x.c.next.as_ref().map(|n| n.version()) else {
+        o.check("UPGRADE needs a release to roll to (okp verify --upgrade-to VERSION)", false, "none given");
+        return Ok(());
+    };
+    if x.flavor == Flavor::Upstream || x.c.bundle.is_none() {
+        o.check("UPGRADE needs a patched run (the bundle installed in every node's home)", false, "none here");
+        return Ok(());
+    }
+    let a = x.c.rt.version;
+    let mode = x.c.mode;
+    let controllers = x.c.controllers();
+    let brokers: Vec<i32> = x.c.nodes.iter().filter(|n| n.role == Role::Broker).map(|n| n.id).collect();
+    let steps = plan(mode, a, b, &controllers, &brokers);
+    x.c.journal.note(&runbook(mode, a, b, &steps));
+    o.fact("from", a.to_string());
+    o.fact("to", b.to_string());
+
+    let all = x.c.kafka_nodes();
+    x.c.set_observers(&all, RULES)?;
+    x.settle_observers();
+    let out = x.c.create_topic(FULL, "1:2:4", &["min.insync.replicas=2"])?;
+    o.check("topic ufull created on 1:2:4 with `4` and `topic:ufull observers=none`", out.ok(), format!("rc {}", out.rc));
+    let t = x.lag() + x.ttl() + Duration::from_secs(30);
+    x.wait(o, FULL, t, "before the roll: 4 in ufull's ISR (a full replica by its rule)", "full_join_seconds", |s| {
+        s.in_isr(OBSERVER)
+    })?;
+    x.wait(o, "obs", t, "before the roll: 4 outside obs's ISR (an observer)", "observer_out_seconds", |s| {
+        !s.in_isr(OBSERVER) && PRIMARIES.iter().all(|p| s.in_isr(*p))
+    })?;
+
+    let traffic = Traffic::start(x, "UPGRADE")?;
+    let (acks, secs) = traffic.acks_since(0);
+    o.check(
+        &format!("before the roll, all on {a}: acks=all writes acked and the consumer runs"),
+        acks >= ACKS_IN_WINDOW,
+        format!("{acks} acks in {secs:.1} s"),
+    );
+    // The baseline: ten seconds of acks on A alone, after the producer's first five (its
+    // connections and the JVM's warm-up would otherwise make the p99).
+    std::thread::sleep(Duration::from_millis(BASELINE_FROM_MS + 10_000u64.saturating_sub(traffic.ms())));
+    let roll_from = traffic.ms();
+
+    let mut phases = Vec::new();
+    let mut failed_steps = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        let label = format!("step {} ({})", i + 1, show(step));
+        x.c.journal.note(&format!("UPGRADE {label}"));
+        let t0 = Instant::now();
+        let from_ms = traffic.ms();
+        let problems = run_step(x, o, &traffic, step, a, b)?;
+        let (held, state) = invariants(x)?;
+        let lag = observer_lag(x);
+        let releases: Vec<String> = x.c.kafka_nodes().iter().map(|&id| format!("{id}:{}", x.c.release_of(id))).collect();
+        let secs = round(t0.elapsed().as_secs_f64());
+        let acks = traffic.acks_between(from_ms, traffic.ms());
+        phases.push(serde_json::json!({
+            "step": show(step), "seconds": secs, "acks": acks, "observer_lag": lag,
+            "releases": releases.join(" "), "problems": problems, "obs_watch": held,
+        }));
+        let ok = problems.is_empty() && held.is_empty();
+        if !ok {
+            failed_steps.push(format!("{label}: {}", problems.iter().chain(&held).cloned().collect::<Vec<_>>().join("; ")));
+        }
+        x.c.journal.note(&format!(
+            "UPGRADE {label} done in {secs:.1} s: {acks} acks, observer lag {lag:?}, {}; {}",
+            releases.join(" "),
+            if ok { "every check held".to_string() } else { format!("FAILED: {problems:?} {held:?}") }
+        ));
+        let _ = state;
+    }
+    let roll_to = traffic.ms();
+    o.fact("phases", &phases);
+    o.check(
+        &format!(
+            "every step of the roll {a} → {b} ({} steps): 4 never in obs's ISR nor leading it (watched {:.0} s after each), in ufull's ISR, the primaries in obs's ISR, writes acked while each node was down",
+            steps.len(),
+            HOLD.as_secs_f64()
+        ),
+        failed_steps.is_empty(),
+        if failed_steps.is_empty() {
+            format!("{:.1} s in all", (roll_to - roll_from) as f64 / 1000.0)
+        } else {
+            failed_steps.join(" | ")
+        },
+    );
+    let on_b: Vec<i32> = x.c.kafka_nodes().into_iter().filter(|&id| x.c.release_of(id) == b).collect();
+    o.check(
+        &format!("every node runs {b} at the end"),
+        on_b.len() == x.c.kafka_nodes().len(),
+        format!("{} of {} nodes", on_b.len(), x.c.kafka_nodes().len()),
+    );
+
+    let before = traffic.latencies(BASELINE_FROM_MS, roll_from);
+    let during = traffic.latencies(roll_from, roll_to);
+    o.fact(
+        "producer_latency_ms",
+        serde_json::json!({
+            "before": {"acks": before.len(), "p50": pct(&before, 50.0), "p99": pct(&before, 99.0), "max": before.last()},
+            "during": {"acks": during.len(), "p50": pct(&during, 50.0), "p99": pct(&during, 99.0), "max": during.last()},
+        }),
+    );
+    x.c.journal.note(&format!(
+        "producer ack latency before the roll: p50 {:?} ms p99 {:?} ms over {}; during it: p50 {:?} ms p99 {:?} ms over {}",
+        pct(&before, 50.0),
+        pct(&before, 99.0),
+        before.len(),
+        pct(&during, 50.0),
+        pct(&during, 99.0),
+        during.len()
+    ));
+    traffic.finish(x, o, "upgrade_traffic");
+    x.read_back(o, "UPGRADE", &[])?;
+    let leader = x.state("obs")?.leader.unwrap_or(1);
+    let (same, secs) = x.c.wait_replica_identical(OBSERVER, leader, "obs", Duration::from_secs(45));
+    o.check(
+        &format!("on {b}: observer 4's copy of obs is byte-identical to leader {leader}'s"),
+        same,
+        format!("{secs:.1} s"),
+    );
+    // Leave the cluster as the suite expects: observer.ids `4`, ufull gone.
+    let deleted = x.c.delete_topic_and_wait(FULL, Duration::from_secs(60)).unwrap_or(false);
+    o.check("clean-up: topic ufull deleted", deleted, "");
+    x.c.set_observers(&all, "4\n")?;
+    Ok(())
+}
+
+/// One step; what went wrong in it (empty: nothing).
+fn run_step(
+    x: &mut Ctx,
+    o: &mut ScenarioResult,
+    traffic: &Traffic,
+    step: &Step,
+    a: KafkaVersion,
+    b: KafkaVersion,
+) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    match step {
+        Step::Upgrade(id) | Step::Downgrade(id) => {
+            let id = *id;
+            let name = x.c.node(id).name.clone();
+            x.c.stop(id);
+            let down = traffic.ms();
+            if matches!(step, Step::Upgrade(_)) {
+                if x.c.mode == Mode::Zk {
+                    x.c.set_server_overrides(id, &[&format!("inter.broker.protocol.version={}", level(a))])?;
+                }
+                let have = x.c.move_to_next(id)?;
+                let want = expected_next_digests(x);
+                x.c.journal.note(&format!("{name}'s {b} home after okp install: {have:?}"));
+                if have != want {
+                    problems.push(format!("{name}: {b} home jars {have:?}, expected {want:?}"));
+                }
+            } else {
+                x.c.move_back(id)?;
+            }
+            let (acks, secs) = traffic.acks_since(down);
+            x.c.journal.note(&format!("{name} down: {acks} acks=all writes acked in {secs:.1} s"));
+            if acks < ACKS_IN_WINDOW {
+                problems.push(format!("{name} down: {acks} acks in {secs:.0} s"));
+            }
+            x.c.restart(id)?;
+        }
+        Step::Status => {
+            let (code, text) = status(x)?;
+            if code != Some(0) {
+                problems.push(format!(
+                    "okp observers status exit {code:?}: {}",
+                    text.lines().last().unwrap_or("").trim()
+                ));
+            }
+        }
+        Step::PromoteDemote => {
+            let all = x.c.kafka_nodes();
+            let t = x.lag() + x.ttl() + Duration::from_secs(30);
+            x.c.set_observers(&all, PROMOTED)?;
+            let (s, secs) = x.c.wait_state("obs", t, |s: &PartitionState| s.in_isr(OBSERVER), |_| {})?;
+            o.fact("mixed_promote_seconds", round(secs));
+            if s.is_none() {
+                problems.push(format!("promoted with releases mixed: 4 not in obs's ISR within {:.0} s", t.as_secs_f64()));
+            }
+            x.c.set_observers(&all, RULES)?;
+            let (s, secs) = x.c.wait_state(
+                "obs",
+                t,
+                |s: &PartitionState| !s.in_isr(OBSERVER) && s.leader.is_some_and(|l| l != OBSERVER),
+                |_| {},
+            )?;
+            o.fact("mixed_demote_seconds", round(secs));
+            if s.is_none() {
+                problems.push(format!("demoted with releases mixed: 4 still in obs's ISR after {:.0} s", t.as_secs_f64()));
+            }
+            x.settle_observers();
+        }
+        Step::Finalize(Finalize::Protocol { from, to }) => {
+            let brokers: Vec<i32> = x.c.nodes.iter().filter(|n| n.role == Role::Broker).map(|n| n.id).collect();
+            for id in brokers {
+                let name = x.c.node(id).name.clone();
+                x.c.stop(id);
+                let down = traffic.ms();
+                x.c.set_server_overrides(id, &[])?;
+                let (acks, secs) = traffic.acks_since(down);
+                if acks < ACKS_IN_WINDOW {
+                    problems.push(format!("{name} down: {acks} acks in {secs:.0} s"));
+                }
+                x.c.restart(id)?;
+                let t = x.lag() + Duration::from_secs(60);
+                let (s, _) = x.c.wait_state("obs", t, |s: &PartitionState| PRIMARIES.iter().all(|p| s.in_isr(*p)), |_| {})?;
+                if s.is_none() {
+                    problems.push(format!("after {name}'s restart without the pin the primaries were not all in obs's ISR"));
+                }
+            }
+            x.c.journal.note(&format!("inter.broker.protocol.version {from} → {to} (the default of {b}) on every broker"));
+        }
+        Step::Finalize(Finalize::Metadata { from, to }) => {
+            let before = features(x, &["describe"])?;
+            let mut out = features(x, &["upgrade", "--release-version", to])?;
+            if !out.0 && (out.1.contains("release-version") || out.1.contains("unrecognized")) {
+                out = features(x, &["upgrade", "--metadata", to])?;
+            }
+            let after = features(x, &["describe"])?;
+            let level = finalized_metadata(&after.1);
+            o.fact("metadata_version", serde_json::json!({"before": finalized_metadata(&before.1), "after": level}));
+            if !out.0 || !level.as_deref().is_some_and(|l| l.starts_with(to.as_str())) {
+                problems.push(format!(
+                    "metadata.version {from} → {to}: the tool {} and describe reads {level:?}",
+                    if out.0 { "exited 0" } else { "failed" }
+                ));
+            }
+        }
+        Step::Finalize(Finalize::Nothing { level }) => {
+            let now = features(x, &["describe"])?;
+            o.fact("metadata_version", serde_json::json!({"unchanged": finalized_metadata(&now.1), "level": level}));
+        }
+    }
+    Ok(problems)
+}
+
+/// After a step: the primaries back in obs's ISR and 4 back in ufull's (waited), then obs
+/// watched for `HOLD`: 4 never in its ISR nor leading. What broke (empty: nothing), and obs's
+/// state at the end.
+fn invariants(x: &mut Ctx) -> Result<(Vec<String>, Option<PartitionState>)> {
+    let mut broke = Vec::new();
+    let t = x.lag() + x.ttl() + Duration::from_secs(60);
+    let (s, _) = x.c.wait_state("obs", t, |s: &PartitionState| PRIMARIES.iter().all(|p| s.in_isr(*p)), |_| {})?;
+    if s.is_none() {
+        broke.push(format!("the primaries not all in obs's ISR within {:.0} s", t.as_secs_f64()));
+    }
+    let (f, _) = x.c.wait_state(FULL, t, |s: &PartitionState| s.in_isr(OBSERVER), |_| {})?;
+    if f.is_none() {
+        broke.push(format!("4 not in ufull's ISR within {:.0} s", t.as_secs_f64()));
+    }
+    let seen = x.c.watch_all(&["obs"], HOLD, |s| s.in_isr(OBSERVER) || s.leader == Some(OBSERVER))?;
+    for (polls, bad) in seen {
+        if polls == 0 {
+            broke.push("obs: no poll answered".into());
+        } else if !bad.is_empty() {
+            broke.push(format!("obs: 4 in the ISR or leading in {} of {polls} polls: {}", bad.len(), super::polls_summary(&bad)));
+        }
+    }
+    Ok((broke, s))
+}
+
+/// obs's high watermark minus observer 4's log end offset (None when either is unreadable;
+/// negative when 4 holds records beyond the high watermark, which it may: the HW waits for no
+/// observer, but the observer fetches what the leader has).
+fn observer_lag(x: &mut Ctx) -> Option<i64> {
+    let hw = x.c.probe_hw("obs")?;
+    let leo = x.c.probe_leo(OBSERVER, "obs")?;
+    Some(hw - leo)
+}
+
+/// `okp observers status` over every node's observer.ids: its exit code and output (journaled).
+fn status(x: &mut Ctx) -> Result<(Option<i32>, String)> {
+    let nodes = x.c.journal.dir().join("UPGRADE-nodes.yaml");
+    x.write_nodes_file(&nodes)?;
+    let boot = x.c.bootstrap(&[]);
+    let args: Vec<String> = ["observers", "status", "--bootstrap", &boot, "--nodes"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([nodes.display().to_string()])
+        .collect();
+    let (code, text, _) = super::topic::run_okp(x, &args)?;
+    Ok((code, text))
+}
+
+/// B's kafka-features with `args` after `--bootstrap-server`: whether it exited 0, and its output.
+fn features(x: &mut Ctx, args: &[&str]) -> Result<(bool, String)> {
+    let boot = x.c.bootstrap(&[]);
+    let mut argv = vec!["--bootstrap-server".to_string(), boot];
+    argv.extend(args.iter().map(|s| s.to_string()));
+    let Some(next) = x.c.next.as_mut() else { return Ok((false, "no next release".into())) };
+    let out = next.tools.run(Tool::Features, &argv, None, Duration::from_secs(120))?;
+    x.c.journal.tool(&format!("kafka-features {}", args.join(" ")), &out);
+    Ok((out.ok(), format!("{}\n{}", out.stdout, out.stderr)))
+}
+
+/// metadata.version's finalized level in kafka-features' describe output.
+fn finalized_metadata(describe: &str) -> Option<String> {
+    let line = describe.lines().find(|l| l.contains("Feature: metadata.version"))?;
+    let at = line.find("FinalizedVersionLevel:")? + "FinalizedVersionLevel:".len();
+    line[at..].split_whitespace().next().map(str::to_string)
+}
+
+/// The sha256 of each jar B's bundle replaces, as B's build made it.
+fn expected_next_digests(x: &Ctx) -> Vec<(String, String)> {
+    let Some(next) = x.c.next.as_ref() else { return Vec::new() };
+    next.rt
+        .swapped
+        .iter()
+        .map(|(up, _, sha)| (up.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), sha.clone()))
+        .collect()
+}
+
+fn show(step: &Step) -> String {
+    match step {
+        Step::Upgrade(id) => format!("upgrade {id}"),
+        Step::Downgrade(id) => format!("roll {id} back"),
+        Step::Status => "status".into(),
+        Step::PromoteDemote => "promote and demote 4".into(),
+        Step::Finalize(Finalize::Protocol { to, .. }) => format!("finalise: inter.broker.protocol.version {to}"),
+        Step::Finalize(Finalize::Metadata { to, .. }) => format!("finalise: metadata.version {to}"),
+        Step::Finalize(Finalize::Nothing { .. }) => "finalise: nothing to raise".into(),
+    }
+}
+
+/// The `q`th percentile of `sorted` (nearest rank), rounded to 0.01 ms.
+fn pct(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((q / 100.0) * sorted.len() as f64).ceil() as usize;
+    Some(round(sorted[rank.clamp(1, sorted.len()) - 1]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_finalized_metadata_level_is_read_from_describe() {
+        let out = "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 0\tEpoch: 9\n\
+                   Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.0-IV3\tFinalizedVersionLevel: 3.9-IV0\tEpoch: 9\n";
+        assert_eq!(finalized_metadata(out).as_deref(), Some("3.9-IV0"));
+        assert_eq!(finalized_metadata("nothing"), None);
+    }
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(pct(&v, 50.0), Some(50.0));
+        assert_eq!(pct(&v, 99.0), Some(99.0));
+        assert_eq!(pct(&[3.0], 99.0), Some(3.0));
+        assert_eq!(pct(&[], 50.0), None);
+    }
+}
