@@ -459,6 +459,15 @@ pub struct VerifyArgs {
     /// evidence in DIR/upgrade/<A>-to-<B>-<mode>/.
     #[arg(long, value_name = "VERSION", conflicts_with_all = ["all", "merge", "soak", "soak_recheck", "upstream", "jars"])]
     pub upgrade_to: Option<KafkaVersion>,
+    /// Take a patched ZooKeeper-mode cluster of --version (3.7–3.9) to KRaft under acks=all writes, as
+    /// the operations guide gives it, and finalise (the MIGRATE scenario, docs/upgrade.md); evidence
+    /// in DIR/upgrade/<V>-zk-to-kraft/.
+    #[arg(long, conflicts_with_all = ["all", "merge", "soak", "soak_recheck", "upstream", "jars", "upgrade_to", "scenarios"])]
+    pub migrate: bool,
+    /// With --migrate: the KRaft controllers on the release's own jars (brokers patched), the
+    /// negative control.
+    #[arg(long, requires = "migrate")]
+    pub upstream_controllers: bool,
     /// Run on the release's unpatched jars: the negative control.
     #[arg(long, conflicts_with = "jars")]
     pub upstream: bool,

@@ -31,19 +31,8 @@ impl Cluster {
             nodes.push(Node::new("zk", Role::ZooKeeper, 0, self.base_port, dir, argv, vec![]));
         } else {
             for id in CONTROLLERS {
-                let dir = self.run_dir.join(format!("c{id}"));
-                crate::fsx::create_dir(&dir.join("data"))?;
-                let port = self.controller_port(id);
-                let props = format!(
-                    "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={voters}\ncontroller.listener.names=CONTROLLER\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT\nlisteners=CONTROLLER://127.0.0.1:{port}\nlog.dirs={}\nnum.io.threads=2\nnum.network.threads=2\nbackground.threads=2\nbroker.session.timeout.ms={}\nbroker.heartbeat.interval.ms=1000\n",
-                    dir.join("data").display(),
-                    self.timers.session_ms
-                );
-                crate::fsx::write_atomic(&dir.join("server.properties"), props.as_bytes())?;
-                let mut argv = self.server_argv(&server_class, &dir.join("server.properties"));
-                argv.splice(0..0, self.jmx_flags(id));
-                let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), dir.join("observer.ids").display().to_string())];
-                nodes.push(Node::new(&format!("controller-{id}"), Role::Controller, id, port, dir, argv, env));
+                let node = self.controller_node(id, &server_class, &voters)?;
+                nodes.push(node);
             }
         }
         for id in BROKERS {
@@ -58,13 +47,45 @@ impl Cluster {
         Ok(())
     }
 
+    /// The node of KRaft controller `id`: its directory, server.properties and command line.
+    pub(super) fn controller_node(&self, id: i32, server_class: &str, voters: &str) -> Result<Node> {
+        let dir = self.run_dir.join(format!("c{id}"));
+        crate::fsx::create_dir(&dir.join("data"))?;
+        let port = self.controller_port(id);
+        let props = format!(
+            "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={voters}\ncontroller.listener.names=CONTROLLER\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT\nlisteners=CONTROLLER://127.0.0.1:{port}\nlog.dirs={}\nnum.io.threads=2\nnum.network.threads=2\nbackground.threads=2\nbroker.session.timeout.ms={}\nbroker.heartbeat.interval.ms=1000\n",
+            dir.join("data").display(),
+            self.timers.session_ms
+        );
+        crate::fsx::write_atomic(&dir.join("server.properties"), props.as_bytes())?;
+        let mut argv = self.server_argv(server_class, &dir.join("server.properties"));
+        argv.splice(0..0, self.jmx_flags(id));
+        let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), dir.join("observer.ids").display().to_string())];
+        Ok(Node::new(&format!("controller-{id}"), Role::Controller, id, port, dir, argv, env))
+    }
+
     /// The node of broker `id`: its directory, server.properties and command line.
     pub(super) fn broker_node(&self, id: i32, server_class: &str, voters: &str) -> Result<Node> {
         let dir = self.run_dir.join(format!("b{id}"));
         crate::fsx::create_dir(&dir.join("data"))?;
+        let props = self.broker_props(id, self.mode, voters);
+        crate::fsx::write_atomic(&dir.join("server.properties"), props.as_bytes())?;
+        let port = self.broker_port(id);
+        let mut argv = self.server_argv(server_class, &dir.join("server.properties"));
+        // JMX on loopback only (MET); the extra broker of MULTI has no port of its own for it.
+        if BROKERS.contains(&id) {
+            argv.splice(0..0, self.jmx_flags(id));
+        }
+        let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), dir.join("observer.ids").display().to_string())];
+        Ok(Node::new(&format!("broker-{id}"), Role::Broker, id, port, dir, argv, env))
+    }
+
+    /// Broker `id`'s server.properties in `mode` (a migrated broker is written again in KRaft mode).
+    pub(super) fn broker_props(&self, id: i32, mode: Mode, voters: &str) -> String {
+        let dir = self.run_dir.join(format!("b{id}"));
         let port = self.broker_port(id);
         let mut props = String::new();
-        if self.mode == Mode::Zk {
+        if mode == Mode::Zk {
             props.push_str(&format!(
                 "broker.id={id}\nzookeeper.connect=127.0.0.1:{}\nzookeeper.session.timeout.ms={}\n",
                 self.base_port, self.timers.session_ms
@@ -86,14 +107,7 @@ impl Cluster {
             "num.partitions=1\ndefault.replication.factor=3\noffsets.topic.replication.factor=3\noffsets.topic.num.partitions=4\ntransaction.state.log.replication.factor=3\ntransaction.state.log.min.isr=2\ntransaction.state.log.num.partitions=4\ngroup.initial.rebalance.delay.ms=0\nauto.leader.rebalance.enable=false\nreplica.lag.time.max.ms={}\nreplica.fetch.wait.max.ms=200\nnum.network.threads=2\nnum.io.threads=2\nnum.replica.fetchers=1\nbackground.threads=2\nnum.recovery.threads.per.data.dir=1\nlog.cleaner.enable=false\nlog.flush.offset.checkpoint.interval.ms=1000\n",
             self.timers.lag_ms
         ));
-        crate::fsx::write_atomic(&dir.join("server.properties"), props.as_bytes())?;
-        let mut argv = self.server_argv(server_class, &dir.join("server.properties"));
-        // JMX on loopback only (MET); the extra broker of MULTI has no port of its own for it.
-        if BROKERS.contains(&id) {
-            argv.splice(0..0, self.jmx_flags(id));
-        }
-        let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), dir.join("observer.ids").display().to_string())];
-        Ok(Node::new(&format!("broker-{id}"), Role::Broker, id, port, dir, argv, env))
+        props
     }
 
     pub(super) fn server_argv(&self, class: &str, config: &Path) -> Vec<String> {

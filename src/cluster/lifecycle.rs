@@ -53,11 +53,16 @@ impl Cluster {
         self.nodes.retain(|n| n.id != id || n.role == Role::ZooKeeper);
     }
 
-    pub(super) fn ready_marker(&self, role: Role) -> &'static str {
-        match (role, self.mode) {
+    /// The line node `id` logs once it is ready: a KRaft controller or broker (a broker rolled
+    /// to KRaft by MIGRATE among them) says `Kafka Server started`, a ZooKeeper-mode broker
+    /// `[KafkaServer id=N] started`.
+    pub(super) fn ready_marker(&self, id: i32) -> &'static str {
+        let n = self.node(id);
+        let kraft = self.mode == Mode::Kraft || n.role == Role::Controller || self.runs_kraft(id);
+        match (n.role, kraft) {
             (Role::ZooKeeper, _) => "binding to port",
-            (_, Mode::Zk) => "] started (kafka.server.KafkaServer)",
-            (_, Mode::Kraft) => "Kafka Server started",
+            (_, false) => "] started (kafka.server.KafkaServer)",
+            (_, true) => "Kafka Server started",
         }
     }
 
@@ -176,6 +181,15 @@ impl Cluster {
 
     /// Node `id`'s Kafka home under the run directory, with the bundle installed when there is one.
     pub(super) fn lay_out_home(&mut self, id: i32) -> Result<()> {
+        self.lay_out_home_with(id, true)
+    }
+
+    /// Node `id`'s Kafka home with the release's own jars only (MIGRATE's negative control).
+    pub(super) fn lay_out_home_without_bundle(&mut self, id: i32) -> Result<()> {
+        self.lay_out_home_with(id, false)
+    }
+
+    fn lay_out_home_with(&mut self, id: i32, install: bool) -> Result<()> {
         let home = self.run_dir.join("homes").join(&self.node(id).name);
         let copied = homes::lay_out(&self.rt, &home)?;
         if let Some(first) = copied.first() {
@@ -185,7 +199,7 @@ impl Cluster {
                 copied.len()
             ));
         }
-        if self.bundle.is_some() {
+        if self.bundle.is_some() && install {
             let ran = self.okp_on_home("install", &home)?;
             if !ran.ok() {
                 return Err(Error::External(format!(
@@ -224,7 +238,7 @@ impl Cluster {
     }
 
     pub fn wait_node_ready(&mut self, id: i32) -> Result<Duration> {
-        let marker = self.ready_marker(self.node(id).role);
+        let marker = self.ready_marker(id);
         self.node_mut(id).wait_ready(marker, Duration::from_secs(120))
     }
 

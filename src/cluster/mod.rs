@@ -20,6 +20,7 @@
 //! - `records`: produce and consume through the console tools and okp's own client
 //! - `inspect`: segments byte for byte, server logs, resident memory
 //! - `next`: a second release on the same cluster, node by node (UPGRADE)
+//! - `migration`: ZooKeeper → KRaft on the running cluster (MIGRATE)
 //!
 //! Beside them, the parts that are not `Cluster` methods: one process (`node`), the tool runner
 //! (`tools`, `resident`), okp's Java client (`client`), the journal (`journal`), the runtime
@@ -35,6 +36,7 @@ pub mod homes;
 mod inspect;
 pub mod journal;
 mod lifecycle;
+pub mod migration;
 pub mod next;
 pub mod node;
 mod ports;
@@ -114,6 +116,8 @@ pub struct Cluster {
     pub observers_changed_at: Option<Instant>,
     /// The release the UPGRADE scenario rolls the nodes to, and which run it now.
     pub next: Option<next::Next>,
+    /// A ZooKeeper → KRaft migration under way (MIGRATE).
+    pub migration: Option<migration::Migration>,
 }
 
 /// Where the nodes' jars come from.
@@ -166,6 +170,7 @@ impl Cluster {
             server_cds: cds::ServerCds::Off,
             observers_changed_at: None,
             next: None,
+            migration: None,
         };
         c.configure()?;
         c.plan_server_cds();

@@ -99,6 +99,26 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
              a build from a tree is verified with --jars DIR and --tree or --git --rev)",
         )?;
     }
+    if args.migrate {
+        if args.release.mode == Some(Mode::Kraft) {
+            return Err(Error::Usage("--migrate starts from ZooKeeper mode: leave out --mode kraft".into()));
+        }
+        if !(release.modes.contains(&Mode::Zk) && release.modes.contains(&Mode::Kraft)) {
+            return Err(Error::Usage(format!(
+                "--migrate: {version} does not have both modes in versions.yaml (the migration runs on 3.7–3.9)"
+            )));
+        }
+    }
+    if args.migrate {
+        if args.release.mode == Some(Mode::Kraft) {
+            return Err(Error::Usage("--migrate starts from ZooKeeper mode: leave out --mode kraft".into()));
+        }
+        if !(release.modes.contains(&Mode::Zk) && release.modes.contains(&Mode::Kraft)) {
+            return Err(Error::Usage(format!(
+                "--migrate: {version} does not have both modes in versions.yaml (the migration runs on 3.7–3.9)"
+            )));
+        }
+    }
     let mode = release.mode_for(args.release.mode, ModeDefault::ZkFirst)?;
     let flavor = if args.upstream { Flavor::Upstream } else { Flavor::Patched };
     // --upgrade-to B: the UPGRADE scenario alone, on one cluster, rolled from this release to B.
@@ -122,8 +142,13 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     if upgrade_to.is_none() && args.scenarios.iter().any(|s| s.trim().eq_ignore_ascii_case("UPGRADE")) {
         return Err(Error::Usage("scenario UPGRADE needs the release to roll to: pass --upgrade-to VERSION".into()));
     }
+    if !args.migrate && args.scenarios.iter().any(|s| s.trim().eq_ignore_ascii_case("MIGRATE")) {
+        return Err(Error::Usage("scenario MIGRATE runs with --migrate".into()));
+    }
     let ids: Vec<String> = if upgrade_to.is_some() {
         vec!["UPGRADE".to_string()]
+    } else if args.migrate {
+        vec!["MIGRATE".to_string()]
     } else if !args.scenarios.is_empty() {
         args.scenarios.clone()
     } else {
@@ -135,7 +160,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         Some(dir) => Layers::with(&BuildRecord::read(dir).map(|r| r.layers).unwrap_or_default()),
         None => Layers::with(&args.layers),
     };
-    let explicit = !args.scenarios.is_empty() || upgrade_to.is_some();
+    let explicit = !args.scenarios.is_empty() || upgrade_to.is_some() || args.migrate;
     let mut selected = Vec::new();
     for id in &ids {
         let Some(s) = scenarios::by_id(id.trim()) else {
@@ -192,9 +217,10 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         keep: args.keep,
         base_port: args.base_port,
         json: args.format == ListFormat::Json,
-        lanes: if upgrade_to.is_some() { 1 } else { args.lanes as usize },
-        tuning: scenarios::Tuning { create_rounds: args.create_rounds },
+        lanes: if upgrade_to.is_some() || args.migrate { 1 } else { args.lanes as usize },
+        tuning: scenarios::Tuning { create_rounds: args.create_rounds, upstream_controllers: args.upstream_controllers },
         upgrade_to,
+        migrate: args.migrate,
     };
     crate::verify::run(ws, opts)
 }

@@ -12,6 +12,7 @@ mod elections;
 mod failures;
 mod hosts;
 mod metrics;
+mod migrate;
 mod promotion;
 mod reassign;
 mod roll;
@@ -83,6 +84,8 @@ pub const SCENARIOS: &[Scenario] = &[
     // Opt-in (`--scenarios HOSTS`): its own cluster on separate hosts (network namespaces, sshd), operated over ssh and Ansible.
     Scenario { id: "HOSTS", title: "separate hosts over real ssh: an Ansible roll of the bundle under acks=all writes (a damaged jar on one host rolled back); promote, demote, watch over ssh; a host down, unreachable, frozen, stalled, re-keyed, read-only: each named in bounded time, every observer.ids as before", gate: false, run: hosts::hosts },
     Scenario { id: "ROLL", title: "rolling adoption with the shipped bundle: back to the release's jars, okp install one node at a time under acks=all writes, observer named, okp rollback rolling; runs last", gate: false, run: roll::roll },
+    // Opt-in and alone (`--migrate`): the ZooKeeper cluster taken to KRaft, left there.
+    Scenario { id: "MIGRATE", title: "ZooKeeper → KRaft migration under acks=all writes (controllers in migration mode, brokers to dual-write, brokers to KRaft, finalised, ZooKeeper stopped): the observer never in an ISR it observes nor leading in any phase, the KRaft controller deciding in the dual-write window, nothing lost", gate: false, run: migrate::migrate },
     // Opt-in and alone (`--upgrade-to B`): the cluster rolled to another release, left there.
     Scenario { id: "UPGRADE", title: "rolling upgrade to patched release B under acks=all writes (controllers first; status, promote, demote and one rollback with releases mixed; finalised): the observer never in an ISR it observes nor leading, a full replica where its rule says, nothing lost", gate: false, run: upgrade::upgrade },
 ];
@@ -94,8 +97,9 @@ pub const SCENARIOS: &[Scenario] = &[
 /// depends on it.
 fn typical_seconds(id: &str, mode: Mode) -> u32 {
     // (id, ZooKeeper, KRaft)
-    const TYPICAL: [(&str, u32, u32); 24] = [
+    const TYPICAL: [(&str, u32, u32); 25] = [
         ("HOSTS", 300, 330),
+        ("MIGRATE", 200, 200),
         ("UPGRADE", 300, 330),
         ("CREATE", 90, 90),
         ("TOPIC", 125, 155),
@@ -149,11 +153,12 @@ pub fn lanes(selected: &[&'static Scenario], lanes: usize, mode: Mode) -> Vec<Ve
 /// on separate hosts and takes about five minutes, as long as a whole pair's suite; CREATE needs
 /// confluent-kafka's Python and is sized by `--create-rounds` (a stress run takes thousands);
 /// UPGRADE needs a second release (`--upgrade-to`) and leaves the cluster on it.
-pub const OPT_IN: &[&str] = &["HOSTS", "CREATE", "UPGRADE"];
+pub const OPT_IN: &[&str] = &["HOSTS", "CREATE", "UPGRADE", "MIGRATE"];
 
 /// Scenarios whose runs have a page of their own rather than a column of the release × scenario
-/// page: UPGRADE's run is a hop between two releases (evidence/upgrade/UPGRADE.md).
-pub const OWN_PAGE: &[&str] = &["UPGRADE"];
+/// page: UPGRADE's run is a hop between two releases, MIGRATE's one between two modes
+/// (evidence/upgrade/UPGRADE.md).
+pub const OWN_PAGE: &[&str] = &["UPGRADE", "MIGRATE"];
 
 /// The suite a run of `flavor` takes when `--scenarios` names none: every scenario but the
 /// opt-in ones (an upstream run: the gates only). What "the whole suite" means in the evidence.
@@ -176,11 +181,13 @@ pub fn unavailable(id: &str) -> Option<String> {
 pub struct Tuning {
     /// CREATE's rounds: each creates 5 topics (10 partitions) per client and writes 50 records to each.
     pub create_rounds: u32,
+    /// MIGRATE's negative control: the KRaft controllers on the release's own jars.
+    pub upstream_controllers: bool,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { create_rounds: 20 }
+        Tuning { create_rounds: 20, upstream_controllers: false }
     }
 }
 

@@ -75,6 +75,9 @@ pub struct Options {
     /// `--upgrade-to`: the release UPGRADE rolls the cluster to (its patched jars and bundle are
     /// made beside the run's own); the run's evidence goes to `upgrade/`.
     pub upgrade_to: Option<Release>,
+    /// `--migrate`: MIGRATE on a ZooKeeper-mode cluster built from the KRaft jar set; the run's
+    /// evidence goes to `upgrade/`.
+    pub migrate: bool,
 }
 
 #[cfg(test)]

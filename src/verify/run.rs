@@ -28,8 +28,16 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
     let t_suite = Instant::now();
     let name = match &opts.upgrade_to {
         Some(b) => format!("{}-to-{}-{}", opts.release.version, b.version, opts.mode),
+        None if opts.migrate => format!(
+            "{}-zk-to-kraft{}",
+            opts.release.version,
+            if opts.tuning.upstream_controllers { "-upstream-controllers" } else { "" }
+        ),
         None => run_name(&opts.release.version.to_string(), opts.mode, opts.flavor),
     };
+    // MIGRATE: the KRaft jar set (core with the ZooKeeper-controller hooks, and metadata) on a
+    // cluster that starts in ZooKeeper mode.
+    let jars_mode = if opts.migrate { Mode::Kraft } else { opts.mode };
     let mut seconds: BTreeMap<String, f64> = BTreeMap::new();
 
     // 1. The lanes, and each one's port block when --base-port names the first: checked before
@@ -42,7 +50,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
         Flavor::Patched => patched_jars_from(
             ws,
             &opts.release,
-            opts.mode,
+            jars_mode,
             &opts.layers,
             opts.jars.as_deref(),
             opts.jars_source.as_ref(),
@@ -96,7 +104,7 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
     let verdict = record.verdict;
     publish::stage(&staging, &record, &audit, &run_dir)?;
     let ids: Vec<&str> = opts.scenarios.iter().map(|s| s.id).collect();
-    let dest = if opts.upgrade_to.is_some() {
+    let dest = if opts.upgrade_to.is_some() || opts.migrate {
         publish::write_upgrade_evidence(&staging, &opts.evidence, &name)?
     } else {
         write_evidence(

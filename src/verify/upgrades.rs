@@ -35,44 +35,91 @@ pub fn write_page(dir: &Path) -> Result<()> {
 
 fn page(runs: &[(String, RunRecord)]) -> String {
     let mut s = String::from(
-        "# okp verify --upgrade-to: rolling upgrades of a patched cluster\n\nWritten by `okp verify` after every UPGRADE run, from the `run.json` files in this directory. \
-         Each run starts a patched cluster of release A with observer 4 (cluster-wide id, and a topic rule making it a full replica of `ufull`), \
-         rolls every node to patched release B under an idempotent acks=all producer and a read_committed consumer in the order docs/upgrade.md gives, \
-         with a status read, a promotion, a demotion and one rollback while releases are mixed, then finalises. \
-         Latency: the producer's own send-to-ack time, before the roll and during it.\n\n\
+        "# okp verify: a patched cluster through its life (rolling upgrades, ZooKeeper → KRaft)\n\nWritten by `okp verify` after every UPGRADE and MIGRATE run, from the `run.json` files in this directory (docs/upgrade.md). \
+         Each run starts a patched cluster with observer 4 (cluster-wide id, and a topic rule making it a full replica of `ufull`) under an idempotent acks=all producer and a read_committed consumer, \
+         and checks after every step that 4 is never in obs's ISR nor leading it, is in ufull's ISR, and that writes were acknowledged while each node was down. \
+         Latency: the producer's own send-to-ack time before the first step and during the steps.\n\n\
+         ## Rolling upgrades (`--upgrade-to B`)\n\n\
+         Every node rolled from patched A to patched B in the order docs/upgrade.md gives (KRaft controllers first), with a status read, a promotion, a demotion and one rollback while releases are mixed, then finalised.\n\n\
          | hop | mode | verdict | steps | roll | acked | errors | missing / misplaced / duplicated | p99 before → during | observer copy | journal |\n\
          |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
+    let mut upgrades = 0;
     for (name, r) in runs {
         let Some(o) = r.scenarios.iter().find(|o| o.id == "UPGRADE") else { continue };
+        upgrades += 1;
         let to = r.upgrade_to.as_ref().map(|u| u.release.to_string()).unwrap_or_else(|| "?".into());
+        let c = Cells::of(o, "upgrade_traffic");
+        s.push_str(&format!(
+            "| {} → {to} | {} | {} | {} | {:.0} s | {} | {} | {} | {} | {} | [{}]({name}/{}) |\n",
+            r.release, r.mode, c.verdict, c.steps, c.seconds, c.acked, c.errors, c.lost, c.p99, c.identical, o.id, o.evidence,
+        ));
+    }
+    if upgrades == 0 {
+        s.push_str("| no run yet |||||||||||\n");
+    }
+    s.push_str(
+        "\n## ZooKeeper → KRaft (`--migrate`)\n\n\
+         KRaft controllers added in migration mode, brokers rolled into migration mode (dual-write), a promotion, a demotion and an unclean election decided by the KRaft controller while brokers still speak ZooKeeper, brokers rolled to KRaft, controllers finalised, ZooKeeper stopped. \
+         A row whose controllers run the release's own jars is the negative control: its dual-write window must show the observer leading or in an ISR.\n\n\
+         | release | KRaft controllers | verdict | phases | time | dual-write window | acked | errors | missing / misplaced / duplicated | p99 before → during | observer copy | journal |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut migrations = 0;
+    for (name, r) in runs {
+        let Some(o) = r.scenarios.iter().find(|o| o.id == "MIGRATE") else { continue };
+        migrations += 1;
+        let c = Cells::of(o, "migrate_traffic");
+        let controllers = o.facts.get("controllers").and_then(|v| v.as_str()).unwrap_or("?");
+        let window = o
+            .checks
+            .iter()
+            .find(|c| c.name.starts_with("dual-write window") || c.name.starts_with("negative control"))
+            .map_or("?".to_string(), |c| format!("{}: {}", if c.pass { "as expected" } else { "NOT as expected" }, c.detail.replace('|', "/")));
+        s.push_str(&format!(
+            "| {} | {controllers} | {} | {} | {:.0} s | {window} | {} | {} | {} | {} | {} | [{}]({name}/{}) |\n",
+            r.release, c.verdict, c.steps, c.seconds, c.acked, c.errors, c.lost, c.p99, c.identical, o.id, o.evidence,
+        ));
+    }
+    if migrations == 0 {
+        s.push_str("| no run yet ||||||||||||\n");
+    }
+    s
+}
+
+/// The cells an UPGRADE or MIGRATE row shares, from its outcome.
+struct Cells {
+    verdict: &'static str,
+    steps: usize,
+    seconds: f64,
+    acked: String,
+    errors: String,
+    lost: String,
+    p99: String,
+    identical: &'static str,
+}
+
+impl Cells {
+    fn of(o: &crate::scenarios::ScenarioResult, traffic: &str) -> Cells {
         let f = |k: &str| o.facts.get(k).cloned().unwrap_or(serde_json::Value::Null);
         let phases = f("phases");
-        let steps = phases.as_array().map_or(0, Vec::len);
-        let roll: f64 = phases.as_array().map_or(0.0, |p| p.iter().filter_map(|x| x["seconds"].as_f64()).sum());
-        let t = f("upgrade_traffic");
+        let t = f(traffic);
         let n = |v: &serde_json::Value| v.as_u64().map_or("?".to_string(), |x| x.to_string());
         let lat = f("producer_latency_ms");
         let ms = |v: &serde_json::Value| v.as_f64().map_or("?".to_string(), |x| format!("{x:.1} ms"));
-        let identical = o.checks.iter().find(|c| c.name.contains("byte-identical")).map_or("?", |c| if c.pass { "identical" } else { "DIFFERS" });
-        s.push_str(&format!(
-            "| {} → {to} | {} | {} | {steps} | {roll:.0} s | {} | {} | {} / {} / {} | {} → {} | {identical} | [{}]({name}/{}) |\n",
-            r.release,
-            r.mode,
-            if o.pass { "pass" } else { "FAIL" },
-            n(&t["acked"]),
-            n(&t["errors"]),
-            n(&t["missing"]),
-            n(&t["misplaced"]),
-            n(&t["duplicated"]),
-            ms(&lat["before"]["p99"]),
-            ms(&lat["during"]["p99"]),
-            o.id,
-            o.evidence,
-        ));
+        Cells {
+            verdict: if o.pass { "pass" } else { "FAIL" },
+            steps: phases.as_array().map_or(0, Vec::len),
+            seconds: phases.as_array().map_or(0.0, |p| p.iter().filter_map(|x| x["seconds"].as_f64()).sum()),
+            acked: n(&t["acked"]),
+            errors: n(&t["errors"]),
+            lost: format!("{} / {} / {}", n(&t["missing"]), n(&t["misplaced"]), n(&t["duplicated"])),
+            p99: format!("{} → {}", ms(&lat["before"]["p99"]), ms(&lat["during"]["p99"])),
+            identical: o
+                .checks
+                .iter()
+                .find(|c| c.name.contains("byte-identical"))
+                .map_or("?", |c| if c.pass { "identical" } else { "DIFFERS" }),
+        }
     }
-    if runs.is_empty() {
-        s.push_str("\nNo run yet.\n");
-    }
-    s
 }

@@ -35,7 +35,7 @@ const RULES: &str = "4\ntopic:ufull observers=none\n";
 const PROMOTED: &str = "topic:ufull observers=none\n";
 const PRIMARIES: [i32; 3] = [1, 2, 3];
 /// The producer's first acks left out of the latency baseline (ms since it started).
-const BASELINE_FROM_MS: u64 = 5_000;
+pub(super) const BASELINE_FROM_MS: u64 = 5_000;
 /// How long obs is watched after each step for 4 in its ISR or leading.
 const HOLD: Duration = Duration::from_secs(2);
 
@@ -132,24 +132,7 @@ pub fn upgrade(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         format!("{} of {} nodes", on_b.len(), x.c.kafka_nodes().len()),
     );
 
-    let before = traffic.latencies(BASELINE_FROM_MS, roll_from);
-    let during = traffic.latencies(roll_from, roll_to);
-    o.fact(
-        "producer_latency_ms",
-        serde_json::json!({
-            "before": {"acks": before.len(), "p50": pct(&before, 50.0), "p99": pct(&before, 99.0), "max": before.last()},
-            "during": {"acks": during.len(), "p50": pct(&during, 50.0), "p99": pct(&during, 99.0), "max": during.last()},
-        }),
-    );
-    x.c.journal.note(&format!(
-        "producer ack latency before the roll: p50 {:?} ms p99 {:?} ms over {}; during it: p50 {:?} ms p99 {:?} ms over {}",
-        pct(&before, 50.0),
-        pct(&before, 99.0),
-        before.len(),
-        pct(&during, 50.0),
-        pct(&during, 99.0),
-        during.len()
-    ));
+    latency_fact(x, o, &traffic, roll_from, roll_to);
     traffic.finish(x, o, "upgrade_traffic");
     x.read_back(o, "UPGRADE", &[])?;
     let leader = x.state("obs")?.leader.unwrap_or(1);
@@ -164,6 +147,29 @@ pub fn upgrade(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     o.check("clean-up: topic ufull deleted", deleted, "");
     x.c.set_observers(&all, "4\n")?;
     Ok(())
+}
+
+/// The producer's ack latency before `from` (after its first `BASELINE_FROM_MS`) and in
+/// [`from`, `to`), as fact `producer_latency_ms` and a journal line.
+pub(super) fn latency_fact(x: &mut Ctx, o: &mut ScenarioResult, traffic: &Traffic, from: u64, to: u64) {
+    let before = traffic.latencies(BASELINE_FROM_MS, from);
+    let during = traffic.latencies(from, to);
+    o.fact(
+        "producer_latency_ms",
+        serde_json::json!({
+            "before": {"acks": before.len(), "p50": pct(&before, 50.0), "p99": pct(&before, 99.0), "max": before.last()},
+            "during": {"acks": during.len(), "p50": pct(&during, 50.0), "p99": pct(&during, 99.0), "max": during.last()},
+        }),
+    );
+    x.c.journal.note(&format!(
+        "producer ack latency before: p50 {:?} ms p99 {:?} ms over {} acks; during: p50 {:?} ms p99 {:?} ms over {}",
+        pct(&before, 50.0),
+        pct(&before, 99.0),
+        before.len(),
+        pct(&during, 50.0),
+        pct(&during, 99.0),
+        during.len()
+    ));
 }
 
 /// One step; what went wrong in it (empty: nothing).
@@ -280,7 +286,7 @@ fn run_step(
 /// After a step: the primaries back in obs's ISR and 4 back in ufull's (waited), then obs
 /// watched for `HOLD`: 4 never in its ISR nor leading. What broke (empty: nothing), and obs's
 /// state at the end.
-fn invariants(x: &mut Ctx) -> Result<(Vec<String>, Option<PartitionState>)> {
+pub(super) fn invariants(x: &mut Ctx) -> Result<(Vec<String>, Option<PartitionState>)> {
     let mut broke = Vec::new();
     let t = x.lag() + x.ttl() + Duration::from_secs(60);
     let (s, _) = x.c.wait_state("obs", t, |s: &PartitionState| PRIMARIES.iter().all(|p| s.in_isr(*p)), |_| {})?;

@@ -1,0 +1,270 @@
+//! MIGRATE: a patched ZooKeeper-mode cluster with observers taken to KRaft (KIP-866, 3.7–3.9)
+//! the way upstream's operations guide gives it, under an idempotent acks=all producer and a
+//! read_committed consumer: three KRaft controllers added in migration mode (formatted with the
+//! ZooKeeper cluster's id), the brokers rolled into migration mode one by one (the controller
+//! migrates the metadata and goes to dual-write once all have registered), then rolled to KRaft,
+//! then the controllers restarted without ZooKeeper (finalised), and ZooKeeper stopped. The
+//! phases are read off the controllers' own log lines (`transitioning from A to B state`,
+//! `Completed migration of metadata`, `MIGRATION to POST_MIGRATION`) and each broker's
+//! (`Successfully registered broker N`).
+//!
+//! While the KRaft controller is active and the brokers still speak ZooKeeper (dual-write), the
+//! KRaft controller decides: the observer promoted and demoted (an ISR expansion and shrink), and
+//! an unclean election on a topic whose only live replica is the observer (it must stay without
+//! a leader). Both controller kinds' registries are shown reading observer.ids (their audit
+//! lines). After every step the UPGRADE invariants: 4 never in obs's ISR nor leading it, in
+//! ufull's ISR by its topic rule, the primaries in obs's ISR, writes acked while a node was down.
+//!
+//! With `--upstream-controllers` the controllers run the release's own jars (brokers patched):
+//! the negative control, which must show the observer leading or in an ISR in the window.
+//! Runs alone (`--migrate`) on a ZooKeeper-mode cluster built from the KRaft jar set, and leaves
+//! it a KRaft cluster.
+
+use std::time::{Duration, Instant};
+
+use super::roll::{Traffic, ACKS_IN_WINDOW};
+use super::upgrade::invariants;
+use super::{round, Ctx, Flavor, ScenarioResult};
+use crate::cluster::tools::PartitionState;
+use crate::cluster::{BROKERS, OBSERVER};
+use crate::error::Result;
+use crate::model::Mode;
+use crate::version::KafkaVersion;
+
+const FULL: &str = "ufull";
+/// 4 and 1 only, unclean elections allowed: with 1 down the observer is the only live replica.
+const ELECT: &str = "uelect";
+const RULES: &str = "4\ntopic:ufull observers=none\n";
+const PROMOTED: &str = "topic:ufull observers=none\n";
+const WAIT: Duration = Duration::from_secs(60);
+
+pub fn migrate(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
+    let v = x.c.rt.version;
+    if x.c.mode != Mode::Zk || x.flavor == Flavor::Upstream || x.c.bundle.is_none() {
+        o.check("MIGRATE needs a patched ZooKeeper-mode run (okp verify --version V --migrate)", false, "not this run");
+        return Ok(());
+    }
+    if v < KafkaVersion::new(3, 7, 0) || v.major > 3 {
+        o.check("MIGRATE runs on 3.7–3.9, the releases with both modes", false, v.to_string());
+        return Ok(());
+    }
+    let upstream_controllers = x.tuning.upstream_controllers;
+    o.fact("controllers", if upstream_controllers { "the release's own jars (negative control)" } else { "patched" });
+    let t_all = Instant::now();
+    let brokers = BROKERS.to_vec();
+    x.c.set_observers(&brokers, RULES)?;
+    x.settle_observers();
+    let outs = x.c.create_topics(&[
+        (FULL, "1:2:4", &["min.insync.replicas=2"][..]),
+        (ELECT, "1:4", &["min.insync.replicas=1", "unclean.leader.election.enable=true"][..]),
+    ])?;
+    o.check(
+        "topics ufull (1:2:4) and uelect (1:4, unclean elections on) created",
+        outs.iter().all(|out| out.ok()),
+        outs.iter().map(|out| format!("rc {}", out.rc)).collect::<Vec<_>>().join(", "),
+    );
+    let t = x.lag() + x.ttl() + Duration::from_secs(30);
+    x.wait(o, FULL, t, "before: 4 in ufull's ISR (its topic rule)", "full_join_seconds", |s| s.in_isr(OBSERVER))?;
+    x.wait(o, ELECT, t, "before: uelect led by 1, 4 outside its ISR", "elect_ready_seconds", |s| {
+        s.leader == Some(1) && !s.in_isr(OBSERVER)
+    })?;
+    let traffic = Traffic::start(x, "MIGRATE")?;
+    let (acks, secs) = traffic.acks_since(0);
+    o.check("before: acks=all writes acked on the ZooKeeper cluster", acks >= ACKS_IN_WINDOW, format!("{acks} acks in {secs:.1} s"));
+
+    // A latency baseline on the ZooKeeper cluster, as UPGRADE takes it.
+    std::thread::sleep(Duration::from_millis(super::upgrade::BASELINE_FROM_MS + 10_000u64.saturating_sub(traffic.ms())));
+    let from_ms = traffic.ms();
+    let mut phases: Vec<serde_json::Value> = Vec::new();
+    let mut broke: Vec<String> = Vec::new();
+
+    // 1. KRaft controllers in migration mode.
+    let t0 = Instant::now();
+    x.c.add_migration_controllers(RULES, upstream_controllers)?;
+    let waiting = x.c.wait_log(&x.c.controllers(), "to WAIT_FOR_BROKERS state", false, WAIT)?;
+    o.check(
+        "controllers 101–103 in migration mode, formatted with the ZooKeeper cluster's id: waiting for the brokers",
+        waiting.is_some(),
+        format!("{waiting:?}"),
+    );
+    step(x, "KRaft controllers added in migration mode", t0, &traffic, &mut phases, &mut broke)?;
+
+    // 2. Brokers into migration mode, one by one; dual-write once all have registered.
+    for &id in &brokers {
+        let t0 = Instant::now();
+        roll_broker(x, &traffic, id, &mut broke, |c| c.broker_to_migration_mode(id))?;
+        let reg = x.c.wait_log(&[id], &format!("Successfully registered broker {id}"), true, WAIT)?;
+        if reg.is_none() {
+            broke.push(format!("broker {id} in migration mode did not register with the KRaft controller"));
+        }
+        step(x, &format!("broker {id} in migration mode"), t0, &traffic, &mut phases, &mut broke)?;
+    }
+    let migrated = x.c.wait_log(&x.c.controllers(), "Completed migration of metadata from ZooKeeper to KRaft", false, WAIT)?;
+    let dual = x.c.wait_log(&x.c.controllers(), "to DUAL_WRITE state", false, WAIT)?;
+    o.check(
+        "every broker registered: the KRaft controller migrated the metadata and went to dual-write",
+        migrated.is_some() && dual.is_some(),
+        format!("metadata migrated: {migrated:?}; dual-write: {dual:?}"),
+    );
+
+    // 3. The dual-write window: the KRaft controller decides for brokers that speak ZooKeeper.
+    let t0 = Instant::now();
+    let znode = x.c.zk(&["get", "/controller"])?;
+    let kraft_holds = znode.stdout.contains("kraftControllerEpoch") && !znode.stdout.contains("\"kraftControllerEpoch\":-1");
+    o.check(
+        "dual-write: /controller in ZooKeeper names the KRaft controller",
+        kraft_holds,
+        znode.stdout.lines().find(|l| l.contains("brokerid")).unwrap_or("").trim().to_string(),
+    );
+    let window_bad = decisions_in_window(x, o)?;
+    let audit = x.c.grep_logs(&["OBSERVER AUDIT"]);
+    let by_controllers = audit.iter().filter(|l| l.starts_with("controller-") && l.contains("registry=controller")).count();
+    let by_brokers = audit.iter().filter(|l| l.starts_with("broker-") && l.contains("registry=broker")).count();
+    o.fact("audit_lines", serde_json::json!({"kraft_controllers": by_controllers, "brokers": by_brokers}));
+    o.check(
+        "both controller kinds read observer.ids: audit lines from the KRaft controllers' registry and the brokers' (ZooKeeper controller) registry",
+        by_controllers > 0 && by_brokers > 0,
+        format!("{by_controllers} from KRaft controllers, {by_brokers} from brokers"),
+    );
+    if upstream_controllers {
+        o.check(
+            "negative control: with the release's own jars on the KRaft controllers, the observer leads or enters an ISR in the dual-write window",
+            !window_bad.is_empty(),
+            if window_bad.is_empty() { "it did not: the control failed".to_string() } else { window_bad.join("; ") },
+        );
+    } else {
+        o.check(
+            "dual-write window: the KRaft controller kept the observer out of every ISR it observes and out of leadership (promote, demote, unclean election)",
+            window_bad.is_empty(),
+            if window_bad.is_empty() { "held".to_string() } else { window_bad.join("; ") },
+        );
+    }
+    step(x, "dual-write window: promote, demote, unclean election", t0, &traffic, &mut phases, &mut broke)?;
+
+    // 4. Brokers to KRaft, one by one.
+    for &id in &brokers {
+        let t0 = Instant::now();
+        roll_broker(x, &traffic, id, &mut broke, |c| c.broker_to_kraft(id))?;
+        step(x, &format!("broker {id} in KRaft mode"), t0, &traffic, &mut phases, &mut broke)?;
+    }
+
+    // 5. Finalise: each controller restarted without ZooKeeper.
+    let t0 = Instant::now();
+    for id in x.c.controllers() {
+        x.c.stop(id);
+        x.c.controller_without_zk(id)?;
+        x.c.restart(id)?;
+    }
+    let fin = x.c.wait_log(&x.c.controllers(), "MIGRATION to POST_MIGRATION", false, WAIT)?;
+    o.check("finalised: the controllers, restarted without ZooKeeper, moved the migration to POST_MIGRATION", fin.is_some(), format!("{fin:?}"));
+    x.c.migrated();
+    step(x, "finalised (controllers without ZooKeeper)", t0, &traffic, &mut phases, &mut broke)?;
+    let t0 = Instant::now();
+    x.c.stop_zookeeper();
+    step(x, "ZooKeeper stopped", t0, &traffic, &mut phases, &mut broke)?;
+
+    let transitions: Vec<String> = x.c.migration_transitions().iter().map(|(id, a, b)| format!("{id}: {a} → {b}")).collect();
+    o.fact("driver_transitions", &transitions);
+    o.fact("phases", &phases);
+    o.check(
+        "after every step: 4 never in obs's ISR nor leading it (watched), in ufull's ISR, the primaries in obs's ISR, writes acked while each node was down",
+        broke.is_empty(),
+        if broke.is_empty() { format!("{} steps, {:.1} s", phases.len(), t_all.elapsed().as_secs_f64()) } else { broke.join(" | ") },
+    );
+    super::upgrade::latency_fact(x, o, &traffic, from_ms, traffic.ms());
+    traffic.finish(x, o, "migrate_traffic");
+    x.read_back(o, "MIGRATE", &[])?;
+    let leader = x.state("obs")?.leader.unwrap_or(1);
+    let (same, secs) = x.c.wait_replica_identical(OBSERVER, leader, "obs", Duration::from_secs(45));
+    o.check(
+        &format!("in KRaft mode: observer 4's copy of obs is byte-identical to leader {leader}'s"),
+        same,
+        format!("{secs:.1} s"),
+    );
+    for topic in [FULL, ELECT] {
+        let deleted = x.c.delete_topic_and_wait(topic, Duration::from_secs(60)).unwrap_or(false);
+        o.check(&format!("clean-up: topic {topic} deleted"), deleted, "");
+    }
+    let all = x.c.kafka_nodes();
+    x.c.set_observers(&all, "4\n")?;
+    Ok(())
+}
+
+/// Stops broker `id`, changes its configuration with `change`, waits for acks without it,
+/// starts it again.
+fn roll_broker(
+    x: &mut Ctx,
+    traffic: &Traffic,
+    id: i32,
+    broke: &mut Vec<String>,
+    change: impl FnOnce(&mut crate::cluster::Cluster) -> Result<()>,
+) -> Result<()> {
+    x.c.stop(id);
+    let down = traffic.ms();
+    change(x.c)?;
+    let (acks, secs) = traffic.acks_since(down);
+    x.c.journal.note(&format!("broker {id} down: {acks} acks=all writes acked in {secs:.1} s"));
+    if acks < ACKS_IN_WINDOW {
+        broke.push(format!("broker {id} down: {acks} acks in {secs:.0} s"));
+    }
+    x.c.restart(id)?;
+    Ok(())
+}
+
+/// After a step: the invariants, its time, acks and observer lag as one phase.
+fn step(
+    x: &mut Ctx,
+    name: &str,
+    t0: Instant,
+    traffic: &Traffic,
+    phases: &mut Vec<serde_json::Value>,
+    broke: &mut Vec<String>,
+) -> Result<()> {
+    let (held, _) = invariants(x)?;
+    let secs = round(t0.elapsed().as_secs_f64());
+    let hw = x.c.probe_hw("obs");
+    let leo = x.c.probe_leo(OBSERVER, "obs");
+    let lag = hw.zip(leo).map(|(h, l)| h - l);
+    phases.push(serde_json::json!({"phase": name, "seconds": secs, "acks_so_far": traffic.acks_between(0, traffic.ms()), "observer_lag": lag, "problems": held}));
+    x.c.journal.note(&format!("MIGRATE {name}: {secs:.1} s, observer lag {lag:?}, {}", if held.is_empty() { "every check held".into() } else { format!("FAILED {held:?}") }));
+    broke.extend(held.into_iter().map(|h| format!("{name}: {h}")));
+    Ok(())
+}
+
+/// The KRaft controller's decisions while the brokers still speak ZooKeeper: the observer
+/// promoted (joins obs's ISR) and demoted (leaves it), then broker 1 killed so the observer is
+/// uelect's only live replica, unclean elections on: it must not lead. What broke (the negative
+/// control wants something here).
+fn decisions_in_window(x: &mut Ctx, o: &mut ScenarioResult) -> Result<Vec<String>> {
+    let mut bad = Vec::new();
+    let all = x.c.kafka_nodes();
+    let t = x.lag() + x.ttl() + Duration::from_secs(30);
+    x.c.set_observers(&all, PROMOTED)?;
+    let (s, secs) = x.c.wait_state("obs", t, |s: &PartitionState| s.in_isr(OBSERVER), |_| {})?;
+    o.fact("window_promote_seconds", round(secs));
+    if s.is_none() {
+        o.check("dual-write: 4 promoted joins obs's ISR", false, format!("not within {:.0} s", t.as_secs_f64()));
+    }
+    x.c.set_observers(&all, RULES)?;
+    let (s, secs) = x.c.wait_state("obs", t, |s: &PartitionState| !s.in_isr(OBSERVER) && s.leader.is_some_and(|l| l != OBSERVER), |_| {})?;
+    o.fact("window_demote_seconds", round(secs));
+    if s.is_none() {
+        bad.push(format!("demoted, 4 still in obs's ISR after {:.0} s", t.as_secs_f64()));
+    }
+    x.settle_observers();
+    // The unclean election: 1 killed, 4 the only live replica of uelect.
+    x.c.kill9(1);
+    let hold = x.session() + Duration::from_secs(8);
+    let seen = x.c.watch_all(&[ELECT, "obs"], hold, |s| s.leader == Some(OBSERVER) || s.in_isr(OBSERVER))?;
+    for (topic, (polls, v)) in [ELECT, "obs"].iter().zip(seen) {
+        if !v.is_empty() {
+            bad.push(format!("{topic} with broker 1 killed: 4 led or was in the ISR in {} of {polls} polls: {}", v.len(), super::polls_summary(&v)));
+        }
+    }
+    x.c.restart(1)?;
+    let (s, _) = x.c.wait_state(ELECT, WAIT, |s: &PartitionState| s.leader == Some(1), |_| {})?;
+    if s.is_none() {
+        bad.push("uelect: 1 not leading again within 60 s of its restart".into());
+    }
+    Ok(bad)
+}
