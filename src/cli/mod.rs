@@ -457,17 +457,24 @@ pub struct VerifyArgs {
     /// Roll the cluster from --version to this release, both patched, node by node under acks=all
     /// writes as an operator does it, and finalise (the UPGRADE scenario, docs/upgrade.md);
     /// evidence in DIR/upgrade/<A>-to-<B>-<mode>/.
-    #[arg(long, value_name = "VERSION", conflicts_with_all = ["all", "merge", "soak", "soak_recheck", "upstream", "jars"])]
-    pub upgrade_to: Option<KafkaVersion>,
+    /// Several, comma-separated, are rolled to one after the other on the same cluster under the
+    /// same clients; with --migrate, after the migration (the life of one cluster).
+    #[arg(long, value_name = "VERSION", value_delimiter = ',', conflicts_with_all = ["all", "merge", "soak", "soak_recheck", "upstream", "jars"])]
+    pub upgrade_to: Vec<KafkaVersion>,
     /// Take a patched ZooKeeper-mode cluster of --version (3.7–3.9) to KRaft under acks=all writes, as
     /// the operations guide gives it, and finalise (the MIGRATE scenario, docs/upgrade.md); evidence
     /// in DIR/upgrade/<V>-zk-to-kraft/.
-    #[arg(long, conflicts_with_all = ["all", "merge", "soak", "soak_recheck", "upstream", "jars", "upgrade_to", "scenarios"])]
+    #[arg(long, conflicts_with_all = ["all", "merge", "soak", "soak_recheck", "upstream", "jars", "scenarios"])]
     pub migrate: bool,
     /// With --migrate: the KRaft controllers on the release's own jars (brokers patched), the
     /// negative control.
     #[arg(long, requires = "migrate")]
     pub upstream_controllers: bool,
+    /// With --migrate: once the brokers run KRaft (dual-write), roll back to ZooKeeper as upstream
+    /// allows before the finalisation (brokers to migration mode, controllers stopped, their
+    /// znodes deleted, brokers to ZooKeeper mode); evidence in DIR/upgrade/<V>-zk-to-kraft-and-back/.
+    #[arg(long, requires = "migrate")]
+    pub migrate_back: bool,
     /// Run on the release's unpatched jars: the negative control.
     #[arg(long, conflicts_with = "jars")]
     pub upstream: bool,

@@ -229,9 +229,22 @@ impl Drop for Client {
 pub enum Said {
     /// `micros`: from send() to the acknowledgement, as the producer measured it (None from a
     /// client that does not say: the librdkafka one, or a line written before it was added).
-    Ack { value: String, partition: i32, offset: i64, micros: Option<u64> },
-    Err { value: String, error: String },
-    Read { session: u32, partition: i32, offset: i64, value: String },
+    Ack {
+        value: String,
+        partition: i32,
+        offset: i64,
+        micros: Option<u64>,
+    },
+    Err {
+        value: String,
+        error: String,
+    },
+    Read {
+        session: u32,
+        partition: i32,
+        offset: i64,
+        value: String,
+    },
     Note(String),
     Done,
 }

@@ -96,7 +96,12 @@ impl Cluster {
                 }
             }
             let cfg = self.node(id).dir.join("server.properties").display().to_string();
-            let out = self.tools.run(Tool::Storage, &args(&["format", "-t", &cid, "-c", &cfg]), None, Duration::from_secs(120))?;
+            let out = self.tools.run(
+                Tool::Storage,
+                &args(&["format", "-t", &cid, "-c", &cfg]),
+                None,
+                Duration::from_secs(120),
+            )?;
             self.journal.tool(&format!("format {}", self.node(id).name), &out);
             if !out.ok() {
                 return Err(Error::External(format!("formatting controller {id} failed (rc {})", out.rc)));
@@ -132,8 +137,32 @@ impl Cluster {
             m.kraft_brokers.insert(id);
         }
         let name = self.node(id).name.clone();
-        self.journal.note(&format!("{name} server.properties written again for KRaft mode (process.roles=broker, node.id={id})"));
+        self.journal.note(&format!(
+            "{name} server.properties written again for KRaft mode (process.roles=broker, node.id={id})"
+        ));
         Ok(())
+    }
+
+    /// Stopped KRaft-mode broker `id` back to a ZooKeeper-mode broker in migration mode (the
+    /// first roll of a rollback from dual-write): its ZooKeeper configuration again, the
+    /// migration lines kept.
+    pub fn broker_back_to_migration_mode(&mut self, id: i32) -> Result<()> {
+        let props = self.broker_props(id, Mode::Zk, &self.voters());
+        crate::fsx::write_atomic(&self.node(id).dir.join("server.properties"), props.as_bytes())?;
+        if let Some(m) = self.migration.as_mut() {
+            m.kraft_brokers.remove(&id);
+        }
+        self.broker_to_migration_mode(id)
+    }
+
+    /// Stops the KRaft controllers and takes them out of the cluster (a rollback to ZooKeeper).
+    pub fn remove_controllers(&mut self) {
+        for id in self.controllers() {
+            self.stop(id);
+        }
+        self.nodes.retain(|n| n.role != Role::Controller);
+        self.cluster_id = None;
+        self.journal.note("the KRaft controllers are stopped and out of the cluster");
     }
 
     /// Stopped controller `id` without ZooKeeper: the migration lines gone; its next start
@@ -150,7 +179,13 @@ impl Cluster {
 
     /// Waits until one of `ids` logged a line containing `needle` since its last start (any
     /// start when `since_start` is false): which node and after how long.
-    pub fn wait_log(&mut self, ids: &[i32], needle: &str, since_start: bool, timeout: Duration) -> Result<Option<(i32, f64)>> {
+    pub fn wait_log(
+        &mut self,
+        ids: &[i32],
+        needle: &str,
+        since_start: bool,
+        timeout: Duration,
+    ) -> Result<Option<(i32, f64)>> {
         let t0 = Instant::now();
         loop {
             super::node::check_interrupt()?;

@@ -116,6 +116,8 @@ pub struct Cluster {
     pub observers_changed_at: Option<Instant>,
     /// The release the UPGRADE scenario rolls the nodes to, and which run it now.
     pub next: Option<next::Next>,
+    /// The releases after `next`, in the order UPGRADE rolls to them (`--upgrade-to B,C,…`).
+    pub later: std::collections::VecDeque<next::Next>,
     /// A ZooKeeper → KRaft migration under way (MIGRATE).
     pub migration: Option<migration::Migration>,
 }
@@ -170,6 +172,7 @@ impl Cluster {
             server_cds: cds::ServerCds::Off,
             observers_changed_at: None,
             next: None,
+            later: std::collections::VecDeque::new(),
             migration: None,
         };
         c.configure()?;

@@ -137,6 +137,27 @@ impl Cluster {
         Ok(digests)
     }
 
+    /// After a hop, when another is queued (`later`): release B becomes the cluster's own (its
+    /// runtime, bundle and servers' logging; every node already starts from its B home) and the
+    /// queued release becomes `next`. Whether there was one.
+    pub fn adopt_next(&mut self) -> bool {
+        if self.later.is_empty() || self.next.is_none() {
+            return false;
+        }
+        let (Some(n), Some(queued)) = (self.next.take(), self.later.pop_front()) else { return false };
+        if let Some(i) = logging_flag(&self.server_jvm) {
+            self.server_jvm[i] = n.server_log.clone();
+        }
+        let (from, to) = (self.rt.version, n.rt.version);
+        self.rt = n.rt;
+        self.bundle = Some(n.bundle);
+        // The servers' archive was dumped from the first release's jars.
+        self.server_cds = super::cds::ServerCds::Off;
+        self.journal.note(&format!("{to} is the cluster's release now (was {from}); next: {}", queued.version()));
+        self.next = Some(queued);
+        true
+    }
+
     /// Moves stopped node `id` back onto release A: its A home, as it was, and A's logging.
     pub fn move_back(&mut self, id: i32) -> Result<()> {
         let name = self.node(id).name.clone();

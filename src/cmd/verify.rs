@@ -121,34 +121,36 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     }
     let mode = release.mode_for(args.release.mode, ModeDefault::ZkFirst)?;
     let flavor = if args.upstream { Flavor::Upstream } else { Flavor::Patched };
-    // --upgrade-to B: the UPGRADE scenario alone, on one cluster, rolled from this release to B.
-    let upgrade_to = match args.upgrade_to {
-        None => None,
-        Some(b) => {
-            let to = ws.release(b)?.clone();
-            if !to.modes.contains(&mode) {
-                return Err(Error::Usage(format!("--upgrade-to {b}: {b} has no {mode} mode in versions.yaml")));
-            }
-            if let Some(why) = scenarios::upgrade::refuse(mode, version, b) {
-                return Err(Error::Usage(format!("--upgrade-to {b}: {why}")));
-            }
-            to.require_sources_jar("okp verify --upgrade-to builds the patched jars of the release it rolls to")?;
-            if args.scenarios.iter().any(|s| !s.trim().eq_ignore_ascii_case("UPGRADE")) {
-                return Err(Error::Usage("--upgrade-to runs the UPGRADE scenario alone; leave out --scenarios".into()));
-            }
-            Some(to)
+    // --upgrade-to B[,C…]: the UPGRADE scenario alone, on one cluster, rolled from this release to
+    // each in turn (after the migration to KRaft with --migrate).
+    let mut upgrade_to = Vec::new();
+    let mut from = version;
+    let hop_mode = if args.migrate { Mode::Kraft } else { mode };
+    for &b in &args.upgrade_to {
+        let to = ws.release(b)?.clone();
+        if !to.modes.contains(&hop_mode) {
+            return Err(Error::Usage(format!("--upgrade-to {b}: {b} has no {hop_mode} mode in versions.yaml")));
         }
-    };
-    if upgrade_to.is_none() && args.scenarios.iter().any(|s| s.trim().eq_ignore_ascii_case("UPGRADE")) {
+        if let Some(why) = scenarios::upgrade::refuse(hop_mode, from, b) {
+            return Err(Error::Usage(format!("--upgrade-to {b}: {why}")));
+        }
+        to.require_sources_jar("okp verify --upgrade-to builds the patched jars of the release it rolls to")?;
+        upgrade_to.push(to);
+        from = b;
+    }
+    if !upgrade_to.is_empty() && args.scenarios.iter().any(|s| !s.trim().eq_ignore_ascii_case("UPGRADE")) {
+        return Err(Error::Usage("--upgrade-to runs the UPGRADE scenario alone; leave out --scenarios".into()));
+    }
+    if upgrade_to.is_empty() && args.scenarios.iter().any(|s| s.trim().eq_ignore_ascii_case("UPGRADE")) {
         return Err(Error::Usage("scenario UPGRADE needs the release to roll to: pass --upgrade-to VERSION".into()));
     }
     if !args.migrate && args.scenarios.iter().any(|s| s.trim().eq_ignore_ascii_case("MIGRATE")) {
         return Err(Error::Usage("scenario MIGRATE runs with --migrate".into()));
     }
-    let ids: Vec<String> = if upgrade_to.is_some() {
-        vec!["UPGRADE".to_string()]
-    } else if args.migrate {
+    let ids: Vec<String> = if args.migrate {
         vec!["MIGRATE".to_string()]
+    } else if !upgrade_to.is_empty() {
+        vec!["UPGRADE".to_string()]
     } else if !args.scenarios.is_empty() {
         args.scenarios.clone()
     } else {
@@ -160,7 +162,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         Some(dir) => Layers::with(&BuildRecord::read(dir).map(|r| r.layers).unwrap_or_default()),
         None => Layers::with(&args.layers),
     };
-    let explicit = !args.scenarios.is_empty() || upgrade_to.is_some() || args.migrate;
+    let explicit = !args.scenarios.is_empty() || !upgrade_to.is_empty() || args.migrate;
     let mut selected = Vec::new();
     for id in &ids {
         let Some(s) = scenarios::by_id(id.trim()) else {
@@ -217,8 +219,12 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         keep: args.keep,
         base_port: args.base_port,
         json: args.format == ListFormat::Json,
-        lanes: if upgrade_to.is_some() || args.migrate { 1 } else { args.lanes as usize },
-        tuning: scenarios::Tuning { create_rounds: args.create_rounds, upstream_controllers: args.upstream_controllers },
+        lanes: if !upgrade_to.is_empty() || args.migrate { 1 } else { args.lanes as usize },
+        tuning: scenarios::Tuning {
+            create_rounds: args.create_rounds,
+            upstream_controllers: args.upstream_controllers,
+            migrate_back: args.migrate_back,
+        },
         upgrade_to,
         migrate: args.migrate,
     };

@@ -183,11 +183,13 @@ pub struct Tuning {
     pub create_rounds: u32,
     /// MIGRATE's negative control: the KRaft controllers on the release's own jars.
     pub upstream_controllers: bool,
+    /// MIGRATE rolls back to ZooKeeper from dual-write with KRaft brokers instead of finalising.
+    pub migrate_back: bool,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { create_rounds: 20, upstream_controllers: false }
+        Tuning { create_rounds: 20, upstream_controllers: false, migrate_back: false }
     }
 }
 

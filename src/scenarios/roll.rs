@@ -328,7 +328,9 @@ impl Traffic {
         }
         let mut offsets_of: BTreeMap<&str, usize> = BTreeMap::new();
         for values in at.values() {
-            for v in values.iter().filter(|v| v.strip_prefix(producer_name.as_str()).is_some_and(|r| r.starts_with('-'))) {
+            for v in
+                values.iter().filter(|v| v.strip_prefix(producer_name.as_str()).is_some_and(|r| r.starts_with('-')))
+            {
                 *offsets_of.entry(v.as_str()).or_default() += 1;
             }
         }

@@ -72,9 +72,9 @@ pub struct Options {
     pub lanes: usize,
     /// The sizes of the scenarios that take one (`--create-rounds`).
     pub tuning: crate::scenarios::Tuning,
-    /// `--upgrade-to`: the release UPGRADE rolls the cluster to (its patched jars and bundle are
-    /// made beside the run's own); the run's evidence goes to `upgrade/`.
-    pub upgrade_to: Option<Release>,
+    /// `--upgrade-to`: the releases UPGRADE rolls the cluster to, in turn (their patched jars and
+    /// bundles are made beside the run's own); the run's evidence goes to `upgrade/`.
+    pub upgrade_to: Vec<Release>,
     /// `--migrate`: MIGRATE on a ZooKeeper-mode cluster built from the KRaft jar set; the run's
     /// evidence goes to `upgrade/`.
     pub migrate: bool,

@@ -72,13 +72,28 @@ pub struct RunRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lanes: Vec<Lane>,
     pub scenarios: Vec<ScenarioResult>,
-    /// An UPGRADE run (`--upgrade-to`): the release the cluster was rolled to and its jars; absent
-    /// from every other run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upgrade_to: Option<UpgradeTo>,
+    /// An UPGRADE run (`--upgrade-to`): the releases the cluster was rolled to, in turn, and their
+    /// jars; absent from every other run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "one_or_many")]
+    pub upgrade_to: Vec<UpgradeTo>,
 }
 
-/// The release an UPGRADE run rolled its cluster to.
+/// `upgrade_to` as a list, or as the one object the first UPGRADE runs wrote (2026-12-05).
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<UpgradeTo>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Many(Vec<UpgradeTo>),
+        One(UpgradeTo),
+    }
+    Ok(match <Option<Either> as serde::Deserialize>::deserialize(d)? {
+        None => Vec::new(),
+        Some(Either::Many(v)) => v,
+        Some(Either::One(u)) => vec![u],
+    })
+}
+
+/// A release an UPGRADE run rolled its cluster to.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct UpgradeTo {
     pub release: KafkaVersion,
@@ -227,7 +242,7 @@ mod tests {
             rss_mib_at_end: [("broker-1".to_string(), 134)].into(),
             seconds: [("total".to_string(), 278.62)].into(),
             lanes: Vec::new(),
-            upgrade_to: None,
+            upgrade_to: Vec::new(),
             scenarios: vec![outcome],
         }
     }

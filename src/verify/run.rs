@@ -26,14 +26,18 @@ use crate::workspace::Workspace;
 
 pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
     let t_suite = Instant::now();
-    let name = match &opts.upgrade_to {
-        Some(b) => format!("{}-to-{}-{}", opts.release.version, b.version, opts.mode),
-        None if opts.migrate => format!(
-            "{}-zk-to-kraft{}",
+    let hops: String = opts.upgrade_to.iter().map(|b| format!("-to-{}", b.version)).collect();
+    let name = if opts.migrate {
+        format!(
+            "{}-zk-to-kraft{}{}{hops}",
             opts.release.version,
+            if opts.tuning.migrate_back { "-and-back" } else { "" },
             if opts.tuning.upstream_controllers { "-upstream-controllers" } else { "" }
-        ),
-        None => run_name(&opts.release.version.to_string(), opts.mode, opts.flavor),
+        )
+    } else if !opts.upgrade_to.is_empty() {
+        format!("{}{hops}-{}", opts.release.version, opts.mode)
+    } else {
+        run_name(&opts.release.version.to_string(), opts.mode, opts.flavor)
     };
     // MIGRATE: the KRaft jar set (core with the ZooKeeper-controller hooks, and metadata) on a
     // cluster that starts in ZooKeeper mode.
@@ -61,22 +65,30 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
     // 3. The runtime: the release's classpath with the patched jars swapped in.
     let rt = timed(&mut seconds, "classpath", || Runtime::assemble(&ws.maven, opts.release.version, build.as_ref()))?;
     // UPGRADE: the release the cluster is rolled to, patched the same way, on its own classpath.
-    let next = match &opts.upgrade_to {
-        None => None,
-        Some(b) => Some(timed(&mut seconds, "next_release", || -> Result<(BuildRecord, Runtime)> {
-            let build = patched_jars_from(ws, b, opts.mode, &opts.layers, None, None)?;
-            let rt = Runtime::assemble(&ws.maven, b.version, Some(&build))?;
-            Ok((build, rt))
-        })?),
-    };
+    let hop_mode = if opts.migrate { Mode::Kraft } else { opts.mode };
+    let nexts: Vec<(BuildRecord, Runtime)> = timed(&mut seconds, "next_release", || -> Result<_> {
+        opts.upgrade_to
+            .iter()
+            .map(|b| {
+                let build = patched_jars_from(ws, b, hop_mode, &opts.layers, None, None)?;
+                let rt = Runtime::assemble(&ws.maven, b.version, Some(&build))?;
+                Ok((build, rt))
+            })
+            .collect()
+    })?;
 
     let (run_dir, staging) = publish::run_dir("verify", &name)?;
 
     // 4. The clusters, one per lane, each with the shared topics; started at once.
     let mut clusters =
         timed(&mut seconds, "cluster_up", || start_clusters(ws, &opts, &name, &rt, &lanes, &run_dir, &staging))?;
-    if let Some((_, rt_b)) = &next {
-        timed(&mut seconds, "next_bundle", || prepare_next(ws, &mut clusters[0], rt_b.clone(), &run_dir))?;
+    if !nexts.is_empty() {
+        timed(&mut seconds, "next_bundle", || -> Result<()> {
+            for (_, rt_b) in &nexts {
+                prepare_next(ws, &mut clusters[0], rt_b.clone(), &run_dir)?;
+            }
+            Ok(())
+        })?;
     }
     let rss_after_start = lane_keyed(clusters.iter_mut().map(|c| c.rss()).collect());
 
@@ -93,18 +105,21 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
     // 6. The record, its pages, and its place in the evidence directory.
     let measured = Measured { seconds, rss_after_start, rss_at_end, lanes: lane_records, outcomes };
     let mut record = record_of(&opts, build.as_ref(), &clusters[0], measured);
-    if let (Some(b), Some((build_b, rt_b))) = (&opts.upgrade_to, &next) {
-        record.upgrade_to = Some(record::UpgradeTo {
+    record.upgrade_to = opts
+        .upgrade_to
+        .iter()
+        .zip(&nexts)
+        .map(|(b, (build_b, rt_b))| record::UpgradeTo {
             release: b.version,
             family: b.family.clone(),
             patch_set_hash: build_b.patch_set_hash.clone(),
             jars: swapped_jars(rt_b),
-        });
-    }
+        })
+        .collect();
     let verdict = record.verdict;
     publish::stage(&staging, &record, &audit, &run_dir)?;
     let ids: Vec<&str> = opts.scenarios.iter().map(|s| s.id).collect();
-    let dest = if opts.upgrade_to.is_some() || opts.migrate {
+    let dest = if !opts.upgrade_to.is_empty() || opts.migrate {
         publish::write_upgrade_evidence(&staging, &opts.evidence, &name)?
     } else {
         write_evidence(
@@ -315,7 +330,7 @@ fn record_of(opts: &Options, build: Option<&BuildRecord>, cluster: &Cluster, m: 
         seconds: m.seconds,
         lanes: m.lanes,
         scenarios: m.outcomes,
-        upgrade_to: None,
+        upgrade_to: Vec::new(),
     }
 }
 
@@ -337,7 +352,13 @@ fn prepare_next(ws: &Workspace, c: &mut Cluster, rt: Runtime, run_dir: &Path) ->
     for ran in &log {
         c.journal_okp(ran);
     }
-    c.next = Some(crate::cluster::next::Next::prepare(rt, bundle, &run_dir.join(format!("next-{v}")))?);
+    let next = crate::cluster::next::Next::prepare(rt, bundle, &run_dir.join(format!("next-{v}")))?;
+    // The first release to roll to is `next`; the ones after it wait in `later`.
+    if c.next.is_none() {
+        c.next = Some(next);
+    } else {
+        c.later.push_back(next);
+    }
     Ok(())
 }
 

@@ -24,9 +24,9 @@ pub fn write_page(dir: &Path) -> Result<()> {
         }
     }
     runs.sort_by(|(_, a), (_, b)| {
-        (a.release, a.upgrade_to.as_ref().map(|u| u.release), a.mode).cmp(&(
+        (a.release, a.upgrade_to.iter().map(|u| u.release).collect::<Vec<_>>(), a.mode).cmp(&(
             b.release,
-            b.upgrade_to.as_ref().map(|u| u.release),
+            b.upgrade_to.iter().map(|u| u.release).collect::<Vec<_>>(),
             b.mode,
         ))
     });
@@ -48,11 +48,22 @@ fn page(runs: &[(String, RunRecord)]) -> String {
     for (name, r) in runs {
         let Some(o) = r.scenarios.iter().find(|o| o.id == "UPGRADE") else { continue };
         upgrades += 1;
-        let to = r.upgrade_to.as_ref().map(|u| u.release.to_string()).unwrap_or_else(|| "?".into());
+        let to = r.upgrade_to.iter().map(|u| u.release.to_string()).collect::<Vec<_>>().join(" → ");
         let c = Cells::of(o, "upgrade_traffic");
         s.push_str(&format!(
             "| {} → {to} | {} | {} | {} | {:.0} s | {} | {} | {} | {} | {} | [{}]({name}/{}) |\n",
-            r.release, r.mode, c.verdict, c.steps, c.seconds, c.acked, c.errors, c.lost, c.p99, c.identical, o.id, o.evidence,
+            r.release,
+            r.mode,
+            c.verdict,
+            c.steps,
+            c.seconds,
+            c.acked,
+            c.errors,
+            c.lost,
+            c.p99,
+            c.identical,
+            o.id,
+            o.evidence,
         ));
     }
     if upgrades == 0 {
@@ -62,7 +73,7 @@ fn page(runs: &[(String, RunRecord)]) -> String {
         "\n## ZooKeeper → KRaft (`--migrate`)\n\n\
          KRaft controllers added in migration mode, brokers rolled into migration mode (dual-write), a promotion, a demotion and an unclean election decided by the KRaft controller while brokers still speak ZooKeeper, brokers rolled to KRaft, controllers finalised, ZooKeeper stopped. \
          A row whose controllers run the release's own jars is the negative control: its dual-write window must show the observer leading or in an ISR.\n\n\
-         | release | KRaft controllers | verdict | phases | time | dual-write window | acked | errors | missing / misplaced / duplicated | p99 before → during | observer copy | journal |\n\
+         | run | KRaft controllers | verdict | phases | time | dual-write window | acked | errors | missing / misplaced / duplicated | p99 before → during | observer copy | journal |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut migrations = 0;
@@ -75,9 +86,18 @@ fn page(runs: &[(String, RunRecord)]) -> String {
             .checks
             .iter()
             .find(|c| c.name.starts_with("dual-write window") || c.name.starts_with("negative control"))
-            .map_or("?".to_string(), |c| format!("{}: {}", if c.pass { "as expected" } else { "NOT as expected" }, c.detail.replace('|', "/")));
+            .map_or("?".to_string(), |c| {
+                format!("{}: {}", if c.pass { "as expected" } else { "NOT as expected" }, c.detail.replace('|', "/"))
+            });
+        // The life of one cluster: the migration, then each release rolled to.
+        let life: String = r.upgrade_to.iter().map(|u| format!(" → {}", u.release)).collect();
+        let back = if o.checks.iter().any(|c| c.name.starts_with("rolled back")) {
+            " → KRaft → back to ZooKeeper"
+        } else {
+            " → KRaft"
+        };
         s.push_str(&format!(
-            "| {} | {controllers} | {} | {} | {:.0} s | {window} | {} | {} | {} | {} | {} | [{}]({name}/{}) |\n",
+            "| {} ZooKeeper{back}{life} | {controllers} | {} | {} | {:.0} s | {window} | {} | {} | {} | {} | {} | [{}]({name}/{}) |\n",
             r.release, c.verdict, c.steps, c.seconds, c.acked, c.errors, c.lost, c.p99, c.identical, o.id, o.evidence,
         ));
     }
@@ -115,11 +135,13 @@ impl Cells {
             errors: n(&t["errors"]),
             lost: format!("{} / {} / {}", n(&t["missing"]), n(&t["misplaced"]), n(&t["duplicated"])),
             p99: format!("{} → {}", ms(&lat["before"]["p99"]), ms(&lat["during"]["p99"])),
-            identical: o
-                .checks
-                .iter()
-                .find(|c| c.name.contains("byte-identical"))
-                .map_or("?", |c| if c.pass { "identical" } else { "DIFFERS" }),
+            identical: o.checks.iter().find(|c| c.name.contains("byte-identical")).map_or("?", |c| {
+                if c.pass {
+                    "identical"
+                } else {
+                    "DIFFERS"
+                }
+            }),
         }
     }
 }

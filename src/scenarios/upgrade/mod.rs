@@ -40,28 +40,24 @@ pub(super) const BASELINE_FROM_MS: u64 = 5_000;
 const HOLD: Duration = Duration::from_secs(2);
 
 pub fn upgrade(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
-    let Some(b) = x.c.next.as_ref().map(|n| n.version()) else {
+    if x.c.next.is_none() {
         o.check("UPGRADE needs a release to roll to (okp verify --upgrade-to VERSION)", false, "none given");
         return Ok(());
-    };
+    }
     if x.flavor == Flavor::Upstream || x.c.bundle.is_none() {
         o.check("UPGRADE needs a patched run (the bundle installed in every node's home)", false, "none here");
         return Ok(());
     }
-    let a = x.c.rt.version;
-    let mode = x.c.mode;
-    let controllers = x.c.controllers();
-    let brokers: Vec<i32> = x.c.nodes.iter().filter(|n| n.role == Role::Broker).map(|n| n.id).collect();
-    let steps = plan(mode, a, b, &controllers, &brokers);
-    x.c.journal.note(&runbook(mode, a, b, &steps));
-    o.fact("from", a.to_string());
-    o.fact("to", b.to_string());
 
     let all = x.c.kafka_nodes();
     x.c.set_observers(&all, RULES)?;
     x.settle_observers();
     let out = x.c.create_topic(FULL, "1:2:4", &["min.insync.replicas=2"])?;
-    o.check("topic ufull created on 1:2:4 with `4` and `topic:ufull observers=none`", out.ok(), format!("rc {}", out.rc));
+    o.check(
+        "topic ufull created on 1:2:4 with `4` and `topic:ufull observers=none`",
+        out.ok(),
+        format!("rc {}", out.rc),
+    );
     let t = x.lag() + x.ttl() + Duration::from_secs(30);
     x.wait(o, FULL, t, "before the roll: 4 in ufull's ISR (a full replica by its rule)", "full_join_seconds", |s| {
         s.in_isr(OBSERVER)
@@ -73,7 +69,7 @@ pub fn upgrade(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let traffic = Traffic::start(x, "UPGRADE")?;
     let (acks, secs) = traffic.acks_since(0);
     o.check(
-        &format!("before the roll, all on {a}: acks=all writes acked and the consumer runs"),
+        &format!("before the roll, all on {}: acks=all writes acked and the consumer runs", x.c.rt.version),
         acks >= ACKS_IN_WINDOW,
         format!("{acks} acks in {secs:.1} s"),
     );
@@ -83,25 +79,85 @@ pub fn upgrade(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let roll_from = traffic.ms();
 
     let mut phases = Vec::new();
+    o.fact("from", x.c.rt.version.to_string());
+    let b = roll_every_hop(x, o, &traffic, &mut phases)?;
+    o.fact("to", b.to_string());
+    let roll_to = traffic.ms();
+    o.fact("phases", &phases);
+
+    latency_fact(x, o, &traffic, roll_from, roll_to);
+    traffic.finish(x, o, "upgrade_traffic");
+    x.read_back(o, "UPGRADE", &[])?;
+    let leader = x.state("obs")?.leader.unwrap_or(1);
+    let (same, secs) = x.c.wait_replica_identical(OBSERVER, leader, "obs", Duration::from_secs(45));
+    o.check(
+        &format!("on {b}: observer 4's copy of obs is byte-identical to leader {leader}'s"),
+        same,
+        format!("{secs:.1} s"),
+    );
+    // Leave the cluster as the suite expects: observer.ids `4`, ufull gone.
+    let deleted = x.c.delete_topic_and_wait(FULL, Duration::from_secs(60)).unwrap_or(false);
+    o.check("clean-up: topic ufull deleted", deleted, "");
+    x.c.set_observers(&all, "4\n")?;
+    Ok(())
+}
+
+/// Every hop of `--upgrade-to` in turn (each release adopted as the cluster's own before the
+/// next hop), `traffic` running throughout; the last release.
+pub(super) fn roll_every_hop(
+    x: &mut Ctx,
+    o: &mut ScenarioResult,
+    traffic: &Traffic,
+    phases: &mut Vec<serde_json::Value>,
+) -> Result<KafkaVersion> {
+    loop {
+        let b = roll(x, o, traffic, phases)?;
+        if !x.c.adopt_next() {
+            return Ok(b);
+        }
+    }
+}
+
+/// One hop, A (the cluster's release) → B (`Cluster::next`), every step of `plan` with the
+/// invariants after each; its phases appended to `phases`. Returns B.
+pub(super) fn roll(
+    x: &mut Ctx,
+    o: &mut ScenarioResult,
+    traffic: &Traffic,
+    phases: &mut Vec<serde_json::Value>,
+) -> Result<KafkaVersion> {
+    let Some(b) = x.c.next.as_ref().map(|n| n.version()) else {
+        return Err(crate::error::Error::Harness("no release to roll to".into()));
+    };
+    let a = x.c.rt.version;
+    let mode = x.c.mode;
+    let controllers = x.c.controllers();
+    let brokers: Vec<i32> = x.c.nodes.iter().filter(|n| n.role == Role::Broker).map(|n| n.id).collect();
+    let steps = plan(mode, a, b, &controllers, &brokers);
+    x.c.journal.note(&runbook(mode, a, b, &steps));
+
+    let roll_from = traffic.ms();
     let mut failed_steps = Vec::new();
     for (i, step) in steps.iter().enumerate() {
         let label = format!("step {} ({})", i + 1, show(step));
         x.c.journal.note(&format!("UPGRADE {label}"));
         let t0 = Instant::now();
         let from_ms = traffic.ms();
-        let problems = run_step(x, o, &traffic, step, a, b)?;
+        let problems = run_step(x, o, traffic, step, a, b)?;
         let (held, state) = invariants(x)?;
         let lag = observer_lag(x);
-        let releases: Vec<String> = x.c.kafka_nodes().iter().map(|&id| format!("{id}:{}", x.c.release_of(id))).collect();
+        let releases: Vec<String> =
+            x.c.kafka_nodes().iter().map(|&id| format!("{id}:{}", x.c.release_of(id))).collect();
         let secs = round(t0.elapsed().as_secs_f64());
         let acks = traffic.acks_between(from_ms, traffic.ms());
         phases.push(serde_json::json!({
-            "step": show(step), "seconds": secs, "acks": acks, "observer_lag": lag,
+            "hop": format!("{a} → {b}"), "step": show(step), "seconds": secs, "acks": acks, "observer_lag": lag,
             "releases": releases.join(" "), "problems": problems, "obs_watch": held,
         }));
         let ok = problems.is_empty() && held.is_empty();
         if !ok {
-            failed_steps.push(format!("{label}: {}", problems.iter().chain(&held).cloned().collect::<Vec<_>>().join("; ")));
+            failed_steps
+                .push(format!("{label}: {}", problems.iter().chain(&held).cloned().collect::<Vec<_>>().join("; ")));
         }
         x.c.journal.note(&format!(
             "UPGRADE {label} done in {secs:.1} s: {acks} acks, observer lag {lag:?}, {}; {}",
@@ -111,7 +167,6 @@ pub fn upgrade(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         let _ = state;
     }
     let roll_to = traffic.ms();
-    o.fact("phases", &phases);
     o.check(
         &format!(
             "every step of the roll {a} → {b} ({} steps): 4 never in obs's ISR nor leading it (watched {:.0} s after each), in ufull's ISR, the primaries in obs's ISR, writes acked while each node was down",
@@ -131,22 +186,7 @@ pub fn upgrade(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         on_b.len() == x.c.kafka_nodes().len(),
         format!("{} of {} nodes", on_b.len(), x.c.kafka_nodes().len()),
     );
-
-    latency_fact(x, o, &traffic, roll_from, roll_to);
-    traffic.finish(x, o, "upgrade_traffic");
-    x.read_back(o, "UPGRADE", &[])?;
-    let leader = x.state("obs")?.leader.unwrap_or(1);
-    let (same, secs) = x.c.wait_replica_identical(OBSERVER, leader, "obs", Duration::from_secs(45));
-    o.check(
-        &format!("on {b}: observer 4's copy of obs is byte-identical to leader {leader}'s"),
-        same,
-        format!("{secs:.1} s"),
-    );
-    // Leave the cluster as the suite expects: observer.ids `4`, ufull gone.
-    let deleted = x.c.delete_topic_and_wait(FULL, Duration::from_secs(60)).unwrap_or(false);
-    o.check("clean-up: topic ufull deleted", deleted, "");
-    x.c.set_observers(&all, "4\n")?;
-    Ok(())
+    Ok(b)
 }
 
 /// The producer's ack latency before `from` (after its first `BASELINE_FROM_MS`) and in
@@ -211,10 +251,8 @@ fn run_step(
         Step::Status => {
             let (code, text) = status(x)?;
             if code != Some(0) {
-                problems.push(format!(
-                    "okp observers status exit {code:?}: {}",
-                    text.lines().last().unwrap_or("").trim()
-                ));
+                problems
+                    .push(format!("okp observers status exit {code:?}: {}", text.lines().last().unwrap_or("").trim()));
             }
         }
         Step::PromoteDemote => {
@@ -224,7 +262,8 @@ fn run_step(
             let (s, secs) = x.c.wait_state("obs", t, |s: &PartitionState| s.in_isr(OBSERVER), |_| {})?;
             o.fact("mixed_promote_seconds", round(secs));
             if s.is_none() {
-                problems.push(format!("promoted with releases mixed: 4 not in obs's ISR within {:.0} s", t.as_secs_f64()));
+                problems
+                    .push(format!("promoted with releases mixed: 4 not in obs's ISR within {:.0} s", t.as_secs_f64()));
             }
             x.c.set_observers(&all, RULES)?;
             let (s, secs) = x.c.wait_state(
@@ -235,7 +274,8 @@ fn run_step(
             )?;
             o.fact("mixed_demote_seconds", round(secs));
             if s.is_none() {
-                problems.push(format!("demoted with releases mixed: 4 still in obs's ISR after {:.0} s", t.as_secs_f64()));
+                problems
+                    .push(format!("demoted with releases mixed: 4 still in obs's ISR after {:.0} s", t.as_secs_f64()));
             }
             x.settle_observers();
         }
@@ -252,12 +292,16 @@ fn run_step(
                 }
                 x.c.restart(id)?;
                 let t = x.lag() + Duration::from_secs(60);
-                let (s, _) = x.c.wait_state("obs", t, |s: &PartitionState| PRIMARIES.iter().all(|p| s.in_isr(*p)), |_| {})?;
+                let (s, _) =
+                    x.c.wait_state("obs", t, |s: &PartitionState| PRIMARIES.iter().all(|p| s.in_isr(*p)), |_| {})?;
                 if s.is_none() {
-                    problems.push(format!("after {name}'s restart without the pin the primaries were not all in obs's ISR"));
+                    problems.push(format!(
+                        "after {name}'s restart without the pin the primaries were not all in obs's ISR"
+                    ));
                 }
             }
-            x.c.journal.note(&format!("inter.broker.protocol.version {from} → {to} (the default of {b}) on every broker"));
+            x.c.journal
+                .note(&format!("inter.broker.protocol.version {from} → {to} (the default of {b}) on every broker"));
         }
         Step::Finalize(Finalize::Metadata { from, to }) => {
             let before = features(x, &["describe"])?;
@@ -302,7 +346,11 @@ pub(super) fn invariants(x: &mut Ctx) -> Result<(Vec<String>, Option<PartitionSt
         if polls == 0 {
             broke.push("obs: no poll answered".into());
         } else if !bad.is_empty() {
-            broke.push(format!("obs: 4 in the ISR or leading in {} of {polls} polls: {}", bad.len(), super::polls_summary(&bad)));
+            broke.push(format!(
+                "obs: 4 in the ISR or leading in {} of {polls} polls: {}",
+                bad.len(),
+                super::polls_summary(&bad)
+            ));
         }
     }
     Ok((broke, s))
