@@ -131,6 +131,12 @@ pub enum Command {
     /// evidence/bench/broker/<release>-<mode>/). Judges no time. Exit 0 when
     /// measured, 2 on bad input, 3 when Java, Maven or a port is unavailable.
     Bench(BenchArgs),
+    /// Print the order of a rolling upgrade of a patched cluster from one release to another: the
+    /// steps `okp verify --upgrade-to` runs and checks, for your node ids (docs/upgrade.md).
+    ///
+    /// Plans only; performs nothing. Exit 0, or 2 on bad input (an unknown release, a release
+    /// without the mode, a hop that is not forward, no brokers).
+    UpgradePlan(UpgradePlanArgs),
     /// Start a local patched cluster to try observers by hand, in the foreground, until Ctrl-C.
     ///
     /// ZooKeeper (or three KRaft controllers) and brokers 1-4 on 127.0.0.1, broker 4 the observer
@@ -278,6 +284,24 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub layer: LayerArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct UpgradePlanArgs {
+    /// The release the cluster runs now.
+    #[arg(long, value_name = "V")]
+    pub from: KafkaVersion,
+    /// The release to roll to.
+    #[arg(long, value_name = "V")]
+    pub to: KafkaVersion,
+    #[arg(long, value_name = "zk|kraft")]
+    pub mode: crate::model::Mode,
+    /// The KRaft controllers' node ids, in the order to roll them (none in ZooKeeper mode).
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub controllers: Vec<i32>,
+    /// The brokers' ids, in the order to roll them.
+    #[arg(long, value_name = "IDS", value_delimiter = ',', required = true)]
+    pub brokers: Vec<i32>,
 }
 
 #[derive(Args, Debug)]

@@ -21,7 +21,8 @@ mod verify;
 mod versions;
 
 use crate::cli::{Cli, Command, ListFormat};
-use crate::error::{Outcome, Result};
+use crate::error::{Error, Outcome, Result};
+use crate::model::Mode;
 use crate::model::{Layer, Layers};
 use crate::workspace::{DataFiles, Workspace};
 
@@ -53,7 +54,35 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Rollback(a) => bundle::rollback(a),
         Command::Observers(a) => observers::run(a),
         Command::Bench(a) => bench::run(&ws()?, a),
+        Command::UpgradePlan(a) => upgrade_plan(&ws()?, a),
     }
+}
+
+/// `okp upgrade-plan`: the runbook of one hop for the given nodes (scenarios/upgrade/plan.rs).
+fn upgrade_plan(ws: &Workspace, a: crate::cli::UpgradePlanArgs) -> Result<Outcome> {
+    use crate::scenarios::upgrade::{plan, refuse, runbook};
+    for v in [a.from, a.to] {
+        let r = ws.release(v)?;
+        if !r.modes.contains(&a.mode) {
+            return Err(Error::Usage(format!("release {v} has no {} mode in versions.yaml", a.mode)));
+        }
+    }
+    if let Some(why) = refuse(a.mode, a.from, a.to) {
+        return Err(Error::Usage(format!("--from {} --to {}: {why}", a.from, a.to)));
+    }
+    if a.mode == Mode::Zk && !a.controllers.is_empty() {
+        return Err(Error::Usage("--controllers: a ZooKeeper-mode cluster has no KRaft controllers".into()));
+    }
+    if a.mode == Mode::Kraft && a.controllers.is_empty() {
+        return Err(Error::Usage("--controllers: a KRaft cluster's controllers are rolled first; name them".into()));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(dup) = a.controllers.iter().chain(&a.brokers).find(|id| !seen.insert(**id)) {
+        return Err(Error::Usage(format!("node id {dup} is named twice")));
+    }
+    let steps = plan(a.mode, a.from, a.to, &a.controllers, &a.brokers);
+    crate::out::print(&runbook(a.mode, a.from, a.to, &steps, &a.controllers))?;
+    Ok(Outcome::Done)
 }
 
 /// `--layer` as given: core plus the chosen layers.

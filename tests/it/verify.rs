@@ -278,6 +278,22 @@ fn bad_input_is_refused_before_anything_starts() {
             &["verify", "--version", "3.9.2", "--base-port", "65510", "--lanes", "2"],
             "--base-port 65510: lane 2's ports would pass port 65535",
         ),
+        // UPGRADE and MIGRATE (docs/upgrade.md): every hop and mode checked before anything is built.
+        (&["verify", "--version", "3.9.2", "--mode", "zk", "--upgrade-to", "4.0.2"], "4.0.2 has no zk mode"),
+        (&["verify", "--version", "4.3.1", "--upgrade-to", "4.3.0"], "4.3.0 is not newer than 4.3.1"),
+        (&["verify", "--version", "4.2.1", "--upgrade-to", "4.3.1,4.3.0"], "4.3.0 is not newer than 4.3.1"),
+        (&["verify", "--version", "4.3.1", "--upgrade-to", "4.4.0"], "no -sources.jar"),
+        (&["verify", "--version", "3.9.2", "--scenarios", "UPGRADE"], "pass --upgrade-to VERSION"),
+        (
+            &["verify", "--version", "3.9.2", "--mode", "kraft", "--upgrade-to", "4.0.2", "--scenarios", "S1"],
+            "--upgrade-to runs the UPGRADE scenario alone",
+        ),
+        (&["verify", "--version", "3.9.2", "--mode", "kraft", "--migrate"], "--migrate starts from ZooKeeper mode"),
+        (&["verify", "--version", "4.0.2", "--migrate"], "4.0.2 does not have both modes"),
+        (&["verify", "--version", "3.6.2", "--migrate"], "3.6.2 does not have both modes"),
+        (&["verify", "--version", "3.9.2", "--scenarios", "MIGRATE"], "scenario MIGRATE runs with --migrate"),
+        (&["verify", "--version", "3.9.2", "--migrate-back"], "--migrate"),
+        (&["verify", "--version", "3.9.2", "--migrate", "--upgrade-to", "3.9.1"], "3.9.1 is not newer than 3.9.2"),
     ];
     for (args, want) in cases {
         let ev = tempfile::tempdir().unwrap();
@@ -285,5 +301,35 @@ fn bad_input_is_refused_before_anything_starts() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
         assert!(!ev.path().join("ev").exists(), "{args:?} wrote evidence");
+    }
+}
+
+/// `okp upgrade-plan` prints the runbook UPGRADE runs, for the operator's node ids, and refuses a
+/// hop that cannot roll (exit 2), writing nothing.
+#[test]
+fn upgrade_plan_prints_the_roll_for_the_given_nodes() {
+    let o = okp()
+        .args(["upgrade-plan", "--from", "3.9.2", "--to", "4.0.2", "--mode", "kraft", "--controllers", "3001,3002"])
+        .args(["--brokers", "7,8,9"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().filter(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit())).collect();
+    assert!(lines[0].starts_with("1. controller 3001: stop it"), "{out}");
+    assert!(lines[2].starts_with("3. broker 7:"), "{out}");
+    assert!(out.contains("rollback drill") && out.contains("upgrade --release-version 4.0"), "{out}");
+    for (args, want) in [
+        (&["--from", "3.9.2", "--to", "4.0.2", "--mode", "zk", "--brokers", "1"][..], "release 4.0.2 has no zk mode"),
+        (
+            &["--from", "4.3.1", "--to", "4.3.0", "--mode", "kraft", "--controllers", "9", "--brokers", "1"][..],
+            "not newer",
+        ),
+        (&["--from", "3.8.1", "--to", "3.9.2", "--mode", "kraft", "--brokers", "1"][..], "name them"),
+        (&["--from", "3.8.1", "--to", "3.9.2", "--mode", "zk", "--brokers", "1,1"][..], "node id 1 is named twice"),
+    ] {
+        let o = okp().arg("upgrade-plan").args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
     }
 }

@@ -134,7 +134,7 @@ pub(super) fn roll(
     let controllers = x.c.controllers();
     let brokers: Vec<i32> = x.c.nodes.iter().filter(|n| n.role == Role::Broker).map(|n| n.id).collect();
     let steps = plan(mode, a, b, &controllers, &brokers);
-    x.c.journal.note(&runbook(mode, a, b, &steps));
+    x.c.journal.note(&runbook(mode, a, b, &steps, &controllers));
 
     let roll_from = traffic.ms();
     let mut failed_steps = Vec::new();

@@ -90,8 +90,9 @@ pub fn plan(mode: Mode, a: KafkaVersion, b: KafkaVersion, controllers: &[i32], b
 }
 
 /// The plan in an operator's words, one numbered line per step (what docs/upgrade.md shows).
-pub fn runbook(mode: Mode, a: KafkaVersion, b: KafkaVersion, steps: &[Step]) -> String {
-    let name = |id: i32| if id > 100 { format!("controller {id}") } else { format!("broker {id}") };
+pub fn runbook(mode: Mode, a: KafkaVersion, b: KafkaVersion, steps: &[Step], controllers: &[i32]) -> String {
+    let is_controller = |id: &i32| controllers.contains(id);
+    let name = |id: i32| if is_controller(&id) { format!("controller {id}") } else { format!("broker {id}") };
     let mut out = format!("Rolling {a} → {b}, {} mode:\n\n", if mode == Mode::Zk { "ZooKeeper" } else { "KRaft" });
     for (i, s) in steps.iter().enumerate() {
         let line = match s {
@@ -103,7 +104,7 @@ pub fn runbook(mode: Mode, a: KafkaVersion, b: KafkaVersion, steps: &[Step]) -> 
             Step::Upgrade(id) => format!(
                 "{}: stop it (SIGTERM); give it {b}'s Kafka home and run `okp install` of {b}'s bundle there; start it; wait until it is back{}",
                 name(*id),
-                if *id > 100 { " in the quorum" } else { " in the ISR of every partition it replicates as a full replica" }
+                if is_controller(id) { " in the quorum" } else { " in the ISR of every partition it replicates as a full replica" }
             ),
             Step::Downgrade(id) => format!(
                 "rollback drill, still allowed before the finalisation: stop {}, start it from its {a} home (its {a} bundle still installed); then roll it to {b} again",
@@ -219,7 +220,7 @@ mod tests {
         for (mode, a, b, cs) in
             [(Mode::Kraft, "3.9.2", "4.0.2", vec![101, 102, 103]), (Mode::Zk, "3.8.1", "3.9.2", vec![])]
         {
-            let book = runbook(mode, v(a), v(b), &plan(mode, v(a), v(b), &cs, &[1, 2, 3, 4]));
+            let book = runbook(mode, v(a), v(b), &plan(mode, v(a), v(b), &cs, &[1, 2, 3, 4]), &cs);
             let open = format!("<!-- runbook {mode} {a} {b} -->\n");
             let start = doc.find(&open).unwrap_or_else(|| panic!("docs/upgrade.md has no {open}")) + open.len();
             let end = start + doc[start..].find("<!-- end runbook -->").expect("an end marker");
