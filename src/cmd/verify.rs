@@ -109,16 +109,6 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
             )));
         }
     }
-    if args.migrate {
-        if args.release.mode == Some(Mode::Kraft) {
-            return Err(Error::Usage("--migrate starts from ZooKeeper mode: leave out --mode kraft".into()));
-        }
-        if !(release.modes.contains(&Mode::Zk) && release.modes.contains(&Mode::Kraft)) {
-            return Err(Error::Usage(format!(
-                "--migrate: {version} does not have both modes in versions.yaml (the migration runs on 3.7–3.9)"
-            )));
-        }
-    }
     let mode = release.mode_for(args.release.mode, ModeDefault::ZkFirst)?;
     let flavor = if args.upstream { Flavor::Upstream } else { Flavor::Patched };
     // --upgrade-to B[,C…]: the UPGRADE scenario alone, on one cluster, rolled from this release to

@@ -38,7 +38,6 @@ const FULL: &str = "ufull";
 /// 4 and 1 only, unclean elections allowed: with 1 down the observer is the only live replica.
 const ELECT: &str = "uelect";
 const RULES: &str = "4\ntopic:ufull observers=none\n";
-const PROMOTED: &str = "topic:ufull observers=none\n";
 const WAIT: Duration = Duration::from_secs(60);
 
 pub fn migrate(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
@@ -149,7 +148,7 @@ pub fn migrate(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     if upstream_controllers {
         o.check(
             "negative control: with the release's own jars on the KRaft controllers, the observer leads or enters an ISR in the dual-write window",
-            !window_bad.is_empty(),
+            window_bad.iter().any(|b| b.contains("4 led or was in the ISR")),
             if window_bad.is_empty() { "it did not: the control failed".to_string() } else { window_bad.join("; ") },
         );
     } else {
@@ -339,26 +338,8 @@ fn step(
 /// uelect's only live replica, unclean elections on: it must not lead. What broke (the negative
 /// control wants something here).
 fn decisions_in_window(x: &mut Ctx, o: &mut ScenarioResult) -> Result<Vec<String>> {
-    let mut bad = Vec::new();
-    let all = x.c.kafka_nodes();
+    let mut bad = super::upgrade::promote_then_demote(x, o, "window", "in the dual-write window")?;
     let t = x.lag() + x.ttl() + Duration::from_secs(30);
-    x.c.set_observers(&all, PROMOTED)?;
-    let (s, secs) = x.c.wait_state("obs", t, |s: &PartitionState| s.in_isr(OBSERVER), |_| {})?;
-    o.fact("window_promote_seconds", round(secs));
-    if s.is_none() {
-        o.check("dual-write: 4 promoted joins obs's ISR", false, format!("not within {:.0} s", t.as_secs_f64()));
-    }
-    x.c.set_observers(&all, RULES)?;
-    let (s, secs) = x.c.wait_state(
-        "obs",
-        t,
-        |s: &PartitionState| !s.in_isr(OBSERVER) && s.leader.is_some_and(|l| l != OBSERVER),
-        |_| {},
-    )?;
-    o.fact("window_demote_seconds", round(secs));
-    if s.is_none() {
-        bad.push(format!("demoted, 4 still in obs's ISR after {:.0} s", t.as_secs_f64()));
-    }
     // Promoted, 4 joined every ISR, uelect's too; its demotion there must be done before 1 is
     // killed (a first run killed 1 0.1 s too early and saw 4 still in uelect's ISR, in the
     // middle of a legitimate demotion).

@@ -256,27 +256,7 @@ fn run_step(
             }
         }
         Step::PromoteDemote => {
-            let all = x.c.kafka_nodes();
-            let t = x.lag() + x.ttl() + Duration::from_secs(30);
-            x.c.set_observers(&all, PROMOTED)?;
-            let (s, secs) = x.c.wait_state("obs", t, |s: &PartitionState| s.in_isr(OBSERVER), |_| {})?;
-            o.fact("mixed_promote_seconds", round(secs));
-            if s.is_none() {
-                problems
-                    .push(format!("promoted with releases mixed: 4 not in obs's ISR within {:.0} s", t.as_secs_f64()));
-            }
-            x.c.set_observers(&all, RULES)?;
-            let (s, secs) = x.c.wait_state(
-                "obs",
-                t,
-                |s: &PartitionState| !s.in_isr(OBSERVER) && s.leader.is_some_and(|l| l != OBSERVER),
-                |_| {},
-            )?;
-            o.fact("mixed_demote_seconds", round(secs));
-            if s.is_none() {
-                problems
-                    .push(format!("demoted with releases mixed: 4 still in obs's ISR after {:.0} s", t.as_secs_f64()));
-            }
+            problems.extend(promote_then_demote(x, o, "mixed", "with releases mixed")?);
             x.settle_observers();
         }
         Step::Finalize(Finalize::Protocol { from, to }) => {
@@ -323,6 +303,33 @@ fn run_step(
             let now = features(x, &["describe"])?;
             o.fact("metadata_version", serde_json::json!({"unchanged": finalized_metadata(&now.1), "level": level}));
         }
+    }
+    Ok(problems)
+}
+
+/// The observer promoted (every node's observer.ids without the cluster-wide id: 4 joins obs's
+/// ISR) and demoted again (it leaves it, a primary leads); the seconds of each as facts
+/// `<fact>_promote_seconds` and `<fact>_demote_seconds`. What went wrong, said `when`.
+pub(super) fn promote_then_demote(x: &mut Ctx, o: &mut ScenarioResult, fact: &str, when: &str) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    let all = x.c.kafka_nodes();
+    let t = x.lag() + x.ttl() + Duration::from_secs(30);
+    x.c.set_observers(&all, PROMOTED)?;
+    let (s, secs) = x.c.wait_state("obs", t, |s: &PartitionState| s.in_isr(OBSERVER), |_| {})?;
+    o.fact(&format!("{fact}_promote_seconds"), round(secs));
+    if s.is_none() {
+        problems.push(format!("promoted {when}: 4 not in obs's ISR within {:.0} s", t.as_secs_f64()));
+    }
+    x.c.set_observers(&all, RULES)?;
+    let (s, secs) = x.c.wait_state(
+        "obs",
+        t,
+        |s: &PartitionState| !s.in_isr(OBSERVER) && s.leader.is_some_and(|l| l != OBSERVER),
+        |_| {},
+    )?;
+    o.fact(&format!("{fact}_demote_seconds"), round(secs));
+    if s.is_none() {
+        problems.push(format!("demoted {when}: 4 still in obs's ISR after {:.0} s", t.as_secs_f64()));
     }
     Ok(problems)
 }
