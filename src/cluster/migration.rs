@@ -209,15 +209,23 @@ impl Cluster {
 
     /// The migration driver's state changes the controllers logged (`<id> transitioning from A to
     /// B state`), in each controller's order: (controller, from, to).
-    pub fn migration_transitions(&self) -> Vec<(i32, String, String)> {
+    /// Each line read is written to the journal as the controller logged it (`controller-N| …`),
+    /// so the records keep the real output the parse is tested against.
+    pub fn migration_transitions(&mut self) -> Vec<(i32, String, String)> {
         let mut out = Vec::new();
+        let mut raw = Vec::new();
         for id in self.controllers() {
             for l in self.node(id).whole_log().lines() {
                 if let Some((from, to)) = transition(l) {
+                    raw.push(format!("controller-{id}| {l}"));
                     out.push((id, from, to));
                 }
             }
         }
+        self.journal.note(&format!(
+            "the migration driver's state changes, as the controllers logged them:\n{}",
+            raw.join("\n")
+        ));
         out
     }
 
@@ -231,7 +239,7 @@ impl Cluster {
 }
 
 /// `(A, B)` of a line `… transitioning from A to B state`.
-fn transition(line: &str) -> Option<(String, String)> {
+pub fn transition(line: &str) -> Option<(String, String)> {
     let at = line.find("transitioning from ")? + "transitioning from ".len();
     let rest = &line[at..];
     let (from, rest) = rest.split_once(" to ")?;
@@ -253,6 +261,43 @@ mod tests {
         assert_eq!(transition(w), Some(("WAIT_FOR_CONTROLLER_QUORUM".into(), "WAIT_FOR_BROKERS".into())));
         assert_eq!(transition("Transitioned migration state from ZkMigrationLeadershipState{...}"), None);
         assert_eq!(transition("transitioning from a to b state"), None);
+    }
+
+    /// Against real controller output: the lines MIGRATE's journals keep (`controller-N| …`, as
+    /// the controllers of 3.7–3.9 logged them) parse to the transitions its run.json records, and
+    /// they go the way the operations guide says, to DUAL_WRITE.
+    #[test]
+    fn the_transitions_parse_from_the_controllers_own_lines_in_the_records() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("evidence/upgrade");
+        let mut checked = 0;
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let Ok(journal) = std::fs::read_to_string(e.path().join("MIGRATE.txt")) else { continue };
+            let parsed: Vec<String> = journal
+                .lines()
+                .filter_map(|l| {
+                    let (node, line) = l.split_once("| ")?;
+                    let id = node.strip_prefix("controller-")?;
+                    transition(line).map(|(a, b)| format!("{id}: {a} → {b}"))
+                })
+                .collect();
+            if parsed.is_empty() {
+                continue;
+            }
+            let run: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(e.path().join("run.json")).unwrap()).unwrap();
+            let recorded: Vec<String> = run["scenarios"][0]["facts"]["driver_transitions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect();
+            // The journal holds the read made for the record last.
+            let tail = &parsed[parsed.len() - recorded.len()..];
+            assert_eq!(tail, recorded.as_slice(), "{}", e.path().display());
+            assert!(recorded.iter().any(|t| t.ends_with("→ DUAL_WRITE")), "{}: {recorded:?}", e.path().display());
+            checked += 1;
+        }
+        assert!(checked > 0, "no MIGRATE journal with the controllers' lines under {}", dir.display());
     }
 
     #[test]
