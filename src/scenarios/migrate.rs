@@ -335,7 +335,8 @@ fn step(
 
 /// The KRaft controller's decisions while the brokers still speak ZooKeeper: the observer
 /// promoted (joins obs's ISR) and demoted (leaves it), then broker 1 killed so the observer is
-/// uelect's only live replica, unclean elections on: it must not lead. What broke (the negative
+/// uelect's only live replica, unclean elections on: it must not lead, neither by the
+/// controller's own unclean election nor by an operator's (kafka-leader-election). What broke (the negative
 /// control wants something here).
 fn decisions_in_window(x: &mut Ctx, o: &mut ScenarioResult) -> Result<Vec<String>> {
     let mut bad = super::upgrade::promote_then_demote(x, o, "window", "in the dual-write window")?;
@@ -356,6 +357,26 @@ fn decisions_in_window(x: &mut Ctx, o: &mut ScenarioResult) -> Result<Vec<String
         if !v.is_empty() {
             bad.push(format!(
                 "{topic} with broker 1 killed: 4 led or was in the ISR in {} of {polls} polls: {}",
+                v.len(),
+                super::polls_summary(&v)
+            ));
+        }
+    }
+    // An operator's explicit unclean election, then the same watch: in the negative control
+    // 3.7.2's own KRaft controller did not elect uncleanly by itself (3.9.2's did), so the
+    // window needs the operator's request to show what its jar decides.
+    let out = x.c.elect(ELECT, "unclean", &[1])?;
+    let elected = super::elected(&out);
+    o.fact(
+        "window_unclean_election",
+        serde_json::json!({"rc": out.rc, "elected": elected, "said": super::last_line(&out.stdout, &out.stderr)}),
+    );
+    let seen = x.c.watch_all(&[ELECT], Duration::from_secs(4), |s| s.leader == Some(OBSERVER) || s.in_isr(OBSERVER))?;
+    for (polls, v) in seen {
+        if elected || !v.is_empty() {
+            bad.push(format!(
+                "uelect, kafka-leader-election --election-type unclean with broker 1 killed (rc {}): 4 led or was in the ISR in {} of {polls} polls: {}",
+                out.rc,
                 v.len(),
                 super::polls_summary(&v)
             ));

@@ -38,7 +38,7 @@ fn page(runs: &[(String, RunRecord)]) -> String {
         "# okp verify: a patched cluster through its life (rolling upgrades, ZooKeeper → KRaft)\n\nWritten by `okp verify` after every UPGRADE and MIGRATE run, from the `run.json` files in this directory (docs/upgrade.md). \
          Each run starts a patched cluster with observer 4 (cluster-wide id, and a topic rule making it a full replica of `ufull`) under an idempotent acks=all producer and a read_committed consumer, \
          and checks after every step that 4 is never in obs's ISR nor leading it, is in ufull's ISR, and that writes were acknowledged while each node was down. \
-         Latency: the producer's own send-to-ack time before the first step and during the steps.\n\n\
+         Latency: the producer's own send-to-ack time before the first step and during the steps (MIGRATE's includes broker 1, obs's leader, killed with -9 in the dual-write window: a leader failover).\n\n\
          ## Rolling upgrades (`--upgrade-to B`)\n\n\
          Every node rolled from patched A to patched B in the order docs/upgrade.md gives (KRaft controllers first), with a status read, a promotion, a demotion and one rollback while releases are mixed, then finalised.\n\n\
          | hop | mode | verdict | steps | roll | acked | errors | missing / misplaced / duplicated | p99 before → during | observer copy | journal |\n\
@@ -85,7 +85,7 @@ fn page(runs: &[(String, RunRecord)]) -> String {
         let window = o
             .checks
             .iter()
-            .find(|c| c.name.starts_with("dual-write window") || c.name.starts_with("negative control"))
+            .find(|c| c.name.starts_with("dual-write window") || c.name.starts_with("negative control: with"))
             .map_or("?".to_string(), |c| {
                 format!("{}: {}", if c.pass { "as expected" } else { "NOT as expected" }, c.detail.replace('|', "/"))
             });
