@@ -294,6 +294,7 @@ pub struct UpgradePlanArgs {
     /// The release to roll to.
     #[arg(long, value_name = "V")]
     pub to: KafkaVersion,
+    /// zk or kraft: how the cluster is controlled during the roll.
     #[arg(long, value_name = "zk|kraft")]
     pub mode: crate::model::Mode,
     /// The KRaft controllers' node ids, in the order to roll them (none in ZooKeeper mode).
