@@ -53,6 +53,19 @@ impl Ran {
     pub fn ok(&self) -> bool {
         self.rc == 0
     }
+
+    /// This `okp install` into `home` as a result: an error naming the home when it failed.
+    pub fn installed(&self, home: &Path) -> Result<()> {
+        if self.ok() {
+            return Ok(());
+        }
+        Err(Error::External(format!(
+            "okp install into {} failed (rc {}): {}",
+            home.display(),
+            self.rc,
+            self.stderr.trim()
+        )))
+    }
 }
 
 /// Runs the okp binary with `args` (its own CLI, as an operator would).

@@ -200,15 +200,7 @@ impl Cluster {
             ));
         }
         if self.bundle.is_some() && install {
-            let ran = self.okp_on_home("install", &home)?;
-            if !ran.ok() {
-                return Err(Error::External(format!(
-                    "okp install into {} failed (rc {}): {}",
-                    home.display(),
-                    ran.rc,
-                    ran.stderr.trim()
-                )));
-            }
+            self.okp_on_home("install", &home)?.installed(&home)?;
         }
         self.node_mut(id).home = Some(home);
         Ok(())

@@ -106,14 +106,7 @@ impl Cluster {
                 let args = next.bundle.install_args(&home);
                 let ran = homes::okp(&next.bundle.okp, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
                 self.journal_okp(&ran);
-                if !ran.ok() {
-                    return Err(Error::External(format!(
-                        "okp install into {} failed (rc {}): {}",
-                        home.display(),
-                        ran.rc,
-                        ran.stderr.trim()
-                    )));
-                }
+                ran.installed(&home)?;
                 home
             }
         };

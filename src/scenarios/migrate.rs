@@ -319,7 +319,7 @@ fn step(
     phases: &mut Vec<serde_json::Value>,
     broke: &mut Vec<String>,
 ) -> Result<()> {
-    let (held, _) = invariants(x)?;
+    let held = invariants(x)?;
     let secs = round(t0.elapsed().as_secs_f64());
     let hw = x.c.probe_hw("obs");
     let leo = x.c.probe_leo(OBSERVER, "obs");
