@@ -9,9 +9,10 @@
 //! (`Successfully registered broker N`).
 //!
 //! While the KRaft controller is active and the brokers still speak ZooKeeper (dual-write), the
-//! KRaft controller decides: the observer promoted and demoted (an ISR expansion and shrink), and
-//! an unclean election on a topic whose only live replica is the observer (it must stay without
-//! a leader). Both controller kinds' registries are shown reading observer.ids (their audit
+//! KRaft controller decides: the observer promoted and demoted (an ISR expansion and shrink), an
+//! unclean election on a topic whose only live replica is the observer (it must stay without
+//! a leader), and reassignments (onto the observer alone: refused; a primary added with the
+//! observer listed first: complete without it, which then loses the preferred election). Both controller kinds' registries are shown reading observer.ids (their audit
 //! lines). After every step the UPGRADE invariants: 4 never in obs's ISR nor leading it, in
 //! ufull's ISR by its topic rule, the primaries in obs's ISR, writes acked while a node was down.
 //!
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 use super::roll::{Traffic, ACKS_IN_WINDOW};
 use super::upgrade::invariants;
 use super::{round, Ctx, Flavor, ScenarioResult};
-use crate::cluster::tools::PartitionState;
+use crate::cluster::tools::{parse_reassign_status, PartitionState, ReassignStatus};
 use crate::cluster::{BROKERS, OBSERVER};
 use crate::error::Result;
 use crate::model::Mode;
@@ -153,12 +154,19 @@ pub fn migrate(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         );
     } else {
         o.check(
-            "dual-write window: the KRaft controller kept the observer out of every ISR it observes and out of leadership (promote, demote, unclean election)",
+            "dual-write window: the KRaft controller kept the observer out of every ISR it observes and out of leadership (promote, demote, unclean election, reassignments, preferred election)",
             window_bad.is_empty(),
             if window_bad.is_empty() { "held".to_string() } else { window_bad.join("; ") },
         );
     }
-    step(x, "dual-write window: promote, demote, unclean election", t0, &traffic, &mut phases, &mut broke)?;
+    step(
+        x,
+        "dual-write window: promote, demote, unclean election, reassignments",
+        t0,
+        &traffic,
+        &mut phases,
+        &mut broke,
+    )?;
 
     // 4. Brokers to KRaft, one by one.
     for &id in &brokers {
@@ -386,6 +394,112 @@ fn decisions_in_window(x: &mut Ctx, o: &mut ScenarioResult) -> Result<Vec<String
     let (s, _) = x.c.wait_state(ELECT, WAIT, |s: &PartitionState| s.leader == Some(1), |_| {})?;
     if s.is_none() {
         bad.push("uelect: 1 not leading again within 60 s of its restart".into());
+        return Ok(bad);
+    }
+    bad.extend(reassign_in_window(x, o)?);
+    Ok(bad)
+}
+
+/// The window's reassignments of uelect (1 leading, 4 outside its ISR), each decided by the KRaft
+/// controller for brokers that speak ZooKeeper: onto the observer alone (refused, naming it; not
+/// asked of the release's own controller jars, which would accept it and leave 4 the partition's
+/// only replica); then 2 added with the observer listed first (complete once 2 is in the ISR:
+/// 3.8–3.9's own controller waits for 4 too), a preferred election (4 is first: it must not
+/// lead), and back to 1,4. What broke.
+fn reassign_in_window(x: &mut Ctx, o: &mut ScenarioResult) -> Result<Vec<String>> {
+    let mut bad = Vec::new();
+    if x.tuning.upstream_controllers {
+        o.fact(
+            "window_reassign_refusal",
+            "not asked: the release's own controller accepts a reassignment onto broker 4 alone",
+        );
+    } else {
+        let out = x.c.reassign(ELECT, &[OBSERVER], "--execute")?;
+        let said = format!("{}\n{}", out.stdout, out.stderr);
+        let line = said.lines().find(|l| l.contains("is an observer")).unwrap_or("").trim().to_string();
+        let shown = if line.is_empty() { super::last_line(&out.stdout, &out.stderr) } else { line.clone() };
+        o.fact("window_reassign_refusal", serde_json::json!({"rc": out.rc, "said": shown}));
+        if out.ok() || line.is_empty() {
+            bad.push(format!("uelect onto broker 4 alone: not refused naming the observer (rc {}: {shown})", out.rc));
+        }
+    }
+    let (done, seen) = reassign_and_wait(x, &[OBSERVER, 1, 2])?;
+    let s = x.state(ELECT)?;
+    o.fact(
+        "window_reassignment",
+        serde_json::json!({"target": "4,1,2", "complete_seconds": done.map(round), "state": s.show()}),
+    );
+    if !seen.is_empty() {
+        bad.push(format!(
+            "uelect, reassigned to 4,1,2: 4 led or was in the ISR in {} polls: {}",
+            seen.len(),
+            super::polls_summary(&seen)
+        ));
+    }
+    if done.is_none() {
+        // The release's own 3.8–3.9 controller waits for the observer, which never joins the
+        // ISR: cancelled, uelect is back on 1,4 for the phases after the window.
+        let out = x.c.reassign(ELECT, &[OBSERVER, 1, 2], "--cancel")?;
+        x.c.journal.note(&format!("uelect's reassignment to 4,1,2 cancelled: rc {}", out.rc));
+        bad.push(format!("uelect, 2 added with 4 listed first: not complete within {} s", REASSIGN_WITHIN.as_secs()));
+        return Ok(bad);
+    }
+    if s.leader == Some(OBSERVER) || !s.in_isr(2) {
+        bad.push(format!("uelect reassigned to 4,1,2: {}", s.show()));
+    }
+    // 4 is the first replica: a preferred election must leave it out.
+    let out = x.c.elect(ELECT, "preferred", &[])?;
+    let polls =
+        x.c.watch_all(&[ELECT], Duration::from_secs(4), |s| s.leader == Some(OBSERVER) || s.in_isr(OBSERVER))?;
+    let s = x.state(ELECT)?;
+    o.fact(
+        "window_preferred_election",
+        serde_json::json!({"rc": out.rc, "said": super::last_line(&out.stdout, &out.stderr), "state": s.show()}),
+    );
+    for (n, v) in polls {
+        if !v.is_empty() || s.leader == Some(OBSERVER) {
+            bad.push(format!(
+                "uelect, a preferred election with 4 listed first: 4 led or was in the ISR in {} of {n} polls: {}",
+                v.len(),
+                super::polls_summary(&v)
+            ));
+        }
+    }
+    let (back, seen) = reassign_and_wait(x, &[1, OBSERVER])?;
+    o.fact("window_reassignment_back", serde_json::json!({"target": "1,4", "complete_seconds": back.map(round)}));
+    if back.is_none() || !seen.is_empty() {
+        bad.push(format!(
+            "uelect back to 1,4: complete {back:?}; 4 led or was in the ISR in {} polls: {}",
+            seen.len(),
+            super::polls_summary(&seen)
+        ));
     }
     Ok(bad)
+}
+
+/// How long a window reassignment may take (uelect holds no records).
+const REASSIGN_WITHIN: Duration = Duration::from_secs(45);
+
+/// Reassigns uelect to `target` and polls it until `--verify` says complete: the seconds it took
+/// (None if not within REASSIGN_WITHIN) and every poll where 4 led or was in the ISR.
+fn reassign_and_wait(x: &mut Ctx, target: &[i32]) -> Result<(Option<f64>, Vec<String>)> {
+    let t0 = Instant::now();
+    let exec = x.c.reassign(ELECT, target, "--execute")?;
+    x.c.journal.note(&format!("uelect → {target:?}: --execute rc {}", exec.rc));
+    let mut seen = Vec::new();
+    while exec.ok() && t0.elapsed() < REASSIGN_WITHIN {
+        for _ in 0..4 {
+            if let Some(s) = x.c.probe_state(ELECT) {
+                if s.leader == Some(OBSERVER) || s.in_isr(OBSERVER) {
+                    seen.push(format!("+{:.1}s {}", t0.elapsed().as_secs_f64(), s.show()));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        let verify = x.c.reassign(ELECT, target, "--verify")?;
+        if parse_reassign_status(&verify.stdout, ELECT, 0) == Some(ReassignStatus::Complete) {
+            return Ok((Some(t0.elapsed().as_secs_f64()), seen));
+        }
+    }
+    Ok((None, seen))
 }
