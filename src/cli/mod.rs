@@ -491,9 +491,9 @@ pub struct VerifyArgs {
     /// in DIR/upgrade/<V>-zk-to-kraft/.
     #[arg(long, conflicts_with_all = ["all", "merge", "soak", "soak_recheck", "upstream", "jars", "scenarios"])]
     pub migrate: bool,
-    /// With --migrate: the KRaft controllers on the release's own jars (brokers patched), the
-    /// negative control.
-    #[arg(long, requires = "migrate")]
+    /// With --migrate, or --upgrade-to in KRaft mode: the KRaft controllers on the release's own
+    /// jars (brokers patched), the negative control.
+    #[arg(long)]
     pub upstream_controllers: bool,
     /// With --migrate: once the brokers run KRaft (dual-write), roll back to ZooKeeper as upstream
     /// allows before the finalisation (brokers to migration mode, controllers stopped, their

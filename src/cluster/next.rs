@@ -87,10 +87,11 @@ impl Cluster {
     }
 
     /// Moves stopped node `id` onto release B: its B home laid out and B's bundle installed there
-    /// at the first move (`okp install`, verified against its key), its command line on B's
-    /// logging. It runs B from its next start. Returns the sha256 of each jar the bundle
-    /// replaced in that home, for the caller to compare with B's build.
-    pub fn move_to_next(&mut self, id: i32) -> Result<Vec<(String, String)>> {
+    /// at the first move (`okp install`, verified against its key; without `bundle`, B's own
+    /// jars: the negative control's controllers), its command line on B's logging. It runs B
+    /// from its next start. Returns the sha256 of each jar the bundle replaces in that home, for
+    /// the caller to compare with B's build.
+    pub fn move_to_next(&mut self, id: i32, bundle: bool) -> Result<Vec<(String, String)>> {
         let name = self.node(id).name.clone();
         let Some(next) = self.next.as_ref() else {
             return Err(Error::Harness("no release to upgrade to".into()));
@@ -103,10 +104,14 @@ impl Cluster {
             None => {
                 let home = self.run_dir.join(format!("homes-{}", next.version())).join(&name);
                 homes::lay_out(&next.rt, &home)?;
-                let args = next.bundle.install_args(&home);
-                let ran = homes::okp(&next.bundle.okp, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
-                self.journal_okp(&ran);
-                ran.installed(&home)?;
+                if bundle {
+                    let args = next.bundle.install_args(&home);
+                    let ran = homes::okp(&next.bundle.okp, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
+                    self.journal_okp(&ran);
+                    ran.installed(&home)?;
+                } else {
+                    self.journal.note(&format!("{name}'s {} home: the release's own jars, no bundle", next.version()));
+                }
                 home
             }
         };

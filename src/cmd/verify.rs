@@ -128,6 +128,12 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         upgrade_to.push(to);
         from = b;
     }
+    if args.upstream_controllers && !args.migrate && (upgrade_to.is_empty() || mode != Mode::Kraft) {
+        return Err(Error::Usage(
+            "--upstream-controllers runs the controllers on the release's own jars: with --migrate, or with --upgrade-to in KRaft mode (ZooKeeper mode has no controllers of its own)"
+                .into(),
+        ));
+    }
     if !upgrade_to.is_empty() && args.scenarios.iter().any(|s| !s.trim().eq_ignore_ascii_case("UPGRADE")) {
         return Err(Error::Usage("--upgrade-to runs the UPGRADE scenario alone; leave out --scenarios".into()));
     }

@@ -35,7 +35,12 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
             if opts.tuning.upstream_controllers { "-upstream-controllers" } else { "" }
         )
     } else if !opts.upgrade_to.is_empty() {
-        format!("{}{hops}-{}", opts.release.version, opts.mode)
+        format!(
+            "{}{hops}-{}{}",
+            opts.release.version,
+            opts.mode,
+            if opts.tuning.upstream_controllers { "-upstream-controllers" } else { "" }
+        )
     } else {
         run_name(&opts.release.version.to_string(), opts.mode, opts.flavor)
     };

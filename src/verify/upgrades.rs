@@ -40,9 +40,10 @@ fn page(runs: &[(String, RunRecord)]) -> String {
          and checks after every step that 4 is never in obs's ISR nor leading it, is in ufull's ISR, and that writes were acknowledged while each node was down. \
          Latency: the producer's own send-to-ack time before the first step and during the steps (MIGRATE's includes broker 1, obs's leader, killed with -9 in the dual-write window: a leader failover).\n\n\
          ## Rolling upgrades (`--upgrade-to B`)\n\n\
-         Every node rolled from patched A to patched B in the order docs/upgrade.md gives (KRaft controllers first), with a status read, a promotion, a demotion and one rollback while releases are mixed, then finalised.\n\n\
-         | hop | mode | verdict | steps | roll | acked | errors | missing / misplaced / duplicated | p99 before → during | observer copy | journal |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|\n",
+         Every node rolled from patched A to patched B in the order docs/upgrade.md gives (KRaft controllers first), with a status read, a promotion, a demotion, a topic created with the observer listed first (and a preferred election) and one rollback while releases are mixed, then finalised. \
+         A row whose controllers run B's own jars is the negative control: the topic created while releases are mixed must show the observer leading or in its ISR.\n\n\
+         | hop | mode | B's controllers | verdict | steps | roll | topic created mixed | acked | errors | missing / misplaced / duplicated | p99 before → during | observer copy | journal |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut upgrades = 0;
     for (name, r) in runs {
@@ -50,13 +51,19 @@ fn page(runs: &[(String, RunRecord)]) -> String {
         upgrades += 1;
         let to = r.upgrade_to.iter().map(|u| u.release.to_string()).collect::<Vec<_>>().join(" → ");
         let c = Cells::of(o, "upgrade_traffic");
+        let controllers = if r.mode == crate::model::Mode::Zk {
+            "(ZooKeeper mode)"
+        } else {
+            o.facts.get("controllers").and_then(|v| v.as_str()).unwrap_or("patched")
+        };
         s.push_str(&format!(
-            "| {} → {to} | {} | {} | {} | {:.0} s | {} | {} | {} | {} | {} | [{}]({name}/{}) |\n",
+            "| {} → {to} | {} | {controllers} | {} | {} | {:.0} s | {} | {} | {} | {} | {} | {} | [{}]({name}/{}) |\n",
             r.release,
             r.mode,
             c.verdict,
             c.steps,
             c.seconds,
+            mixed_cell(o),
             c.acked,
             c.errors,
             c.lost,
@@ -105,6 +112,22 @@ fn page(runs: &[(String, RunRecord)]) -> String {
         s.push_str("| no run yet ||||||||||||\n");
     }
     s
+}
+
+/// What the topic created while releases were mixed showed, per hop: each check's verdict
+/// against what the run expects; runs recorded before the probe existed (2026-12-05) have none.
+fn mixed_cell(o: &crate::scenarios::ScenarioResult) -> String {
+    let said: Vec<&str> = o
+        .checks
+        .iter()
+        .filter(|c| c.name.contains(" mixed: a topic created") || c.name.starts_with("negative control, "))
+        .map(|c| if c.pass { "as expected" } else { "NOT as expected" })
+        .collect();
+    if said.is_empty() {
+        "not run (recorded before it existed)".into()
+    } else {
+        said.join(", ")
+    }
 }
 
 /// The cells an UPGRADE or MIGRATE row shares, from its outcome.

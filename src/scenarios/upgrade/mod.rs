@@ -33,6 +33,8 @@ const FULL: &str = "ufull";
 const RULES: &str = "4\ntopic:ufull observers=none\n";
 /// The observer promoted: no cluster-wide id, the rule unchanged.
 const PROMOTED: &str = "topic:ufull observers=none\n";
+/// The topic created while releases are mixed, the observer listed first.
+const MIXED: &str = "umixed";
 const PRIMARIES: [i32; 3] = [1, 2, 3];
 /// The producer's first acks left out of the latency baseline (ms since it started).
 pub(super) const BASELINE_FROM_MS: u64 = 5_000;
@@ -66,6 +68,12 @@ pub fn upgrade(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         !s.in_isr(OBSERVER) && PRIMARIES.iter().all(|p| s.in_isr(*p))
     })?;
 
+    if x.c.mode == Mode::Kraft {
+        o.fact(
+            "controllers",
+            if x.tuning.upstream_controllers { "B's own jars (negative control)" } else { "patched" },
+        );
+    }
     let traffic = Traffic::start(x, "UPGRADE")?;
     let (acks, secs) = traffic.acks_since(0);
     o.check(
@@ -231,10 +239,12 @@ fn run_step(
                 if x.c.mode == Mode::Zk {
                     x.c.set_server_overrides(id, &[&format!("inter.broker.protocol.version={}", level(a))])?;
                 }
-                let have = x.c.move_to_next(id)?;
+                // The negative control: B's controllers on B's own jars, the brokers patched.
+                let bare = x.tuning.upstream_controllers && x.c.node(id).role == Role::Controller;
+                let have = x.c.move_to_next(id, !bare)?;
                 let want = expected_next_digests(x);
-                x.c.journal.note(&format!("{name}'s {b} home after okp install: {have:?}"));
-                if have != want {
+                x.c.journal.note(&format!("{name}'s {b} home: {have:?}"));
+                if have != want && !bare {
                     problems.push(format!("{name}: {b} home jars {have:?}, expected {want:?}"));
                 }
             } else {
@@ -257,6 +267,7 @@ fn run_step(
         Step::PromoteDemote => {
             problems.extend(promote_then_demote(x, o, "mixed", "with releases mixed")?);
             x.settle_observers();
+            mixed_create(x, o, a, b)?;
         }
         Step::Finalize(Finalize::Protocol { from, to }) => {
             let brokers: Vec<i32> = x.c.nodes.iter().filter(|n| n.role == Role::Broker).map(|n| n.id).collect();
@@ -331,6 +342,58 @@ pub(super) fn promote_then_demote(x: &mut Ctx, o: &mut ScenarioResult, fact: &st
         problems.push(format!("demoted {when}: 4 still in obs's ISR after {:.0} s", t.as_secs_f64()));
     }
     Ok(problems)
+}
+
+/// With releases mixed (B's controllers, half the brokers on B): a topic created on 4,1,2, the
+/// observer listed first, then a preferred election. The controller that decides (B's in KRaft)
+/// must keep 4 out of its ISR and leadership; the negative control (B's controllers on B's own
+/// jars) must show 4 leading or in the ISR. A check either way; the topic deleted.
+fn mixed_create(x: &mut Ctx, o: &mut ScenarioResult, a: KafkaVersion, b: KafkaVersion) -> Result<()> {
+    let out = x.c.create_topic(MIXED, "4:1:2", &["min.insync.replicas=2"])?;
+    let mut seen = Vec::new();
+    let (s, secs) = x.c.wait_state(MIXED, Duration::from_secs(30), |s: &PartitionState| s.leader.is_some(), |_| {})?;
+    let after_create = s.map(|s| s.show());
+    for (polls, v) in x.c.watch_all(&[MIXED], HOLD + HOLD, |s| s.leader == Some(OBSERVER) || s.in_isr(OBSERVER))? {
+        seen.extend(v.into_iter().map(|p| format!("created: {p}")));
+        x.c.journal.note(&format!("{MIXED} after its creation: {polls} polls"));
+    }
+    let elect = x.c.elect(MIXED, "preferred", &[])?;
+    for (_, v) in x.c.watch_all(&[MIXED], HOLD + HOLD, |s| s.leader == Some(OBSERVER) || s.in_isr(OBSERVER))? {
+        seen.extend(v.into_iter().map(|p| format!("after a preferred election: {p}")));
+    }
+    let end = x.state(MIXED)?;
+    o.fact(
+        &format!("mixed_create_{a}_to_{b}"),
+        serde_json::json!({
+            "rc": out.rc, "leader_seconds": round(secs), "after_create": after_create,
+            "preferred_election": super::last_line(&elect.stdout, &elect.stderr), "end": end.show(),
+            "observer_led_or_in_isr": seen.len(),
+        }),
+    );
+    let held = out.ok() && after_create.is_some() && seen.is_empty();
+    let detail = if seen.is_empty() {
+        format!("{} ({:.1} s); after a preferred election: {}", after_create.unwrap_or_default(), secs, end.show())
+    } else {
+        super::polls_summary(&seen)
+    };
+    if x.tuning.upstream_controllers {
+        o.check(
+            &format!("negative control, {a} → {b} mixed: with B's own jars on the controllers, 4 leads or is in the ISR of a topic created with it listed first"),
+            !seen.is_empty(),
+            if seen.is_empty() { format!("it did not: the control failed; {detail}") } else { detail },
+        );
+    } else {
+        o.check(
+            &format!("{a} → {b} mixed: a topic created on 4,1,2 (4 listed first) and a preferred election: 4 outside its ISR, not leading"),
+            held,
+            detail,
+        );
+    }
+    let deleted = x.c.delete_topic_and_wait(MIXED, Duration::from_secs(60)).unwrap_or(false);
+    if !deleted {
+        x.c.journal.note(&format!("{MIXED} not deleted within 60 s"));
+    }
+    Ok(())
 }
 
 /// After a step: the primaries back in obs's ISR and 4 back in ufull's (waited), then obs
