@@ -78,7 +78,7 @@ fn page(runs: &[(String, RunRecord)]) -> String {
     }
     s.push_str(
         "\n## ZooKeeper → KRaft (`--migrate`)\n\n\
-         KRaft controllers added in migration mode, brokers rolled into migration mode (dual-write), a promotion, a demotion and an unclean election decided by the KRaft controller while brokers still speak ZooKeeper, brokers rolled to KRaft, controllers finalised, ZooKeeper stopped. \
+         KRaft controllers added in migration mode, brokers rolled into migration mode (dual-write), a promotion, a demotion, an unclean election and reassignments (onto the observer alone; a primary added with the observer listed first, then a preferred election) decided by the KRaft controller while brokers still speak ZooKeeper, brokers rolled to KRaft, controllers finalised, ZooKeeper stopped. \
          A row whose controllers run the release's own jars is the negative control: its dual-write window must show the observer leading or in an ISR.\n\n\
          | run | KRaft controllers | verdict | phases | time | dual-write window | acked | errors | missing / misplaced / duplicated | p99 before → during | observer copy | journal |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|\n",
