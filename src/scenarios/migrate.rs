@@ -270,6 +270,7 @@ fn roll_back(
     }
     let t0 = Instant::now();
     x.c.remove_controllers();
+    raise_zk_controller_epoch(x, o)?;
     let mut deleted = Vec::new();
     for znode in ["/controller", "/migration"] {
         let out = x.c.zk(&["deleteall", znode])?;
@@ -295,6 +296,40 @@ fn roll_back(
         znode.stdout.lines().find(|l| l.contains("brokerid")).unwrap_or("").trim().to_string(),
     );
     Ok(())
+}
+
+/// KAFKA-20488: a ZooKeeper controller elected after the rollback takes `/controller_epoch` + 1,
+/// while the partition states the KRaft controller wrote in dual-write carry the KRaft epoch; a
+/// ZooKeeper controller below it has every partition write refused ("Leader and isr path
+/// written by another controller"), so no leader moves until enough elections pass it (seen
+/// here: 3.9.0, ZooKeeper epoch 7 under KRaft epoch 10, obs without a leader for 60 s). Before
+/// `/controller` is deleted, `/controller_epoch` is raised to the KRaft epoch when below it.
+fn raise_zk_controller_epoch(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
+    let kraft = kraft_epoch(&x.c.zk(&["get", "/controller"])?.stdout);
+    let zk = last_number(&x.c.zk(&["get", "/controller_epoch"])?.stdout);
+    let mut raised = None;
+    if let (Some(k), Some(z)) = (kraft, zk) {
+        if z < k {
+            let out = x.c.zk(&["set", "/controller_epoch", &k.to_string()])?;
+            raised = Some(serde_json::json!({"to": k, "rc": out.rc}));
+        }
+    }
+    x.c.journal
+        .note(&format!("controller epochs before the rollback: KRaft {kraft:?}, ZooKeeper {zk:?}; raised: {raised:?}"));
+    o.fact("rollback_controller_epochs", serde_json::json!({"kraft": kraft, "zookeeper": zk, "raised": raised}));
+    Ok(())
+}
+
+/// `kraftControllerEpoch` in the `/controller` znode's JSON, as zookeeper-shell prints it.
+fn kraft_epoch(get: &str) -> Option<i64> {
+    let at = get.find("\"kraftControllerEpoch\":")? + "\"kraftControllerEpoch\":".len();
+    let digits: String = get[at..].chars().take_while(|c| c.is_ascii_digit() || *c == '-').collect();
+    digits.parse().ok()
+}
+
+/// The last line of zookeeper-shell's output that is a number alone (`get /controller_epoch`).
+fn last_number(get: &str) -> Option<i64> {
+    get.lines().rev().find_map(|l| l.trim().parse().ok())
 }
 
 /// Stops broker `id`, changes its configuration with `change`, waits for acks without it,
@@ -502,4 +537,25 @@ fn reassign_and_wait(x: &mut Ctx, target: &[i32]) -> Result<(Option<f64>, Vec<St
         }
     }
     Ok((None, seen))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_epochs_are_read_from_zookeeper_shell_output() {
+        // As a 3.9.0 run's zookeeper-shell printed them (journal of 3.9.0-zk-to-kraft-and-back).
+        let controller = "Connecting to 127.0.0.1:22000\n\nWATCHER::\n\nWatchedEvent state:SyncConnected type:None path:null\n{\"version\":2,\"brokerid\":101,\"timestamp\":\"1796493781995\",\"kraftControllerEpoch\":9}\n";
+        assert_eq!(kraft_epoch(controller), Some(9));
+        assert_eq!(
+            kraft_epoch("{\"version\":2,\"brokerid\":2,\"timestamp\":\"1\",\"kraftControllerEpoch\":-1}"),
+            Some(-1)
+        );
+        assert_eq!(kraft_epoch("Node does not exist: /controller"), None);
+        let epoch =
+            "Connecting to 127.0.0.1:22000\n\nWATCHER::\n\nWatchedEvent state:SyncConnected type:None path:null\n7\n";
+        assert_eq!(last_number(epoch), Some(7));
+        assert_eq!(last_number("Node does not exist: /controller_epoch"), None);
+    }
 }
