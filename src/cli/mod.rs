@@ -483,7 +483,9 @@ pub struct VerifyArgs {
     /// writes as an operator does it, and finalise (the UPGRADE scenario, docs/upgrade.md);
     /// evidence in DIR/upgrade/<A>-to-<B>-<mode>/.
     /// Several, comma-separated, are rolled to one after the other on the same cluster under the
-    /// same clients; with --migrate, after the migration (the life of one cluster).
+    /// same clients; with --migrate, after the migration (the life of one cluster). With
+    /// `--scenarios HOSTS` (one release): after its steps, okp's Ansible upgrade play rolls the
+    /// hosts to it (evidence in DIR/upgrade/<A>-to-<B>-<mode>-hosts/).
     #[arg(long, value_name = "VERSION", value_delimiter = ',', conflicts_with_all = ["all", "merge", "soak", "soak_recheck", "upstream", "jars"])]
     pub upgrade_to: Vec<KafkaVersion>,
     /// Take a patched ZooKeeper-mode cluster of --version (3.7–3.9) to KRaft under acks=all writes, as

@@ -134,8 +134,22 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
                 .into(),
         ));
     }
-    if !upgrade_to.is_empty() && args.scenarios.iter().any(|s| !s.trim().eq_ignore_ascii_case("UPGRADE")) {
-        return Err(Error::Usage("--upgrade-to runs the UPGRADE scenario alone; leave out --scenarios".into()));
+    // HOSTS takes one hop too: after its steps, the Ansible upgrade play rolls its hosts to it.
+    let hosts_upgrade = !upgrade_to.is_empty()
+        && !args.scenarios.is_empty()
+        && args.scenarios.iter().all(|s| s.trim().eq_ignore_ascii_case("HOSTS"));
+    if hosts_upgrade && upgrade_to.len() > 1 {
+        return Err(Error::Usage(
+            "--scenarios HOSTS --upgrade-to takes one release (its Ansible upgrade play rolls one hop)".into(),
+        ));
+    }
+    if !upgrade_to.is_empty()
+        && !hosts_upgrade
+        && args.scenarios.iter().any(|s| !s.trim().eq_ignore_ascii_case("UPGRADE"))
+    {
+        return Err(Error::Usage(
+            "--upgrade-to runs the UPGRADE scenario alone (or HOSTS alone: its Ansible upgrade play); leave out --scenarios".into(),
+        ));
     }
     if upgrade_to.is_empty() && args.scenarios.iter().any(|s| s.trim().eq_ignore_ascii_case("UPGRADE")) {
         return Err(Error::Usage("scenario UPGRADE needs the release to roll to: pass --upgrade-to VERSION".into()));
@@ -145,7 +159,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     }
     let ids: Vec<String> = if args.migrate {
         vec!["MIGRATE".to_string()]
-    } else if !upgrade_to.is_empty() {
+    } else if !upgrade_to.is_empty() && !hosts_upgrade {
         vec!["UPGRADE".to_string()]
     } else if !args.scenarios.is_empty() {
         args.scenarios.clone()

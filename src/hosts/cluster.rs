@@ -4,11 +4,13 @@
 //! (2181, 9093, 9092). Each host has its own Kafka home laid out like the binary distribution
 //! (`cluster::homes`), its own observer.ids (`KAFKA_OBSERVER_IDS_FILE`), its data and logs.
 //!
-//! The brokers run under a stand-in for a service manager (`bin/okp-broker-service`: runs the
-//! broker, and again when it ends), so a restart is what an operator's tooling does on a real
-//! host (`bin/okp-restart-broker`, which Ansible calls over ssh): the JVM ends and comes back
-//! with the jars now in `libs/`. The controllers and ZooKeeper run the bundle from the start; the
-//! brokers start on the release's own jars and get the bundle from a roll (Ansible).
+//! Brokers and controllers run under a stand-in for a service manager (`bin/okp-service` of the
+//! host: runs the node, and again when it ends), so a restart is what an operator's tooling does
+//! on a real host (`bin/okp-restart`, which Ansible calls over ssh): the JVM ends and comes back
+//! with the jars then in `libs/` of the home the host's link `current` points to (A's home,
+//! `kafka/`, until an upgrade play points it at B's, `kafka-B/`). The controllers and ZooKeeper
+//! run the bundle from the start; the brokers start on the release's own jars and get the bundle
+//! from a roll (Ansible).
 //!
 //! Everything that talks to the cluster (tools, clients, okp's probe) runs on the operator host
 //! (`hosts::in_netns`). Not here: the hosts (`hosts`), what is asserted (`scenarios::hosts`).
@@ -36,25 +38,30 @@ pub fn host_names(mode: Mode) -> Vec<&'static str> {
     }
 }
 
-/// The stand-in service manager: the broker in the foreground, again whenever it ends.
+/// The stand-in service manager of a node (broker or KRaft controller), outside its Kafka homes
+/// as a systemd unit is: at each start it runs the home the host's link `current` points to then.
 const SERVICE: &str = "#!/bin/sh
-# okp's test hosts have no service manager: this loop is the broker's service. It runs the
-# broker, writes its pid, and runs it again (with the jars then in libs/) whenever it ends.
-here=$(cd \"$(dirname \"$0\")/..\" && pwd)
+# okp's test hosts have no service manager: this loop is the node's service. At each start it
+# runs Java from the Kafka home the link `current` points to then (its Java, classpath and
+# logging from that home's bin/okp-server-env, as kafka-run-class.sh builds them from its own
+# libs/), writes the pid, and runs it again whenever it ends.
+host=$(cd \"$(dirname \"$0\")/..\" && pwd)
 while :; do
-  \"$@\" &
-  echo $! > \"$here/broker.pid\"
+  home=$(cd \"$host/current\" && pwd -P)
+  . \"$home/bin/okp-server-env\"
+  CLASSPATH=$OKP_CLASSPATH \"$OKP_JAVA\" \"$OKP_LOG\" \"$@\" &
+  echo $! > \"$host/kafka.pid\"
   wait $!
   sleep 1
 done
 ";
 
-/// What Ansible runs over ssh to restart the broker of a test host.
+/// What Ansible runs over ssh to restart the node of a test host.
 const RESTART: &str = "#!/bin/sh
-# Restarts this test host's broker, as `systemctl restart kafka` would: ends the JVM (SIGTERM,
+# Restarts this test host's node, as `systemctl restart kafka` would: ends the JVM (SIGTERM,
 # a controlled shutdown) and waits until it is gone; the service loop starts it again.
-here=$(cd \"$(dirname \"$0\")/..\" && pwd)
-pid=$(cat \"$here/broker.pid\") || exit 1
+host=$(cd \"$(dirname \"$0\")/..\" && pwd)
+pid=$(cat \"$host/kafka.pid\") || exit 1
 kill -TERM \"$pid\" 2>/dev/null || exit 0
 i=0
 while kill -0 \"$pid\" 2>/dev/null; do
@@ -62,6 +69,52 @@ while kill -0 \"$pid\" 2>/dev/null; do
   sleep 0.1
 done
 ";
+
+/// `bin/okp-server-env` of a Kafka home of `rt`'s release, which the service sources with
+/// `$home` set to the home: B's home gets its own from B's distribution, so the link decides.
+pub fn server_env(rt: &Runtime, log_flag: &str) -> String {
+    format!(
+        "# How a node started from this Kafka home runs (okp's test hosts; the part of\n# kafka-run-class.sh their service needs): Java, the classpath from libs/, logging.\nOKP_JAVA={java}\nOKP_CLASSPATH=\"{cp}\"\nOKP_LOG=\"{log_flag}\"\n",
+        java = rt.java.display(),
+        cp = homes::classpath(rt, Path::new("$home")),
+    )
+}
+
+/// Writes `home`'s logging configuration and `bin/okp-server-env` for `rt`'s release.
+fn write_server_env(rt: &Runtime, home: &Path) -> Result<()> {
+    let config = home.join("config");
+    crate::fsx::create_dir(&config)?;
+    let (server_log, _) = rt.write_logging(&config)?;
+    let flag = server_log.replace(&home.display().to_string(), "$home");
+    crate::fsx::write_atomic(&home.join("bin/okp-server-env"), server_env(rt, &flag).as_bytes())
+}
+
+/// Lays out release `rt`'s binary distribution (its own jars, its launcher's stand-in, its
+/// logging) under `dir` and packs it as `kafka_2.13-V.tgz` there, as an operator downloads it.
+pub fn distribution(rt: &Runtime, dir: &Path) -> Result<PathBuf> {
+    let name = format!("kafka_2.13-{}", rt.version);
+    let home = dir.join(&name);
+    homes::lay_out(rt, &home)?;
+    write_server_env(rt, &home)?;
+    let tgz = dir.join(format!("{name}.tgz"));
+    let out = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(dir)
+        .arg("-czf")
+        .arg(&tgz)
+        .arg(&name)
+        .output()
+        .map_err(|e| Error::External(format!("cannot run tar ({e})")))?;
+    if !out.status.success() {
+        return Err(Error::External(format!("tar of {name} failed: {}", String::from_utf8_lossy(&out.stderr).trim())));
+    }
+    Ok(tgz)
+}
+
+/// Partition 0 of `topic` as the first broker of `bootstrap` that answers has it (okp's probe).
+pub fn state_at(bootstrap: &str, topic: &str) -> Option<crate::wire::PartitionState> {
+    bootstrap.split(',').find_map(|b| crate::wire::Probe::connect_to(b).and_then(|mut p| p.partition(topic, 0)))
+}
 
 /// One node: its host, its process, and its Kafka home.
 pub struct HostNode {
@@ -184,10 +237,11 @@ impl HostCluster {
 
     fn configure(&mut self, server_log: &str, lag_ms: u64) -> Result<()> {
         let server_class = self.tools.class(Tool::Server)?.to_string();
+        // The servers' logging flag is each home's (bin/okp-server-env); ZooKeeper's is added below.
         let jvm: Vec<String> = crate::cluster::SERVER_HEAP_GC
             .iter()
             .map(|s| s.to_string())
-            .chain(["-Djava.awt.headless=true".to_string(), server_log.to_string()])
+            .chain(["-Djava.awt.headless=true".to_string()])
             .collect();
         let voters = crate::cluster::CONTROLLERS
             .iter()
@@ -239,9 +293,19 @@ impl HostCluster {
             let cfg = h.dir.join(config.0);
             crate::fsx::write_atomic(&cfg, config.1.as_bytes())?;
             let mut argv: Vec<String> = Vec::new();
-            if role == Role::Broker {
-                let service = home.join("bin/okp-broker-service");
-                let restart = home.join("bin/okp-restart-broker");
+            if role == Role::ZooKeeper {
+                argv.push(self.rt.java.display().to_string());
+                argv.extend(jvm.iter().cloned());
+                argv.push(server_log.to_string());
+            } else {
+                // A node runs under its service from the home `current` points to (A's now), the
+                // home's own Java, classpath and logging (bin/okp-server-env).
+                write_server_env(&self.rt, &home)?;
+                let link = h.dir.join("current");
+                std::os::unix::fs::symlink(&home, &link)
+                    .map_err(|e| Error::io(format!("cannot link {} to {}", link.display(), home.display()), e))?;
+                let service = h.dir.join("bin/okp-service");
+                let restart = h.dir.join("bin/okp-restart");
                 for (p, text) in [(&service, SERVICE), (&restart, RESTART)] {
                     crate::fsx::write_atomic(p, text.as_bytes())?;
                     use std::os::unix::fs::PermissionsExt;
@@ -249,9 +313,8 @@ impl HostCluster {
                         .map_err(|e| Error::io(format!("cannot make {} executable", p.display()), e))?;
                 }
                 argv.push(service.display().to_string());
+                argv.extend(jvm.iter().cloned());
             }
-            argv.push(self.rt.java.display().to_string());
-            argv.extend(jvm.iter().cloned());
             argv.push(class);
             argv.push(cfg.display().to_string());
             let argv = Topology::on_host(&h, &argv);
@@ -381,9 +444,7 @@ impl HostCluster {
 
     /// Partition 0 of `topic` as the first broker that answers has it (okp's probe).
     pub fn state(&self, topic: &str) -> Option<crate::wire::PartitionState> {
-        self.bootstrap()
-            .split(',')
-            .find_map(|b| crate::wire::Probe::connect_to(b).and_then(|mut p| p.partition(topic, 0)))
+        state_at(&self.bootstrap(), topic)
     }
 
     /// Waits up to `timeout` until `pred` holds for `topic`: the state and the seconds it took.
@@ -463,6 +524,42 @@ impl HostCluster {
         let n = self.node_mut(id)?;
         n.node.start(Path::new("ip"), &cp)?;
         Ok(n.node.wait_ready(marker, Duration::from_secs(120))?.as_secs_f64())
+    }
+
+    /// The link node `n` runs Kafka from (its home on A, or B's after an upgrade play).
+    pub fn current(n: &HostNode) -> PathBuf {
+        n.host.dir.join("current")
+    }
+
+    /// What Ansible runs on `n`'s host to restart its node.
+    pub fn restart_command(n: &HostNode) -> PathBuf {
+        n.host.dir.join("bin/okp-restart")
+    }
+
+    /// What node `n` runs now: the Kafka home its JVM's classpath comes from (read from the
+    /// process's environment) and the release its log last named (`Kafka version: X`).
+    pub fn running(n: &HostNode) -> (Option<PathBuf>, Option<String>) {
+        let pid = crate::fsx::read::read_optional_text(&n.host.dir.join("kafka.pid"), crate::fsx::read::MAX_SIDECAR)
+            .ok()
+            .flatten()
+            .map(|p| p.trim().to_string());
+        let home = pid
+            .and_then(|pid| {
+                crate::fsx::read::read_regular(Path::new(&format!("/proc/{pid}/environ")), crate::fsx::read::MAX_SOURCE)
+                    .ok()
+            })
+            .and_then(|env| {
+                env.split(|b| *b == 0).find_map(|kv| {
+                    let kv = String::from_utf8_lossy(kv);
+                    let first = kv.strip_prefix("CLASSPATH=")?.split(':').next()?.to_string();
+                    // `HOME/libs/JAR`: the home is two levels up.
+                    Path::new(&first).parent()?.parent().map(Path::to_path_buf)
+                })
+            });
+        let version = n.node.whole_log().lines().rev().find_map(|l| {
+            l.split_once("Kafka version: ").map(|(_, v)| v.split_whitespace().next().unwrap_or("").to_string())
+        });
+        (home, version)
     }
 
     /// The lines of every node's log that name observer.ids (evidence of what each node read).

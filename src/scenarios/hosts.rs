@@ -12,28 +12,44 @@
 //!    host within a bounded time, and every node's observer.ids (read here, beside okp) is as
 //!    before.
 //! 3. `okp observers watch --once` over ssh: two primaries stopped, 4 promoted on every host.
+//! 4. With `--upgrade-to B`, after 1 and instead of 2 and 3: okp's upgrade play
+//!    (contrib/ansible/upgrade.yml) rolls every node from A to B, KRaft controllers first, under
+//!    acks=all writes: B's home unpacked beside A's from B's distribution, B's bundle installed,
+//!    the host's link `current` swapped, restarted. Every node runs B after it, 4 is never in
+//!    obs's ISR nor leading it, no acked record is lost.
 //!
-//! It borrows the lane's runtime, bundle and okp's Java client; the lane's own cluster is not
-//! touched. Everything that reaches the hosts runs on a thread in the operator host's network.
+//! It borrows the lane's runtime, bundle (and release B's) and okp's Java client; the lane's own
+//! cluster is not touched. Everything that reaches the hosts runs on a thread in the operator
+//! host's network.
 //!
 //! Not here: the hosts and their cluster (`hosts`), the role (contrib/ansible).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{round, Ctx, ScenarioResult};
+use crate::cluster::homes::{self, Bundle};
+use crate::cluster::runtime::Runtime;
+use crate::cluster::tools::Tool;
 use crate::error::{Error, Result};
 use crate::hosts;
-use crate::hosts::cluster::HostCluster;
+use crate::hosts::cluster::{HostCluster, HostNode};
 
 /// The role and the example playbook, as okp ships them (written into the run for ansible-playbook).
 const ROLE: &[(&str, &str)] = &[
     ("okp_observer/tasks/main.yml", include_str!("../../contrib/ansible/okp_observer/tasks/main.yml")),
     ("okp_observer/tasks/wait.yml", include_str!("../../contrib/ansible/okp_observer/tasks/wait.yml")),
+    ("okp_observer/tasks/upgrade.yml", include_str!("../../contrib/ansible/okp_observer/tasks/upgrade.yml")),
+    (
+        "okp_observer/tasks/wait_controller.yml",
+        include_str!("../../contrib/ansible/okp_observer/tasks/wait_controller.yml"),
+    ),
     ("okp_observer/defaults/main.yml", include_str!("../../contrib/ansible/okp_observer/defaults/main.yml")),
     ("okp_observer/meta/main.yml", include_str!("../../contrib/ansible/okp_observer/meta/main.yml")),
     ("playbook.yml", include_str!("../../contrib/ansible/playbook.yml")),
+    ("upgrade.yml", include_str!("../../contrib/ansible/upgrade.yml")),
 ];
 
 /// ansible-playbook: on PATH, else in the virtualenv scripts/setup.sh makes.
@@ -58,6 +74,8 @@ pub fn hosts(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let bundle =
         ctx.c.bundle.clone().ok_or_else(|| Error::Usage("HOSTS rolls okp's bundle: this run has none".into()))?;
     let classes = ctx.c.okp_client_classes()?;
+    // With `--upgrade-to B`: B's runtime and signed bundle, for part 4.
+    let next = ctx.c.next.as_ref().map(|n| (n.rt.clone(), n.bundle.clone()));
     let t0 = Instant::now();
     let mut hc = HostCluster::up(ctx.c.mode, ctx.c.rt.clone(), bundle, classes, ctx.c.timers.lag_ms)?;
     o.fact("cluster_up_seconds", round(t0.elapsed().as_secs_f64()));
@@ -71,7 +89,7 @@ pub fn hosts(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     ));
     let ctl = hc.topo.ctl.ns.clone();
     let journal = &mut ctx.c.journal;
-    let r = hosts::in_netns(&ctl, || run(&mut hc, o, &mut |s: &str| journal.note(s)))?;
+    let r = hosts::in_netns(&ctl, || run(&mut hc, o, &mut |s: &str| journal.note(s), next.as_ref()))?;
     let log = std::mem::take(&mut hc.log);
     ctx.c.journal.note(&log.join("\n"));
     let audit = hc.observer_log_lines();
@@ -90,7 +108,12 @@ pub fn hosts(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     r
 }
 
-fn run(hc: &mut HostCluster, o: &mut ScenarioResult, note: &mut dyn FnMut(&str)) -> Result<()> {
+fn run(
+    hc: &mut HostCluster,
+    o: &mut ScenarioResult,
+    note: &mut dyn FnMut(&str),
+    next: Option<&(Runtime, Bundle)>,
+) -> Result<()> {
     hc.create_topic("obs", "1:2:3:4", &["min.insync.replicas=2"])?;
     // Before the roll the brokers run the release's jars. In ZooKeeper mode the controller is a
     // broker too, so 4 is a normal replica; in KRaft the controllers already carry the patch
@@ -112,8 +135,12 @@ fn run(hc: &mut HostCluster, o: &mut ScenarioResult, note: &mut dyn FnMut(&str))
     crate::fsx::write_atomic(&nodes, hc.nodes_yaml().as_bytes())?;
     note(&format!("nodes file {}:\n{}", nodes.display(), hc.nodes_yaml()));
     roll(hc, o, note)?;
-    observers_over_ssh(hc, o, note, &nodes)?;
-    Ok(())
+    // With a release to roll to, the upgrade play follows the bundle's roll; promote, demote,
+    // the ssh faults and the watchdog are HOSTS' own run (they do not depend on a second release).
+    match next {
+        Some((rt, bundle)) => upgrade(hc, o, note, rt, bundle),
+        None => observers_over_ssh(hc, o, note, &nodes),
+    }
 }
 
 /// Every node's observer.ids, read here (the hosts share this machine's file system).
@@ -135,32 +162,101 @@ fn show(files: &[(String, String)]) -> String {
     files.iter().map(|(h, t)| format!("{h}={t:?}")).collect::<Vec<_>>().join(" ")
 }
 
-/// The inventory of this run for the role: every broker host, its home, its restart command.
-fn inventory(hc: &HostCluster, okp: &Path) -> String {
-    let t = &hc.topo;
-    let mut s = String::from("[kafka_brokers]\n");
-    for id in hc.brokers() {
-        let n = hc.node(id).expect("a broker of this cluster");
-        s.push_str(&format!(
-            "{name} okp_observer_broker_id={id} okp_observer_kafka_home={home} okp_observer_ids_file={ids} okp_observer_stage_dir={stage} okp_observer_restart_command={restart}\n",
-            name = n.host.name,
-            home = n.home.display(),
-            ids = HostCluster::observer_file(n).display(),
-            stage = n.host.dir.join("stage").display(),
-            restart = n.home.join("bin/okp-restart-broker").display(),
-        ));
+/// One node's line of an inventory: its host, its id, and `vars` (name, value).
+fn host_line(n: &HostNode, vars: &[(&str, String)]) -> String {
+    let mut s = format!("{} okp_observer_broker_id={}", n.host.name, n.node.id);
+    for (k, v) in vars {
+        s.push_str(&format!(" okp_observer_{k}={v}"));
     }
-    s.push_str(&format!(
-        "\n[kafka_brokers:vars]\nansible_user=root\nansible_ssh_private_key_file={key}\nansible_ssh_common_args='-F {cfg} -o UserKnownHostsFile={kh} -o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=5'\nansible_python_interpreter=/usr/bin/python3\nokp_observer_bundle={bundle}\nokp_observer_pubkey={pubkey}\nokp_observer_okp={okp}\nokp_observer_okp_local={okp}\nokp_observer_ids=[4]\nokp_observer_bootstrap={boot}\nokp_observer_rejoin_retries=30\nokp_observer_rejoin_delay=2\n",
+    s.push('\n');
+    s
+}
+
+/// `[all:vars]` of this run's inventories: ssh to the hosts, the bundle, okp, the cluster.
+fn common_vars(hc: &HostCluster, okp: &Path, bundle: &Bundle) -> String {
+    let t = &hc.topo;
+    format!(
+        "ansible_user=root\nansible_ssh_private_key_file={key}\nansible_ssh_common_args='-F {cfg} -o UserKnownHostsFile={kh} -o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=5'\nansible_python_interpreter=/usr/bin/python3\nokp_observer_bundle={bundle}\nokp_observer_pubkey={pubkey}\nokp_observer_okp={okp}\nokp_observer_okp_local={okp}\nokp_observer_ids=[4]\nokp_observer_bootstrap={boot}\n",
         key = t.key().display(),
         cfg = t.ssh_config().display(),
         kh = t.known_hosts().display(),
-        bundle = hc.bundle.archive.display(),
-        pubkey = hc.bundle.pubkey.display(),
+        bundle = bundle.archive.display(),
+        pubkey = bundle.pubkey.display(),
         okp = okp.display(),
         boot = hc.bootstrap(),
+    )
+}
+
+/// Where a node's files are, for the role: its observer.ids, its stage directory, its restart.
+fn node_vars(n: &HostNode) -> Vec<(&'static str, String)> {
+    vec![
+        ("ids_file", HostCluster::observer_file(n).display().to_string()),
+        ("stage_dir", n.host.dir.join("stage").display().to_string()),
+        ("restart_command", HostCluster::restart_command(n).display().to_string()),
+    ]
+}
+
+/// The inventory of this run for the role: every broker host, its home, its restart command.
+fn inventory(hc: &HostCluster, okp: &Path) -> String {
+    let mut s = String::from("[kafka_brokers]\n");
+    for id in hc.brokers() {
+        let n = hc.node(id).expect("a broker of this cluster");
+        let mut vars = vec![("kafka_home", n.home.display().to_string())];
+        vars.extend(node_vars(n));
+        s.push_str(&host_line(n, &vars));
+    }
+    s.push_str(&format!(
+        "\n[kafka_brokers:vars]\n{}okp_observer_rejoin_retries=30\nokp_observer_rejoin_delay=2\n",
+        common_vars(hc, okp, &hc.bundle)
     ));
     s
+}
+
+/// B's home on node `n`'s host, beside A's (`kafka/`).
+fn home_b(n: &HostNode, b: &Runtime) -> PathBuf {
+    n.host.dir.join(format!("kafka-{}", b.version))
+}
+
+/// The inventory of the upgrade play: the KRaft controllers (played first) and the brokers, each
+/// with its link and B's home; B's distribution and bundle; the controllers' check.
+fn upgrade_inventory(hc: &HostCluster, okp: &Path, b: &Runtime, bundle: &Bundle, dist: &Path, check: &Path) -> String {
+    let mut controllers = String::from("[kafka_controllers]\n");
+    let mut brokers = String::from("[kafka_brokers]\n");
+    for n in hc.kafka_nodes() {
+        let mut vars = vec![
+            ("current", HostCluster::current(n).display().to_string()),
+            ("upgrade_home", home_b(n, b).display().to_string()),
+        ];
+        vars.extend(node_vars(n));
+        let group = if n.node.role == crate::cluster::node::Role::Controller { &mut controllers } else { &mut brokers };
+        group.push_str(&host_line(n, &vars));
+    }
+    format!(
+        "{controllers}\n{brokers}\n[kafka_controllers:vars]\nokp_observer_controller_check={}\n\n[all:vars]\n{}okp_observer_upgrade_dist={}\nokp_observer_rejoin_retries=60\nokp_observer_rejoin_delay=2\n",
+        check.display(),
+        common_vars(hc, okp, bundle),
+        dist.display()
+    )
+}
+
+/// The controllers' check of the upgrade play, on the operator host: exits 0 when controller ID
+/// is a voter caught up with the quorum's leader, as the release's kafka-metadata-quorum shows it.
+fn controller_check(hc: &HostCluster) -> Result<PathBuf> {
+    let t = &hc.tools;
+    let text = format!(
+        "#!/bin/sh\n# Exits 0 when KRaft controller $1 is caught up with the quorum's leader: at most 10 records\n# behind and its last fetch within 3 s, as `kafka-metadata-quorum describe --replication` shows.\nout=$(CLASSPATH={cp} {java} {jvm} {class} --bootstrap-server {boot} describe --replication 2>/dev/null) || exit 1\nnow=$(date +%s%3N)\necho \"$out\" | awk -v id=\"$1\" -v now=\"$now\" 'NR == 1 {{ for (i = 1; i <= NF; i++) col[$i] = i; next }} $1 == id && $col[\"Lag\"] <= 10 && now - $col[\"LastFetchTimestamp\"] < 3000 {{ ok = 1 }} END {{ exit !ok }}'\n",
+        cp = t.classpath,
+        java = t.java.display(),
+        jvm = t.jvm.join(" "),
+        class = t.class(Tool::Quorum)?,
+        boot = hc.bootstrap(),
+    );
+    let p = hc.topo.dir.join("bin/okp-controller-caught-up");
+    crate::fsx::write_atomic(&p, text.as_bytes())?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| Error::io(format!("cannot make {} executable", p.display()), e))?;
+    Ok(p)
 }
 
 /// ansible-playbook of the role on the operator host: (exit code, output, seconds).
@@ -168,7 +264,7 @@ fn play(
     hc: &HostCluster,
     playbook: &Path,
     inventory: &Path,
-    during: impl FnOnce() + Send,
+    during: impl FnOnce(&AtomicBool) + Send,
 ) -> Result<(i32, String, f64)> {
     let bin = ansible_playbook().ok_or_else(|| {
         Error::External(
@@ -189,9 +285,13 @@ fn play(
         .env("ANSIBLE_HOST_KEY_CHECKING", "True")
         .env("ANSIBLE_RETRY_FILES_ENABLED", "False")
         .env("PATH", format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.parent().unwrap_or(Path::new("/")).display()));
+    // `during` runs beside the play and is told when it ended.
+    let ended = AtomicBool::new(false);
     let out = std::thread::scope(|s| {
-        s.spawn(during);
-        cmd.output()
+        s.spawn(|| during(&ended));
+        let out = cmd.output();
+        ended.store(true, Ordering::SeqCst);
+        out
     })
     .map_err(|e| Error::External(format!("cannot run {} ({e})", bin.display())))?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -239,13 +339,12 @@ fn roll(hc: &mut HostCluster, o: &mut ScenarioResult, note: &mut dyn FnMut(&str)
         .filter_map(|(up, _, _)| up.file_name().map(|n| b3.home.join("libs").join(n)))
         .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("kafka_2.13")))
         .ok_or_else(|| Error::Source("the bundle replaces no kafka_2.13 jar".into()))?;
-    let damaged = std::sync::atomic::AtomicBool::new(false);
-    let (rc, text, secs) = play(hc, &playbook, &inv, || {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(600) {
+    let damaged = AtomicBool::new(false);
+    let (rc, text, secs) = play(hc, &playbook, &inv, |ended| {
+        while !ended.load(Ordering::SeqCst) {
             if marker.is_file() {
                 if std::fs::write(&jar, b"not a jar: damaged on purpose by okp's HOSTS scenario\n").is_ok() {
-                    damaged.store(true, std::sync::atomic::Ordering::SeqCst);
+                    damaged.store(true, Ordering::SeqCst);
                 }
                 return;
             }
@@ -262,7 +361,7 @@ fn roll(hc: &mut HostCluster, o: &mut ScenarioResult, note: &mut dyn FnMut(&str)
     o.check(
         "Ansible roll, b3's new jar damaged: the playbook fails, b1 and b2 rolled, b3 rolled back by okp rollback and back in the ISR on its previous jars, b4 not reached",
         rc != 0
-            && damaged.load(std::sync::atomic::Ordering::SeqCst)
+            && damaged.load(Ordering::SeqCst)
             && failed_in(&r, "b1") == Some(false)
             && failed_in(&r, "b2") == Some(false)
             && failed_in(&r, "b3") == Some(true)
@@ -288,7 +387,7 @@ fn roll(hc: &mut HostCluster, o: &mut ScenarioResult, note: &mut dyn FnMut(&str)
     );
 
     // Second run: the roll finishes (b1 and b2 are already installed and not restarted).
-    let (rc, text, secs) = play(hc, &playbook, &inv, || {})?;
+    let (rc, text, secs) = play(hc, &playbook, &inv, |_| {})?;
     note(&format!(
         "$ ansible-playbook -i {} {}\n  exit {rc} in {secs:.1} s\n{text}",
         inv.display(),
@@ -309,6 +408,18 @@ fn roll(hc: &mut HostCluster, o: &mut ScenarioResult, note: &mut dyn FnMut(&str)
         s.is_some(),
         s.map(|s| format!("{} after {secs:.1} s", s.show())).unwrap_or_else(|| "4 still in the ISR after 60 s".into()),
     );
+    writes(hc, o, producer, "roll_writes", "acks=all writes through both rolls: every acked record read back")
+}
+
+/// Stops `producer` and reads obs back: fact `fact` (acked, errors, read, missing), and the
+/// check `what` that every acked record was read.
+fn writes(
+    hc: &HostCluster,
+    o: &mut ScenarioResult,
+    producer: crate::cluster::client::Client,
+    fact: &str,
+    what: &str,
+) -> Result<()> {
     let (lines, _) = producer.stop(Duration::from_secs(60));
     let acked: Vec<String> = lines
         .iter()
@@ -318,19 +429,149 @@ fn roll(hc: &mut HostCluster, o: &mut ScenarioResult, note: &mut dyn FnMut(&str)
         })
         .collect();
     let errors = lines.iter().filter(|l| l.text.starts_with("err\t")).count();
-    let read = hc.read_all("obs", acked.len() + errors + 10)?;
+    // Everything in obs, earlier writers' records too: the reader stops 5 s after the last one.
+    let read = hc.read_all("obs", u32::MAX as usize)?;
     let set: std::collections::BTreeSet<&str> = read.iter().map(String::as_str).collect();
     let missing = acked.iter().filter(|v| !set.contains(v.as_str())).count();
-    o.fact(
-        "roll_writes",
-        serde_json::json!({"acked": acked.len(), "errors": errors, "read": read.len(), "missing": missing}),
-    );
+    o.fact(fact, serde_json::json!({"acked": acked.len(), "errors": errors, "read": read.len(), "missing": missing}));
     o.check(
-        "acks=all writes through both rolls: every acked record read back",
+        what,
         !acked.is_empty() && missing == 0,
         format!("acked {}, send errors {errors}, read {}, missing {missing}", acked.len(), read.len()),
     );
     Ok(())
+}
+
+/// What was seen of obs and of the nodes' links while the upgrade play ran.
+#[derive(Default)]
+struct Watched {
+    samples: u32,
+    /// Moments 4 was in obs's ISR or led it.
+    broken: Vec<String>,
+    /// Each node's link found on B's home, seconds after the play started, in that order.
+    switched: Vec<(String, f64)>,
+}
+
+/// Part 4 (with `--upgrade-to B`): the upgrade play (contrib/ansible/upgrade.yml) rolls every
+/// node from A to B, KRaft controllers first, under acks=all writes, obs watched throughout.
+fn upgrade(
+    hc: &mut HostCluster,
+    o: &mut ScenarioResult,
+    note: &mut dyn FnMut(&str),
+    b: &Runtime,
+    bundle: &Bundle,
+) -> Result<()> {
+    let (from, to) = (hc.rt.version, b.version);
+    let okp = okp_path()?;
+    let t0 = Instant::now();
+    let dist = crate::hosts::cluster::distribution(b, &hc.topo.dir.join("dist"))?;
+    o.fact("distribution_seconds", round(t0.elapsed().as_secs_f64()));
+    if hc.mode == crate::model::Mode::Zk {
+        // The protocol pinned to A's before the roll (docs/upgrade.md); read at each broker's restart.
+        for id in hc.brokers() {
+            let cfg = hc.node(id)?.host.dir.join("server.properties");
+            let text = crate::fsx::read::text(&cfg, crate::fsx::read::MAX_SIDECAR, "server.properties")?;
+            let pin = format!("{text}inter.broker.protocol.version={}.{}\n", from.major, from.minor);
+            crate::fsx::write_atomic(&cfg, pin.as_bytes())?;
+        }
+    }
+    let check = controller_check(hc)?;
+    let dir = hc.topo.dir.join("ansible-role");
+    let inv = dir.join("inventory-upgrade.ini");
+    crate::fsx::write_atomic(&inv, upgrade_inventory(hc, &okp, b, bundle, &dist, &check).as_bytes())?;
+    note(&format!("inventory {}:\n{}", inv.display(), crate::fsx::read::lossy_text(&inv, crate::fsx::read::MAX_TEXT)));
+    let playbook = dir.join("upgrade.yml");
+    let a_jars: Vec<_> = hc.kafka_nodes().iter().map(|n| homes::replaced_jar_digests(&hc.rt, &n.home)).collect();
+    let producer = hc.producer("obs", "upgrade", 20)?;
+    std::thread::sleep(Duration::from_secs(3));
+
+    let seen = std::sync::Mutex::new(Watched::default());
+    // The watcher sees the cluster through its addresses and the nodes' links only.
+    let boot = hc.bootstrap();
+    let links: Vec<(String, PathBuf, PathBuf)> =
+        hc.kafka_nodes().iter().map(|n| (n.host.name.clone(), HostCluster::current(n), home_b(n, b))).collect();
+    let (rc, text, secs) = play(hc, &playbook, &inv, |ended| {
+        let t0 = Instant::now();
+        while !ended.load(Ordering::SeqCst) {
+            let state = crate::hosts::cluster::state_at(&boot, "obs");
+            let mut w = seen.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(s) = state {
+                w.samples += 1;
+                if s.isr.contains(&4) || s.leader == Some(4) {
+                    let line = format!("{:.1} s: {}", t0.elapsed().as_secs_f64(), s.show());
+                    w.broken.push(line);
+                }
+            }
+            for (name, link, home) in &links {
+                let on_b = std::fs::read_link(link).is_ok_and(|p| &p == home);
+                if on_b && !w.switched.iter().any(|(x, _)| x == name) {
+                    w.switched.push((name.clone(), round(t0.elapsed().as_secs_f64())));
+                }
+            }
+            drop(w);
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    })?;
+    let w = seen.into_inner().unwrap_or_else(|e| e.into_inner());
+    note(&format!(
+        "$ ansible-playbook -i {} {} ({from} → {to})\n  exit {rc} in {secs:.1} s\n{text}",
+        inv.display(),
+        playbook.display()
+    ));
+    let r = recap(&text);
+    let names: Vec<String> = hc.kafka_nodes().iter().map(|n| n.host.name.clone()).collect();
+    let order: Vec<String> = w.switched.iter().map(|(n, _)| n.clone()).collect();
+    // Seconds per node: from the previous node's switch (the first: from the play's start).
+    let per_node: Vec<serde_json::Value> = w
+        .switched
+        .iter()
+        .enumerate()
+        .map(|(i, (n, t))| serde_json::json!({"node": n, "switched_at": t, "seconds": round(t - if i == 0 { 0.0 } else { w.switched[i - 1].1 })}))
+        .collect();
+    o.fact(
+        "upgrade",
+        serde_json::json!({"from": from.to_string(), "to": to.to_string(), "exit": rc, "seconds": round(secs), "recap": r, "per_node": per_node, "obs_samples": w.samples}),
+    );
+    o.check(
+        &format!("Ansible upgrade play {from} → {to}: exit 0, every node switched one at a time in the play's order (KRaft controllers first), none failed"),
+        rc == 0 && order == names && names.iter().all(|n| failed_in(&r, n) == Some(false)),
+        format!("exit {rc} in {secs:.1} s; switched {order:?}; recap {r:?}"),
+    );
+    let mut wrong = Vec::new();
+    for (n, before) in hc.kafka_nodes().iter().zip(&a_jars) {
+        let (home, version) = HostCluster::running(n);
+        let want = std::fs::canonicalize(home_b(n, b)).ok();
+        let link = std::fs::read_link(HostCluster::current(n)).ok();
+        let a_same = &homes::replaced_jar_digests(&hc.rt, &n.home) == before;
+        if home.and_then(|h| std::fs::canonicalize(h).ok()) != want
+            || version.as_deref() != Some(&to.to_string())
+            || link.as_deref() != Some(home_b(n, b).as_path())
+            || !a_same
+        {
+            wrong.push(format!("{}: version {version:?}, link {link:?}, A's home as before {a_same}", n.host.name));
+        }
+    }
+    o.check(
+        &format!("every node runs {to} afterwards (its JVM's classpath from its {to} home, its log's `Kafka version: {to}`, its link on that home); A's home beside it as it was"),
+        wrong.is_empty(),
+        if wrong.is_empty() { format!("{} nodes", names.len()) } else { wrong.join("; ") },
+    );
+    let (s, secs) = hc.wait_state("obs", Duration::from_secs(60), |s| !s.isr.contains(&4) && s.isr.len() == 3);
+    o.check(
+        &format!("broker 4 an observer through the upgrade: never in obs's ISR nor leading it ({} samples while the play ran), out of the ISR after it, the primaries in it", w.samples),
+        w.broken.is_empty() && w.samples > 0 && s.is_some(),
+        match (&s, w.broken.is_empty()) {
+            (Some(s), true) => format!("{} after {secs:.1} s", s.show()),
+            _ => format!("broken: {:?}; after: {}", w.broken, s.map(|s| s.show()).unwrap_or_else(|| "4 in the ISR or a primary out after 60 s".into())),
+        },
+    );
+    writes(
+        hc,
+        o,
+        producer,
+        "upgrade_writes",
+        &format!("acks=all writes through the upgrade to {to}: every acked record read back"),
+    )
 }
 
 /// `okp observers SUB ARGS --nodes … --transport command …` on the operator host.

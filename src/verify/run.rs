@@ -35,8 +35,10 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
             if opts.tuning.upstream_controllers { "-upstream-controllers" } else { "" }
         )
     } else if !opts.upgrade_to.is_empty() {
+        // HOSTS with --upgrade-to: the Ansible upgrade play on the hosts, a record of its own.
+        let hosts = if opts.scenarios.iter().any(|s| s.id == "HOSTS") { "-hosts" } else { "" };
         format!(
-            "{}{hops}-{}{}",
+            "{}{hops}-{}{hosts}{}",
             opts.release.version,
             opts.mode,
             if opts.tuning.upstream_controllers { "-upstream-controllers" } else { "" }

@@ -1,6 +1,7 @@
-//! The Ansible role okp ships (contrib/ansible/okp_observer) and its example playbook and
-//! inventory: `ansible-playbook --syntax-check` with the real ansible-core scripts/setup.sh
-//! installs, and `ansible-lint` (production profile) where it installed. The role's live roll on
+//! The Ansible role okp ships (contrib/ansible/okp_observer), its example playbook, its upgrade
+//! play (upgrade.yml) and their inventories: `ansible-playbook --syntax-check` with the real
+//! ansible-core scripts/setup.sh installs, and `ansible-lint` (production profile) where it
+//! installed. The role's live roll on
 //! separate hosts is the HOSTS scenario (`okp verify --scenarios HOSTS`, ci/okp-hosts.yml).
 
 use crate::common::*;
@@ -29,16 +30,20 @@ fn the_playbook_and_role_pass_ansible_playbooks_syntax_check() {
         return;
     };
     let home = tempfile::tempdir().unwrap();
-    let o = Command::new(&bin)
-        .current_dir(ansible_dir())
-        .args(["-i", "inventory.example.ini", "--syntax-check", "playbook.yml"])
-        .env("ANSIBLE_ROLES_PATH", ansible_dir())
-        .env("ANSIBLE_HOME", home.path())
-        .env("ANSIBLE_LOCAL_TEMP", home.path().join("tmp"))
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("playbook: playbook.yml"), "{}", stdout(&o));
+    for (inventory, playbook) in
+        [("inventory.example.ini", "playbook.yml"), ("inventory.upgrade.example.ini", "upgrade.yml")]
+    {
+        let o = Command::new(&bin)
+            .current_dir(ansible_dir())
+            .args(["-i", inventory, "--syntax-check", playbook])
+            .env("ANSIBLE_ROLES_PATH", ansible_dir())
+            .env("ANSIBLE_HOME", home.path())
+            .env("ANSIBLE_LOCAL_TEMP", home.path().join("tmp"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).contains(&format!("playbook: {playbook}")), "{}", stdout(&o));
+    }
     // The check can fail: a task that names a module ansible-core does not have is refused.
     let bad = tempfile::tempdir().unwrap();
     copy_into(&ansible_dir(), bad.path());
@@ -68,7 +73,7 @@ fn the_role_passes_ansible_lint_production_profile() {
     copy_into(&ansible_dir(), work.path());
     let o = Command::new(&bin)
         .current_dir(work.path())
-        .args(["--offline", "--profile", "production", "--nocolor", "playbook.yml", "okp_observer"])
+        .args(["--offline", "--profile", "production", "--nocolor", "playbook.yml", "upgrade.yml", "okp_observer"])
         .env("ANSIBLE_ROLES_PATH", work.path())
         .env("ANSIBLE_HOME", home.path())
         .env("NO_COLOR", "1")

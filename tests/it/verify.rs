@@ -288,6 +288,10 @@ fn bad_input_is_refused_before_anything_starts() {
             &["verify", "--version", "3.9.2", "--mode", "kraft", "--upgrade-to", "4.0.2", "--scenarios", "S1"],
             "--upgrade-to runs the UPGRADE scenario alone",
         ),
+        (
+            &["verify", "--version", "3.9.1", "--mode", "kraft", "--upgrade-to", "3.9.2,4.0.2", "--scenarios", "HOSTS"],
+            "--scenarios HOSTS --upgrade-to takes one release",
+        ),
         (&["verify", "--version", "3.9.2", "--mode", "kraft", "--migrate"], "--migrate starts from ZooKeeper mode"),
         (&["verify", "--version", "4.0.2", "--migrate"], "4.0.2 does not have both modes"),
         (&["verify", "--version", "3.6.2", "--migrate"], "3.6.2 does not have both modes"),
