@@ -1,7 +1,9 @@
 //! evidence/upgrade/UPGRADE.md: one row per UPGRADE run (`okp verify --version A --upgrade-to B`),
 //! written from the run.json files under evidence/upgrade/ after every such run and by
 //! `okp verify --merge`: the hop, its verdict, its steps and time, what the producer and the
-//! consumer saw, the producer's latency before and during the roll.
+//! consumer saw, the producer's latency before and during the roll; the migrations
+//! (`--migrate`) and the Ansible upgrade plays on separate hosts (`--scenarios HOSTS
+//! --upgrade-to B`) in sections of their own.
 //!
 //! Not here: the run (`run`), the release × scenario page (`matrix`).
 
@@ -110,6 +112,35 @@ fn page(runs: &[(String, RunRecord)]) -> String {
     }
     if migrations == 0 {
         s.push_str("| no run yet ||||||||||||\n");
+    }
+    s.push_str(
+        "\n## With Ansible on separate hosts (`--scenarios HOSTS --upgrade-to B`)\n\n\
+         HOSTS' hosts (network namespaces with sshd, docs/hosts.md) rolled A → B by the real ansible-playbook running contrib/ansible/upgrade.yml (controllers first, B's home beside A's behind a link) under acks=all writes.\n\n\
+         | hop | mode | verdict | checks | acked during the play | journal |\n|---|---|---|---|---|---|\n",
+    );
+    let mut plays = 0;
+    for (name, r) in runs {
+        let Some(o) = r.scenarios.iter().find(|o| o.id == "HOSTS") else { continue };
+        plays += 1;
+        let to = r.upgrade_to.iter().map(|u| u.release.to_string()).collect::<Vec<_>>().join(" → ");
+        let passed = o.checks.iter().filter(|c| c.pass).count();
+        let acked = o
+            .checks
+            .iter()
+            .find(|c| c.name.starts_with("acks=all writes through the upgrade"))
+            .map_or("?".to_string(), |c| c.detail.replace('|', "/"));
+        s.push_str(&format!(
+            "| {} → {to} | {} | {} | {passed}/{} | {acked} | [{}]({name}/{}) |\n",
+            r.release,
+            r.mode,
+            if o.pass { "pass" } else { "FAIL" },
+            o.checks.len(),
+            o.id,
+            o.evidence,
+        ));
+    }
+    if plays == 0 {
+        s.push_str("| no run yet ||||||\n");
     }
     s
 }
