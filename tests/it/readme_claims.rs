@@ -49,7 +49,8 @@ fn readme_says_what_the_verify_records_say() {
 }
 
 /// README's claims about the lifecycle runs are the records' (evidence/upgrade/*/run.json): how many
-/// rolling upgrades and migrations passed, how many of the migrations rolled back, and that every
+/// rolling upgrades and migrations passed, how many of the migrations rolled back, the records
+/// their producers had acknowledged, and that every
 /// negative control held (the observer in an ISR or leading in the dual-write window, or in a
 /// topic created while releases were mixed).
 #[test]
@@ -58,6 +59,7 @@ fn readme_says_what_the_upgrade_records_say() {
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
     let (mut upgrades, mut migrations, mut back, mut controls) = (0, 0, 0, 0);
+    let mut acked: u64 = 0;
     for e in std::fs::read_dir(root.join("evidence/upgrade")).unwrap().flatten() {
         let run = e.path().join("run.json");
         if !run.is_file() {
@@ -67,6 +69,9 @@ fn readme_says_what_the_upgrade_records_say() {
         let name = e.file_name().to_string_lossy().into_owned();
         assert_eq!(r["verdict"], "pass", "{name}: every lifecycle run in the repository passes");
         let o = &r["scenarios"][0];
+        for traffic in ["upgrade_traffic", "migrate_traffic"] {
+            acked += o["facts"][traffic]["acked"].as_u64().unwrap_or(0);
+        }
         match o["id"].as_str() {
             Some("UPGRADE" | "MIGRATE") if name.contains("-upstream-controllers") => controls += 1,
             Some("UPGRADE") => upgrades += 1,
@@ -80,7 +85,21 @@ fn readme_says_what_the_upgrade_records_say() {
         format!("{migrations} ZooKeeper → KRaft migrations"),
         format!("{back} rolled back"),
         format!("{controls} negative controls"),
+        format!("{} records acked in all", thousands(acked)),
     ] {
         assert!(flat.contains(&claim), "README.md does not say `{claim}`");
     }
+}
+
+/// 241258 → "241,258", as README writes counts.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
