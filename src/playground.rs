@@ -142,7 +142,6 @@ fn nodes_yaml(c: &Cluster) -> String {
 /// `bin/kafka-console-producer.sh`, `kafka-console-consumer.sh`, `kafka-topics.sh`: the release's
 /// own tool classes on the cluster's classpath, as the distribution's scripts would run them.
 fn write_tools(c: &Cluster, bin: &Path) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
     for (name, tool) in [
         ("kafka-console-producer.sh", Tool::Producer),
         ("kafka-console-consumer.sh", Tool::Consumer),
@@ -156,9 +155,7 @@ fn write_tools(c: &Cluster, bin: &Path) -> Result<()> {
             sh_word(&c.rt.java.display().to_string()),
         );
         let path = bin.join(name);
-        crate::fsx::write_atomic(&path, script.as_bytes())?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| Error::io(format!("cannot make {} executable", path.display()), e))?;
+        crate::fsx::write_executable(&path, script.as_bytes())?;
     }
     Ok(())
 }

@@ -22,6 +22,15 @@ use crate::error::{Error, Result};
 /// Writes `bytes` to `path` through a temporary file in the same directory,
 /// creating the directory when missing.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_mode(path, bytes, None)
+}
+
+/// `write_atomic` of a script: executable (0755) from the moment it appears under `path`.
+pub fn write_executable(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_mode(path, bytes, Some(0o755))
+}
+
+fn write_atomic_mode(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     let mut tmp =
@@ -29,6 +38,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     tmp.write_all(bytes)
         .and_then(|_| tmp.as_file().sync_all())
         .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+    if let Some(mode) = mode {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(|e| Error::io(format!("cannot make {} executable", path.display()), e))?;
+    }
     tmp.persist(path).map_err(|e| Error::io(format!("cannot write {}", path.display()), e.error))?;
     Ok(())
 }
@@ -296,6 +311,18 @@ pub fn lock_dir(dir: &Path, name: &str) -> Result<FileLock> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_is_published_executable_and_replaces_the_old_one() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("bin/run");
+        write_atomic(&p, b"old\n").unwrap();
+        write_executable(&p, b"#!/bin/sh\nexit 0\n").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"#!/bin/sh\nexit 0\n");
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(std::fs::read_dir(t.path().join("bin")).unwrap().count(), 1, "no temporary file left");
+    }
 
     #[test]
     fn only_a_regular_file_itself_counts() {

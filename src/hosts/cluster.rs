@@ -307,10 +307,7 @@ impl HostCluster {
                 let service = h.dir.join("bin/okp-service");
                 let restart = h.dir.join("bin/okp-restart");
                 for (p, text) in [(&service, SERVICE), (&restart, RESTART)] {
-                    crate::fsx::write_atomic(p, text.as_bytes())?;
-                    use std::os::unix::fs::PermissionsExt;
-                    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))
-                        .map_err(|e| Error::io(format!("cannot make {} executable", p.display()), e))?;
+                    crate::fsx::write_executable(p, text.as_bytes())?;
                 }
                 argv.push(service.display().to_string());
                 argv.extend(jvm.iter().cloned());

@@ -252,10 +252,7 @@ fn controller_check(hc: &HostCluster) -> Result<PathBuf> {
         boot = hc.bootstrap(),
     );
     let p = hc.topo.dir.join("bin/okp-controller-caught-up");
-    crate::fsx::write_atomic(&p, text.as_bytes())?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| Error::io(format!("cannot make {} executable", p.display()), e))?;
+    crate::fsx::write_executable(&p, text.as_bytes())?;
     Ok(p)
 }
 

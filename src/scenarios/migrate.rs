@@ -12,8 +12,8 @@
 //! KRaft controller decides: the observer promoted and demoted (an ISR expansion and shrink), an
 //! unclean election on a topic whose only live replica is the observer (it must stay without
 //! a leader), and reassignments (onto the observer alone: refused; a primary added with the
-//! observer listed first: complete without it, which then loses the preferred election). Both controller kinds' registries are shown reading observer.ids (their audit
-//! lines). After every step the UPGRADE invariants: 4 never in obs's ISR nor leading it, in
+//! observer listed first: complete without it, which then loses the preferred election). Both
+//! controller kinds' registries are shown reading observer.ids (their audit lines). After every step the UPGRADE invariants: 4 never in obs's ISR nor leading it, in
 //! ufull's ISR by its topic rule, the primaries in obs's ISR, writes acked while a node was down.
 //!
 //! With `--upgrade-to B,C,…` the finalised KRaft cluster is then rolled to each release in
@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use super::roll::{Traffic, ACKS_IN_WINDOW};
 use super::upgrade::invariants;
 use super::{round, Ctx, Flavor, ScenarioResult};
-use crate::cluster::tools::{parse_reassign_status, PartitionState, ReassignStatus};
+use crate::cluster::tools::PartitionState;
 use crate::cluster::{BROKERS, OBSERVER};
 use crate::error::Result;
 use crate::model::Mode;
@@ -521,22 +521,13 @@ fn reassign_and_wait(x: &mut Ctx, target: &[i32]) -> Result<(Option<f64>, Vec<St
     let t0 = Instant::now();
     let exec = x.c.reassign(ELECT, target, "--execute")?;
     x.c.journal.note(&format!("uelect → {target:?}: --execute rc {}", exec.rc));
-    let mut seen = Vec::new();
-    while exec.ok() && t0.elapsed() < REASSIGN_WITHIN {
-        for _ in 0..4 {
-            if let Some(s) = x.c.probe_state(ELECT) {
-                if s.leader == Some(OBSERVER) || s.in_isr(OBSERVER) {
-                    seen.push(format!("+{:.1}s {}", t0.elapsed().as_secs_f64(), s.show()));
-                }
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-        let verify = x.c.reassign(ELECT, target, "--verify")?;
-        if parse_reassign_status(&verify.stdout, ELECT, 0) == Some(ReassignStatus::Complete) {
-            return Ok((Some(t0.elapsed().as_secs_f64()), seen));
-        }
+    if !exec.ok() {
+        return Ok((None, Vec::new()));
     }
-    Ok((None, seen))
+    let (done, seen, _) = super::reassign::await_reassignment(x, ELECT, target, t0, REASSIGN_WITHIN, |s| {
+        s.leader == Some(OBSERVER) || s.in_isr(OBSERVER)
+    })?;
+    Ok((done.map(|at| at.duration_since(t0).as_secs_f64()), seen))
 }
 
 #[cfg(test)]

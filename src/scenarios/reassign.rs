@@ -159,25 +159,8 @@ fn run_step(x: &mut Ctx, o: &mut ScenarioResult, step: &Step, acked: &mut usize)
     let exec = x.c.reassign(TOPIC, step.target, "--execute")?;
     o.fact(&format!("{tag}_execute_seconds"), round(exec.secs));
     o.check(&format!("{tag}: {} accepted (--execute)", step.what), exec.ok(), format!("rc {}", exec.rc));
-    let mut in_isr = Vec::new();
-    let mut done = None;
-    let mut last_status = None;
-    while t0.elapsed() < COMPLETE_WITHIN {
-        for _ in 0..4 {
-            if let Some(s) = x.c.probe_state(TOPIC) {
-                if s.in_isr(OBSERVER) {
-                    in_isr.push(format!("+{:.1}s {}", t0.elapsed().as_secs_f64(), s.show()));
-                }
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-        let verify = x.c.reassign(TOPIC, step.target, "--verify")?;
-        last_status = parse_reassign_status(&verify.stdout, TOPIC, 0);
-        if last_status == Some(ReassignStatus::Complete) {
-            done = Some(Instant::now());
-            break;
-        }
-    }
+    let (done, mut in_isr, last_status) =
+        await_reassignment(x, TOPIC, step.target, t0, COMPLETE_WITHIN, |s| s.in_isr(OBSERVER))?;
     let secs = t0.elapsed().as_secs_f64();
     // How far behind each target was when the reassignment was seen complete: an observer target
     // may still be copying the log (it is not waited for); every other one is in the ISR.
@@ -219,6 +202,38 @@ fn run_step(x: &mut Ctx, o: &mut ScenarioResult, step: &Step, acked: &mut usize)
     *acked += finish_producer(x, o, tag, producer, STEP_RECORDS, true)?;
     count_matches(x, o, tag, *acked)?;
     Ok(done)
+}
+
+/// Polls the reassignment of partition 0 of `topic` to `target` (submitted at `t0`) until
+/// `--verify` says complete or `within` has passed since `t0`, probing four times between two
+/// `--verify`s: when it completed (None: not within), every probe `bad` held for (`+S s STATE`),
+/// and the last `--verify` status.
+pub(super) fn await_reassignment(
+    x: &mut Ctx,
+    topic: &str,
+    target: &[i32],
+    t0: Instant,
+    within: Duration,
+    bad: impl Fn(&PartitionState) -> bool,
+) -> Result<(Option<Instant>, Vec<String>, Option<ReassignStatus>)> {
+    let mut seen = Vec::new();
+    let mut last_status = None;
+    while t0.elapsed() < within {
+        for _ in 0..4 {
+            if let Some(s) = x.c.probe_state(topic) {
+                if bad(&s) {
+                    seen.push(format!("+{:.1}s {}", t0.elapsed().as_secs_f64(), s.show()));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        let verify = x.c.reassign(topic, target, "--verify")?;
+        last_status = parse_reassign_status(&verify.stdout, topic, 0);
+        if last_status == Some(ReassignStatus::Complete) {
+            return Ok((Some(Instant::now()), seen, last_status));
+        }
+    }
+    Ok((None, seen, last_status))
 }
 
 /// The records written before any reassignment, unthrottled; returns how many were acked.
