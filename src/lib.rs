@@ -54,6 +54,7 @@ pub mod bench;
 pub mod cluster;
 pub mod dev_cluster;
 pub mod hosts;
+pub mod monitoring;
 pub mod observers;
 pub mod playground;
 pub mod scenarios;

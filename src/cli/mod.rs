@@ -145,6 +145,12 @@ pub enum Command {
     /// Ctrl-C or SIGTERM stops every process it started and removes its directory (exit 130).
     /// Exit 2 on bad input, 3 when Java, Maven or a port is unavailable.
     Playground(PlaygroundArgs),
+    /// Write the monitoring files for observers into DIR: the JMX exporter's rules, the Prometheus
+    /// alert rules rendered for your timers, the Grafana dashboard (docs/monitoring.md).
+    ///
+    /// Each file is replaced atomically. Exit 0 when written, 2 on bad input (a timer out of
+    /// range, DIR not a directory).
+    Monitoring(MonitoringArgs),
     /// Development aid for the integration tests: a patched cluster kept up until stdin closes.
     #[command(hide = true)]
     DevCluster(DevClusterArgs),
@@ -368,6 +374,25 @@ pub struct SourcesArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct MonitoringArgs {
+    /// The directory to write jmx-exporter.yml, alerts.yml and dashboard.json into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Your brokers' replica.lag.time.max.ms: the alerts' `for:` durations derive from it.
+    #[arg(long, value_name = "MS", default_value_t = 30000, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub lag_ms: u64,
+    /// Prometheus's scrape (and rule evaluation) interval, in seconds.
+    #[arg(long, value_name = "S", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub scrape_s: u64,
+    /// How often `okp observers status --format prometheus` rewrites its textfile, in seconds.
+    #[arg(long, value_name = "S", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub status_s: u64,
+    /// Where the alerts' runbook links point (a URL or path to docs/monitoring.md).
+    #[arg(long, value_name = "URL", default_value = "docs/monitoring.md")]
+    pub runbook: String,
+}
+
+#[derive(Args, Debug)]
 pub struct PlaygroundArgs {
     #[command(flatten)]
     pub release: ClusterRelease,
@@ -497,6 +522,12 @@ pub struct VerifyArgs {
     /// jars (brokers patched), the negative control.
     #[arg(long)]
     pub upstream_controllers: bool,
+    /// Monitor every cluster of the run: the Prometheus JMX exporter with okp's rules in every
+    /// node, a Prometheus server on 127.0.0.1 with okp's alert rules, node_exporter serving `okp
+    /// observers status --format prometheus`; adds scenario PROM, and records every alert that
+    /// fired during the run (docs/monitoring.md). Needs Debian's prometheus packages.
+    #[arg(long, conflicts_with_all = ["all", "merge", "soak", "soak_recheck"])]
+    pub prometheus: bool,
     /// With --migrate: once the brokers run KRaft (dual-write), roll back to ZooKeeper as upstream
     /// allows before the finalisation (brokers to migration mode, controllers stopped, their
     /// znodes deleted, brokers to ZooKeeper mode); evidence in DIR/upgrade/<V>-zk-to-kraft-and-back/.

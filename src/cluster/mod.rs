@@ -37,6 +37,7 @@ mod inspect;
 pub mod journal;
 mod lifecycle;
 pub mod migration;
+mod monitor;
 pub mod next;
 pub mod node;
 mod ports;
@@ -120,6 +121,18 @@ pub struct Cluster {
     pub later: std::collections::VecDeque<next::Next>,
     /// A ZooKeeper → KRaft migration under way (MIGRATE).
     pub migration: Option<migration::Migration>,
+    /// The JMX exporter in every node and a Prometheus server scraping them (`--prometheus`).
+    pub monitor: Option<Monitor>,
+}
+
+/// A monitored cluster: the exporter agent's jar and rules, and, once the nodes are up, the
+/// Prometheus server that scrapes them (docs/monitoring.md).
+pub struct Monitor {
+    pub jar: PathBuf,
+    pub rules: PathBuf,
+    pub prom: Option<crate::monitoring::prom::Prom>,
+    /// The timers the alert rules were rendered for.
+    pub timers: crate::monitoring::alerts::Timers,
 }
 
 /// Where the nodes' jars come from.
@@ -140,6 +153,22 @@ impl Cluster {
         base_port: Option<u16>,
         journal: Journal,
         homes: Homes,
+    ) -> Result<Cluster> {
+        Cluster::up_with(mode, rt, timers, run_dir, base_port, journal, homes, false)
+    }
+
+    /// `up`, and with `monitored` the JMX exporter in every node and a Prometheus server
+    /// scraping them with okp's alert rules (rendered for these timers), started once they are up.
+    #[allow(clippy::too_many_arguments)]
+    pub fn up_with(
+        mode: Mode,
+        rt: Runtime,
+        timers: Timers,
+        run_dir: &Path,
+        base_port: Option<u16>,
+        journal: Journal,
+        homes: Homes,
+        monitored: bool,
     ) -> Result<Cluster> {
         node::install_interrupt_handler();
         let ports = ports::free_port_block(base_port)?;
@@ -174,7 +203,11 @@ impl Cluster {
             next: None,
             later: std::collections::VecDeque::new(),
             migration: None,
+            monitor: None,
         };
+        if monitored {
+            c.set_up_monitor()?;
+        }
         c.configure()?;
         c.plan_server_cds();
         if let Homes::PerNode(bundle) = homes {
@@ -186,6 +219,9 @@ impl Cluster {
         c.train_tool_cds();
         c.dump_server_cds();
         c.start_resident_tools();
+        if monitored {
+            c.start_prometheus()?;
+        }
         c.journal.note(&format!(
             "cluster up in {:.1} s (ports {}..{})",
             t0.elapsed().as_secs_f64(),

@@ -32,7 +32,7 @@ impl Cluster {
     /// JmxTool reads (MET from the brokers, PREF from the controllers).
     pub(super) fn jmx_flags(&self, id: i32) -> Vec<String> {
         let port = self.jmx_port(id);
-        vec![
+        let mut flags = vec![
             "-Dcom.sun.management.jmxremote=true".to_string(),
             format!("-Dcom.sun.management.jmxremote.port={port}"),
             format!("-Dcom.sun.management.jmxremote.rmi.port={port}"),
@@ -40,7 +40,27 @@ impl Cluster {
             "-Djava.rmi.server.hostname=127.0.0.1".to_string(),
             "-Dcom.sun.management.jmxremote.authenticate=false".to_string(),
             "-Dcom.sun.management.jmxremote.ssl=false".to_string(),
-        ]
+        ];
+        // The JMX exporter as an agent when the cluster is monitored (its paths checked when set).
+        if let Some(m) = &self.monitor {
+            flags.extend(crate::monitoring::exporter::agent_flag(&m.jar, self.exporter_port(id), &m.rules).ok());
+        }
+        flags
+    }
+
+    /// A node's JMX exporter (the Java agent's HTTP port, 127.0.0.1): brokers base+17..base+20,
+    /// KRaft controllers base+21..base+23.
+    pub fn exporter_port(&self, id: i32) -> u16 {
+        if CONTROLLERS.contains(&id) {
+            self.base_port + 21 + (id - CONTROLLERS[0]) as u16
+        } else {
+            self.base_port + 16 + id as u16
+        }
+    }
+
+    /// The cluster's Prometheus server (base+24) and node_exporter (base+25).
+    pub fn prometheus_ports(&self) -> (u16, u16) {
+        (self.base_port + 24, self.base_port + 25)
     }
 
     pub(super) fn controller_port(&self, id: i32) -> u16 {
@@ -57,9 +77,10 @@ impl Cluster {
 }
 
 /// Ports a cluster takes: base (ZooKeeper), +1..+4 brokers, +5..+8 broker JMX, +9 MULTI's fifth
-/// broker, +11..+13 KRaft controllers, +14..+16 controller JMX.
+/// broker, +11..+13 KRaft controllers, +14..+16 controller JMX, +17..+20 broker and +21..+23
+/// controller JMX exporters, +24 Prometheus, +25 node_exporter (those last only with monitoring).
 /// Ports one cluster claims (`--base-port` names the first; a run of N lanes takes N blocks).
-pub const PORT_BLOCK: u16 = 17;
+pub const PORT_BLOCK: u16 = 27;
 
 /// A block of `PORT_BLOCK` consecutive loopback ports, claimed: an exclusive lock on
 /// `$TMPDIR/okp-port-blocks/<base>.lock`, held until the cluster is dropped. Probing

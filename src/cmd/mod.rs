@@ -11,6 +11,7 @@ mod bundle;
 mod check;
 mod dev_cluster;
 mod diff;
+mod monitoring;
 mod observers;
 mod patch;
 mod playground;
@@ -42,6 +43,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Build(a) => build::run(&ws()?, a),
         Command::Verify(a) => verify::run(&ws()?, a),
         Command::UnitTests(a) => unit_tests::run(&ws()?, a),
+        Command::Monitoring(a) => monitoring::run(a),
         Command::DevCluster(a) => dev_cluster::run(&ws()?, a),
         Command::Playground(a) => playground::run(&ws()?, a),
         Command::Sources(a) => sources::run(&ws()?, a),

@@ -157,7 +157,12 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     if !args.migrate && args.scenarios.iter().any(|s| s.trim().eq_ignore_ascii_case("MIGRATE")) {
         return Err(Error::Usage("scenario MIGRATE runs with --migrate".into()));
     }
-    let ids: Vec<String> = if args.migrate {
+    if args.prometheus {
+        if let Some(why) = crate::monitoring::prom::unavailable() {
+            return Err(Error::External(format!("--prometheus: {why}")));
+        }
+    }
+    let mut ids: Vec<String> = if args.migrate {
         vec!["MIGRATE".to_string()]
     } else if !upgrade_to.is_empty() && !hosts_upgrade {
         vec!["UPGRADE".to_string()]
@@ -167,6 +172,9 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         let flavor = if args.upstream { Flavor::Upstream } else { Flavor::Patched };
         scenarios::default_suite(flavor).map(|s| s.id.to_string()).collect()
     };
+    if args.prometheus && !args.upstream && !ids.iter().any(|s| s.trim().eq_ignore_ascii_case("PROM")) {
+        ids.push("PROM".to_string());
+    }
     // With --jars the build record says which layers the jars carry.
     let layers = match &args.jars {
         Some(dir) => Layers::with(&BuildRecord::read(dir).map(|r| r.layers).unwrap_or_default()),
@@ -216,6 +224,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     if args.lag_ms < 500 || args.session_ms < 1000 {
         return Err(Error::Usage("--lag-ms must be at least 500 and --session-ms at least 1000".into()));
     }
+    let monitored = args.prometheus || selected.iter().any(|s| s.id == "PROM");
     let opts = crate::verify::Options {
         release,
         mode,
@@ -234,6 +243,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
             create_rounds: args.create_rounds,
             upstream_controllers: args.upstream_controllers,
             migrate_back: args.migrate_back,
+            prometheus: monitored,
         },
         upgrade_to,
         migrate: args.migrate,

@@ -13,6 +13,7 @@ mod failures;
 mod hosts;
 mod metrics;
 mod migrate;
+mod prom;
 mod promotion;
 mod reassign;
 mod roll;
@@ -74,6 +75,8 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "FFO", title: "fetch from the observer (KIP-392): a consumer of its rack reads from it, only up to the HW, read_committed exact; frozen observer: never uncommitted data", gate: false, run: topology::ffo },
     Scenario { id: "S4", title: "all primaries down: no observer leader even with unclean election; promote, elect, serve", gate: true, run: failures::s4_all_primaries_down },
     Scenario { id: "MET", title: "metrics layer: JMX gauges in steady state, with a lagging observer, during a demotion, with an observer stuck in the ISR", gate: false, run: metrics::met },
+    // Opt-in (`--scenarios PROM` or `--prometheus`): okp's alert rules on a live Prometheus scraping the JMX exporter.
+    Scenario { id: "PROM", title: "Prometheus alerts on a live cluster: silent in steady state; each condition (observer lagging, a primary out of the ISR, an observer in the ISR, sets or files that disagree, a malformed file, a rule with no live broker, a set emptied) fires its alert within its for: and resolves; promtool agrees offline", gate: false, run: prom::prom_scenario },
     // ---- edge: reassignment (docs/contract.md#reassignment) ----
     Scenario { id: "REASSIGN", title: "reassignment under acks=all load: observer-only targets refused; the observer added (never in the ISR, whole log), primary 3 moved out and back, the observer removed", gate: true, run: reassign::reassign },
     Scenario { id: "TOPIC", title: "observers per topic: 4 observes tobs and fully replicates tfull by one rule; acks=all on tobs does not wait for 4 frozen, tfull does (as upstream); the rules swapped live; an exact rule wins over a prefix rule", gate: true, run: topic::topic },
@@ -97,7 +100,8 @@ pub const SCENARIOS: &[Scenario] = &[
 /// depends on it.
 fn typical_seconds(id: &str, mode: Mode) -> u32 {
     // (id, ZooKeeper, KRaft)
-    const TYPICAL: [(&str, u32, u32); 25] = [
+    const TYPICAL: [(&str, u32, u32); 26] = [
+        ("PROM", 240, 240),
         ("HOSTS", 300, 330),
         ("MIGRATE", 200, 200),
         ("UPGRADE", 300, 330),
@@ -153,7 +157,7 @@ pub fn lanes(selected: &[&'static Scenario], lanes: usize, mode: Mode) -> Vec<Ve
 /// on separate hosts and takes about five minutes, as long as a whole pair's suite; CREATE needs
 /// confluent-kafka's Python and is sized by `--create-rounds` (a stress run takes thousands);
 /// UPGRADE needs a second release (`--upgrade-to`) and leaves the cluster on it.
-pub const OPT_IN: &[&str] = &["HOSTS", "CREATE", "UPGRADE", "MIGRATE"];
+pub const OPT_IN: &[&str] = &["HOSTS", "CREATE", "UPGRADE", "MIGRATE", "PROM"];
 
 /// Scenarios whose runs have a page of their own rather than a column of the release × scenario
 /// page: UPGRADE's run is a hop between two releases, MIGRATE's one between two modes
@@ -172,6 +176,7 @@ pub fn unavailable(id: &str) -> Option<String> {
     match id {
         "HOSTS" => crate::hosts::available().err(),
         "CREATE" => births::unavailable(),
+        "PROM" => prom::unavailable(),
         _ => None,
     }
 }
@@ -185,17 +190,20 @@ pub struct Tuning {
     pub upstream_controllers: bool,
     /// MIGRATE rolls back to ZooKeeper from dual-write with KRaft brokers instead of finalising.
     pub migrate_back: bool,
+    /// Every cluster monitored (`--prometheus`, or PROM selected): the JMX exporter in each node
+    /// and a Prometheus server scraping them.
+    pub prometheus: bool,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { create_rounds: 20, upstream_controllers: false, migrate_back: false }
+        Tuning { create_rounds: 20, upstream_controllers: false, migrate_back: false, prometheus: false }
     }
 }
 
 /// Scenarios that need an optional layer of the patch set in the jars.
 pub fn needs_layer(id: &str) -> Option<crate::model::Layer> {
-    (id == "MET").then_some(crate::model::Layer::Metrics)
+    (id == "MET" || id == "PROM").then_some(crate::model::Layer::Metrics)
 }
 
 pub fn by_id(id: &str) -> Option<&'static Scenario> {

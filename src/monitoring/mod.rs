@@ -1,0 +1,14 @@
+//! Observers in Prometheus: the JMX exporter's rules, the alert rules, the dashboard, and a
+//! Prometheus server (with node_exporter for `okp observers status --format prometheus`) that
+//! the PROM scenario and the playground start on loopback.
+//!
+//! - `exporter`: which exporter jar (pinned by hash), its rules file, the agent's JVM flag;
+//! - `alerts`: the alert rules rendered from the timers their `for:` derive from;
+//! - `prom`: a Prometheus server and node_exporter as child processes, and the HTTP API reads.
+//!
+//! Not here: the gauges themselves (the metrics layer of the patch set, docs/observer-metrics.md).
+
+pub mod alerts;
+pub mod exporter;
+pub mod prom;
+pub mod record;
