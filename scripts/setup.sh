@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what okp and its tests need on a fresh Debian machine: Maven (okp
 # fetches Kafka releases from Maven Central through it), a JDK, git, minisign,
-# gnupg, shellcheck and dash (the bundle tests' independent checkers),
+# gnupg, shellcheck and dash (the bundle tests' independent checkers), promtool and
+# dashboard-check (the Grafana dashboard's checkers, built with Go),
 # check-jsonschema, PyNaCl and cyclonedx-python-lib from PyPI in a virtualenv
 # (the schema validator of the ci/ workflow tests, the checkers of a bundle's
 # attestations), confluent-kafka (the CREATE scenario's librdkafka client), and
@@ -29,6 +30,10 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
+# promtool parses every query of the Grafana dashboard (tests/it/monitoring.rs); Go builds its
+# schema checker (scripts/dashboard-check, below).
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need+=(golang-go)
 # python3 with venv and pip for the PyPI checkers below.
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ((${#need[@]})); then
@@ -81,6 +86,33 @@ sys.exit(m.version('ansible-lint') != '$ANSIBLE_LINT_VERSION')" 2>/dev/null; the
   { python3 -m venv "$lint_venv" \
       && "$lint_venv/bin/pip" install -q "ansible-lint==$ANSIBLE_LINT_VERSION" "ansible-core==$ANSIBLE_CORE_VERSION"; } \
     || echo "setup: ansible-lint did not install; the role's lint test will say it is skipped" >&2
+fi
+# dashboard-check (scripts/dashboard-check): the Grafana Foundation SDK's strict decoder of the
+# dashboard model, pinned by that module's go.sum and fetched through the Go module proxy, built
+# where tests/it/monitoring.rs looks; rebuilt when its sources change. The SDK needs Go 1.21 or
+# later: with an older Go (Debian 12's golang-go is 1.19) the pinned toolchain below is fetched
+# as the module the Go module proxy publishes it as (what GOTOOLCHAIN does in Go 1.21 and later;
+# checked against the Go checksum database like any module) and builds it instead.
+GO_TOOLCHAIN=go1.22.12
+dash_src="$(cd "$(dirname "$0")" && pwd)/dashboard-check"
+dash_bin="$HOME/.local/share/okp/bin/dashboard-check"
+dash_sum="$(cat "$dash_src/go.mod" "$dash_src/go.sum" "$dash_src/main.go" | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$dash_bin.sum" 2>/dev/null)" != "$dash_sum" ] || [ ! -x "$dash_bin" ]; then
+  go_bin="$(command -v go || echo /usr/local/go/bin/go)"
+  go_minor="$("$go_bin" env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')"
+  if [ "${go_minor:-0}" -lt 21 ]; then
+    echo "setup: $("$go_bin" env GOVERSION) is too old for dashboard-check; fetching $GO_TOOLCHAIN through the Go module proxy" >&2
+    tc_dir="$(cd / && GOMODCACHE="$HOME/.local/share/okp/go-toolchain" GOFLAGS=-modcacherw "$go_bin" mod download -json \
+      "golang.org/toolchain@v0.0.1-$GO_TOOLCHAIN.$("$go_bin" env GOOS)-$("$go_bin" env GOARCH)" \
+      | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    # Module zips keep no file modes: the toolchain's programs are made executable again.
+    chmod u+x "$tc_dir/bin/"* "$tc_dir/pkg/tool/"*/*
+    go_bin="$tc_dir/bin/go"
+  fi
+  echo "setup: building dashboard-check ($(sed -n 's/^require //p' "$dash_src/go.mod")) into $dash_bin" >&2
+  mkdir -p "$(dirname "$dash_bin")"
+  (cd "$dash_src" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly "$go_bin" build -trimpath -o "$dash_bin" .)
+  echo "$dash_sum" >"$dash_bin.sum"
 fi
 command -v cargo >/dev/null 2>&1 || { echo "setup: cargo is missing; install Rust (rustup or apt-get install cargo)" >&2; exit 2; }
 # rustfmt and clippy: .ci/run checks formatting and lints before the tests.

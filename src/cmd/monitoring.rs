@@ -18,8 +18,11 @@ pub fn run(a: MonitoringArgs) -> Result<Outcome> {
         status_s: a.status_s,
     };
     crate::fsx::create_dir(&a.out)?;
-    let files: [(&str, String); 2] =
-        [("jmx-exporter.yml", exporter::RULES.to_string()), ("alerts.yml", alerts::render(&t, &a.runbook))];
+    let files: [(&str, String); 3] = [
+        ("jmx-exporter.yml", exporter::RULES.to_string()),
+        ("alerts.yml", alerts::render(&t, &a.runbook)),
+        ("dashboard.json", crate::monitoring::DASHBOARD.to_string()),
+    ];
     for (name, text) in &files {
         let path = a.out.join(name);
         crate::fsx::write_atomic(&path, text.as_bytes())?;

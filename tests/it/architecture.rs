@@ -27,6 +27,7 @@ const STAGES: &[(&str, &[&str])] = &[
             "dev_cluster",
             "bench",
             "observers",
+            "monitoring",
             "hosts",
             "playground",
         ],

@@ -24,6 +24,7 @@ mod hardening_transport;
 mod hardening_tree;
 mod hardening_yaml;
 mod hosts;
+mod monitoring;
 mod observer_ids_contract;
 mod observers;
 mod observers_watch;

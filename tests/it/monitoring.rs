@@ -1,0 +1,195 @@
+//! The Grafana dashboard users import (contrib/monitoring/dashboard.json) is well-formed: valid
+//! against Grafana's dashboard model as the Grafana Foundation SDK's strict decoder reads it
+//! (scripts/dashboard-check, which scripts/setup.sh builds; broken copies must fail it), every
+//! panel's query parses with promtool, and every panel has a unique id, a title and a
+//! description, its targets a refId each and the `${datasource}` variable as data source.
+
+use crate::common::*;
+
+use okp::monitoring::dashboard::panel_queries;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const DASHBOARD: &str = "contrib/monitoring/dashboard.json";
+
+fn text() -> String {
+    std::fs::read_to_string(repo_root().join(DASHBOARD)).unwrap()
+}
+
+fn dashboard() -> Value {
+    serde_json::from_str(&text()).unwrap()
+}
+
+/// Every panel, a row's nested panels after the row.
+fn all_panels(doc: &Value) -> Vec<&Value> {
+    fn walk<'a>(panels: &'a [Value], out: &mut Vec<&'a Value>) {
+        for p in panels {
+            out.push(p);
+            if let Some(nested) = p["panels"].as_array() {
+                walk(nested, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(doc["panels"].as_array().expect("a panels list"), &mut out);
+    out
+}
+
+/// A tool scripts/setup.sh installs under ~/.local/share/okp, the path in `env` if set, or PATH's.
+fn tool(env: &str, installed: &str, name: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(env).filter(|p| !p.is_empty()) {
+        return p.into();
+    }
+    let p = Path::new(&std::env::var("HOME").unwrap()).join(".local/share/okp").join(installed);
+    if p.is_file() {
+        return p;
+    }
+    PathBuf::from(name)
+}
+
+fn dashboard_check(file: &Path) -> std::process::Output {
+    let tool = tool("OKP_DASHBOARD_CHECK", "bin/dashboard-check", "dashboard-check");
+    Command::new(&tool)
+        .arg(file)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {} ({e}): run scripts/setup.sh", tool.display()))
+}
+
+fn promtool_check_rules(rules: &str) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dashboard-rules.yml");
+    std::fs::write(&file, rules).unwrap();
+    let tool = tool("OKP_PROMTOOL", "bin/promtool", "promtool");
+    Command::new(&tool)
+        .args(["check", "rules"])
+        .arg(&file)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {} ({e}): run scripts/setup.sh", tool.display()))
+}
+
+/// Each query as a recording rule, the dashboard's variables replaced by a match-all regex: a JSON
+/// string is a YAML double-quoted scalar, so no query needs YAML escaping of its own.
+fn as_recording_rules(queries: &[(String, String)]) -> String {
+    let mut rules = String::from("groups:\n  - name: okp-dashboard\n    rules:\n");
+    for (i, (_, expr)) in queries.iter().enumerate() {
+        let expr = expr.replace("$job", ".*").replace("$topic", ".*");
+        rules += &format!(
+            "      - record: okp_dashboard_query_{i}\n        expr: {}\n",
+            serde_json::to_string(&expr).unwrap()
+        );
+    }
+    rules
+}
+
+#[test]
+fn the_dashboard_is_valid_against_grafanas_dashboard_model() {
+    let o = dashboard_check(&repo_root().join(DASHBOARD));
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+}
+
+/// One defect put into a copy of the dashboard.
+type Break = fn(&mut Value);
+
+#[test]
+fn the_model_check_rejects_broken_dashboards() {
+    // One defect each: an unknown panel field, a wrong type, a missing required field, a typo in
+    // a Prometheus target, an unknown stat option, a template variable without its type.
+    let breaks: [(&str, Break); 6] = [
+        ("unknown field", |d| d["panels"][1]["descripton"] = json!("typo")),
+        ("wrong type", |d| d["panels"][1]["gridPos"]["w"] = json!("12")),
+        ("missing type", |d| {
+            d["panels"][1].as_object_mut().unwrap().remove("type");
+        }),
+        ("target typo", |d| {
+            let t = d["panels"][1]["targets"][0].as_object_mut().unwrap();
+            let e = t.remove("expr").unwrap();
+            t.insert("exprr".into(), e);
+        }),
+        ("stat option typo", |d| d["panels"][1]["options"]["colourMode"] = json!("background")),
+        ("variable without type", |d| {
+            d["templating"]["list"][1].as_object_mut().unwrap().remove("type");
+        }),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (what, break_it) in breaks {
+        let mut doc = dashboard();
+        assert_eq!(doc["panels"][1]["type"], "stat", "the breaks above expect a stat panel at panels[1]");
+        break_it(&mut doc);
+        let file = dir.path().join("broken.json");
+        std::fs::write(&file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+        let o = dashboard_check(&file);
+        assert!(!o.status.success(), "the model check accepted a dashboard with a {what}: {}", stdout(&o));
+        assert!(stderr(&o).contains("invalid dashboard"), "{what}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn every_panel_query_parses_with_promtool() {
+    let queries = panel_queries(&text()).unwrap();
+    assert!(queries.len() >= 20, "{queries:?}");
+    let o = promtool_check_rules(&as_recording_rules(&queries));
+    assert!(o.status.success(), "{}{}\n{queries:#?}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains(&format!("{} rules found", queries.len())), "{}", stdout(&o));
+    // The check is a real one: a query with an unclosed bracket fails it.
+    let broken = [("broken".to_string(), "sum(rate(x[5m])".to_string())];
+    let o = promtool_check_rules(&as_recording_rules(&broken));
+    assert!(!o.status.success(), "promtool accepted a broken query: {}", stdout(&o));
+}
+
+#[test]
+fn every_panel_has_a_unique_id_a_title_a_description_and_targets_with_refids() {
+    let doc = dashboard();
+    let panels = all_panels(&doc);
+    let mut ids = BTreeSet::new();
+    for p in &panels {
+        let id = p["id"].as_u64().unwrap_or_else(|| panic!("a panel without an id: {p}"));
+        assert!(ids.insert(id), "panel id {id} is used twice");
+        let title = p["title"].as_str().unwrap_or("");
+        assert!(!title.trim().is_empty(), "panel {id} has no title");
+        if p["type"] == "row" {
+            // Grafana's row model has no description; its panels carry them.
+            continue;
+        }
+        let description = p["description"].as_str().unwrap_or("");
+        assert!(
+            description.ends_with('.') && description.len() > 40,
+            "{title}: a description says what it shows and what a bad value means"
+        );
+        assert_eq!(p["datasource"]["uid"], "${datasource}", "{title}");
+        let targets = p["targets"].as_array().unwrap_or_else(|| panic!("{title} has no targets"));
+        assert!(!targets.is_empty(), "{title} has no targets");
+        let mut refs = BTreeSet::new();
+        for t in targets {
+            assert!(t["expr"].as_str().is_some_and(|e| !e.is_empty()), "{title}: a target without an expr");
+            let r = t["refId"].as_str().unwrap_or_else(|| panic!("{title}: a target without a refId"));
+            assert!(refs.insert(r), "{title}: refId {r} twice");
+            assert_eq!(t["datasource"]["uid"], "${datasource}", "{title}");
+        }
+    }
+}
+
+#[test]
+fn the_variables_are_a_prometheus_data_source_and_job_and_topic_from_label_values() {
+    let doc = dashboard();
+    let vars = doc["templating"]["list"].as_array().unwrap();
+    let names: Vec<&str> = vars.iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["datasource", "job", "topic"]);
+    assert_eq!(vars[0]["type"], "datasource");
+    assert_eq!(vars[0]["query"], "prometheus");
+    for v in &vars[1..] {
+        assert_eq!(v["type"], "query", "{v}");
+        assert!(v["query"]["query"].as_str().unwrap().starts_with("label_values("), "{v}");
+    }
+    // The queries use the variables they offer, and the status exporter's panels its fixed job.
+    let queries = panel_queries(&text()).unwrap();
+    assert!(queries.iter().any(|(_, e)| e.contains("topic=~\"$topic\"")));
+    for (title, e) in &queries {
+        if e.starts_with("okp_observer") {
+            assert!(e.contains("job=\"okp-status\""), "{title}: {e}");
+        } else if !e.starts_with("ALERTS") {
+            assert!(e.contains("job=~\"$job\""), "{title}: {e}");
+        }
+    }
+}
