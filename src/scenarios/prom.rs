@@ -90,6 +90,18 @@ fn fired_between(p: &Prom, from: f64, to: f64) -> Vec<String> {
     v
 }
 
+/// Runs every panel's query of the shipped dashboard (its variables as "All") against the live
+/// server and adds to `answered` the panels that returned a series.
+fn probe_panels(p: &Prom, answered: &mut std::collections::BTreeSet<String>) {
+    let Ok(panels) = crate::monitoring::dashboard::panel_queries(crate::monitoring::DASHBOARD) else { return };
+    for (title, expr) in panels {
+        let expr = expr.replace("${job}", ".*").replace("$job", ".*").replace("${topic}", ".*").replace("$topic", ".*");
+        if p.query(&expr).is_ok_and(|r| !r.is_empty()) {
+            answered.insert(format!("{title}: {expr}"));
+        }
+    }
+}
+
 fn prom<'a>(x: &'a Ctx) -> Result<&'a Prom> {
     x.c.prom().ok_or_else(|| Error::Harness("PROM needs a monitored cluster (okp verify --prometheus)".into()))
 }
@@ -188,6 +200,8 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         urp > 0.0,
         format!("sum = {urp}"),
     );
+    let mut answered = std::collections::BTreeSet::new();
+    probe_panels(pr, &mut answered);
     let steady_to = pr.now();
     let noisy = fired_between(pr, steady_from, steady_to);
     let pending: Vec<Transition> =
@@ -221,6 +235,7 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         &ep,
         for_of(ep.alert),
         &mut windows,
+        &mut answered,
         |x| {
             x.c.freeze(OBSERVER);
             std::thread::sleep(x.session() + Duration::from_secs(1));
@@ -260,6 +275,7 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         &ep,
         for_of(ep.alert),
         &mut windows,
+        &mut answered,
         |x| {
             x.c.freeze(3);
             Ok(())
@@ -291,6 +307,7 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         &ep,
         for_of(ep.alert),
         &mut windows,
+        &mut answered,
         |x| x.c.set_observers(&all2, "1\n4\n"),
         |x| {
             x.c.set_observers(&all2, "4\n")?;
@@ -314,6 +331,7 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         &ep,
         for_of(ep.alert),
         &mut windows,
+        &mut answered,
         |x| x.c.set_observers(&[2], "4\n9\n"),
         |x| x.c.set_observers(&[2], "4\n"),
         Some(ttl + Duration::from_secs(5)),
@@ -333,6 +351,7 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         &ep,
         for_of(ep.alert),
         &mut windows,
+        &mut answered,
         |x| {
             x.c.set_observers(&others, "4\n8\n")?;
             x.c.set_observers(&[2], "4\n9\n")
@@ -356,6 +375,7 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         &ep,
         for_of(ep.alert),
         &mut windows,
+        &mut answered,
         |x| x.c.set_observers(&[3], "4\n4x\n"),
         |x| x.c.set_observers(&[3], "4\n"),
         Some(status * 2 + Duration::from_secs(5)),
@@ -377,6 +397,7 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         &ep,
         for_of(ep.alert),
         &mut windows,
+        &mut answered,
         |x| x.c.set_observers(&all, &format!("4\ntopic:{TOPIC} observers=9\n")),
         |x| {
             x.c.set_observers(&all, "4\n")?;
@@ -400,6 +421,7 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         &ep,
         for_of(ep.alert),
         &mut windows,
+        &mut answered,
         |x| x.c.set_observers(&brokers, ""),
         |x| {
             x.c.set_observers(&brokers, "4\n")?;
@@ -412,6 +434,20 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     seen.push(t);
 
     o.fact("episodes", &seen);
+    let panels = crate::monitoring::dashboard::panel_queries(crate::monitoring::DASHBOARD).map_err(Error::Harness)?;
+    let silent: Vec<String> = panels
+        .iter()
+        .filter(|(t, e)| {
+            let e = e.replace("${job}", ".*").replace("$job", ".*").replace("${topic}", ".*").replace("$topic", ".*");
+            !answered.contains(&format!("{t}: {e}"))
+        })
+        .map(|(t, e)| format!("{t}: {e}"))
+        .collect();
+    o.check(
+        &format!("every query of the dashboard ({} panels' targets) returned series from this cluster, in steady state or while a condition held", panels.len()),
+        silent.is_empty(),
+        if silent.is_empty() { format!("{} answered", answered.len()) } else { format!("no series: {}", silent.join("; ")) },
+    );
     let pr = prom(x)?;
     o.fact("timeline", pr.timeline());
     write_series(x, o, &windows)?;
@@ -428,6 +464,7 @@ fn episode(
     ep: &Episode,
     for_s: u64,
     windows: &mut Vec<Window>,
+    answered: &mut std::collections::BTreeSet<String>,
     create: impl FnOnce(&mut Ctx) -> Result<()>,
     end: impl FnOnce(&mut Ctx) -> Result<()>,
     resolve_within: Option<Duration>,
@@ -442,6 +479,7 @@ fn episode(
             first(prom(x).expect("monitored"), ep.alert, ep.label, "firing", created_at).is_some()
         });
     let pr = prom(x)?;
+    probe_panels(pr, answered);
     let pending_at = first(pr, ep.alert, ep.label, "pending", created_at);
     let firing_at = first(pr, ep.alert, ep.label, "firing", created_at);
     let ended_at = pr.now();
