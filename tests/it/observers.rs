@@ -738,3 +738,91 @@ fn a_change_cut_short_by_sigkill_is_found_and_undone_or_finished_by_the_next_okp
         assert!(stdout(&o).contains("nothing to do"), "{}", stdout(&o));
     }
 }
+
+/// `promtool check metrics` (Prometheus's own parser and linter, Debian's `prometheus` package)
+/// on `text`: Err with its complaint; None when promtool is not installed.
+fn promtool_check(text: &str) -> Option<Result<(), String>> {
+    use std::io::Write;
+    let Ok(mut child) = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("SKIPPED promtool check: promtool is not installed (scripts/setup.sh installs Debian's prometheus)");
+        return None;
+    };
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let said = format!("{}{}", stdout(&o), stderr(&o));
+    Some(if o.status.success() && said.trim().is_empty() { Ok(()) } else { Err(said) })
+}
+
+/// `status --format prometheus` against the Metadata stand-in: the exposition passes promtool's
+/// parser and linter, names the node whose file disagrees and the rule that names no live broker
+/// (its backslash escaped), and exits 1 on a red state as the table does; with no cluster it still
+/// prints a valid exposition, `okp_observers_status_up 0`, and exits 3.
+#[test]
+fn status_as_a_prometheus_exposition_that_promtool_accepts() {
+    let bootstrap = fake_metadata(
+        &[(1, Some("east")), (2, Some("east")), (7, Some("dr")), (8, None)],
+        &[("audit", 1, &[1, 2, 7, 8, 9], &[1, 2, 7, 8]), ("orders", 1, &[1, 2, 7], &[1, 2, 7])],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (b1, b2) = (dir.path().join("b1.ids"), dir.path().join("b2.ids"));
+    std::fs::write(&b1, "4\ntopic:audit observers=rack:dr\nregex:ord\\.x observers=rack:gone\n").unwrap();
+    std::fs::write(&b2, "4 4x\ntopic:audit observers=rack:dr\n").unwrap();
+    let (n1, n2) = (format!("1={}", b1.display()), format!("2={}", b2.display()));
+    let o = okp()
+        .args([
+            "observers",
+            "status",
+            "--format",
+            "prometheus",
+            "--bootstrap",
+            &bootstrap,
+            "--node",
+            &n1,
+            "--node",
+            &n2,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "7 observes audit from inside its ISR: red\n{}", stderr(&o));
+    let text = stdout(&o);
+    if let Some(checked) = promtool_check(&text) {
+        checked.unwrap_or_else(|e| panic!("promtool check metrics: {e}\n{text}"));
+    }
+    for line in [
+        "okp_observers_status_up 1",
+        "okp_observer_ids_files 2",
+        "okp_observer_ids_files_agree 0",
+        &format!("okp_observer_ids_file_disagrees{{node=\"broker 2 ({})\"}} 1", b2.display()),
+        "okp_observer_ids_ignored_tokens 1",
+        "okp_observer_ids_malformed_rules 0",
+        "okp_observer_ids_set_size 1",
+        "okp_observer_rule_live_brokers{rule=\"regex:ord\\\\.x=rack:gone\"} 0",
+        "okp_observer_rule_live_brokers{rule=\"topic:audit=rack:dr\"} 1",
+        "okp_observer_replicas 1",
+        "okp_observers_in_isr 1",
+        "okp_observers_leading 0",
+        "okp_observers_red_states 2",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+    }
+    assert!(!text.contains("okp_observer_replica_lag{"), "no broker answered ListOffsets: no lag\n{text}");
+
+    let o = okp()
+        .args(["observers", "status", "--format", "prometheus", "--bootstrap", "127.0.0.1:1", "--observers", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no bootstrap server answered"), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.lines().any(|l| l == "okp_observers_status_up 0"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("okp_observers_status_timestamp_seconds ")), "{text}");
+    if let Some(checked) = promtool_check(&text) {
+        checked.unwrap_or_else(|e| panic!("promtool check metrics: {e}\n{text}"));
+    }
+}
