@@ -29,6 +29,11 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
+# Prometheus's own parser and linter checks `okp observers status --format prometheus`
+# (`promtool check metrics`, tests/it/observers.rs); node_exporter's textfile collector is what
+# docs/observers.md has read the file it writes.
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v prometheus-node-exporter >/dev/null 2>&1 || need+=(prometheus-node-exporter)
 # python3 with venv and pip for the PyPI checkers below.
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ((${#need[@]})); then

@@ -4,7 +4,8 @@
 //! they agree, malformed rules, ignored tokens), each topic rule against the live brokers and
 //! their racks, and the replicas' roles. Every family is a gauge with HELP and TYPE, the
 //! families sorted by name and their samples by label values, so two runs over the same cluster
-//! differ only in the timestamp.
+//! differ only in the timestamp, and a complete exposition ends with `okp_observers_status_up`
+//! (the textfile recipe in docs/observers.md checks that before it publishes).
 //!
 //! Not here: reading the cluster or the files (`view`), writing the .prom file (the caller's
 //! `> f.$$ && mv f.$$ f`, which the textfile collector needs to be atomic).
@@ -318,6 +319,7 @@ okp_observers_status_up 1
             value(&t, "okp_observer_replica_caught_up{topic=\"b\",partition=\"0\",replica=\"5\"}"),
             Some("0".into())
         );
+        assert_eq!(t.lines().last(), Some("okp_observers_status_up 1"), "docs/observers.md's recipe relies on it");
         let names: Vec<&str> = t.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
         let mut sorted = names.clone();
         sorted.sort();
@@ -369,7 +371,7 @@ topic:quiet observers=none
     fn an_unreachable_cluster_is_up_0_with_the_files_metrics_alone() {
         let obs = ObserverSet::given(Some([4, 5].into()), "--observers".into());
         let t = render(&Status { observers: &obs, cluster: None, unix_seconds: 12.5 });
-        assert_eq!(value(&t, "okp_observers_status_up"), Some("0".into()));
+        assert_eq!(t.lines().last(), Some("okp_observers_status_up 0"), "the last line, as when up\n{t}");
         assert_eq!(value(&t, "okp_observers_status_timestamp_seconds"), Some("12.500".into()));
         assert_eq!(value(&t, "okp_observer_ids_files"), Some("0".into()));
         assert_eq!(value(&t, "okp_observer_ids_set_size"), Some("2".into()));
