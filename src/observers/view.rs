@@ -199,6 +199,7 @@ pub struct ObserverSet {
     /// Each file's cluster-wide ids and rules, to answer per topic.
     #[serde(skip)]
     files: Vec<(BTreeSet<i32>, idfile::Rules)>,
+    /// Where the set came from: what `files_read` and `from_nodes` answer.
     #[serde(skip)]
     origin: Origin,
     /// The nodes `disagreeing` describes, by name alone (`broker 1 (/etc/kafka/observer.ids)`).
