@@ -30,9 +30,12 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
-# promtool parses every query of the Grafana dashboard (tests/it/monitoring.rs); Go builds its
-# schema checker (scripts/dashboard-check, below).
+# Debian's prometheus (the server the PROM scenario starts, and promtool: the alert rules' tests,
+# every dashboard query parsed, `promtool check metrics` on `okp observers status --format
+# prometheus`) and node_exporter (its textfile collector serves that status; docs/observers.md).
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v prometheus-node-exporter >/dev/null 2>&1 || need+=(prometheus-node-exporter)
+# Go builds the dashboard's schema checker (scripts/dashboard-check, below).
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need+=(golang-go)
 # python3 with venv and pip for the PyPI checkers below.
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::ListFormat;
 use crate::observers::watch::policy::TopicPolicy;
 use crate::observers::watch::Policy;
+use crate::observers::StatusFormat;
 
 #[derive(Args, Debug)]
 pub struct ObserversArgs {
@@ -155,9 +155,10 @@ pub struct ObserversStatusArgs {
     /// A replica this many offsets behind its leader still counts as caught up.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub max_lag: i64,
-    /// The output: a table for people, or json for programs.
-    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
-    pub format: ListFormat,
+    /// The output: a table for people, json for programs, or prometheus (the text exposition
+    /// format, for node_exporter's textfile collector; docs/observers.md).
+    #[arg(long, value_enum, default_value_t = StatusFormat::Table)]
+    pub format: StatusFormat,
 }
 
 #[derive(Args, Debug)]

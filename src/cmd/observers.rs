@@ -24,7 +24,7 @@ pub fn run(a: ObserversArgs) -> Result<Outcome> {
                 topic: a.topic,
                 observers: set,
                 max_lag: a.max_lag,
-                json: super::json(a.format),
+                format: a.format,
                 color: crate::out::stdout_styled(),
             })
         }

@@ -2,7 +2,8 @@
 //!
 //! - `status`: per partition, each replica's role (leader / ISR / observer),
 //!   log end offset, lag and caught-up state, and the red states (an observer
-//!   inside an ISR or leading), as a table or json.
+//!   inside an ISR or leading), as a table, json, or Prometheus's text format
+//!   (`exposition`).
 //! - `promote` / `demote --broker N`: edit observer.ids on every node through
 //!   a transport (local files or a command template), after pre-checks, in a
 //!   safe order, then wait until the cluster shows the change.
@@ -39,6 +40,7 @@
 pub mod actuate;
 pub mod change;
 pub mod differential;
+pub mod exposition;
 pub mod idfile;
 pub mod journal;
 pub mod pattern;
@@ -52,22 +54,54 @@ pub mod watch;
 
 use crate::error::{Outcome, Result};
 
+/// `okp observers status --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatusFormat {
+    /// A table for people.
+    Table,
+    /// json for programs (schema okp-observers-status/1).
+    Json,
+    /// Prometheus's text exposition format 0.0.4, for node_exporter's textfile collector.
+    Prometheus,
+}
+
 pub struct StatusArgs {
     pub bootstrap: Vec<String>,
     pub topic: Option<String>,
     pub observers: view::ObserverSet,
     pub max_lag: i64,
-    pub json: bool,
+    pub format: StatusFormat,
     pub color: bool,
 }
 
 /// Prints the status; exit 1 when a red state is found (an observer in an ISR or
-/// leading, or an observer.ids file holding a token that is not an id).
+/// leading, or an observer.ids file holding a token that is not an id). When the
+/// cluster cannot be read, `--format prometheus` still prints an exposition
+/// (`okp_observers_status_up 0`) before the error.
 pub fn status(a: &StatusArgs) -> Result<Outcome> {
-    let snap = view::snapshot(&a.bootstrap, a.topic.as_deref(), view::Depth { offsets: true, min_insync: false })?;
+    let snap = view::snapshot(&a.bootstrap, a.topic.as_deref(), view::Depth { offsets: true, min_insync: false });
+    let unix_seconds =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or_default();
+    let snap = match snap {
+        Ok(s) => s,
+        Err(e) => {
+            if a.format == StatusFormat::Prometheus {
+                let down = exposition::Status { observers: &a.observers, cluster: None, unix_seconds };
+                crate::out::print(&exposition::render(&down))?;
+            }
+            return Err(e);
+        }
+    };
     let rows = view::rows(&snap, &a.observers, a.max_lag);
-    let out =
-        if a.json { view::json(&rows, &a.observers, a.max_lag) } else { view::table(&rows, &a.observers, a.color) };
+    let out = match a.format {
+        StatusFormat::Table => view::table(&rows, &a.observers, a.color),
+        StatusFormat::Json => view::json(&rows, &a.observers, a.max_lag),
+        StatusFormat::Prometheus => exposition::render(&exposition::Status {
+            observers: &a.observers,
+            cluster: Some((&snap, &rows)),
+            unix_seconds,
+        }),
+    };
     crate::out::print(&out)?;
-    Ok(Outcome::check(rows.iter().all(|r| r.flags.is_empty()) && !a.observers.files_red()))
+    Ok(Outcome::check(view::red_states(&rows, &a.observers) == 0))
 }

@@ -199,6 +199,26 @@ pub struct ObserverSet {
     /// Each file's cluster-wide ids and rules, to answer per topic.
     #[serde(skip)]
     files: Vec<(BTreeSet<i32>, idfile::Rules)>,
+    /// Where the set came from: what `files_read` and `from_nodes` answer.
+    #[serde(skip)]
+    origin: Origin,
+    /// The nodes `disagreeing` describes, by name alone (`broker 1 (/etc/kafka/observer.ids)`).
+    #[serde(skip)]
+    disagreeing_nodes: Vec<String>,
+    /// Every token of every file that is neither an id nor a comment (`ignored` names at most 8).
+    #[serde(skip)]
+    ignored_tokens: usize,
+}
+
+/// Where an `ObserverSet` came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// Every node's own file.
+    Nodes,
+    /// One file (`--observers-file`).
+    File,
+    /// The command line (`--observers`), or nobody.
+    Given,
 }
 
 impl ObserverSet {
@@ -219,9 +239,10 @@ impl ObserverSet {
             .collect();
         let union: BTreeSet<i32> = read.iter().flat_map(|(_, s, _)| s.iter().copied()).collect();
         let first_rules = read.first().map(|r| r.2.clone()).unwrap_or_default();
-        let disagreeing: Vec<String> = read
+        let disagree: Vec<&(&str, BTreeSet<i32>, idfile::Rules)> =
+            read.iter().filter(|(_, s, r)| *s != union || *r != first_rules).collect();
+        let disagreeing: Vec<String> = disagree
             .iter()
-            .filter(|(_, s, r)| *s != union || *r != first_rules)
             .map(|(n, s, r)| {
                 if r.is_empty() {
                     format!("{n}: {}", idfile::show(s))
@@ -230,6 +251,7 @@ impl ObserverSet {
                 }
             })
             .collect();
+        let disagreeing_nodes: Vec<String> = disagree.iter().map(|(n, _, _)| n.to_string()).collect();
         let agree =
             if disagreeing.is_empty() { "all agree".to_string() } else { format!("{} disagree", disagreeing.len()) };
         let mut topic_rules: Vec<String> = read.iter().filter(|r| !r.2.is_empty()).map(|r| r.2.shown()).collect();
@@ -241,7 +263,10 @@ impl ObserverSet {
             ignored: files.iter().filter_map(|(n, t)| ignored_in(n, t)).collect(),
             topic_rules,
             malformed,
+            disagreeing_nodes,
             files: read.into_iter().map(|(_, s, r)| (s, r)).collect(),
+            origin: Origin::Nodes,
+            ignored_tokens: files.iter().map(|(_, t)| idfile::ignored(t).len()).sum(),
         }
     }
 
@@ -249,13 +274,55 @@ impl ObserverSet {
     pub fn from_file(source: String, text: &str) -> ObserverSet {
         let mut set = ObserverSet::from_files(&[(source.clone(), text.to_string())]);
         set.source = source;
+        set.origin = Origin::File;
         set
     }
 
     /// Nobody said which replicas are observers, or the command line did.
     pub fn given(ids: Option<BTreeSet<i32>>, source: String) -> ObserverSet {
         let files = ids.iter().map(|s| (s.clone(), idfile::Rules::default())).collect();
-        ObserverSet { ids, source, disagreeing: vec![], ignored: vec![], topic_rules: vec![], malformed: vec![], files }
+        ObserverSet {
+            ids,
+            source,
+            disagreeing: vec![],
+            ignored: vec![],
+            topic_rules: vec![],
+            malformed: vec![],
+            files,
+            origin: Origin::Given,
+            disagreeing_nodes: vec![],
+            ignored_tokens: 0,
+        }
+    }
+
+    /// How many observer.ids files were read: every node's, one (`--observers-file`), or none.
+    pub fn files_read(&self) -> usize {
+        match self.origin {
+            Origin::Nodes => self.files.len(),
+            Origin::File => 1,
+            Origin::Given => 0,
+        }
+    }
+
+    /// Whether the set is every node's own file, so that whether they agree means something.
+    pub fn from_nodes(&self) -> bool {
+        self.origin == Origin::Nodes
+    }
+
+    /// The names of the nodes whose file names another set or other rules than the others.
+    pub fn disagreeing_nodes(&self) -> &[String] {
+        &self.disagreeing_nodes
+    }
+
+    /// How many tokens the files hold that are neither ids nor comments.
+    pub fn ignored_tokens(&self) -> usize {
+        self.ignored_tokens
+    }
+
+    /// Every distinct topic rule among the files (a rule two files write differently is two),
+    /// by its canonical text (`topic:audit=rack:dr`).
+    pub fn each_rule(&self) -> BTreeMap<String, idfile::Observers> {
+        self.files.iter().flat_map(|(_, r)| r.each().into_iter().map(|(t, o)| (t, o.clone()))).collect()
     }
 
     /// The first file's topic rules: every file's when they agree (`disagreeing` is empty).
@@ -467,13 +534,19 @@ pub fn table(rows: &[ReplicaRow], observers: &ObserverSet, color: bool) -> Strin
     s
 }
 
+/// The red states `status` counts: each flagged row, each file with ignored tokens, each file
+/// with a malformed rule.
+pub fn red_states(rows: &[ReplicaRow], observers: &ObserverSet) -> usize {
+    rows.iter().filter(|r| !r.flags.is_empty()).count() + observers.ignored.len() + observers.malformed.len()
+}
+
 pub fn json(rows: &[ReplicaRow], observers: &ObserverSet, max_lag: i64) -> String {
     let v = serde_json::json!({
         "schema": "okp-observers-status/1",
         "observers": observers,
         "caught_up_max_lag": max_lag,
         "replicas": rows,
-        "red_states": rows.iter().filter(|r| !r.flags.is_empty()).count() + observers.ignored.len() + observers.malformed.len(),
+        "red_states": red_states(rows, observers),
     });
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }

@@ -3,7 +3,8 @@
 //! once by the hidden `okp dev-cluster` (okp verify's machinery) and driven
 //! over its stdin: status on a healthy cluster, dry-run, promote and demote
 //! end to end (also through the command transport), each pre-check refusing
-//! the case it exists for, and bad input. Rack items in topic rules run against a stand-in broker
+//! the case it exists for, and bad input. Rack items in topic rules, and `status --format
+//! prometheus` (checked by promtool and served by node_exporter), run against a stand-in broker
 //! that answers Metadata only (`fake_metadata`), without a cluster.
 //!
 //! One cluster for every case, in one test function: a cluster costs a
@@ -736,5 +737,164 @@ fn a_change_cut_short_by_sigkill_is_found_and_undone_or_finished_by_the_next_okp
         }
         let o = again(&["recover", way]);
         assert!(stdout(&o).contains("nothing to do"), "{}", stdout(&o));
+    }
+}
+
+/// `promtool check metrics` (Prometheus's own parser and linter, Debian's `prometheus` package)
+/// on `text`: Err with its complaint; None when promtool is not installed.
+fn promtool_check(text: &str) -> Option<Result<(), String>> {
+    use std::io::Write;
+    let Ok(mut child) = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("SKIPPED promtool check: promtool is not installed (scripts/setup.sh installs Debian's prometheus)");
+        return None;
+    };
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let said = format!("{}{}", stdout(&o), stderr(&o));
+    Some(if o.status.success() && said.trim().is_empty() { Ok(()) } else { Err(said) })
+}
+
+/// `status --format prometheus` against the Metadata stand-in: the exposition passes promtool's
+/// parser and linter, names the node whose file disagrees and the rule that names no live broker
+/// (its backslash escaped), and exits 1 on a red state as the table does; with no cluster it still
+/// prints a valid exposition, `okp_observers_status_up 0`, and exits 3.
+#[test]
+fn status_as_a_prometheus_exposition_that_promtool_accepts() {
+    let bootstrap = fake_metadata(
+        &[(1, Some("east")), (2, Some("east")), (7, Some("dr")), (8, None)],
+        &[("audit", 1, &[1, 2, 7, 8, 9], &[1, 2, 7, 8]), ("orders", 1, &[1, 2, 7], &[1, 2, 7])],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (b1, b2) = (dir.path().join("b1.ids"), dir.path().join("b2.ids"));
+    std::fs::write(&b1, "4\ntopic:audit observers=rack:dr\nregex:ord\\.x observers=rack:gone\n").unwrap();
+    std::fs::write(&b2, "4 4x\ntopic:audit observers=rack:dr\n").unwrap();
+    let (n1, n2) = (format!("1={}", b1.display()), format!("2={}", b2.display()));
+    let o = okp()
+        .args([
+            "observers",
+            "status",
+            "--format",
+            "prometheus",
+            "--bootstrap",
+            &bootstrap,
+            "--node",
+            &n1,
+            "--node",
+            &n2,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "7 observes audit from inside its ISR: red\n{}", stderr(&o));
+    let text = stdout(&o);
+    if let Some(checked) = promtool_check(&text) {
+        checked.unwrap_or_else(|e| panic!("promtool check metrics: {e}\n{text}"));
+    }
+    for line in [
+        "okp_observers_status_up 1",
+        "okp_observer_ids_files 2",
+        "okp_observer_ids_files_agree 0",
+        &format!("okp_observer_ids_file_disagrees{{node=\"broker 2 ({})\"}} 1", b2.display()),
+        "okp_observer_ids_ignored_tokens 1",
+        "okp_observer_ids_malformed_rules 0",
+        "okp_observer_ids_set_size 1",
+        "okp_observer_rule_live_brokers{rule=\"regex:ord\\\\.x=rack:gone\"} 0",
+        "okp_observer_rule_live_brokers{rule=\"topic:audit=rack:dr\"} 1",
+        "okp_observer_replicas 1",
+        "okp_observers_in_isr 1",
+        "okp_observers_leading 0",
+        "okp_observers_red_states 2",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+    }
+    assert!(!text.contains("okp_observer_replica_lag{"), "no broker answered ListOffsets: no lag\n{text}");
+    textfile_recipe_through_node_exporter(&bootstrap, &b1, &b2);
+
+    let o = okp()
+        .args(["observers", "status", "--format", "prometheus", "--bootstrap", "127.0.0.1:1", "--observers", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no bootstrap server answered"), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.lines().any(|l| l == "okp_observers_status_up 0"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("okp_observers_status_timestamp_seconds ")), "{text}");
+    if let Some(checked) = promtool_check(&text) {
+        checked.unwrap_or_else(|e| panic!("promtool check metrics: {e}\n{text}"));
+    }
+}
+
+/// docs/observers.md's textfile recipe, as written there, run by `sh` (a red state: exit 1, and the
+/// file published all the same), then Debian's `prometheus-node-exporter` reading the directory:
+/// it parses the file and serves the same samples (skipped with a message when it is absent).
+fn textfile_recipe_through_node_exporter(bootstrap: &str, b1: &Path, b2: &Path) {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = dir.path().join("nodes.yaml");
+    std::fs::write(&nodes, format!("- {{id: 1, path: {}}}\n- {{id: 2, path: {}}}\n", b1.display(), b2.display()))
+        .unwrap();
+    let textfiles = dir.path().join("textfile");
+    std::fs::create_dir(&textfiles).unwrap();
+    let doc = std::fs::read_to_string(repo_root().join("docs/observers.md")).unwrap();
+    let recipe: Vec<&str> = doc
+        .lines()
+        .skip_while(|l| *l != "    dir=/var/lib/okp/textfile")
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.trim_start())
+        .collect();
+    assert_eq!(recipe.len(), 4, "docs/observers.md's recipe: {recipe:?}");
+    let script = recipe
+        .join("\n")
+        .replace("/var/lib/okp/textfile", &textfiles.display().to_string())
+        .replace("okp observers", &format!("{} observers", env!("CARGO_BIN_EXE_okp")))
+        .replace(
+            "--bootstrap b1:9092 --nodes nodes.yaml",
+            &format!("--bootstrap {bootstrap} --nodes {}", nodes.display()),
+        );
+    let o = std::process::Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert!(o.status.success(), "{script}\n{}", stderr(&o));
+    let published = std::fs::read_to_string(textfiles.join("okp.prom")).expect("the recipe publishes a red state");
+    assert!(published.lines().any(|l| l == "okp_observers_red_states 2"), "{published}");
+    assert_eq!(std::fs::read_dir(&textfiles).unwrap().count(), 1, "no temporary file left behind");
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let Ok(child) = std::process::Command::new("prometheus-node-exporter")
+        .args(["--collector.disable-defaults", "--collector.textfile"])
+        .arg(format!("--collector.textfile.directory={}", textfiles.display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("SKIPPED node_exporter: prometheus-node-exporter is not installed (scripts/setup.sh installs it)");
+        return;
+    };
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _stop = Stop(child);
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    let served = loop {
+        if let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            c.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
+            let mut body = String::new();
+            c.read_to_string(&mut body).unwrap();
+            break body;
+        }
+        assert!(Instant::now() < deadline, "node_exporter did not listen on 127.0.0.1:{port}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(served.lines().any(|l| l == "node_textfile_scrape_error 0"), "{served}");
+    for line in published.lines().filter(|l| !l.starts_with('#') && !l.starts_with("okp_observers_status_timestamp")) {
+        assert!(served.lines().any(|l| l == line), "node_exporter serves {line}\n{served}");
     }
 }

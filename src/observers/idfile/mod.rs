@@ -248,10 +248,16 @@ impl Rules {
 
     /// The canonical text of the audit line's `rules=` field.
     pub fn shown(&self) -> String {
-        let mut parts: Vec<String> = self.exact.iter().map(|(n, e)| format!("topic:{n}={}", e.list.shown())).collect();
-        parts.extend(self.prefixes.iter().map(|(n, e)| format!("prefix:{n}={}", e.list.shown())));
-        parts.extend(self.regexes.iter().map(|(p, e)| format!("regex:{}={}", p.as_str(), e.list.shown())));
-        parts.join(";")
+        self.each().into_iter().map(|(text, _)| text).collect::<Vec<_>>().join(";")
+    }
+
+    /// Each rule in the order of `shown`: its canonical text (`topic:audit=rack:dr`) and its list.
+    pub fn each(&self) -> Vec<(String, &Observers)> {
+        let mut parts: Vec<(String, &Observers)> =
+            self.exact.iter().map(|(n, e)| (format!("topic:{n}={}", e.list.shown()), &e.list)).collect();
+        parts.extend(self.prefixes.iter().map(|(n, e)| (format!("prefix:{n}={}", e.list.shown()), &e.list)));
+        parts.extend(self.regexes.iter().map(|(p, e)| (format!("regex:{}={}", p.as_str(), e.list.shown()), &e.list)));
+        parts
     }
 }
 
