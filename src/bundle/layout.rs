@@ -3,7 +3,8 @@
 //! LICENSE, INSTALL.md, OBSERVERS.md (operating observers with `okp
 //! observers`), OBSERVER-METRICS.md (with the metrics layer: the gauges,
 //! from docs/observer-metrics.md), the opt-in observer watchdog's
-//! OBSERVERS-WATCH.md (docs/observers-watch.md), systemd unit and example
+//! OBSERVERS-WATCH.md (docs/observers-watch.md), monitoring/ (with the metrics layer: the JMX
+//! exporter's rules, the alert rules, the Grafana dashboard), systemd unit and example
 //! config (off until it says `enable: true`), and MANIFEST.json. The texts live in `files/` and are
 //! embedded at build time; `{{KEY}}` placeholders are filled here.
 //!
@@ -31,6 +32,11 @@ const WATCH_SERVICE: &str = include_str!("files/okp-observer-watch.service");
 const WATCH_CONFIG: &str = include_str!("files/observer-watch.yaml");
 /// Shipped only in bundles whose jars carry the metrics layer.
 const OBSERVER_METRICS_MD: &str = include_str!("../../docs/observer-metrics.md");
+/// contrib/monitoring's files as shipped (the alert rules are `monitoring::alerts::render` with
+/// Kafka's defaults, a test holds them to it).
+const MONITORING_EXPORTER: &str = include_str!("../../contrib/monitoring/jmx-exporter.yml");
+const MONITORING_ALERTS: &str = include_str!("../../contrib/monitoring/alerts.yml");
+const MONITORING_DASHBOARD: &str = include_str!("../../contrib/monitoring/dashboard.json");
 
 /// Fills `{{KEY}}` placeholders. Every placeholder of the template must be given.
 fn render(template: &str, vars: &[(&str, &str)]) -> String {
@@ -134,6 +140,12 @@ pub fn files(i: &Inputs) -> Vec<File> {
     ];
     if i.layers.contains(&crate::model::Layer::Metrics) {
         files.push(text("OBSERVER-METRICS.md", MODE_FILE, OBSERVER_METRICS_MD.to_string()));
+        // The monitoring files for the gauges (docs/monitoring.md): the JMX exporter's rules,
+        // the alert rules for Kafka's default timers (`okp monitoring` renders them for others),
+        // the Grafana dashboard.
+        files.push(text("monitoring/jmx-exporter.yml", MODE_FILE, MONITORING_EXPORTER.to_string()));
+        files.push(text("monitoring/alerts.yml", MODE_FILE, MONITORING_ALERTS.to_string()));
+        files.push(text("monitoring/dashboard.json", MODE_FILE, MONITORING_DASHBOARD.to_string()));
     }
     files.extend(i.jars.iter().map(|j| File {
         path: format!("libs/{}", j.file_name),

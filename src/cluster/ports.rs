@@ -78,7 +78,8 @@ impl Cluster {
 
 /// Ports a cluster takes: base (ZooKeeper), +1..+4 brokers, +5..+8 broker JMX, +9 MULTI's fifth
 /// broker, +11..+13 KRaft controllers, +14..+16 controller JMX, +17..+20 broker and +21..+23
-/// controller JMX exporters, +24 Prometheus, +25 node_exporter (those last only with monitoring).
+/// controller JMX exporters, +24 Prometheus, +25 node_exporter (those last only with monitoring),
+/// +26 never bound (PROM points the status job at it to find no broker there).
 /// Ports one cluster claims (`--base-port` names the first; a run of N lanes takes N blocks).
 pub const PORT_BLOCK: u16 = 27;
 

@@ -31,11 +31,16 @@ impl Default for Timers {
     }
 }
 
+/// `OkpObserversStatusDown`'s expression: the status job ran and could not read the cluster, or
+/// its file has not changed for three runs (a `{status_s}` placeholder).
+const STATUS_DOWN_EXPR: &str =
+    "okp_observers_status_up == 0 or time() - okp_observers_status_timestamp_seconds > 3 * {status_s}";
+
 /// One alert: its name, severity, expression, `for:` in seconds and the formula that gave it.
 pub struct Alert {
     pub name: &'static str,
     pub severity: &'static str,
-    pub expr: &'static str,
+    pub expr: String,
     pub for_s: u64,
     pub for_formula: &'static str,
     pub summary: &'static str,
@@ -54,7 +59,7 @@ pub fn alerts(t: &Timers) -> Vec<Alert> {
         Alert {
             name: "OkpObserverInIsr",
             severity: "critical",
-            expr: "max by (job, topic, partition) (okp_partition_observers_in_isr) > 0",
+            expr: "max by (job, topic, partition) (okp_partition_observers_in_isr) > 0".into(),
             // A demotion: every node re-reads the file within the TTL, then the leader shrinks
             // the ISR within replica.lag.time.max.ms; two scrapes to see it gone.
             for_s: t.ttl_s + lag + 2 * t.scrape_s,
@@ -65,7 +70,7 @@ pub fn alerts(t: &Timers) -> Vec<Alert> {
         Alert {
             name: "OkpObserverNotCaughtUp",
             severity: "warning",
-            expr: "max by (job, topic, partition) (okp_partition_observer_replicas) > max by (job, topic, partition) (okp_partition_caught_up_observers)",
+            expr: "max by (job, topic, partition) (okp_partition_observer_replicas) > max by (job, topic, partition) (okp_partition_caught_up_observers)".into(),
             // Not caught up means behind for replica.lag.time.max.ms already; a restart of the
             // observer broker (a roll) takes a few of those.
             for_s: 4 * lag,
@@ -76,7 +81,7 @@ pub fn alerts(t: &Timers) -> Vec<Alert> {
         Alert {
             name: "OkpObserverSetsDiffer",
             severity: "critical",
-            expr: "max by (job) (okp_broker_observer_set_size) != min by (job) (okp_broker_observer_set_size)",
+            expr: "max by (job) (okp_broker_observer_set_size) != min by (job) (okp_broker_observer_set_size)".into(),
             // okp writes every node's file within a second or two; each node re-reads within the TTL.
             for_s: 2 * t.ttl_s + 2 * t.scrape_s,
             for_formula: "2 TTL + 2 scrapes",
@@ -86,7 +91,7 @@ pub fn alerts(t: &Timers) -> Vec<Alert> {
         Alert {
             name: "OkpObserverSetEmptied",
             severity: "warning",
-            expr: "okp_broker_observer_set_size == 0 and max_over_time(okp_broker_observer_set_size[1h]) > 0",
+            expr: "okp_broker_observer_set_size == 0 and max_over_time(okp_broker_observer_set_size[1h]) > 0".into(),
             for_s: t.ttl_s + t.scrape_s,
             for_formula: "TTL + 1 scrape",
             summary: "{{ $labels.node }}'s observer set became empty within the hour: every observer it knew is now a full replica",
@@ -97,7 +102,7 @@ pub fn alerts(t: &Timers) -> Vec<Alert> {
             severity: "warning",
             // Kafka's UnderReplicatedPartitions counts every partition with an observer (the
             // observer is never in the ISR): this is the under-replication that matters.
-            expr: "max by (job, topic, partition) (kafka_cluster_partition_replicascount) - max by (job, topic, partition) (okp_partition_observer_replicas) > max by (job, topic, partition) (kafka_cluster_partition_insyncreplicascount)",
+            expr: "max by (job, topic, partition) (kafka_cluster_partition_replicascount) - max by (job, topic, partition) (okp_partition_observer_replicas) > max by (job, topic, partition) (kafka_cluster_partition_insyncreplicascount)".into(),
             for_s: lag + 2 * t.scrape_s,
             for_formula: "replica.lag.time.max.ms + 2 scrapes",
             summary: "{{ $labels.topic }}-{{ $labels.partition }} has a primary (non-observer) replica out of its ISR",
@@ -106,7 +111,7 @@ pub fn alerts(t: &Timers) -> Vec<Alert> {
         Alert {
             name: "OkpObserverIdsMalformed",
             severity: "critical",
-            expr: "okp_observer_ids_malformed_rules > 0 or okp_observer_ids_ignored_tokens > 0",
+            expr: "okp_observer_ids_malformed_rules > 0 or okp_observer_ids_ignored_tokens > 0".into(),
             for_s: 2 * t.status_s + t.scrape_s,
             for_formula: "2 status runs + 1 scrape",
             summary: "an observer.ids file holds a malformed rule or a token that is not an id: the nodes keep their last good set (frozen) or ignore it",
@@ -115,7 +120,7 @@ pub fn alerts(t: &Timers) -> Vec<Alert> {
         Alert {
             name: "OkpObserverIdsFilesDisagree",
             severity: "critical",
-            expr: "okp_observer_ids_files_agree == 0",
+            expr: "okp_observer_ids_files_agree == 0".into(),
             for_s: 2 * t.ttl_s + 2 * t.status_s + t.scrape_s,
             for_formula: "2 TTL + 2 status runs + 1 scrape",
             summary: "the nodes' observer.ids files do not say the same thing",
@@ -124,7 +129,7 @@ pub fn alerts(t: &Timers) -> Vec<Alert> {
         Alert {
             name: "OkpObserverRuleNoLiveBroker",
             severity: "warning",
-            expr: "okp_observer_rule_live_brokers == 0",
+            expr: "okp_observer_rule_live_brokers == 0".into(),
             for_s: 4 * lag + 2 * t.status_s,
             for_formula: "4 × replica.lag.time.max.ms + 2 status runs",
             summary: "topic rule {{ $labels.rule }} names no live broker: its observers are all down or the rule names the wrong ids",
@@ -133,10 +138,12 @@ pub fn alerts(t: &Timers) -> Vec<Alert> {
         Alert {
             name: "OkpObserversStatusDown",
             severity: "warning",
-            expr: "okp_observers_status_up == 0",
+            // Up 0: it ran and could not reach the cluster; an old timestamp: it has not written
+            // its file for 3 runs (stopped, or failing before it prints).
+            expr: STATUS_DOWN_EXPR.replace("{status_s}", &t.status_s.to_string()),
             for_s: 2 * t.status_s + t.scrape_s,
             for_formula: "2 status runs + 1 scrape",
-            summary: "okp observers status cannot reach the cluster: the file-level alerts are blind",
+            summary: "okp observers status cannot reach the cluster, or its file is stale: the file-level alerts are blind",
             runbook: "observers-status-down",
         },
     ]
@@ -177,7 +184,7 @@ pub fn render(t: &Timers, doc_base: &str) -> String {
             "      # for: {}\n      - alert: {}\n        expr: {}\n        for: {}\n        labels:\n          severity: {}\n        annotations:\n          summary: {}\n          runbook_url: {}\n",
             a.for_formula,
             a.name,
-            quoted(a.expr),
+            quoted(&a.expr),
             duration(a.for_s),
             a.severity,
             quoted(a.summary),

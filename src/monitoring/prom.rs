@@ -73,6 +73,8 @@ pub struct Prom {
     pub started_unix: f64,
     children: Vec<Child>,
     stop: Arc<AtomicBool>,
+    /// The status job's arguments now; None: the job is paused (its file left as it is).
+    status_args: Arc<Mutex<Option<Vec<String>>>>,
     threads: Vec<std::thread::JoinHandle<()>>,
     timeline: Arc<Mutex<Vec<Transition>>>,
 }
@@ -138,12 +140,13 @@ impl Prom {
             started_unix: unix_now(),
             children: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
+            status_args: Arc::new(Mutex::new(status.as_ref().map(|s| s.1.args.clone()))),
             threads: Vec::new(),
             timeline: Arc::new(Mutex::new(Vec::new())),
         };
         if let Some((ne_port, job)) = status {
             // The first textfile before node_exporter's first scrape.
-            write_status(&job, &textfiles);
+            write_status(&job.okp, &job.args, &textfiles);
             p.children.push(spawn(
                 Command::new(NODE_EXPORTER).args([
                     format!("--web.listen-address=127.0.0.1:{ne_port}"),
@@ -154,11 +157,14 @@ impl Prom {
                 &dir.join("node-exporter.log"),
                 "prometheus-node-exporter",
             )?);
-            let stop = p.stop.clone();
+            let (stop, args) = (p.stop.clone(), p.status_args.clone());
             p.threads.push(std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     let t0 = Instant::now();
-                    write_status(&job, &textfiles);
+                    let now = args.lock().ok().and_then(|a| a.clone());
+                    if let Some(a) = now {
+                        write_status(&job.okp, &a, &textfiles);
+                    }
                     while t0.elapsed() < job.every && !stop.load(Ordering::Relaxed) {
                         std::thread::sleep(Duration::from_millis(100));
                     }
@@ -193,6 +199,13 @@ impl Prom {
         let (stop, timeline, started) = (p.stop.clone(), p.timeline.clone(), p.started);
         p.threads.push(std::thread::spawn(move || poll_alerts(port, started, &stop, &timeline)));
         Ok(p)
+    }
+
+    /// Gives the status job other arguments from its next run on, or pauses it (None).
+    pub fn set_status_args(&self, args: Option<Vec<String>>) {
+        if let Ok(mut a) = self.status_args.lock() {
+            *a = args;
+        }
     }
 
     /// Every state change of every alert so far.
@@ -313,8 +326,8 @@ impl Drop for Prom {
 /// One run of the status job, its stdout written atomically as `okp.prom` (node_exporter reads
 /// only `*.prom`; the temporary file has another suffix). A run that printed nothing leaves the
 /// last file; its stderr goes to status.log.
-fn write_status(job: &StatusJob, dir: &Path) {
-    let out = Command::new(&job.okp).arg("observers").arg("status").args(&job.args).stdin(Stdio::null()).output();
+fn write_status(okp: &Path, args: &[String], dir: &Path) {
+    let out = Command::new(okp).arg("observers").arg("status").args(args).stdin(Stdio::null()).output();
     let log = dir.parent().unwrap_or(dir).join("status.log");
     if let Ok(o) = out {
         if let Ok(mut f) = crate::fsx::open_append(&log) {

@@ -41,7 +41,8 @@ fn selector(labels: &BTreeMap<String, String>) -> String {
     format!("{name}{{{}}}", rest.join(","))
 }
 
-/// promtool's expanding notation: runs of one value as `v+0xN`, missing values as `_`.
+/// promtool's expanding notation: runs of one value as `v+0xN`; a series that stops (Prometheus
+/// marks it stale when a scrape no longer has it) as `stale`, then `_` while it stays absent.
 pub fn values(v: &[Option<f64>]) -> String {
     let mut out: Vec<String> = Vec::new();
     let mut i = 0;
@@ -51,7 +52,10 @@ pub fn values(v: &[Option<f64>]) -> String {
             j += 1;
         }
         match v[i] {
-            None => out.extend(std::iter::repeat_n("_".to_string(), j - i + 1)),
+            None => {
+                let ended = i > 0;
+                out.extend((i..=j).map(|k| if ended && k == i { "stale" } else { "_" }.to_string()));
+            }
             Some(x) if j > i => out.push(format!("{x}+0x{}", j - i)),
             Some(x) => out.push(format!("{x}")),
         }
@@ -126,7 +130,17 @@ pub fn test_file(p: &Prom, name: &str, from: f64, to: f64, alerts: &[Alert]) -> 
          rule_files:\n  - alerts.yml\nevaluation_interval: 1s\ntests:\n  - name: {}\n    interval: 1s\n    input_series:\n",
         quoted(name)
     );
+    // promtool's clock starts at 0: a series holding unix times (the status job's timestamp, which
+    // OkpObserversStatusDown holds against time()) is written relative to the window's start.
+    let zero = p.started_unix + start;
     for (labels, v) in &series {
+        let shifted: Vec<Option<f64>>;
+        let v = if labels.get("__name__").is_some_and(|n| n.ends_with("_timestamp_seconds")) {
+            shifted = v.iter().map(|x| x.map(|x| ((x - zero) * 1000.0).round() / 1000.0)).collect();
+            &shifted
+        } else {
+            v
+        };
         s.push_str(&format!("      - series: {}\n        values: {}\n", quoted(&selector(labels)), quoted(&values(v))));
     }
     s.push_str("    alert_rule_test:\n");
@@ -175,7 +189,9 @@ mod tests {
 
     #[test]
     fn values_use_promtools_notation() {
-        assert_eq!(values(&[Some(1.0), Some(1.0), Some(1.0), None, None, Some(2.0)]), "1+0x2 _ _ 2");
+        assert_eq!(values(&[Some(1.0), Some(1.0), Some(1.0), None, None, Some(2.0)]), "1+0x2 stale _ 2");
+        // Absent from the window's start: not yet there, nothing to mark stale.
+        assert_eq!(values(&[None, None, Some(0.5)]), "_ _ 0.5");
         assert_eq!(values(&[]), "");
     }
 

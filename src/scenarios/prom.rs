@@ -433,6 +433,66 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     // firing is checked; the resolution is the `max_over_time` window's, not the condition's.
     seen.push(t);
 
+    // 8. The status job stopped (its file left as it was): the file goes stale.
+    let ep = Episode {
+        name: "status-stale",
+        alert: "OkpObserversStatusDown",
+        label: None,
+        also: &[],
+        onset: status * 3 + Duration::from_secs(1),
+    };
+    let args = x.c.status_args("prometheus");
+    let t = episode(
+        x,
+        o,
+        &ep,
+        for_of(ep.alert),
+        &mut windows,
+        &mut answered,
+        |x| {
+            prom(x)?.set_status_args(None);
+            Ok(())
+        },
+        |x| {
+            prom(x)?.set_status_args(Some(x.c.status_args("prometheus")));
+            Ok(())
+        },
+        Some(status * 2 + Duration::from_secs(5)),
+    )?;
+    seen.push(t);
+
+    // 9. The status job cannot reach the cluster (its bootstrap a port nothing listens on): up 0.
+    let closed = format!("127.0.0.1:{}", x.c.base_port + crate::cluster::PORT_BLOCK - 1);
+    let mut unreachable = args.clone();
+    if let Some(i) = unreachable.iter().position(|a| a == "--bootstrap") {
+        unreachable[i + 1] = closed;
+    }
+    let ep = Episode {
+        name: "status-unreachable",
+        alert: "OkpObserversStatusDown",
+        label: None,
+        also: &[],
+        onset: status + Duration::from_secs(1),
+    };
+    let t = episode(
+        x,
+        o,
+        &ep,
+        for_of(ep.alert),
+        &mut windows,
+        &mut answered,
+        |x| {
+            prom(x)?.set_status_args(Some(unreachable));
+            Ok(())
+        },
+        |x| {
+            prom(x)?.set_status_args(Some(x.c.status_args("prometheus")));
+            Ok(())
+        },
+        Some(status * 2 + Duration::from_secs(5)),
+    )?;
+    seen.push(t);
+
     o.fact("episodes", &seen);
     let panels = crate::monitoring::dashboard::panel_queries(crate::monitoring::DASHBOARD).map_err(Error::Harness)?;
     let silent: Vec<String> = panels
@@ -478,6 +538,10 @@ fn episode(
         && wait_until(Duration::from_secs_f64(deadline), || {
             first(prom(x).expect("monitored"), ep.alert, ep.label, "firing", created_at).is_some()
         });
+    if fired {
+        // Held a few seconds firing, so the recorded series have a moment clear of every change.
+        std::thread::sleep(Duration::from_secs(5));
+    }
     let pr = prom(x)?;
     probe_panels(pr, answered);
     let pending_at = first(pr, ep.alert, ep.label, "pending", created_at);
