@@ -57,7 +57,22 @@ pub fn run(ws: &Workspace, release: Release, mode: Mode, dir: Option<PathBuf>) -
         let rt = Runtime::assemble(&ws.maven, release.version, Some(&build))?;
         let journal = Journal::new(&dir.join("journal"), &dir);
         let timers = Timers { lag_ms: 10_000, session_ms: 6_000 };
-        Cluster::up(mode, rt, timers, &dir.join("cluster"), None, journal, crate::cluster::Homes::Shared)
+        // The exporter on every node; Prometheus with okp's alerts too where it is installed.
+        let monitoring = if crate::monitoring::prom::unavailable().is_none() {
+            crate::cluster::Monitoring::Prometheus
+        } else {
+            crate::cluster::Monitoring::Exporter
+        };
+        Cluster::up_with(
+            mode,
+            rt,
+            timers,
+            &dir.join("cluster"),
+            None,
+            journal,
+            crate::cluster::Homes::Shared,
+            monitoring,
+        )
     })();
     let mut c = match started {
         Ok(c) => c,
@@ -89,7 +104,7 @@ pub fn run(ws: &Workspace, release: Release, mode: Mode, dir: Option<PathBuf>) -
         crate::fsx::write_atomic(&nodes, nodes_yaml(&c).as_bytes())?;
         let bin = dir.join("bin");
         write_tools(&c, &bin)?;
-        let text = guide(&bootstrap, &nodes, &bin, t0.elapsed().as_secs_f64());
+        let text = guide(&bootstrap, &nodes, &bin, t0.elapsed().as_secs_f64(), &monitoring_guide(&c));
         crate::out::print(&text)?;
         let _ = std::io::stdout().flush();
         Ok(())
@@ -161,7 +176,7 @@ fn write_tools(c: &Cluster, bin: &Path) -> Result<()> {
 }
 
 /// What the playground prints once it is up: where it is and what to try next.
-pub fn guide(bootstrap: &str, nodes: &Path, bin: &Path, secs: f64) -> String {
+pub fn guide(bootstrap: &str, nodes: &Path, bin: &Path, secs: f64, metrics: &str) -> String {
     let first = bootstrap.split(',').next().unwrap_or(bootstrap);
     let n = nodes.display();
     let b = bin.display();
@@ -174,8 +189,27 @@ pub fn guide(bootstrap: &str, nodes: &Path, bin: &Path, secs: f64) -> String {
          \x20 {b}/kafka-console-consumer.sh --bootstrap-server {first} --topic {TOPIC} --from-beginning\n\
          \x20 okp observers promote --broker 4 --bootstrap {first} --nodes {n}   # 4 joins the ISR\n\
          \x20 okp observers demote  --broker 4 --bootstrap {first} --nodes {n}   # 4 leaves it again\n\
-         \nCtrl-C stops every process and removes the directory.\n"
+         {metrics}\nCtrl-C stops every process and removes the directory.\n"
     )
+}
+
+/// The metrics URLs of every node's exporter, and Prometheus's when it runs.
+pub fn monitoring_guide(c: &Cluster) -> String {
+    let mut s = String::from("\nMetrics (the JMX exporter with okp's rules, docs/monitoring.md):\n");
+    for t in c.exporter_targets() {
+        s.push_str(&format!("  {:<13} http://127.0.0.1:{}/metrics\n", t.node, t.port));
+    }
+    match c.prom() {
+        Some(p) => s.push_str(&format!(
+            "  Prometheus    http://127.0.0.1:{}  (okp's alerts: /alerts; try the query okp_partition_observer_lag)\n",
+            p.port
+        )),
+        None => s.push_str(&format!(
+            "  Prometheus is not installed ({}): `apt install prometheus prometheus-node-exporter` and start again to have it here\n",
+            crate::monitoring::prom::PROMETHEUS
+        )),
+    }
+    s
 }
 
 #[cfg(test)]
@@ -184,7 +218,13 @@ mod tests {
 
     #[test]
     fn the_guide_names_the_bootstrap_the_nodes_file_and_every_next_command() {
-        let g = guide("127.0.0.1:20001,127.0.0.1:20002", Path::new("/p/nodes.yaml"), Path::new("/p/bin"), 41.2);
+        let g = guide(
+            "127.0.0.1:20001,127.0.0.1:20002",
+            Path::new("/p/nodes.yaml"),
+            Path::new("/p/bin"),
+            41.2,
+            "\nMetrics: x\n",
+        );
         for want in [
             "bootstrap   127.0.0.1:20001,127.0.0.1:20002",
             "okp observers status  --bootstrap 127.0.0.1:20001 --nodes /p/nodes.yaml --topic demo",

@@ -125,6 +125,17 @@ pub struct Cluster {
     pub monitor: Option<Monitor>,
 }
 
+/// How a cluster is watched (docs/monitoring.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Monitoring {
+    Off,
+    /// The JMX exporter in every broker and KRaft controller.
+    Exporter,
+    /// The exporter, and a Prometheus server with okp's alert rules scraping it (node_exporter
+    /// serving `okp observers status --format prometheus` beside it).
+    Prometheus,
+}
+
 /// A monitored cluster: the exporter agent's jar and rules, and, once the nodes are up, the
 /// Prometheus server that scrapes them (docs/monitoring.md).
 pub struct Monitor {
@@ -154,10 +165,10 @@ impl Cluster {
         journal: Journal,
         homes: Homes,
     ) -> Result<Cluster> {
-        Cluster::up_with(mode, rt, timers, run_dir, base_port, journal, homes, false)
+        Cluster::up_with(mode, rt, timers, run_dir, base_port, journal, homes, Monitoring::Off)
     }
 
-    /// `up`, and with `monitored` the JMX exporter in every node and a Prometheus server
+    /// `up`, with the JMX exporter in every node as `monitoring` asks, and a Prometheus server
     /// scraping them with okp's alert rules (rendered for these timers), started once they are up.
     #[allow(clippy::too_many_arguments)]
     pub fn up_with(
@@ -168,7 +179,7 @@ impl Cluster {
         base_port: Option<u16>,
         journal: Journal,
         homes: Homes,
-        monitored: bool,
+        monitoring: Monitoring,
     ) -> Result<Cluster> {
         node::install_interrupt_handler();
         let ports = ports::free_port_block(base_port)?;
@@ -205,7 +216,7 @@ impl Cluster {
             migration: None,
             monitor: None,
         };
-        if monitored {
+        if monitoring != Monitoring::Off {
             c.set_up_monitor()?;
         }
         c.configure()?;
@@ -219,7 +230,7 @@ impl Cluster {
         c.train_tool_cds();
         c.dump_server_cds();
         c.start_resident_tools();
-        if monitored {
+        if monitoring == Monitoring::Prometheus {
             c.start_prometheus()?;
         }
         c.journal.note(&format!(

@@ -19,9 +19,6 @@ impl Cluster {
     /// Fetches the exporter (pinned hash) and writes its rules into the run directory: done
     /// before the nodes are configured, so every node's command line carries the agent.
     pub(super) fn set_up_monitor(&mut self) -> Result<()> {
-        if let Some(why) = prom::unavailable() {
-            return Err(Error::External(why));
-        }
         let jar = exporter::jar()?;
         let dir = self.run_dir.join("monitoring");
         crate::fsx::create_dir(&dir)?;
@@ -74,6 +71,9 @@ impl Cluster {
     /// until every exporter has been scraped once.
     pub(super) fn start_prometheus(&mut self) -> Result<()> {
         let Some(m) = &self.monitor else { return Ok(()) };
+        if let Some(why) = prom::unavailable() {
+            return Err(Error::External(why));
+        }
         let rules = alerts::render(&m.timers, alerts::DOC_BASE);
         let okp = std::env::current_exe().map_err(|e| Error::io("cannot find okp's own executable", e))?;
         let (port, ne_port) = self.prometheus_ports();

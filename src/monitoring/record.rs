@@ -83,7 +83,22 @@ fn firing_at(timeline: &[Transition], t: f64) -> BTreeMap<String, Vec<BTreeMap<S
 /// transition to firing, and the window's last one, each where no alert changed state within
 /// 2 s either side (so the live clock and promtool's agree there).
 pub fn moments(timeline: &[Transition], start: f64, end: f64) -> Vec<f64> {
-    let stable = |m: f64| !timeline.iter().any(|t| (t.at - m).abs() < 2.0);
+    // promtool sees no series before the window, so an alert pending since before it cannot be
+    // firing there offline: a moment where one is (a condition the window's lead-in caught the
+    // end of) is left out.
+    let inherited = |m: f64| {
+        let mut since: BTreeMap<(String, String), (f64, String)> = BTreeMap::new();
+        for t in timeline.iter().filter(|t| t.at <= m) {
+            let key = (t.alert.clone(), t.shown());
+            let began = match (since.get(&key), t.state.as_str()) {
+                (Some((b, s)), "firing") if s == "pending" || s == "firing" => *b,
+                _ => t.at,
+            };
+            since.insert(key, (began, t.state.clone()));
+        }
+        since.values().any(|(b, s)| s != "inactive" && *b < start)
+    };
+    let stable = |m: f64| !timeline.iter().any(|t| (t.at - m).abs() < 2.0) && !inherited(m);
     let mut out: Vec<f64> = Vec::new();
     for t in timeline.iter().filter(|t| t.state == "firing" && t.at >= start && t.at <= end) {
         let mut m = t.at.ceil() + 2.0;
@@ -183,6 +198,9 @@ mod tests {
         assert_eq!(moments(&tl, 0.0, 40.0), vec![23.0, 39.0]);
         // A window that ends on a transition steps back from it: 30 and 29 are within 2 s of 30.5.
         assert_eq!(moments(&tl, 0.0, 31.0), vec![23.0, 28.0]);
+        // An alert pending before the window began: no moment while it lasts (22: it is over).
+        let early = vec![tr(5.0, "pending"), tr(12.0, "firing"), tr(20.0, "inactive")];
+        assert_eq!(moments(&early, 8.0, 30.0), vec![22.0, 29.0]);
         // A firing with no clear second after it in the window gives none.
         assert_eq!(moments(&[tr(10.0, "firing"), tr(12.5, "inactive")], 9.0, 14.0), Vec::<f64>::new());
     }

@@ -13,7 +13,7 @@ mod failures;
 mod hosts;
 mod metrics;
 mod migrate;
-mod prom;
+pub mod prom;
 mod promotion;
 mod reassign;
 mod roll;
@@ -539,9 +539,15 @@ pub fn run_suite(
                 t_known.elapsed().as_secs_f64()
             ));
         }
+        let alerts_from = ctx.c.prom().map(|p| p.now());
         let mut r = (s.run)(&mut ctx, &mut o);
         if r.is_ok() {
             r = cross_check(ctx.c, &mut o);
+        }
+        // A monitored run (`--prometheus`): okp's alerts that fired while this scenario ran,
+        // each explained by a condition the scenario makes (PROM judges its own).
+        if let (Some(from), Some(p)) = (alerts_from, ctx.c.prom()) {
+            prom::judge_alerts(s.id, p, from, &mut o);
         }
         // Cut short by Ctrl-C: no verdict on it (the run writes no evidence).
         if crate::cluster::node::interrupted() {

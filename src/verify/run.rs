@@ -200,7 +200,11 @@ fn start_clusters(
                     base_port: plan.base_port,
                     journal: Journal::for_lane(staging, run_dir, i + 1, t_journal),
                     bundle: bundle.clone(),
-                    monitored: opts.tuning.prometheus,
+                    monitoring: if opts.tuning.prometheus {
+                        crate::cluster::Monitoring::Prometheus
+                    } else {
+                        crate::cluster::Monitoring::Off
+                    },
                 };
                 let bundling = &bundling;
                 scope.spawn(move || start_lane(lane, bundling))
@@ -402,7 +406,7 @@ struct LaneStart {
     journal: Journal,
     bundle: Option<crate::cluster::homes::Bundle>,
     /// The JMX exporter in every node and a Prometheus server (`--prometheus`, PROM).
-    monitored: bool,
+    monitoring: crate::cluster::Monitoring,
 }
 
 /// A kafka-topics `--create` that failed only because the topic exists (TopicExistsException).
@@ -423,7 +427,7 @@ fn assignment_is(replicas: &[i32], assignment: &str) -> bool {
 fn start_lane(l: LaneStart, bundling: &[crate::cluster::homes::Ran]) -> Result<Cluster> {
     let homes = crate::cluster::Homes::PerNode(l.bundle);
     std::fs::create_dir_all(&l.dir).map_err(|e| Error::io(format!("cannot create {}", l.dir.display()), e))?;
-    let mut cluster = Cluster::up_with(l.mode, l.rt, l.timers, &l.dir, l.base_port, l.journal, homes, l.monitored)?;
+    let mut cluster = Cluster::up_with(l.mode, l.rt, l.timers, &l.dir, l.base_port, l.journal, homes, l.monitoring)?;
     if !bundling.is_empty() {
         cluster.journal.note("the bundle installed above was made before the cluster, with:");
         for ran in bundling {

@@ -193,3 +193,100 @@ fn the_variables_are_a_prometheus_data_source_and_job_and_topic_from_label_value
         }
     }
 }
+
+// ---- The alert rules over series recorded from a live cluster (scenario PROM) ----
+
+const SERIES: &str = "contrib/monitoring/tests";
+
+/// The alert each recorded window is about, and the others its condition also makes true
+/// (scenarios/prom.rs creates the same conditions).
+const WINDOWS: &[(&str, Option<&str>, &[&str])] = &[
+    ("steady", None, &[]),
+    ("lagging-observer", Some("OkpObserverNotCaughtUp"), &[]),
+    ("primary-out-of-isr", Some("OkpPrimariesUnderReplicated"), &[]),
+    ("observer-in-isr", Some("OkpObserverInIsr"), &["OkpPrimariesUnderReplicated"]),
+    ("sets-differ", Some("OkpObserverSetsDiffer"), &["OkpObserverIdsFilesDisagree"]),
+    ("files-disagree", Some("OkpObserverIdsFilesDisagree"), &[]),
+    ("malformed-file", Some("OkpObserverIdsMalformed"), &["OkpObserverIdsFilesDisagree"]),
+    ("rule-no-live-broker", Some("OkpObserverRuleNoLiveBroker"), &[]),
+    ("set-emptied", Some("OkpObserverSetEmptied"), &["OkpObserverInIsr", "OkpPrimariesUnderReplicated"]),
+    ("status-stale", Some("OkpObserversStatusDown"), &[]),
+    ("status-unreachable", Some("OkpObserversStatusDown"), &[]),
+];
+
+fn promtool_test(dir: &Path, file: &str) -> std::process::Output {
+    Command::new(tool("OKP_PROMTOOL", "", "promtool")).args(["test", "rules", file]).current_dir(dir).output().unwrap()
+}
+
+/// The alerts a test file expects firing at some moment it checks.
+fn expected_firing(test: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut name = "";
+    for l in test.lines() {
+        if let Some(n) = l.trim().strip_prefix("alertname: ") {
+            name = n;
+        } else if l.trim() == "exp_alerts:" {
+            out.insert(name.to_string());
+        }
+    }
+    out
+}
+
+/// The recorded files test the rules as okp renders them today for PROM's timers: a change of
+/// an alert needs a new recording (the command is in each file's head).
+#[test]
+fn the_recorded_series_were_recorded_with_todays_rules() {
+    let t = okp::monitoring::alerts::Timers { lag_ms: 3000, ttl_s: 5, scrape_s: 1, status_s: 2 };
+    let shipped = std::fs::read_to_string(repo_root().join(SERIES).join("alerts.yml")).unwrap();
+    assert_eq!(shipped, okp::monitoring::alerts::render(&t, okp::monitoring::alerts::DOC_BASE));
+}
+
+/// promtool evaluates the rules over each window's series as Prometheus scraped them on a live
+/// cluster and must find the alerts Prometheus itself held; each alert fires in its own window
+/// (and those of the conditions that also make it true) and in no other.
+#[test]
+fn each_alert_fires_offline_where_it_fired_live_and_nowhere_else() {
+    let dir = repo_root().join(SERIES);
+    for (name, alert, also) in WINDOWS {
+        let file = format!("{name}.test.yml");
+        let text = std::fs::read_to_string(dir.join(&file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let out = promtool_test(&dir, &file);
+        assert!(
+            out.status.success(),
+            "{file}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let firing = expected_firing(&text);
+        let allowed: BTreeSet<String> = alert.iter().chain(also.iter()).map(|s| s.to_string()).collect();
+        assert!(firing.is_subset(&allowed), "{file}: {firing:?} fire, only {allowed:?} may");
+        if let Some(a) = alert {
+            assert!(firing.contains(*a), "{file}: {a} never expected firing ({firing:?})");
+        }
+    }
+}
+
+/// The check can fail: the steady window with an alert expected that did not fire, and the
+/// lagging window with its alert taken out, both fail promtool.
+#[test]
+fn promtool_fails_a_recording_whose_expected_alerts_are_changed() {
+    let dir = repo_root().join(SERIES);
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::copy(dir.join("alerts.yml"), scratch.path().join("alerts.yml")).unwrap();
+    let steady = std::fs::read_to_string(dir.join("steady.test.yml")).unwrap();
+    let invented = steady.replacen(
+        "alertname: OkpObserverInIsr\n        exp_alerts: []",
+        "alertname: OkpObserverInIsr\n        exp_alerts:\n          - exp_labels: {job: \"kafka\", partition: \"0\", severity: \"critical\", topic: \"prom\"}",
+        1,
+    );
+    assert_ne!(invented, steady);
+    std::fs::write(scratch.path().join("a.test.yml"), invented).unwrap();
+    assert!(!promtool_test(scratch.path(), "a.test.yml").status.success());
+    let lagging = std::fs::read_to_string(dir.join("lagging-observer.test.yml")).unwrap();
+    let at = lagging.find("alertname: OkpObserverNotCaughtUp\n        exp_alerts:\n").unwrap();
+    let end = lagging[at..].find("      - eval_time").map_or(lagging.len(), |e| at + e);
+    let dropped =
+        format!("{}alertname: OkpObserverNotCaughtUp\n        exp_alerts: []\n{}", &lagging[..at], &lagging[end..]);
+    std::fs::write(scratch.path().join("b.test.yml"), dropped).unwrap();
+    assert!(!promtool_test(scratch.path(), "b.test.yml").status.success());
+}

@@ -52,6 +52,28 @@ fn the_playground_prints_what_to_try_and_ctrl_c_leaves_nothing_running() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let r4 = v["replicas"].as_array().unwrap().iter().find(|r| r["replica"] == 4).unwrap().clone();
     assert_eq!((r4["role"].as_str(), r4["in_isr"].as_bool()), (Some("observer"), Some(false)), "{r4}");
+    // The metrics URLs it printed: broker 1's exporter serves the observer gauges; Prometheus
+    // (installed by scripts/setup.sh) scrapes every node's.
+    let url_port = |name: &str| -> u16 {
+        let l = text.lines().find(|l| l.trim_start().starts_with(name) && l.contains("http://127.0.0.1:")).unwrap();
+        let rest = l.split("http://127.0.0.1:").nth(1).unwrap();
+        rest.split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+    };
+    let body = okp::monitoring::prom::get(url_port("broker-1"), "/metrics").unwrap();
+    assert!(body.contains("okp_broker_observer_set_size 1.0"), "{body}");
+    if okp::monitoring::prom::unavailable().is_none() {
+        let port = url_port("Prometheus");
+        let t0 = Instant::now();
+        loop {
+            let q = okp::monitoring::prom::get(port, "/api/v1/query?query=okp_broker_observer_set_size")
+                .unwrap_or_default();
+            if q.matches("\"__name__\"").count() == 4 {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "Prometheus did not scrape the 4 brokers: {q}");
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
     // The console producer and consumer it wrote run the release's own tools against it.
     let bin = dir.join("bin");
     let mut p = Command::new(bin.join("kafka-console-producer.sh"))
