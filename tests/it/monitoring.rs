@@ -209,7 +209,11 @@ const WINDOWS: &[(&str, Option<&str>, &[&str])] = &[
     ("files-disagree", Some("OkpObserverIdsFilesDisagree"), &[]),
     ("malformed-file", Some("OkpObserverIdsMalformed"), &["OkpObserverIdsFilesDisagree"]),
     ("rule-no-live-broker", Some("OkpObserverRuleNoLiveBroker"), &[]),
-    ("set-emptied", Some("OkpObserverSetEmptied"), &["OkpObserverInIsr", "OkpPrimariesUnderReplicated"]),
+    (
+        "set-emptied",
+        Some("OkpObserverSetEmptied"),
+        &["OkpObserverInIsr", "OkpPrimariesUnderReplicated", "OkpObserverIdsFilesDisagree"],
+    ),
     ("status-stale", Some("OkpObserversStatusDown"), &[]),
     ("status-unreachable", Some("OkpObserversStatusDown"), &[]),
 ];
@@ -289,4 +293,62 @@ fn promtool_fails_a_recording_whose_expected_alerts_are_changed() {
         format!("{}alertname: OkpObserverNotCaughtUp\n        exp_alerts: []\n{}", &lagging[..at], &lagging[end..]);
     std::fs::write(scratch.path().join("b.test.yml"), dropped).unwrap();
     assert!(!promtool_test(scratch.path(), "b.test.yml").status.success());
+}
+
+/// `okp monitoring` writes the three files (the alert rules rendered for the timers given, loading
+/// in promtool), and refuses bad input with exit 2 and nothing written.
+#[test]
+fn okp_monitoring_writes_the_files_for_the_timers_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m");
+    let o = okp().args(["monitoring", "--lag-ms", "10000", "--scrape-s", "30", "--out"]).arg(&out).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rules = std::fs::read_to_string(out.join("alerts.yml")).unwrap();
+    // TTL 5 + lag 10 + 2 scrapes of 30 s.
+    assert!(rules.contains("alert: OkpObserverInIsr\n        expr: \"max by (job, topic, partition) (okp_partition_observers_in_isr) > 0\"\n        for: 1m15s"), "{rules}");
+    let check = Command::new(tool("OKP_PROMTOOL", "", "promtool"))
+        .args(["check", "rules"])
+        .arg(out.join("alerts.yml"))
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stdout));
+    assert_eq!(std::fs::read_to_string(out.join("dashboard.json")).unwrap(), text());
+    assert_eq!(
+        std::fs::read_to_string(out.join("jmx-exporter.yml")).unwrap(),
+        std::fs::read_to_string(repo_root().join("contrib/monitoring/jmx-exporter.yml")).unwrap()
+    );
+    let bad = dir.path().join("bad");
+    for args in [vec!["--lag-ms", "0"], vec!["--scrape-s", "0"], vec!["--runbook", "a\u{7}b"]] {
+        let o = okp().arg("monitoring").args(&args).arg("--out").arg(&bad).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(!bad.exists(), "{args:?} wrote {}", bad.display());
+    }
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let o = okp().arg("monitoring").arg("--out").arg(&file).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a directory"), "{}", stderr(&o));
+}
+
+/// The exporter's rules name every gauge of the metrics layer and the Kafka metrics the alerts
+/// read, and every metric an alert reads is one the rules export or okp's status exporter prints.
+#[test]
+fn every_metric_the_alerts_read_is_exported() {
+    let rules = std::fs::read_to_string(repo_root().join("contrib/monitoring/jmx-exporter.yml")).unwrap();
+    let status_doc = std::fs::read_to_string(repo_root().join("docs/observers.md")).unwrap();
+    for m in okp::monitoring::record::metrics_read(&okp::monitoring::alerts::alerts(&Default::default())) {
+        let exported = rules.contains(&format!("name: {m}\n"))
+            || (m.starts_with("kafka_") && {
+                // `kafka_server_replicamanager_$1` style: the family prefix and the bean name in the pattern.
+                let (prefix, bean) = m.rsplit_once('_').unwrap();
+                rules.to_lowercase().contains(&format!("name: {prefix}_$1")) && rules.to_lowercase().contains(bean)
+            })
+            || status_doc.contains(&format!("| `{m}` |"));
+        assert!(exported, "{m}: read by an alert, exported by nothing");
+    }
+    for g in
+        ["ObserverSetSize", "ObserverReplicas", "ObserversInIsr", "CaughtUpObservers", "ObserverMaxLag", "ObserverLag"]
+    {
+        assert!(rules.contains(&format!("name={g}")), "{g}");
+    }
 }
