@@ -10,6 +10,9 @@ use super::{Cluster, Monitor, OBSERVER_IDS_TTL};
 use crate::error::{Error, Result};
 use crate::monitoring::{alerts, exporter, prom};
 
+/// Prometheus and node_exporter are stopped with the nodes on Ctrl-C.
+const HOOKS: prom::Hooks = prom::Hooks { started: super::node::register, stopped: super::node::unregister };
+
 /// Prometheus's scrape and evaluation interval on okp's clusters, and how often the status job
 /// runs: short, so the alerts' `for:` (rendered for them) fit in a scenario.
 pub const SCRAPE_S: u64 = 1;
@@ -86,6 +89,7 @@ impl Cluster {
             &rules,
             SCRAPE_S,
             Some((ne_port, job)),
+            HOOKS,
         )?;
         p.wait_targets_up("kafka", targets.len(), Duration::from_secs(60))?;
         self.journal.note(&format!(

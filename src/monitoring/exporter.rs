@@ -30,7 +30,7 @@ pub fn jar() -> Result<PathBuf> {
     let mvn = crate::maven::Maven::from_env()?;
     let c = coordinate();
     let path = mvn.ensure(&[(c.clone(), None)])?.remove(0);
-    let bytes = std::fs::read(&path).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+    let bytes = crate::fsx::read::input(&path, 64 << 20, "the JMX exporter's jar")?;
     let got = crate::hash::sha256(&bytes);
     if got != SHA256 {
         return Err(Error::External(format!(

@@ -4,8 +4,9 @@
 //! writes down every alert's state change with its time, so a scenario can hold the alerts'
 //! timeline against its own.
 //!
-//! Everything listens on 127.0.0.1 only, runs in its own process group (registered, so Ctrl-C
-//! stops it with the cluster) and is stopped when `Prom` is dropped.
+//! Everything listens on 127.0.0.1 only, runs in its own process group (given to the caller's
+//! hooks: the cluster harness registers it, so Ctrl-C stops it with the nodes) and is stopped
+//! when `Prom` is dropped.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -77,9 +78,18 @@ pub struct Prom {
     status_args: Arc<Mutex<Option<Vec<String>>>>,
     threads: Vec<std::thread::JoinHandle<()>>,
     timeline: Arc<Mutex<Vec<Transition>>>,
+    hooks: Hooks,
 }
 
-fn spawn(cmd: &mut Command, log: &Path, what: &str) -> Result<Child> {
+/// What the caller does with each process started and stopped here (the cluster harness
+/// registers them, so Ctrl-C stops them with the nodes).
+#[derive(Clone, Copy)]
+pub struct Hooks {
+    pub started: fn(i32),
+    pub stopped: fn(i32),
+}
+
+fn spawn(cmd: &mut Command, log: &Path, what: &str, hooks: Hooks) -> Result<Child> {
     let out = crate::fsx::open_append(log).map_err(|e| Error::io(format!("cannot open {}", log.display()), e))?;
     let err = out.try_clone().map_err(|e| Error::io("cannot duplicate a log handle", e))?;
     use std::os::unix::process::CommandExt;
@@ -90,7 +100,7 @@ fn spawn(cmd: &mut Command, log: &Path, what: &str) -> Result<Child> {
         .process_group(0)
         .spawn()
         .map_err(|e| Error::External(format!("cannot start {what} ({e})")))?;
-    crate::cluster::node::register(child.id() as i32);
+    (hooks.started)(child.id() as i32);
     Ok(child)
 }
 
@@ -123,6 +133,7 @@ impl Prom {
         rules: &str,
         scrape_s: u64,
         status: Option<(u16, StatusJob)>,
+        hooks: Hooks,
     ) -> Result<Prom> {
         if let Some(why) = unavailable() {
             return Err(Error::External(why));
@@ -143,6 +154,7 @@ impl Prom {
             status_args: Arc::new(Mutex::new(status.as_ref().map(|s| s.1.args.clone()))),
             threads: Vec::new(),
             timeline: Arc::new(Mutex::new(Vec::new())),
+            hooks,
         };
         if let Some((ne_port, job)) = status {
             // The first textfile before node_exporter's first scrape.
@@ -156,6 +168,7 @@ impl Prom {
                 ]),
                 &dir.join("node-exporter.log"),
                 "prometheus-node-exporter",
+                hooks,
             )?);
             let (stop, args) = (p.stop.clone(), p.status_args.clone());
             p.threads.push(std::thread::spawn(move || {
@@ -180,6 +193,7 @@ impl Prom {
             ]),
             &dir.join("prometheus.log"),
             "prometheus",
+            hooks,
         )?);
         let t0 = Instant::now();
         loop {
@@ -315,7 +329,7 @@ impl Drop for Prom {
                 }
                 let _ = c.wait();
             }
-            crate::cluster::node::unregister(pid);
+            (self.hooks.stopped)(pid);
         }
         for t in self.threads.drain(..) {
             let _ = t.join();
