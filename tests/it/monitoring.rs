@@ -352,3 +352,44 @@ fn every_metric_the_alerts_read_is_exported() {
         assert!(rules.contains(&format!("name={g}")), "{g}");
     }
 }
+
+/// The real agent (the pinned jar from Maven Central) loads the shipped rules in a JVM and serves
+/// a scrape without error. Which Kafka MBeans they match, per release family, scenario PROM shows
+/// on live brokers (evidence/partial/*-PROM/).
+#[test]
+fn the_exporter_agent_loads_the_shipped_rules() {
+    let jar = okp::monitoring::exporter::jar().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let main = dir.path().join("Idle.java");
+    std::fs::write(
+        &main,
+        "public class Idle { public static void main(String[] a) throws Exception { Thread.sleep(60000); } }\n",
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let rules = repo_root().join("contrib/monitoring/jmx-exporter.yml");
+    let mut child = Command::new("java")
+        .arg(okp::monitoring::exporter::agent_flag(&jar, port, &rules).unwrap())
+        .arg(&main)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let body = loop {
+        if let Ok(b) = okp::monitoring::prom::get(port, "/metrics") {
+            break b;
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(60) || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("the agent did not serve on {port}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(body.contains("jmx_exporter_build_info{name=\"jmx_prometheus_javaagent\",version=\"1.0.1\"} 1"), "{body}");
+    assert!(body.contains("jmx_scrape_error 0.0"), "{body}");
+    assert!(body.contains("jmx_config_reload_failure_total 0.0"), "{body}");
+}
