@@ -203,25 +203,33 @@ fn cluster_wide(x: &mut Ctx, o: &mut ScenarioResult, settle: Duration) -> Result
     Ok(())
 }
 
-pub fn met(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
-    let all = x.c.kafka_nodes();
-    let audit_before: std::collections::BTreeSet<String> = x.c.grep_logs(&["OBSERVER AUDIT"]).into_iter().collect();
-    let out = x.c.create_topic(TOPIC, "1:2:3:4", &["min.insync.replicas=2"])?;
+/// A fresh topic on 1:2:3:4 (min.insync.replicas 2): leader 1, ISR 1,2,3 once created, 100
+/// records acked with acks=all (tagged `tag`), the observer's copy byte-identical: where MET and
+/// PROM start.
+pub(super) fn observed_topic(x: &mut Ctx, o: &mut ScenarioResult, topic: &str, tag: &str, wait: &str) -> Result<()> {
+    let out = x.c.create_topic(topic, "1:2:3:4", &["min.insync.replicas=2"])?;
     if !out.ok() {
         return Err(Error::External(format!(
-            "creating topic {TOPIC} failed (rc {}): {}",
+            "creating topic {topic} failed (rc {}): {}",
             out.rc,
             out.stderr.lines().last().unwrap_or("")
         )));
     }
-    let settle = x.lag() + x.ttl() + Duration::from_secs(20);
-    x.wait(o, TOPIC, Duration::from_secs(30), "met: leader 1, ISR 1,2,3 (4 is an observer)", "create_seconds", |s| {
+    x.wait(o, topic, Duration::from_secs(30), wait, "create_seconds", |s| {
         s.leader == Some(LEADER) && s.isr.len() == 3 && !s.in_isr(OBSERVER)
     })?;
-    let p = x.c.produce(TOPIC, "MET", 100, &[])?;
+    let p = x.c.produce(topic, tag, 100, &[])?;
     o.check("100 records acked with acks=all", p.all_acked(), format!("sent {}, errors {}", p.sent, p.errors));
-    let (same, secs) = x.c.wait_replica_identical(OBSERVER, LEADER, TOPIC, Duration::from_secs(30));
+    let (same, secs) = x.c.wait_replica_identical(OBSERVER, LEADER, topic, Duration::from_secs(30));
     o.check("the observer holds a byte-identical copy", same, format!("after {secs:.1} s"));
+    Ok(())
+}
+
+pub fn met(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
+    let all = x.c.kafka_nodes();
+    let audit_before: std::collections::BTreeSet<String> = x.c.grep_logs(&["OBSERVER AUDIT"]).into_iter().collect();
+    observed_topic(x, o, TOPIC, "MET", "met: leader 1, ISR 1,2,3 (4 is an observer)")?;
+    let settle = x.lag() + x.ttl() + Duration::from_secs(20);
 
     // 1. Steady state: one observer, caught up, outside the ISR.
     let steady = read(x, o, LEADER, "steady")?;

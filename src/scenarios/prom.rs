@@ -104,6 +104,43 @@ pub fn unavailable() -> Option<String> {
 /// and end (seconds of Prometheus's clock).
 type Window = (&'static str, Option<&'static str>, f64, f64);
 
+/// What the episodes share: the rules (their `for:`), the windows recorded, the dashboard panels
+/// that answered, what each episode saw.
+struct Log {
+    rules: Vec<alerts::Alert>,
+    windows: Vec<Window>,
+    answered: std::collections::BTreeSet<String>,
+    seen: Vec<Seen>,
+}
+
+impl Log {
+    /// One episode (`episode`), its alert's `for:` from the rules, what it saw kept.
+    fn run(
+        &mut self,
+        x: &mut Ctx,
+        o: &mut ScenarioResult,
+        ep: Episode,
+        create: impl FnOnce(&mut Ctx) -> Result<()>,
+        end: impl FnOnce(&mut Ctx) -> Result<()>,
+        resolve_within: Option<Duration>,
+    ) -> Result<()> {
+        let for_s = self.rules.iter().find(|a| a.name == ep.alert).map_or(0, |a| a.for_s);
+        let seen = episode(x, o, &ep, for_s, &mut self.windows, &mut self.answered, create, end, resolve_within)?;
+        self.seen.push(seen);
+        Ok(())
+    }
+}
+
+fn ep(
+    name: &'static str,
+    alert: &'static str,
+    label: Option<(&'static str, &'static str)>,
+    also: &'static [&'static str],
+    onset: Duration,
+) -> Episode {
+    Episode { name, alert, label, also, onset }
+}
+
 /// One condition and the alert it must raise.
 struct Episode {
     name: &'static str,
@@ -211,7 +248,6 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
             .map(|m| m.timers)
             .ok_or_else(|| Error::Harness("PROM needs a monitored cluster".into()))?;
     let rules = alerts::alerts(&timers);
-    let for_of = |name: &str| rules.iter().find(|a| a.name == name).map_or(0, |a| a.for_s);
     o.fact(
         "timers",
         format!(
@@ -222,21 +258,7 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let all = x.c.kafka_nodes();
     let brokers: Vec<i32> = crate::cluster::BROKERS.to_vec();
 
-    let out = x.c.create_topic(TOPIC, "1:2:3:4", &["min.insync.replicas=2"])?;
-    if !out.ok() {
-        return Err(Error::External(format!(
-            "creating topic {TOPIC} failed (rc {}): {}",
-            out.rc,
-            out.stderr.lines().last().unwrap_or("")
-        )));
-    }
-    x.wait(o, TOPIC, Duration::from_secs(30), "prom: leader 1, ISR 1,2,3 (4 an observer)", "create_seconds", |s| {
-        s.leader == Some(LEADER) && s.isr.len() == 3 && !s.in_isr(OBSERVER)
-    })?;
-    let p = x.c.produce(TOPIC, "PROM", 100, &[])?;
-    o.check("100 records acked with acks=all", p.all_acked(), format!("sent {}, errors {}", p.sent, p.errors));
-    let (same, secs) = x.c.wait_replica_identical(OBSERVER, LEADER, TOPIC, Duration::from_secs(30));
-    o.check("the observer holds a byte-identical copy", same, format!("after {secs:.1} s"));
+    super::metrics::observed_topic(x, o, TOPIC, "PROM", "prom: leader 1, ISR 1,2,3 (4 an observer)")?;
 
     // 0. Steady state: every exporter scraped, the status job up, the gauges there, no alert.
     let steady_from = prom(x)?.now();
@@ -288,24 +310,19 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let lag = Duration::from_millis(timers.lag_ms);
     let ttl = Duration::from_secs(timers.ttl_s);
     let status = Duration::from_secs(timers.status_s);
-    let mut seen: Vec<Seen> = Vec::new();
-    let mut windows: Vec<Window> = vec![("steady", None, steady_from, steady_to)];
+    let mut log = Log { rules, windows: vec![("steady", None, steady_from, steady_to)], answered, seen: Vec::new() };
 
     // 1. A lagging observer: frozen while the leader takes writes.
-    let ep = Episode {
-        name: "lagging-observer",
-        alert: "OkpObserverNotCaughtUp",
-        label: Some(("topic", TOPIC)),
-        also: &[],
-        onset: lag + x.session() + Duration::from_secs(3),
-    };
-    let t = episode(
+    log.run(
         x,
         o,
-        &ep,
-        for_of(ep.alert),
-        &mut windows,
-        &mut answered,
+        ep(
+            "lagging-observer",
+            "OkpObserverNotCaughtUp",
+            Some(("topic", TOPIC)),
+            &[],
+            lag + x.session() + Duration::from_secs(3),
+        ),
         |x| {
             x.c.freeze(OBSERVER);
             std::thread::sleep(x.session() + Duration::from_secs(1));
@@ -329,23 +346,18 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         },
         Some(lag + Duration::from_secs(5)),
     )?;
-    seen.push(t);
 
     // 2. A primary out of the ISR: follower 3 frozen. Kafka's URP already counted the observer.
-    let ep = Episode {
-        name: "primary-out-of-isr",
-        alert: "OkpPrimariesUnderReplicated",
-        label: Some(("topic", TOPIC)),
-        also: &[],
-        onset: lag + Duration::from_secs(2),
-    };
-    let t = episode(
+    log.run(
         x,
         o,
-        &ep,
-        for_of(ep.alert),
-        &mut windows,
-        &mut answered,
+        ep(
+            "primary-out-of-isr",
+            "OkpPrimariesUnderReplicated",
+            Some(("topic", TOPIC)),
+            &[],
+            lag + Duration::from_secs(2),
+        ),
         |x| {
             x.c.freeze(3);
             Ok(())
@@ -357,27 +369,22 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         },
         Some(Duration::from_secs(10)),
     )?;
-    seen.push(t);
     // Every partition 3 left must have it back, and leaders settled, before the next episode.
     wait_until(Duration::from_secs(60), || quiet(prom(x).expect("monitored"), "OkpPrimariesUnderReplicated", None));
     wait_until(Duration::from_secs(60), || quiet(prom(x).expect("monitored"), "OkpObserverNotCaughtUp", None));
 
     // 3. An observer stuck in the ISR: leader 1 named in every file (it stays in the ISRs it leads).
-    let ep = Episode {
-        name: "observer-in-isr",
-        alert: "OkpObserverInIsr",
-        label: Some(("topic", TOPIC)),
-        also: &["OkpPrimariesUnderReplicated"],
-        onset: ttl + Duration::from_secs(2),
-    };
     let all2 = all.clone();
-    let t = episode(
+    log.run(
         x,
         o,
-        &ep,
-        for_of(ep.alert),
-        &mut windows,
-        &mut answered,
+        ep(
+            "observer-in-isr",
+            "OkpObserverInIsr",
+            Some(("topic", TOPIC)),
+            &["OkpPrimariesUnderReplicated"],
+            ttl + Duration::from_secs(2),
+        ),
         |x| x.c.set_observers(&all2, "1\n4\n"),
         |x| {
             x.c.set_observers(&all2, "4\n")?;
@@ -385,43 +392,29 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         },
         Some(ttl + lag + Duration::from_secs(5)),
     )?;
-    seen.push(t);
 
     // 4. Broker 2's set differs (an id of no broker): the set sizes and the files disagree.
-    let ep = Episode {
-        name: "sets-differ",
-        alert: "OkpObserverSetsDiffer",
-        label: None,
-        also: &["OkpObserverIdsFilesDisagree"],
-        onset: ttl + Duration::from_secs(2),
-    };
-    let t = episode(
+    log.run(
         x,
         o,
-        &ep,
-        for_of(ep.alert),
-        &mut windows,
-        &mut answered,
+        ep(
+            "sets-differ",
+            "OkpObserverSetsDiffer",
+            None,
+            &["OkpObserverIdsFilesDisagree"],
+            ttl + Duration::from_secs(2),
+        ),
         |x| x.c.set_observers(&[2], "4\n9\n"),
         |x| x.c.set_observers(&[2], "4\n"),
         Some(ttl + Duration::from_secs(5)),
     )?;
-    seen.push(t);
-    let ep = Episode {
-        name: "files-disagree",
-        alert: "OkpObserverIdsFilesDisagree",
-        label: None,
-        also: &[],
-        onset: status + Duration::from_secs(1),
-    };
+    // The files disagree with every set of one size: 4,9 on broker 2, 4,8 on every other node
+    // (8 and 9 are no broker's id, so nothing else changes).
     let others: Vec<i32> = all.iter().copied().filter(|&i| i != 2).collect();
-    let t = episode(
+    log.run(
         x,
         o,
-        &ep,
-        for_of(ep.alert),
-        &mut windows,
-        &mut answered,
+        ep("files-disagree", "OkpObserverIdsFilesDisagree", None, &[], status + Duration::from_secs(1)),
         |x| {
             x.c.set_observers(&others, "4\n8\n")?;
             x.c.set_observers(&[2], "4\n9\n")
@@ -429,45 +422,29 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         |x| x.c.set_observers(&all, "4\n"),
         Some(status * 2 + Duration::from_secs(5)),
     )?;
-    seen.push(t);
 
     // 5. A token that is not an id on broker 3's file: every node ignores it; status says so.
-    let ep = Episode {
-        name: "malformed-file",
-        alert: "OkpObserverIdsMalformed",
-        label: None,
-        also: &["OkpObserverIdsFilesDisagree"],
-        onset: status + Duration::from_secs(1),
-    };
-    let t = episode(
+    log.run(
         x,
         o,
-        &ep,
-        for_of(ep.alert),
-        &mut windows,
-        &mut answered,
+        ep(
+            "malformed-file",
+            "OkpObserverIdsMalformed",
+            None,
+            &["OkpObserverIdsFilesDisagree"],
+            status + Duration::from_secs(1),
+        ),
         |x| x.c.set_observers(&[3], "4\n4x\n"),
         |x| x.c.set_observers(&[3], "4\n"),
         Some(status * 2 + Duration::from_secs(5)),
     )?;
-    seen.push(t);
 
     // 6. A topic rule naming only a broker that does not run: prom's observer is 9 (none), so 4
     // is a full replica of prom meanwhile.
-    let ep = Episode {
-        name: "rule-no-live-broker",
-        alert: "OkpObserverRuleNoLiveBroker",
-        label: None,
-        also: &[],
-        onset: status + Duration::from_secs(1),
-    };
-    let t = episode(
+    log.run(
         x,
         o,
-        &ep,
-        for_of(ep.alert),
-        &mut windows,
-        &mut answered,
+        ep("rule-no-live-broker", "OkpObserverRuleNoLiveBroker", None, &[], status + Duration::from_secs(1)),
         |x| x.c.set_observers(&all, &format!("4\ntopic:{TOPIC} observers=9\n")),
         |x| {
             x.c.set_observers(&all, "4\n")?;
@@ -475,24 +452,19 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         },
         Some(status * 2 + Duration::from_secs(5)),
     )?;
-    seen.push(t);
 
     // 7. Every broker's set emptied (an empty file promotes every observer), restored at once.
     // KRaft controllers' files keep 4, so there the files disagree as well.
-    let ep = Episode {
-        name: "set-emptied",
-        alert: "OkpObserverSetEmptied",
-        label: Some(("node", "broker-1")),
-        also: &["OkpObserverInIsr", "OkpPrimariesUnderReplicated", "OkpObserverIdsFilesDisagree"],
-        onset: ttl + Duration::from_secs(2),
-    };
-    let t = episode(
+    log.run(
         x,
         o,
-        &ep,
-        for_of(ep.alert),
-        &mut windows,
-        &mut answered,
+        ep(
+            "set-emptied",
+            "OkpObserverSetEmptied",
+            Some(("node", "broker-1")),
+            &["OkpObserverInIsr", "OkpPrimariesUnderReplicated", "OkpObserverIdsFilesDisagree"],
+            ttl + Duration::from_secs(2),
+        ),
         |x| x.c.set_observers(&brokers, ""),
         |x| {
             x.c.set_observers(&brokers, "4\n")?;
@@ -502,24 +474,13 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     )?;
     // Its expression looks back an hour: it stays firing after the restore by design. Only the
     // firing is checked; the resolution is the `max_over_time` window's, not the condition's.
-    seen.push(t);
 
     // 8. The status job stopped (its file left as it was): the file goes stale.
-    let ep = Episode {
-        name: "status-stale",
-        alert: "OkpObserversStatusDown",
-        label: None,
-        also: &[],
-        onset: status * 3 + Duration::from_secs(1),
-    };
     let args = x.c.status_args("prometheus");
-    let t = episode(
+    log.run(
         x,
         o,
-        &ep,
-        for_of(ep.alert),
-        &mut windows,
-        &mut answered,
+        ep("status-stale", "OkpObserversStatusDown", None, &[], status * 3 + Duration::from_secs(1)),
         |x| {
             prom(x)?.set_status_args(None);
             Ok(())
@@ -530,7 +491,6 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         },
         Some(status * 2 + Duration::from_secs(5)),
     )?;
-    seen.push(t);
 
     // 9. The status job cannot reach the cluster (its bootstrap a port nothing listens on): up 0.
     let closed = format!("127.0.0.1:{}", x.c.base_port + crate::cluster::PORT_BLOCK - 1);
@@ -538,20 +498,10 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     if let Some(i) = unreachable.iter().position(|a| a == "--bootstrap") {
         unreachable[i + 1] = closed;
     }
-    let ep = Episode {
-        name: "status-unreachable",
-        alert: "OkpObserversStatusDown",
-        label: None,
-        also: &[],
-        onset: status + Duration::from_secs(1),
-    };
-    let t = episode(
+    log.run(
         x,
         o,
-        &ep,
-        for_of(ep.alert),
-        &mut windows,
-        &mut answered,
+        ep("status-unreachable", "OkpObserversStatusDown", None, &[], status + Duration::from_secs(1)),
         |x| {
             prom(x)?.set_status_args(Some(unreachable));
             Ok(())
@@ -562,8 +512,8 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         },
         Some(status * 2 + Duration::from_secs(5)),
     )?;
-    seen.push(t);
 
+    let Log { windows, answered, seen, .. } = log;
     o.fact("episodes", &seen);
     let panels = crate::monitoring::dashboard::panel_queries(crate::monitoring::DASHBOARD).map_err(Error::Harness)?;
     let silent: Vec<String> = panels
