@@ -139,7 +139,7 @@ pub fn alerts(t: &Timers) -> Vec<Alert> {
             name: "OkpObserversStatusDown",
             severity: "warning",
             // Up 0: it ran and could not reach the cluster; an old timestamp: it has not written
-            // its file for 3 runs (stopped, or failing before it prints).
+            // its file for 5 periods (stopped, or failing before it prints).
             expr: STATUS_DOWN_EXPR.replace("{status_s}", &t.status_s.to_string()),
             for_s: 2 * t.status_s + t.scrape_s,
             for_formula: "2 status runs + 1 scrape",

