@@ -85,8 +85,8 @@ mod tests {
         assert_eq!(two.iter().map(|l| l.base_port).collect::<Vec<_>>(), [Some(20000), Some(20000 + PORT_BLOCK)]);
         assert_eq!(two.iter().map(|l| l.scenarios.len()).sum::<usize>(), suite.len());
         assert!(lanes(&suite, 2, Mode::Zk, None).unwrap().iter().all(|l| l.base_port.is_none()));
-        let e = lanes(&suite, 2, Mode::Zk, Some(65510)).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(e.contains("--base-port 65510: lane 2's ports would pass port 65535"), "{e}");
+        let e = lanes(&suite, 2, Mode::Zk, Some(65500)).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("--base-port 65500: lane 2's ports would pass port 65535"), "{e}");
         let none = lanes(&[], 2, Mode::Zk, None).unwrap();
         assert!(none.len() == 1 && none[0].scenarios.is_empty(), "a run of no scenario still has its lane");
     }
