@@ -15,8 +15,9 @@
 //!   `bundle` (signed bundles, install, rollback)
 //! - live clusters: `wire` (Kafka protocol client), `cluster`, `scenarios`,
 //!   `verify`, `dev_cluster`, `bench`, `observers`, `monitoring` (the exporter's
-//!   rules, alert rules, a Prometheus server, the Grafana dashboard), `hosts` (separate hosts in network namespaces over
-//!   ssh), `playground` (a local cluster to try by hand)
+//!   rules, alert rules, a Prometheus server, the Grafana dashboard), `hosts`
+//!   (separate hosts in network namespaces over ssh), `playground` (a local
+//!   cluster to try by hand)
 //! - the command line: `cli` (flags only), `cmd` (one module per command)
 //!
 //! A module imports only modules listed before its own line, or its own
