@@ -275,8 +275,8 @@ fn bad_input_is_refused_before_anything_starts() {
         (&["verify", "--version", "3.9.2", "--layer", "gauges"], "invalid value 'gauges' for '--layer <L>'"),
         (&["verify", "--version", "3.9.2", "--lanes", "5"], "invalid value '5' for '--lanes <N>'"),
         (
-            &["verify", "--version", "3.9.2", "--base-port", "65510", "--lanes", "2"],
-            "--base-port 65510: lane 2's ports would pass port 65535",
+            &["verify", "--version", "3.9.2", "--base-port", "65500", "--lanes", "2"],
+            "--base-port 65500: lane 2's ports would pass port 65535",
         ),
         // UPGRADE and MIGRATE (docs/upgrade.md): every hop and mode checked before anything is built.
         (&["verify", "--version", "3.9.2", "--mode", "zk", "--upgrade-to", "4.0.2"], "4.0.2 has no zk mode"),
