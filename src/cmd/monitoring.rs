@@ -11,6 +11,12 @@ pub fn run(a: MonitoringArgs) -> Result<Outcome> {
     if a.runbook.chars().any(|c| c.is_control()) {
         return Err(Error::Usage("--runbook: control characters are not allowed in a link".into()));
     }
+    // Prometheus expands annotations as Go templates: a `{{` in the link would be run as one.
+    if a.runbook.contains("{{") || a.runbook.contains("}}") {
+        return Err(Error::Usage(
+            "--runbook: `{{` and `}}` are not allowed (Prometheus reads annotations as templates)".into(),
+        ));
+    }
     let t = alerts::Timers {
         lag_ms: a.lag_ms,
         ttl_s: crate::cluster::OBSERVER_IDS_TTL.as_secs(),

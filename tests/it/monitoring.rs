@@ -318,7 +318,12 @@ fn okp_monitoring_writes_the_files_for_the_timers_given() {
         std::fs::read_to_string(repo_root().join("contrib/monitoring/jmx-exporter.yml")).unwrap()
     );
     let bad = dir.path().join("bad");
-    for args in [vec!["--lag-ms", "0"], vec!["--scrape-s", "0"], vec!["--runbook", "a\u{7}b"]] {
+    for args in [
+        vec!["--lag-ms", "0"],
+        vec!["--scrape-s", "0"],
+        vec!["--runbook", "a\u{7}b"],
+        vec!["--runbook", "x{{ .Value }}"],
+    ] {
         let o = okp().arg("monitoring").args(&args).arg("--out").arg(&bad).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(!bad.exists(), "{args:?} wrote {}", bad.display());
