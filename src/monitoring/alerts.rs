@@ -163,8 +163,8 @@ pub fn duration(s: u64) -> String {
     }
 }
 
-/// A YAML double-quoted scalar.
-fn quoted(s: &str) -> String {
+/// A YAML double-quoted scalar (a JSON string is one).
+pub(super) fn quoted(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 

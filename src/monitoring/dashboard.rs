@@ -10,6 +10,11 @@ use serde_json::Value;
 /// Every panel's (title, expr), one pair per target, in the dashboard's order; a row's own
 /// collapsed panels follow the row. Panels without targets (rows, text) give none.
 /// Errors name the panel: a dashboard that is not JSON, has no `panels` list, or has a panel
+/// `expr` as Grafana runs it with the dashboard's variables (`$job`, `$topic`) set to All.
+pub fn all_selected(expr: &str) -> String {
+    ["${job}", "$job", "${topic}", "$topic"].iter().fold(expr.to_string(), |e, v| e.replace(v, ".*"))
+}
+
 /// without a title or a target without an `expr` string.
 pub fn panel_queries(json: &str) -> Result<Vec<(String, String)>, String> {
     let doc: Value = serde_json::from_str(json).map_err(|e| format!("the dashboard is not JSON: {e}"))?;

@@ -259,10 +259,7 @@ impl Prom {
         let n = ((end - start) / step_s as f64) as usize + 1;
         let mut out = Vec::new();
         for r in v["data"]["result"].as_array().cloned().unwrap_or_default() {
-            let labels: BTreeMap<String, String> = r["metric"]
-                .as_object()
-                .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())).collect())
-                .unwrap_or_default();
+            let labels: BTreeMap<String, String> = labels(&r["metric"]);
             let mut values = vec![None; n];
             for pair in r["values"].as_array().cloned().unwrap_or_default() {
                 let t = pair[0].as_f64().unwrap_or(0.0);
@@ -281,10 +278,7 @@ impl Prom {
         let v = self.api(&format!("/api/v1/query?query={}", encode(expr)), expr)?;
         let mut out = Vec::new();
         for r in v["data"]["result"].as_array().cloned().unwrap_or_default() {
-            let labels = r["metric"]
-                .as_object()
-                .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())).collect())
-                .unwrap_or_default();
+            let labels = labels(&r["metric"]);
             let value = r["value"][1].as_str().and_then(|s| s.parse::<f64>().ok()).unwrap_or(f64::NAN);
             out.push((labels, value));
         }
@@ -387,16 +381,19 @@ fn alerts(port: u16) -> Result<BTreeMap<(String, BTreeMap<String, String>), Stri
         serde_json::from_str(&body).map_err(|e| Error::External(format!("/api/v1/alerts: {e}")))?;
     let mut out = BTreeMap::new();
     for a in v["data"]["alerts"].as_array().cloned().unwrap_or_default() {
-        let labels = a["labels"].as_object().cloned().unwrap_or_default();
-        let name = labels.get("alertname").and_then(|v| v.as_str()).unwrap_or("").to_string();
-        let rest: BTreeMap<String, String> = labels
-            .iter()
-            .filter(|(k, _)| *k != "alertname" && *k != "severity")
-            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-            .collect();
+        let mut rest = labels(&a["labels"]);
+        let name = rest.remove("alertname").unwrap_or_default();
+        rest.remove("severity");
         out.insert((name, rest), a["state"].as_str().unwrap_or("").to_string());
     }
     Ok(out)
+}
+
+/// A JSON object of label names to values (the API's `metric`, an alert's `labels`) as a map.
+fn labels(v: &serde_json::Value) -> BTreeMap<String, String> {
+    v.as_object()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())).collect())
+        .unwrap_or_default()
 }
 
 /// `s` percent-encoded for a query string (everything but the unreserved characters).

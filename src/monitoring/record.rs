@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::alerts::{Alert, DOC_BASE};
+use super::alerts::{quoted, Alert, DOC_BASE};
 use super::prom::{Prom, Transition};
 use crate::error::Result;
 
@@ -27,10 +27,6 @@ pub fn metrics_read(alerts: &[Alert]) -> Vec<String> {
     }
     names.sort();
     names
-}
-
-fn quoted(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
 }
 
 /// A series selector with every label: `name{k="v",…}` (PromQL's escapes).

@@ -197,14 +197,25 @@ fn fired_between(p: &Prom, from: f64, to: f64) -> Vec<String> {
     v.into_iter().collect()
 }
 
-/// Runs every panel's query of the shipped dashboard (its variables as "All") against the live
-/// server and adds to `answered` the panels that returned a series.
+/// The shipped dashboard's queries as Grafana runs them with every variable on All: each as
+/// `title: query` (what `answered` holds) and the query.
+fn dashboard_queries() -> Result<Vec<(String, String)>> {
+    let panels = crate::monitoring::dashboard::panel_queries(crate::monitoring::DASHBOARD).map_err(Error::Harness)?;
+    Ok(panels
+        .into_iter()
+        .map(|(title, expr)| {
+            let expr = crate::monitoring::dashboard::all_selected(&expr);
+            (format!("{title}: {expr}"), expr)
+        })
+        .collect())
+}
+
+/// Runs every dashboard query against the live server and adds to `answered` those that
+/// returned a series.
 fn probe_panels(p: &Prom, answered: &mut std::collections::BTreeSet<String>) {
-    let Ok(panels) = crate::monitoring::dashboard::panel_queries(crate::monitoring::DASHBOARD) else { return };
-    for (title, expr) in panels {
-        let expr = expr.replace("${job}", ".*").replace("$job", ".*").replace("${topic}", ".*").replace("$topic", ".*");
+    for (key, expr) in dashboard_queries().unwrap_or_default() {
         if p.query(&expr).is_ok_and(|r| !r.is_empty()) {
-            answered.insert(format!("{title}: {expr}"));
+            answered.insert(key);
         }
     }
 }
@@ -519,19 +530,16 @@ pub fn prom_scenario(x: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
 
     let Log { windows, answered, seen, .. } = log;
     o.fact("episodes", &seen);
-    let panels = crate::monitoring::dashboard::panel_queries(crate::monitoring::DASHBOARD).map_err(Error::Harness)?;
-    let silent: Vec<String> = panels
-        .iter()
-        .filter(|(t, e)| {
-            let e = e.replace("${job}", ".*").replace("$job", ".*").replace("${topic}", ".*").replace("$topic", ".*");
-            !answered.contains(&format!("{t}: {e}"))
-        })
-        .map(|(t, e)| format!("{t}: {e}"))
-        .collect();
+    let panels = dashboard_queries()?;
+    let silent: Vec<&String> = panels.iter().map(|(key, _)| key).filter(|key| !answered.contains(*key)).collect();
     o.check(
         &format!("every query of the dashboard ({} panels' targets) returned series from this cluster, in steady state or while a condition held", panels.len()),
         silent.is_empty(),
-        if silent.is_empty() { format!("{} answered", answered.len()) } else { format!("no series: {}", silent.join("; ")) },
+        if silent.is_empty() {
+            format!("{} answered", answered.len())
+        } else {
+            format!("no series: {}", silent.iter().map(|k| k.as_str()).collect::<Vec<_>>().join("; "))
+        },
     );
     let pr = prom(x)?;
     o.fact("timeline", pr.timeline());

@@ -74,7 +74,7 @@ fn promtool_check_rules(rules: &str) -> std::process::Output {
 fn as_recording_rules(queries: &[(String, String)]) -> String {
     let mut rules = String::from("groups:\n  - name: okp-dashboard\n    rules:\n");
     for (i, (_, expr)) in queries.iter().enumerate() {
-        let expr = expr.replace("$job", ".*").replace("$topic", ".*");
+        let expr = okp::monitoring::dashboard::all_selected(expr);
         rules += &format!(
             "      - record: okp_dashboard_query_{i}\n        expr: {}\n",
             serde_json::to_string(&expr).unwrap()
