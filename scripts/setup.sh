@@ -97,26 +97,42 @@ fi
 # as the module the Go module proxy publishes it as (what GOTOOLCHAIN does in Go 1.21 and later;
 # checked against the Go checksum database like any module) and builds it instead.
 GO_TOOLCHAIN=go1.22.12
-dash_src="$(cd "$(dirname "$0")" && pwd)/dashboard-check"
-dash_bin="$HOME/.local/share/okp/bin/dashboard-check"
-dash_sum="$(cat "$dash_src/go.mod" "$dash_src/go.sum" "$dash_src/main.go" | sha256sum | cut -d' ' -f1)"
-if [ "$(cat "$dash_bin.sum" 2>/dev/null)" != "$dash_sum" ] || [ ! -x "$dash_bin" ]; then
-  go_bin="$(command -v go || echo /usr/local/go/bin/go)"
-  go_minor="$("$go_bin" env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')"
-  if [ "${go_minor:-0}" -lt 21 ]; then
-    echo "setup: $("$go_bin" env GOVERSION) is too old for dashboard-check; fetching $GO_TOOLCHAIN through the Go module proxy" >&2
-    tc_dir="$(cd / && GOMODCACHE="$HOME/.local/share/okp/go-toolchain" GOFLAGS=-modcacherw "$go_bin" mod download -json \
-      "golang.org/toolchain@v0.0.1-$GO_TOOLCHAIN.$("$go_bin" env GOOS)-$("$go_bin" env GOARCH)" \
-      | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-    # Module zips keep no file modes: the toolchain's programs are made executable again.
-    chmod u+x "$tc_dir/bin/"* "$tc_dir/pkg/tool/"*/*
-    go_bin="$tc_dir/bin/go"
+go_bin=""
+# go_tool NAME SRC PACKAGE: builds PACKAGE (of the module in SRC, pinned by its go.mod and go.sum)
+# into ~/.local/share/okp/bin/NAME, again only when SRC's files change.
+go_tool() {
+  local name=$1 src=$2 pkg=$3
+  local bin="$HOME/.local/share/okp/bin/$name"
+  local sum
+  sum="$(cat "$src"/go.mod "$src"/go.sum "$src"/*.go | sha256sum | cut -d' ' -f1)"
+  if [ "$(cat "$bin.sum" 2>/dev/null)" = "$sum" ] && [ -x "$bin" ]; then
+    return 0
   fi
-  echo "setup: building dashboard-check ($(sed -n 's/^require //p' "$dash_src/go.mod")) into $dash_bin" >&2
-  mkdir -p "$(dirname "$dash_bin")"
-  (cd "$dash_src" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly "$go_bin" build -trimpath -o "$dash_bin" .)
-  echo "$dash_sum" >"$dash_bin.sum"
-fi
+  if [ -z "$go_bin" ]; then
+    go_bin="$(command -v go || echo /usr/local/go/bin/go)"
+    local go_minor
+    go_minor="$("$go_bin" env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')"
+    if [ "${go_minor:-0}" -lt 21 ]; then
+      echo "setup: $("$go_bin" env GOVERSION) is too old for okp's Go tools; fetching $GO_TOOLCHAIN through the Go module proxy" >&2
+      local tc_dir
+      tc_dir="$(cd / && GOMODCACHE="$HOME/.local/share/okp/go-toolchain" GOFLAGS=-modcacherw "$go_bin" mod download -json \
+        "golang.org/toolchain@v0.0.1-$GO_TOOLCHAIN.$("$go_bin" env GOOS)-$("$go_bin" env GOARCH)" \
+        | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+      # Module zips keep no file modes: the toolchain's programs are made executable again.
+      chmod u+x "$tc_dir/bin/"* "$tc_dir/pkg/tool/"*/*
+      go_bin="$tc_dir/bin/go"
+    fi
+  fi
+  echo "setup: building $name ($(sed -n 's/^require \([^(]\)/\1/p' "$src/go.mod")) into $bin" >&2
+  mkdir -p "$(dirname "$bin")"
+  (cd "$src" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly "$go_bin" build -trimpath -o "$bin" "$pkg")
+  echo "$sum" >"$bin.sum"
+}
+scripts_dir="$(cd "$(dirname "$0")" && pwd)"
+go_tool dashboard-check "$scripts_dir/dashboard-check" .
+# toxiproxy-server (scripts/toxiproxy): Shopify's Toxiproxy, the delay of the WAN link between the
+# regions of scenario WAN (src/hosts/wan.rs); the kernel's shapers (tc tbf) give its bandwidth.
+go_tool toxiproxy-server "$scripts_dir/toxiproxy" github.com/Shopify/toxiproxy/v2/cmd/server
 command -v cargo >/dev/null 2>&1 || { echo "setup: cargo is missing; install Rust (rustup or apt-get install cargo)" >&2; exit 2; }
 # rustfmt and clippy: .ci/run checks formatting and lints before the tests.
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then

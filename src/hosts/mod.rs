@@ -21,6 +21,7 @@
 
 pub mod cluster;
 pub(crate) mod netns;
+pub mod wan;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -94,6 +95,8 @@ pub struct Topology {
     /// ssh's ConnectTimeout in the run's templates, seconds (default 5).
     pub connect_timeout: u32,
     hub: String,
+    /// The hosts' regions and the WAN link between them (`wan`); None: one bridge for all.
+    pub regions: Option<wan::Regions>,
     /// Processes started in the hosts (sshd), by host name.
     sshd: BTreeMap<String, Child>,
     torn_down: bool,
@@ -126,6 +129,23 @@ impl Topology {
     /// Makes the hosts `names` (each a hostname: letters, digits, `-`) and the operator host,
     /// each sshd started and answering. On any error, what was made is removed.
     pub fn create(names: &[&str]) -> Result<Topology> {
+        Topology::create_with(names, None)
+    }
+
+    /// As `create`, the hosts in `regions` (each host's region named there; the operator host in
+    /// the first), joined by the WAN link of `regions` (`wan`).
+    pub fn create_in_regions(names: &[&str], regions: wan::Regions) -> Result<Topology> {
+        if regions.names.len() < 2 || regions.names.len() > 3 || names.len() > 39 {
+            return Err(Error::Usage("regions: 2 or 3 of them, at most 39 hosts".into()));
+        }
+        if let Some(h) = names.iter().find(|n| regions.of.get(**n).is_none_or(|r| *r >= regions.names.len())) {
+            return Err(Error::Usage(format!("host {h} is in no region")));
+        }
+        wan::toxiproxy()?;
+        Topology::create_with(names, Some(regions))
+    }
+
+    fn create_with(names: &[&str], regions: Option<wan::Regions>) -> Result<Topology> {
         if names.is_empty() || names.len() > 200 {
             return Err(Error::Usage("a topology has 1 to 200 hosts".into()));
         }
@@ -144,6 +164,7 @@ impl Topology {
             hub: format!("{}hub", prefix(run)),
             dir,
             sshd: BTreeMap::new(),
+            regions,
             torn_down: false,
             connect_timeout: 5,
         };
@@ -159,8 +180,11 @@ impl Topology {
 
     fn build(&mut self) -> Result<()> {
         // The hub namespace was made by `claim` (that is what reserves the run number).
-        run("ip", &["-n", &self.hub, "link", "add", "br0", "type", "bridge"])?;
-        run("ip", &["-n", &self.hub, "link", "set", "br0", "up"])?;
+        let bridges = self.regions.as_ref().map_or(1, |r| r.names.len());
+        for b in 0..bridges {
+            run("ip", &["-n", &self.hub, "link", "add", &format!("br{b}"), "type", "bridge"])?;
+            run("ip", &["-n", &self.hub, "link", "set", &format!("br{b}"), "up"])?;
+        }
         let all: Vec<Host> = std::iter::once(self.ctl.clone()).chain(self.hosts.iter().cloned()).collect();
         let mut etc_hosts = String::from("127.0.0.1 localhost\n");
         for h in &all {
@@ -175,11 +199,15 @@ impl Topology {
                 "ip",
                 &["link", "add", &port, "netns", &self.hub, "type", "veth", "peer", "name", "eth0", "netns", &h.ns],
             )?;
-            run("ip", &["-n", &self.hub, "link", "set", &port, "master", "br0", "up"])?;
+            let bridge = format!("br{}", self.regions.as_ref().map_or(0, |r| r.region_of(&h.name)));
+            run("ip", &["-n", &self.hub, "link", "set", &port, "master", &bridge, "up"])?;
             run("ip", &["-n", &h.ns, "addr", "add", &format!("{}/24", h.addr), "dev", "eth0"])?;
             run("ip", &["-n", &h.ns, "link", "set", "eth0", "up"])?;
             run("ip", &["-n", &h.ns, "link", "set", "lo", "up"])?;
             crate::fsx::write_atomic(&Path::new("/etc/netns").join(&h.ns).join("hosts"), etc_hosts.as_bytes())?;
+        }
+        if let Some(regions) = &self.regions {
+            wan::build(self, regions, &self.hub)?;
         }
         std::fs::create_dir_all("/run/sshd")
             .map_err(|e| Error::io("cannot create /run/sshd (sshd's privilege separation directory)", e))?;

@@ -259,3 +259,73 @@ fn a_killed_run_is_swept_and_a_live_one_is_left_alone() {
     let left = std::process::Command::new("pgrep").args(["-f", &format!("okp-hosts-{run}-")]).output().unwrap();
     assert!(left.stdout.is_empty(), "no process of the run is left: {}", String::from_utf8_lossy(&left.stdout));
 }
+
+/// Two regions, a1 in the first (with the operator host) and b1 in the second, the link given.
+fn two_regions(rtt: &str, bandwidth: &str) -> Topology {
+    let regions = hosts::wan::Regions {
+        names: vec!["a".into(), "b".into()],
+        of: [("a1".to_string(), 0), ("b1".to_string(), 1)].into_iter().collect(),
+        link: hosts::wan::Link::parse(rtt, bandwidth).unwrap(),
+    };
+    Topology::create_in_regions(&["a1", "b1"], regions).unwrap()
+}
+
+#[test]
+fn the_wan_link_has_the_delay_and_rate_it_was_given_and_only_between_regions() {
+    if skip() || hosts::wan::toxiproxy().is_err() {
+        eprintln!("SKIPPED: namespaces or Toxiproxy (scripts/setup.sh builds it) missing");
+        return;
+    }
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let t = two_regions("60ms", "8mbit");
+    let (a1, b1) = (t.host("a1").unwrap().clone(), t.host("b1").unwrap().clone());
+    // Across the link: a known delay of 60 ms is measured as 60 ms and a little more (the
+    // proxies' copies), never less; 1 MB each way at 8 Mbit/s takes about a second.
+    let m = hosts::wan::measure(&b1, &a1, 1 << 20).unwrap();
+    eprintln!("{}", m.show());
+    assert!(m.rtt_ms[0] >= 59.0 && m.rtt_ms[1] < 75.0, "{}", m.show());
+    for mbit in [m.upload_mbit, m.download_mbit] {
+        assert!((5.0..=9.5).contains(&mbit), "{}", m.show());
+    }
+    // Inside a region: no delay (the operator host and a1 share region a's bridge).
+    let local = hosts::wan::measure(&t.ctl, &a1, 1 << 20).unwrap();
+    assert!(local.rtt_ms[1] < 5.0, "{}", local.show());
+    // Only the gateway leads out of a region: with region b's gateway gone, b1 reaches a1's
+    // address no more (the bridges are not joined).
+    let gw = format!("okp-{}-wan1", t.run);
+    let ok = std::process::Command::new("ip").args(["netns", "exec", &gw, "ip", "link", "set", "lan", "down"]).status();
+    assert!(ok.unwrap().success());
+    let reach = hosts::in_netns(&b1.ns, || {
+        std::net::TcpStream::connect_timeout(&format!("{}:22", a1.addr).parse().unwrap(), Duration::from_secs(2))
+    })
+    .unwrap();
+    assert!(reach.is_err(), "b1 reached a1 around the link");
+    // The link goes with the run: every gateway and its Toxiproxy removed.
+    let run = t.run;
+    drop(t);
+    let list =
+        String::from_utf8_lossy(&std::process::Command::new("ip").args(["netns", "list"]).output().unwrap().stdout)
+            .into_owned();
+    assert!(!list.contains(&format!("okp-{run}-")), "{list}");
+    // Each Toxiproxy was started with its config in the run's directory.
+    let left = std::process::Command::new("pgrep").args(["-f", &format!("okp-hosts-{run}-")]).output().unwrap();
+    assert!(left.stdout.is_empty(), "a process of the run is left: {}", String::from_utf8_lossy(&left.stdout));
+}
+
+#[test]
+fn a_killed_run_with_regions_is_swept_with_its_gateways() {
+    if skip() || hosts::wan::toxiproxy().is_err() {
+        eprintln!("SKIPPED: namespaces or Toxiproxy (scripts/setup.sh builds it) missing");
+        return;
+    }
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let t = two_regions("10ms", "50mbit");
+    let run = t.run;
+    std::mem::forget(t);
+    std::fs::write(format!("/run/okp-hosts/{run}"), "1 0\n").unwrap();
+    assert!(hosts::sweep().contains(&run));
+    let list =
+        String::from_utf8_lossy(&std::process::Command::new("ip").args(["netns", "list"]).output().unwrap().stdout)
+            .into_owned();
+    assert!(!list.contains(&format!("okp-{run}-")), "{list}");
+}
