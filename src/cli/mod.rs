@@ -533,6 +533,13 @@ pub struct VerifyArgs {
     /// znodes deleted, brokers to ZooKeeper mode); evidence in DIR/upgrade/<V>-zk-to-kraft-and-back/.
     #[arg(long, requires = "migrate")]
     pub migrate_back: bool,
+    /// Scenario WAN's link between its two regions: the round-trip time (`80ms`, `0.1s`; default
+    /// 50ms) …
+    #[arg(long, value_name = "TIME")]
+    pub wan_rtt: Option<String>,
+    /// … and the bandwidth each way (`50mbit`, `800kbit`; default 20mbit). docs/multi-region.md.
+    #[arg(long, value_name = "RATE")]
+    pub wan_bandwidth: Option<String>,
     /// Run on the release's unpatched jars: the negative control.
     #[arg(long, conflicts_with = "jars")]
     pub upstream: bool,

@@ -225,6 +225,21 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
         return Err(Error::Usage("--lag-ms must be at least 500 and --session-ms at least 1000".into()));
     }
     let monitored = args.prometheus || selected.iter().any(|s| s.id == "PROM");
+    let wan = match (&args.wan_rtt, &args.wan_bandwidth) {
+        (None, None) => None,
+        _ if !selected.iter().any(|s| s.id == "WAN") => {
+            return Err(Error::Usage(
+                "--wan-rtt and --wan-bandwidth shape scenario WAN's link: add --scenarios WAN".into(),
+            ))
+        }
+        (rtt, bw) => {
+            let d = scenarios::wan::DEFAULT_LINK;
+            Some(crate::hosts::wan::Link::parse(
+                rtt.as_deref().unwrap_or(&format!("{}ms", d.rtt_ms)),
+                bw.as_deref().unwrap_or(&format!("{}kbit", d.rate_kbit)),
+            )?)
+        }
+    };
     let opts = crate::verify::Options {
         release,
         mode,
@@ -244,6 +259,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
             upstream_controllers: args.upstream_controllers,
             migrate_back: args.migrate_back,
             prometheus: monitored,
+            wan,
         },
         upgrade_to,
         migrate: args.migrate,

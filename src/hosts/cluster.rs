@@ -38,6 +38,44 @@ pub fn host_names(mode: Mode) -> Vec<&'static str> {
     }
 }
 
+/// The hosts of a cluster in `mode` across two regions (scenario WAN): region a holds the
+/// quorum and brokers 1, 2, 3 and 5; region b broker 4 and a client host (`clientb`, no Kafka).
+pub fn wan_host_names(mode: Mode) -> Vec<&'static str> {
+    let mut v = host_names(mode);
+    v.retain(|h| *h != "b4");
+    v.extend(["b5", "b4", "clientb"]);
+    v
+}
+
+/// How a host cluster is laid out and what its nodes run at the start.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// Host names (`host_names`, `wan_host_names`): `zk`, `cNNN` controllers, `bN` brokers,
+    /// `client…` hosts without Kafka.
+    pub names: Vec<&'static str>,
+    /// The hosts' regions and the link between them; None: one network.
+    pub regions: Option<super::wan::Regions>,
+    /// The bundle installed on the brokers from the start (else they run the release's jars).
+    pub patched_brokers: bool,
+    /// The bundle installed on the KRaft controllers from the start.
+    pub patched_controllers: bool,
+    /// Every node's observer.ids at the start.
+    pub observer_ids: String,
+}
+
+impl Layout {
+    /// Scenario HOSTS's: one network, the controllers patched, the brokers on the release's jars.
+    pub fn hosts(mode: Mode) -> Layout {
+        Layout {
+            names: host_names(mode),
+            regions: None,
+            patched_brokers: false,
+            patched_controllers: true,
+            observer_ids: "4\n".into(),
+        }
+    }
+}
+
 /// The stand-in service manager of a node (broker or KRaft controller), outside its Kafka homes
 /// as a systemd unit is: at each start it runs the home the host's link `current` points to then.
 const SERVICE: &str = "#!/bin/sh
@@ -130,7 +168,8 @@ pub struct HostCluster {
     pub nodes: Vec<HostNode>,
     /// The release's tools, run on the operator host.
     pub tools: Runner,
-    pub bundle: Bundle,
+    /// okp's signed bundle (None: a run on the release's jars, the negative control).
+    pub bundle: Option<Bundle>,
     /// okp's Java client classes (producer and reader of `client.rs`).
     pub client_classes: PathBuf,
     pub cluster_id: Option<String>,
@@ -142,8 +181,23 @@ impl HostCluster {
     /// Makes the hosts, lays out a Kafka home on each (the bundle installed on the quorum's),
     /// starts the cluster and waits until every node is ready. Brokers run the release's jars.
     pub fn up(mode: Mode, rt: Runtime, bundle: Bundle, client_classes: PathBuf, lag_ms: u64) -> Result<HostCluster> {
+        HostCluster::up_with(mode, rt, Some(bundle), client_classes, lag_ms, Layout::hosts(mode))
+    }
+
+    /// As `up`, laid out as `layout` says.
+    pub fn up_with(
+        mode: Mode,
+        rt: Runtime,
+        bundle: Option<Bundle>,
+        client_classes: PathBuf,
+        lag_ms: u64,
+        layout: Layout,
+    ) -> Result<HostCluster> {
         crate::cluster::node::install_interrupt_handler();
-        let topo = Topology::create(&host_names(mode))?;
+        let topo = match layout.regions.clone() {
+            Some(r) => Topology::create_in_regions(&layout.names, r)?,
+            None => Topology::create(&layout.names)?,
+        };
         let (server_log, tool_log) = rt.write_logging(&topo.dir)?;
         let classes = tools::resolve(&rt.class_index()?);
         let scratch = topo.dir.join("tools");
@@ -169,7 +223,7 @@ impl HostCluster {
             cluster_id: None,
             log: Vec::new(),
         };
-        c.configure(&server_log, lag_ms)?;
+        c.configure(&server_log, lag_ms, &layout)?;
         c.start_all()?;
         Ok(c)
     }
@@ -235,7 +289,7 @@ impl HostCluster {
         s
     }
 
-    fn configure(&mut self, server_log: &str, lag_ms: u64) -> Result<()> {
+    fn configure(&mut self, server_log: &str, lag_ms: u64, layout: &Layout) -> Result<()> {
         let server_class = self.tools.class(Tool::Server)?.to_string();
         // The servers' logging flag is each home's (bin/okp-server-env); ZooKeeper's is added below.
         let jvm: Vec<String> = crate::cluster::SERVER_HEAP_GC
@@ -248,7 +302,7 @@ impl HostCluster {
             .map(|id| format!("{id}@{}:{CONTROLLER_PORT}", self.addr(&format!("c{id}"))))
             .collect::<Vec<_>>()
             .join(",");
-        let hosts = self.topo.hosts.clone();
+        let hosts: Vec<Host> = self.topo.hosts.iter().filter(|h| !h.name.starts_with("client")).cloned().collect();
         for h in hosts {
             let data = h.dir.join("data");
             std::fs::create_dir_all(&data).map_err(|e| Error::io(format!("cannot create {}", data.display()), e))?;
@@ -285,6 +339,13 @@ impl HostCluster {
                     data.display(),
                     a = h.addr
                 ));
+                if let Some(r) = &self.topo.regions {
+                    // KIP-392: a consumer of the region's rack may read from a replica there.
+                    props.push_str(&format!(
+                        "broker.rack={}\nreplica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector\n",
+                        r.names[r.region_of(&h.name)]
+                    ));
+                }
                 props.push_str(&format!(
                     "num.partitions=1\ndefault.replication.factor=3\noffsets.topic.replication.factor=3\noffsets.topic.num.partitions=4\ntransaction.state.log.replication.factor=3\ntransaction.state.log.min.isr=2\ntransaction.state.log.num.partitions=4\ngroup.initial.rebalance.delay.ms=0\nauto.leader.rebalance.enable=false\nreplica.lag.time.max.ms={lag_ms}\nreplica.fetch.wait.max.ms=200\nnum.network.threads=2\nnum.io.threads=2\nnum.replica.fetchers=1\nbackground.threads=2\nlog.cleaner.enable=false\ncontrolled.shutdown.enable=true\n"
                 ));
@@ -316,15 +377,18 @@ impl HostCluster {
             argv.push(cfg.display().to_string());
             let argv = Topology::on_host(&h, &argv);
             let env = vec![("KAFKA_OBSERVER_IDS_FILE".to_string(), h.dir.join("observer.ids").display().to_string())];
-            std::fs::write(h.dir.join("observer.ids"), "4\n").map_err(|e| Error::io("cannot write observer.ids", e))?;
+            std::fs::write(h.dir.join("observer.ids"), &layout.observer_ids)
+                .map_err(|e| Error::io("cannot write observer.ids", e))?;
             let port = match role {
                 Role::ZooKeeper => ZK_PORT,
                 Role::Controller => CONTROLLER_PORT,
                 Role::Broker => BROKER_PORT,
             };
             let node = Node::new(&h.name, role, id, port, h.dir.clone(), argv, env);
-            // The quorum runs the bundle from the start; brokers get it from the roll.
-            if role == Role::Controller {
+            // HOSTS: the quorum runs the bundle from the start; brokers get it from the roll.
+            if (role == Role::Controller && layout.patched_controllers)
+                || (role == Role::Broker && layout.patched_brokers)
+            {
                 self.install(&home)?;
             }
             self.nodes.push(HostNode { host: h, node, home });
@@ -335,8 +399,10 @@ impl HostCluster {
     /// `okp install` of the run's bundle into `home`, verified against its key.
     fn install(&mut self, home: &Path) -> Result<()> {
         let h = home.display().to_string();
-        let args = self.bundle.install_args(home);
-        let ran = homes::okp(&self.bundle.okp, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
+        let bundle =
+            self.bundle.as_ref().ok_or_else(|| Error::Usage("this host cluster has no bundle to install".into()))?;
+        let args = bundle.install_args(home);
+        let ran = homes::okp(&bundle.okp, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
         self.note(format!("$ {}\n  exit {}\n  {}", ran.command, ran.rc, ran.stdout.trim().replace('\n', "\n  ")));
         if !ran.ok() {
             return Err(Error::External(format!("okp install into {h} failed (rc {}): {}", ran.rc, ran.stderr.trim())));

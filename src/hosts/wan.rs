@@ -261,7 +261,7 @@ fn start_proxies(t: &Topology, regions: &Regions, r: usize, all: &[Host], tox: &
     let err = log.try_clone().map_err(|e| Error::io("cannot duplicate a log handle", e))?;
     use std::os::unix::process::CommandExt;
     Command::new("ip")
-        .args(["netns", "exec", &gw])
+        .args(["netns", "exec", &gw, "env", "LOG_LEVEL=warn"])
         .arg(tox)
         .args(["-host", "127.0.0.1", "-port", &API_PORT.to_string(), "-config"])
         .arg(&config)

@@ -207,7 +207,11 @@ fn inventory(hc: &HostCluster, okp: &Path) -> String {
     }
     s.push_str(&format!(
         "\n[kafka_brokers:vars]\n{}okp_observer_rejoin_retries=30\nokp_observer_rejoin_delay=2\n",
-        common_vars(hc, okp, &hc.bundle)
+        common_vars(
+            hc,
+            okp,
+            hc.bundle.as_ref().expect("HOSTS's cluster is made with okp's bundle (`HostCluster::up`)")
+        )
     ));
     s
 }

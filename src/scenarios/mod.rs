@@ -21,6 +21,7 @@ mod topic;
 mod topic_watch;
 mod topology;
 pub mod upgrade;
+pub mod wan;
 mod write_path;
 
 use std::collections::BTreeMap;
@@ -86,6 +87,8 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "CREATE", title: "topics created round after round and written from the first moment by librdkafka and Java idempotent acks=all producers: every acked record at its acked offset on every replica, once", gate: false, run: births::create },
     // Opt-in (`--scenarios HOSTS`): its own cluster on separate hosts (network namespaces, sshd), operated over ssh and Ansible.
     Scenario { id: "HOSTS", title: "separate hosts over real ssh: an Ansible roll of the bundle under acks=all writes (a damaged jar on one host rolled back); promote, demote, watch over ssh; a host down, unreachable, frozen, stalled, re-keyed, read-only: each named in bounded time, every observer.ids as before", gate: false, run: hosts::hosts },
+    // Opt-in (`--scenarios WAN`, `--wan-rtt`, `--wan-bandwidth`): its own cluster in two regions behind a WAN link.
+    Scenario { id: "WAN", title: "two regions behind a real WAN link (delay and bandwidth cap, measured): acks=all latency with no remote replica, a remote observer, a remote ISR follower side by side; the high watermark never waits for the observer; its lag under a saturating load drains; KIP-392 keeps a region-b consumer's reads off the link; region b lost unnoticed", gate: false, run: wan::wan },
     Scenario { id: "ROLL", title: "rolling adoption with the shipped bundle: back to the release's jars, okp install one node at a time under acks=all writes, observer named, okp rollback rolling; runs last", gate: false, run: roll::roll },
     // Opt-in and alone (`--migrate`): the ZooKeeper cluster taken to KRaft, left there.
     Scenario { id: "MIGRATE", title: "ZooKeeper → KRaft migration under acks=all writes (controllers in migration mode, brokers to dual-write, brokers to KRaft, finalised, ZooKeeper stopped): the observer never in an ISR it observes nor leading in any phase, the KRaft controller deciding in the dual-write window, nothing lost", gate: false, run: migrate::migrate },
@@ -100,8 +103,9 @@ pub const SCENARIOS: &[Scenario] = &[
 /// depends on it.
 fn typical_seconds(id: &str, mode: Mode) -> u32 {
     // (id, ZooKeeper, KRaft)
-    const TYPICAL: [(&str, u32, u32); 26] = [
+    const TYPICAL: [(&str, u32, u32); 27] = [
         ("PROM", 240, 240),
+        ("WAN", 300, 330),
         ("HOSTS", 300, 330),
         ("MIGRATE", 200, 200),
         ("UPGRADE", 300, 330),
@@ -157,7 +161,7 @@ pub fn lanes(selected: &[&'static Scenario], lanes: usize, mode: Mode) -> Vec<Ve
 /// on separate hosts and takes about five minutes, as long as a whole pair's suite; CREATE needs
 /// confluent-kafka's Python and is sized by `--create-rounds` (a stress run takes thousands);
 /// UPGRADE needs a second release (`--upgrade-to`) and leaves the cluster on it.
-pub const OPT_IN: &[&str] = &["HOSTS", "CREATE", "UPGRADE", "MIGRATE", "PROM"];
+pub const OPT_IN: &[&str] = &["HOSTS", "CREATE", "UPGRADE", "MIGRATE", "PROM", "WAN"];
 
 /// Scenarios whose runs have a page of their own rather than a column of the release × scenario
 /// page: UPGRADE's run is a hop between two releases, MIGRATE's one between two modes
@@ -177,6 +181,7 @@ pub fn unavailable(id: &str) -> Option<String> {
         "HOSTS" => crate::hosts::available().err(),
         "CREATE" => births::unavailable(),
         "PROM" => prom::unavailable(),
+        "WAN" => wan::unavailable(),
         _ => None,
     }
 }
@@ -193,11 +198,13 @@ pub struct Tuning {
     /// Every cluster monitored (`--prometheus`, or PROM selected): the JMX exporter in each node
     /// and a Prometheus server scraping them.
     pub prometheus: bool,
+    /// WAN's link (`--wan-rtt`, `--wan-bandwidth`); None: `wan::DEFAULT_LINK`.
+    pub wan: Option<crate::hosts::wan::Link>,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { create_rounds: 20, upstream_controllers: false, migrate_back: false, prometheus: false }
+        Tuning { create_rounds: 20, upstream_controllers: false, migrate_back: false, prometheus: false, wan: None }
     }
 }
 

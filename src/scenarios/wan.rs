@@ -1,0 +1,625 @@
+//! WAN: the situation observers exist for. A cluster of its own on separate hosts in two regions
+//! (`hosts::wan`): region a holds the quorum and brokers 1, 2, 3, 5; region b broker 4 and a
+//! client host; every connection between them crosses a link with a real delay (Toxiproxy) and a
+//! bandwidth cap (tc tbf), measured at the start.
+//!
+//! Three topics side by side, acks=all, min.insync.replicas 2, RF 4: (a) `wa` on 1, 2, 3, 5 (no
+//! remote replica; `wa2` likewise, the A/A control), (b) `wb` on 1, 2, 3, 4 with 4 an observer,
+//! (c) `wc` on 1, 2, 3, 4 with 4 a full replica (`topic:wc observers=none`). Then:
+//!
+//! 1. Fixed rate, the four at once: p50/p99/p999 of each (ProducerPerformance); (b) within (a)'s
+//!    band, (c) at least one round trip slower. The leader's high watermark sampled against the
+//!    observer's log end: it runs ahead of the observer (it never waits for it).
+//! 2. Saturating rate (1.5 × the link), one topic at a time: (a) and (b) alike, (b)'s observer
+//!    lagging (records, bytes, seconds) and draining after the load stops; (c) slowed until its
+//!    remote follower leaves the ISR.
+//! 3. KIP-392: a consumer in region b reads `wb` with `client.rack=b` and without: the bytes
+//!    the link carried toward b in each read.
+//! 4. Region b lost (broker 4 killed): (b)'s latency as before.
+//!
+//! On the release's own jars (`--upstream`, the negative control) the "observer" is an ISR
+//! follower: (b) waits like (c).
+//!
+//! Not here (yet): region a lost with the observer promoted over the link, the watchdog across
+//! it, MirrorMaker 2 as a control group (docs/multi-region.md says what is measured).
+
+use std::time::{Duration, Instant};
+
+use super::{round, Ctx, Flavor, ScenarioResult};
+use crate::cluster::tools::{parse_perf, Tool};
+use crate::error::{Error, Result};
+use crate::hosts;
+use crate::hosts::cluster::{HostCluster, Layout};
+use crate::hosts::wan::{Link, Regions};
+use crate::wire::{Probe, DEBUGGING};
+
+/// The link a run gets without `--wan-rtt` / `--wan-bandwidth`.
+pub const DEFAULT_LINK: Link = Link { rtt_ms: 50, rate_kbit: 20_000 };
+const RECORD: u64 = 1000;
+/// Below what one producer gets through a remote ISR follower (acks=all requests of one
+/// connection are answered in order: about one 16 KiB batch per round trip), so (c)'s latency is
+/// its round trip, not a queue.
+const FIXED_RATE: u64 = 50;
+const FIXED_SECONDS: u64 = 60;
+const SATURATE_SECONDS: u64 = 20;
+
+/// Why WAN cannot run here, if it cannot.
+pub fn unavailable() -> Option<String> {
+    hosts::available().err().or_else(|| hosts::wan::toxiproxy().err().map(|e| e.to_string()))
+}
+
+pub fn wan(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
+    if let Some(why) = unavailable() {
+        return Err(Error::External(format!("WAN needs namespaces and Toxiproxy: {why}")));
+    }
+    let link = ctx.tuning.wan.unwrap_or(DEFAULT_LINK);
+    let patched = ctx.flavor == Flavor::Patched;
+    let bundle = if patched {
+        Some(ctx.c.bundle.clone().ok_or_else(|| Error::Usage("WAN installs okp's bundle: this run has none".into()))?)
+    } else {
+        None
+    };
+    let classes = ctx.c.okp_client_classes()?;
+    let names = hosts::cluster::wan_host_names(ctx.c.mode);
+    let regions = Regions {
+        names: vec!["a".into(), "b".into()],
+        of: names.iter().map(|n| (n.to_string(), usize::from(*n == "b4" || *n == "clientb"))).collect(),
+        link,
+    };
+    let layout = Layout {
+        names,
+        regions: Some(regions),
+        patched_brokers: patched,
+        patched_controllers: patched,
+        observer_ids: "4\ntopic:wc observers=none\n".into(),
+    };
+    o.fact("link_given", link);
+    o.fact("patched", patched);
+    let t0 = Instant::now();
+    let mut hc = HostCluster::up_with(ctx.c.mode, ctx.c.rt.clone(), bundle, classes, ctx.c.timers.lag_ms, layout)?;
+    o.fact("cluster_up_seconds", round(t0.elapsed().as_secs_f64()));
+    let (ctl, clientb) = (hc.topo.ctl.clone(), hc.topo.host("clientb")?.clone());
+    // The link as measured: 1 s of its rate each way, at least 256 KiB.
+    let bytes = (link.rate_kbit * 1000 / 8).clamp(256 << 10, 16 << 20);
+    let m = hosts::wan::measure(&clientb, &ctl, bytes)?;
+    ctx.c.journal.note(&format!("link given: {}\nlink measured: {}", link.show(), m.show()));
+    o.check(
+        "the link measured: its round trip at least the delay given, its throughput at most the rate given",
+        m.rtt_ms[0] >= f64::from(link.rtt_ms) - 0.5
+            && m.upload_mbit <= link.rate_kbit as f64 / 1000.0 * 1.05
+            && m.download_mbit <= link.rate_kbit as f64 / 1000.0 * 1.05,
+        m.show(),
+    );
+    o.fact("link_measured", &m);
+    let journal_dir = ctx.c.journal.dir().to_path_buf();
+    let journal = &mut ctx.c.journal;
+    let ns = ctl.ns.clone();
+    let r = hosts::in_netns(&ns, || {
+        let mut x = Wan { hc: &mut hc, o, note: &mut |s: &str| journal.note(s), patched, rtt: m.rtt_ms[0], link };
+        x.run(&journal_dir)
+    })?;
+    let log = std::mem::take(&mut hc.log);
+    ctx.c.journal.note(&log.join("\n"));
+    let run = hc.topo.run;
+    let dir = hc.topo.dir.clone();
+    hc.down();
+    o.check(
+        "every namespace (gateways included), process and file of the regions removed",
+        !dir.exists()
+            && !String::from_utf8_lossy(
+                &std::process::Command::new("ip")
+                    .args(["netns", "list"])
+                    .output()
+                    .map(|o| o.stdout)
+                    .unwrap_or_default(),
+            )
+            .contains(&format!("okp-{run}-")),
+        format!("run {run} gone"),
+    );
+    r
+}
+
+struct Wan<'a> {
+    hc: &'a mut HostCluster,
+    o: &'a mut ScenarioResult,
+    note: &'a mut dyn FnMut(&str),
+    patched: bool,
+    /// The measured round trip, ms.
+    rtt: f64,
+    link: Link,
+}
+
+/// One ProducerPerformance run's summary.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+struct Lat {
+    /// It sent every record (else it was stopped at twice its time).
+    complete: bool,
+    records: u64,
+    mean_ms: f64,
+    records_per_sec: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    p999_ms: f64,
+    max_ms: f64,
+}
+
+/// One sample of a topic's partition 0: the leader's high watermark and log end, broker 4's log end.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    t: f64,
+    hw: i64,
+    leader_end: i64,
+    remote_end: i64,
+}
+
+impl Wan<'_> {
+    fn run(&mut self, dir: &std::path::Path) -> Result<()> {
+        for (t, a) in [("wa", "1:2:3:5"), ("wa2", "2:3:5:1"), ("wb", "1:2:3:4"), ("wc", "1:2:3:4")] {
+            self.hc.create_topic(t, a, &["min.insync.replicas=2", "unclean.leader.election.enable=true"])?;
+        }
+        for t in ["wa", "wa2", "wb", "wc"] {
+            let (s, secs) = self.hc.wait_state(t, Duration::from_secs(60), |s| s.leader.is_some() && s.isr.len() >= 3);
+            (self.note)(&format!("{t}: {} after {secs:.1} s", s.map(|s| s.show()).unwrap_or("no leader".into())));
+        }
+        // (c)'s remote follower joins the ISR once it has caught up across the link.
+        let (c, _) = self.hc.wait_state("wc", Duration::from_secs(60), |s| s.in_isr(4));
+        let (b, _) = self.hc.wait_state("wb", Duration::from_secs(10), |s| s.isr.len() == 3);
+        let b_out = b.as_ref().is_some_and(|s| !s.in_isr(4));
+        self.o.check(
+            if self.patched {
+                "(b) the observer 4 is not in wb's ISR"
+            } else {
+                "(b) upstream: 4 is in wb's ISR like any follower"
+            },
+            if self.patched { b_out } else { !b_out && self.hc.state("wb").is_some_and(|s| s.in_isr(4)) },
+            self.hc.state("wb").map(|s| s.show()).unwrap_or_default(),
+        );
+        self.o.check(
+            "(c) 4 is in wc's ISR (a full replica by its rule)",
+            c.is_some(),
+            self.hc.state("wc").map(|s| s.show()).unwrap_or_default(),
+        );
+        // Warm-up: the JITs, the first segments, the producers' metadata.
+        self.perf_all(&["wa", "wa2", "wb", "wc"], FIXED_RATE, 5)?;
+        self.fixed(dir)?;
+        self.saturating(dir)?;
+        self.rack_local()?;
+        self.region_b_lost()?;
+        Ok(())
+    }
+
+    /// ProducerPerformance on each of `topics` at once, `rate` records/s for `secs` seconds each.
+    /// One that cannot keep the rate is stopped at twice its time and judged by the windows it
+    /// printed (records, throughput, mean and max latency; its percentiles unknown, 0).
+    fn perf_all(&mut self, topics: &[&str], rate: u64, secs: u64) -> Result<Vec<Lat>> {
+        let boot = self.hc.bootstrap();
+        let mut running = Vec::new();
+        for t in topics {
+            let args: Vec<String> = [
+                "--topic",
+                t,
+                "--num-records",
+                &(rate * secs).to_string(),
+                "--throughput",
+                &rate.to_string(),
+                "--record-size",
+                &RECORD.to_string(),
+                "--producer-props",
+                &format!("bootstrap.servers={boot}"),
+                "acks=all",
+                "linger.ms=0",
+                "enable.idempotence=false",
+                "request.timeout.ms=30000",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            running.push(self.hc.tools.spawn(Tool::Perf, &args, None)?);
+        }
+        let mut out = Vec::new();
+        for (t, r) in topics.iter().zip(running) {
+            let done = r.finish(Duration::from_secs(secs * 2 + 30));
+            let p = parse_perf(&done.stdout).unwrap_or_else(|| windows(&done.stdout));
+            if p.records == 0 {
+                return Err(Error::External(format!(
+                    "ProducerPerformance on {t} gave no summary (rc {}): {}",
+                    done.rc,
+                    done.stderr.lines().last().unwrap_or("")
+                )));
+            }
+            out.push(Lat {
+                complete: done.rc == 0,
+                mean_ms: p.avg_ms,
+                records: p.records,
+                records_per_sec: p.records_per_sec,
+                p50_ms: p.p50_ms,
+                p99_ms: p.p99_ms,
+                p999_ms: p.p999_ms,
+                max_ms: p.max_ms,
+            });
+        }
+        Ok(out)
+    }
+
+    fn addr(&self, broker: i32) -> String {
+        self.hc.node(broker).map(|n| format!("{}:{}", n.host.addr, hosts::cluster::BROKER_PORT)).unwrap_or_default()
+    }
+
+    /// Samples `topic` every 250 ms while `busy` runs (and `after` seconds more, or until broker 4
+    /// has the leader's log end when `until_caught_up`).
+    fn sampled<T>(
+        &mut self,
+        topic: &str,
+        after: Duration,
+        until_caught_up: bool,
+        busy: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<(T, Vec<Sample>)> {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (leader, remote, topic_s) = (self.addr(1), self.addr(4), topic.to_string());
+        let flag = stop.clone();
+        let t0 = Instant::now();
+        let sampler = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let (mut l, mut r) = (Probe::connect_to(&leader), Probe::connect_to(&remote));
+            let key = (topic_s.clone(), 0);
+            let mut stopped_at: Option<Instant> = None;
+            loop {
+                if flag.load(std::sync::atomic::Ordering::Relaxed) && stopped_at.is_none() {
+                    stopped_at = Some(Instant::now());
+                }
+                if l.is_none() {
+                    l = Probe::connect_to(&leader);
+                }
+                if r.is_none() {
+                    r = Probe::connect_to(&remote);
+                }
+                let t = t0.elapsed().as_secs_f64();
+                // The high watermark first: broker 4's log end, read after it, is at least what
+                // it was then if 4 is in the ISR.
+                let hw = l.as_mut().and_then(|p| p.high_watermark(&topic_s, 0));
+                let end = l.as_mut().and_then(|p| p.latest_offsets(DEBUGGING, std::slice::from_ref(&key)));
+                let remote_end = r.as_mut().and_then(|p| p.latest_offsets(DEBUGGING, std::slice::from_ref(&key)));
+                match (hw, end.and_then(|m| m.get(&key).cloned()), remote_end.and_then(|m| m.get(&key).cloned())) {
+                    (Some(hw), Some(Ok(le)), Some(Ok(re))) => {
+                        out.push(Sample { t, hw, leader_end: le, remote_end: re });
+                        if let Some(s) = stopped_at {
+                            let caught_up = re >= le;
+                            if (until_caught_up && caught_up && s.elapsed() >= Duration::from_secs(1))
+                                || s.elapsed() >= after
+                            {
+                                break;
+                            }
+                        }
+                    }
+                    (hw, _, rem) => {
+                        if hw.is_none() {
+                            l = None;
+                        }
+                        if rem.is_none() {
+                            r = None;
+                        }
+                        if stopped_at.is_some_and(|s| s.elapsed() >= after) {
+                            break;
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            out
+        });
+        let r = busy(self);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let samples = sampler.join().unwrap_or_default();
+        Ok((r?, samples))
+    }
+
+    fn fixed(&mut self, dir: &std::path::Path) -> Result<()> {
+        let (lat, samples) = self.sampled("wb", Duration::ZERO, false, |x| {
+            x.perf_all(&["wa", "wa2", "wb", "wc"], FIXED_RATE, FIXED_SECONDS)
+        })?;
+        let (a, a2, b, c) = (lat[0], lat[1], lat[2], lat[3]);
+        for (case, l) in [("a", a), ("a2", a2), ("b", b), ("c", c)] {
+            self.o.fact(&format!("fixed_{case}"), l);
+        }
+        let table = format!(
+            "fixed rate {FIXED_RATE} records/s of {RECORD} bytes for {FIXED_SECONDS} s, the four at once; link {} (measured RTT {:.1} ms)\n\
+             case                         p50 ms   p99 ms  p99.9 ms\n\
+             (a)  wa, no remote replica   {:>6.1}   {:>6.1}   {:>6.1}\n\
+             (a2) wa2, the A/A control    {:>6.1}   {:>6.1}   {:>6.1}\n\
+             (b)  wb, remote observer     {:>6.1}   {:>6.1}   {:>6.1}\n\
+             (c)  wc, remote ISR follower {:>6.1}   {:>6.1}   {:>6.1}",
+            self.link.show(),
+            self.rtt,
+            a.p50_ms,
+            a.p99_ms,
+            a.p999_ms,
+            a2.p50_ms,
+            a2.p99_ms,
+            a2.p999_ms,
+            b.p50_ms,
+            b.p99_ms,
+            b.p999_ms,
+            c.p50_ms,
+            c.p99_ms,
+            c.p999_ms
+        );
+        (self.note)(&table);
+        // The A/A band: how far two identical cases land apart on this machine.
+        let band = (a.p50_ms - a2.p50_ms).abs().max(2.0);
+        let (lo, hi) = (a.p50_ms.min(a2.p50_ms), a.p50_ms.max(a2.p50_ms));
+        self.o.fact("aa_band_p50_ms", round(band));
+        self.o.fact("fixed_b_within_aa_band", b.p50_ms <= hi + band);
+        self.o.check(
+            "(c) the remote ISR follower costs at least one round trip at p50",
+            c.p50_ms >= hi + 0.8 * self.rtt,
+            format!(
+                "(c) p50 {:.1} ms, (a)/(a2) p50 {:.1}/{:.1} ms, RTT {:.1} ms",
+                c.p50_ms, a.p50_ms, a2.p50_ms, self.rtt
+            ),
+        );
+        if self.patched {
+            self.o.check(
+                "(b) the remote observer within (a)'s band at p50 (less than half a round trip above it)",
+                b.p50_ms <= hi + 0.5 * self.rtt,
+                format!("(b) p50 {:.1} ms, (a)/(a2) {lo:.1}–{hi:.1} ms, RTT {:.1} ms", b.p50_ms, self.rtt),
+            );
+        } else {
+            self.o.check(
+                "upstream (negative control): (b)'s \"observer\" waits like an ISR follower, a round trip at p50",
+                b.p50_ms >= hi + 0.8 * self.rtt,
+                format!("(b) p50 {:.1} ms, (a)/(a2) {lo:.1}–{hi:.1} ms, RTT {:.1} ms", b.p50_ms, self.rtt),
+            );
+        }
+        let ahead = samples.iter().filter(|s| s.hw > s.remote_end).count();
+        let detail = format!(
+            "{} samples of wb at 4 Hz: the high watermark above broker 4's log end in {ahead}; by up to {} records",
+            samples.len(),
+            samples.iter().map(|s| s.hw - s.remote_end).max().unwrap_or(0)
+        );
+        if self.patched {
+            self.o.check(
+                "(b) the high watermark runs ahead of the observer (it never waits for it)",
+                samples.len() >= 20 && ahead * 2 >= samples.len(),
+                detail,
+            );
+        } else {
+            self.o.check(
+                "upstream: the high watermark never above broker 4's log end (it waits for it)",
+                samples.len() >= 20 && ahead == 0,
+                detail,
+            );
+        }
+        write_timeline(&dir.join("WAN-fixed-wb.csv"), &samples)?;
+        Ok(())
+    }
+
+    fn saturating(&mut self, dir: &std::path::Path) -> Result<()> {
+        // 1.5 × the link in records/s: the link cannot carry what (b) and (c) are written at.
+        let rate = (self.link.rate_kbit * 1000 / 8 * 3 / 2 / RECORD).max(100);
+        self.o.fact("saturating_records_per_sec", rate);
+        let a = self.perf_all(&["wa"], rate, SATURATE_SECONDS)?[0];
+        let (b, samples) = self
+            .sampled("wb", Duration::from_secs(180), true, |x| Ok(x.perf_all(&["wb"], rate, SATURATE_SECONDS)?[0]))?;
+        write_timeline(&dir.join("WAN-saturating-wb.csv"), &samples)?;
+        let c = self.perf_all(&["wc"], rate, SATURATE_SECONDS)?[0];
+        let wc = self.hc.state("wc");
+        for (case, l) in [("a", a), ("b", b), ("c", c)] {
+            self.o.fact(&format!("saturating_{case}"), l);
+        }
+        let lag_records = samples.iter().map(|s| s.leader_end - s.remote_end).max().unwrap_or(0);
+        let lag_seconds = lag_seconds(&samples);
+        let load_end = samples.iter().rev().find(|s| s.leader_end > s.remote_end).map(|s| s.t);
+        let last_growth = samples.windows(2).rev().find(|w| w[1].leader_end > w[0].leader_end).map(|w| w[1].t);
+        let drain = match (load_end, last_growth) {
+            (Some(caught), Some(stopped)) => round((caught - stopped).max(0.0)),
+            _ => 0.0,
+        };
+        let caught_up = samples.last().is_some_and(|s| s.remote_end >= s.leader_end);
+        self.o.fact("saturating_observer_lag_max_records", lag_records);
+        self.o.fact("saturating_observer_lag_max_bytes", lag_records as u64 * RECORD);
+        self.o.fact("saturating_observer_lag_max_seconds", round(lag_seconds));
+        self.o.fact("saturating_drain_seconds_after_load", drain);
+        (self.note)(&format!(
+            "saturating {rate} records/s of {RECORD} bytes ({:.1} Mbit/s) for {SATURATE_SECONDS} s, one topic at a time:\n\
+             (a) p50 {:.1} / p99 {:.1} / p99.9 {:.1} ms, {:.0} records/s\n\
+             (b) p50 {:.1} / p99 {:.1} / p99.9 {:.1} ms, {:.0} records/s; observer behind by up to {lag_records} records (~{} bytes), {:.1} s; caught up {drain:.1} s after the load stopped\n\
+             (c) p50 {:.1} / p99 {:.1} / p99.9 {:.1} ms, {:.0} records/s; wc after it: {}",
+            rate as f64 * RECORD as f64 * 8.0 / 1e6,
+            a.p50_ms, a.p99_ms, a.p999_ms, a.records_per_sec,
+            b.p50_ms, b.p99_ms, b.p999_ms, b.records_per_sec,
+            lag_records as u64 * RECORD, lag_seconds,
+            c.p50_ms, c.p99_ms, c.p999_ms, c.records_per_sec,
+            wc.map(|s| s.show()).unwrap_or_default()
+        ));
+        if self.patched {
+            self.o.check(
+                "(b) saturating: the observer falls behind the link's rate and catches up after the load",
+                lag_records > 0 && caught_up,
+                format!(
+                    "behind by up to {lag_records} records ({lag_seconds:.1} s); caught up {drain:.1} s after the load"
+                ),
+            );
+            self.o.check(
+                "(b) saturating: the producer keeps (a)'s throughput (within 10 %); (c)'s is what the round trip lets through",
+                b.complete && b.records_per_sec >= 0.9 * a.records_per_sec,
+                format!(
+                    "records/s: (a) {:.0}, (b) {:.0}, (c) {:.0}{}",
+                    a.records_per_sec,
+                    b.records_per_sec,
+                    c.records_per_sec,
+                    if c.complete { "" } else { " (stopped at twice its time)" }
+                ),
+            );
+            self.o.check(
+                "(b) saturating: acks=all p50 within a round trip of (a)'s at the same rate",
+                b.p50_ms <= a.p50_ms + self.rtt,
+                format!("(b) p50 {:.1} ms, (a) {:.1} ms, RTT {:.1} ms", b.p50_ms, a.p50_ms, self.rtt),
+            );
+        }
+        Ok(())
+    }
+
+    /// KIP-392 in region b: bytes the link carried toward b while a consumer there read `wb`.
+    fn rack_local(&mut self) -> Result<()> {
+        let regions = self.hc.topo.regions.as_ref().map_or(2, |r| r.names.len());
+        let run = self.hc.topo.run;
+        let clientb = self.hc.topo.host("clientb")?.clone();
+        let end = {
+            let mut p =
+                Probe::connect_to(&self.addr(1)).ok_or_else(|| Error::External("broker 1 does not answer".into()))?;
+            p.high_watermark("wb", 0).unwrap_or(0)
+        };
+        let mut bytes = Vec::new();
+        for rack in ["b", ""] {
+            let before = hosts::wan::link_bytes(run, regions).get("0->1").copied().unwrap_or(0);
+            let mut args: Vec<String> = [
+                "--bootstrap-server",
+                &self.hc.bootstrap(),
+                "--topic",
+                "wb",
+                "--from-beginning",
+                "--max-messages",
+                &end.to_string(),
+                "--timeout-ms",
+                "30000",
+                "--consumer-property",
+                "fetch.max.bytes=10485760",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            if !rack.is_empty() {
+                args.extend(["--consumer-property".into(), format!("client.rack={rack}")]);
+            }
+            let t0 = Instant::now();
+            let tools = &mut self.hc.tools;
+            let out = hosts::in_netns(&clientb.ns, || -> Result<_> {
+                let r = tools.spawn(Tool::Consumer, &args, None)?;
+                Ok(r.finish(Duration::from_secs(300)))
+            })??;
+            let secs = t0.elapsed().as_secs_f64();
+            let after = hosts::wan::link_bytes(run, regions).get("0->1").copied().unwrap_or(0);
+            let read = out.stdout.lines().count();
+            bytes.push((rack, after.saturating_sub(before), read, secs));
+        }
+        let show = |r: &str| if r.is_empty() { "no client.rack".to_string() } else { format!("client.rack={r}") };
+        let lines: Vec<String> = bytes
+            .iter()
+            .map(|(r, b, n, s)| {
+                format!("{}: {n} records read in {s:.1} s, {b} bytes crossed the link toward b", show(r))
+            })
+            .collect();
+        (self.note)(&format!("KIP-392, a consumer in region b reading wb (0 to {end}):\n  {}", lines.join("\n  ")));
+        self.o.fact("kip392_link_bytes_rack_b", bytes[0].1);
+        self.o.fact("kip392_link_bytes_no_rack", bytes[1].1);
+        self.o.fact("kip392_records", end);
+        self.o.check(
+            "KIP-392: the consumer of rack b reads every record and the link carries a tenth or less of what it carries without the rack",
+            bytes[0].2 as i64 >= end && bytes[1].2 as i64 >= end && bytes[0].1 * 10 <= bytes[1].1,
+            lines.join("; "),
+        );
+        Ok(())
+    }
+
+    /// Region b lost: broker 4 killed; (a) and (b) at the fixed rate again.
+    fn region_b_lost(&mut self) -> Result<()> {
+        self.hc.stop(4)?;
+        let lat = self.perf_all(&["wa", "wb"], FIXED_RATE, 20)?;
+        let (a, b) = (lat[0], lat[1]);
+        self.o.fact("region_b_lost_a", a);
+        self.o.fact("region_b_lost_b", b);
+        let before = self.o.facts.get("fixed_b").and_then(|v| v["p50_ms"].as_f64()).unwrap_or(0.0);
+        (self.note)(&format!(
+            "region b lost (broker 4 stopped): (a) p50 {:.1} / p99 {:.1} ms; (b) p50 {:.1} / p99 {:.1} ms (with it: p50 {before:.1} ms)",
+            a.p50_ms, a.p99_ms, b.p50_ms, b.p99_ms
+        ));
+        if self.patched {
+            self.o.check(
+                "region b lost: (b) writes go on at (a)'s latency (within half a round trip)",
+                b.records >= FIXED_RATE * 20 && b.p50_ms <= a.p50_ms + 0.5 * self.rtt,
+                format!("(b) p50 {:.1} ms, (a) {:.1} ms, {} records", b.p50_ms, a.p50_ms, b.records),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// ProducerPerformance's windows (`N records sent, R records/sec (…), A ms avg latency, M ms max
+/// latency.`, every 5 s) summed, for a run stopped before its summary.
+fn windows(stdout: &str) -> crate::cluster::tools::PerfSummary {
+    let mut p = crate::cluster::tools::PerfSummary::default();
+    let (mut weighted, mut secs) = (0.0, 0.0);
+    for l in stdout.lines().filter(|l| l.contains("records sent") && !l.contains("50th")) {
+        let num = |tag: &str| -> Option<f64> {
+            let at = l.find(tag)?;
+            l[..at].trim_end().rsplit([' ', ',', '(']).find(|s| !s.is_empty())?.parse().ok()
+        };
+        let (Some(n), Some(rate), Some(avg), Some(max)) =
+            (num("records sent"), num("records/sec"), num("ms avg latency"), num("ms max latency"))
+        else {
+            continue;
+        };
+        p.records += n as u64;
+        weighted += n * avg;
+        secs += if rate > 0.0 { n / rate } else { 0.0 };
+        p.max_ms = p.max_ms.max(max);
+    }
+    if p.records > 0 {
+        p.avg_ms = weighted / p.records as f64;
+        p.records_per_sec = p.records as f64 / secs.max(1e-9);
+    }
+    p
+}
+
+/// The longest time broker 4 missed records the leader had: for each sample, how long ago the
+/// leader first had more than 4 has now.
+fn lag_seconds(samples: &[Sample]) -> f64 {
+    let mut worst: f64 = 0.0;
+    for s in samples {
+        if s.remote_end >= s.leader_end {
+            continue;
+        }
+        if let Some(first) = samples.iter().find(|p| p.leader_end > s.remote_end) {
+            worst = worst.max(s.t - first.t);
+        }
+    }
+    worst
+}
+
+fn write_timeline(path: &std::path::Path, samples: &[Sample]) -> Result<()> {
+    let mut s = String::from("seconds,high_watermark,leader_log_end,broker4_log_end\n");
+    for x in samples {
+        s.push_str(&format!("{:.2},{},{},{}\n", x.t, x.hw, x.leader_end, x.remote_end));
+    }
+    crate::fsx::write_atomic(path, s.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(t: f64, leader_end: i64, remote_end: i64) -> Sample {
+        Sample { t, hw: leader_end, leader_end, remote_end }
+    }
+
+    #[test]
+    fn a_stopped_runs_windows_are_summed() {
+        let out = "1000 records sent, 200.0 records/sec (0.19 MB/sec), 10.0 ms avg latency, 50.0 ms max latency.\n\
+                   500 records sent, 100.0 records/sec (0.10 MB/sec), 40.0 ms avg latency, 90.0 ms max latency.\n";
+        let p = windows(out);
+        assert_eq!(p.records, 1500);
+        assert_eq!(p.avg_ms, 20.0);
+        assert_eq!(p.max_ms, 90.0);
+        assert_eq!(p.records_per_sec, 150.0);
+        assert_eq!(windows("nothing").records, 0);
+    }
+
+    #[test]
+    fn lag_in_seconds_is_how_long_the_newest_missing_record_has_waited() {
+        // The leader gets 10 at 1 s, 20 at 2 s; 4 has 10 at 2 s, 20 at 3.5 s.
+        let v = vec![s(0.0, 0, 0), s(1.0, 10, 0), s(2.0, 20, 10), s(3.0, 20, 15), s(3.5, 20, 20)];
+        // At 2 s 4 misses records the leader had since 2 s (0 s); at 3 s since 2 s (1 s); at 1 s: since 1 s.
+        assert_eq!(lag_seconds(&v), 1.0);
+        assert_eq!(lag_seconds(&[s(0.0, 5, 5)]), 0.0);
+    }
+}
