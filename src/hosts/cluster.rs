@@ -580,6 +580,12 @@ impl HostCluster {
         Ok(())
     }
 
+    /// kill -9 of node `id` and its service (no shutdown: a host lost).
+    pub fn kill9(&mut self, id: i32) -> Result<()> {
+        self.node_mut(id)?.node.kill9();
+        Ok(())
+    }
+
     /// Starts node `id` again and waits until it is ready.
     pub fn start(&mut self, id: i32) -> Result<f64> {
         let marker = self.ready_marker(self.node(id)?.node.role);

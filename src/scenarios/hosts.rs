@@ -144,7 +144,7 @@ fn run(
 }
 
 /// Every node's observer.ids, read here (the hosts share this machine's file system).
-fn files(hc: &HostCluster) -> Vec<(String, String)> {
+pub(super) fn files(hc: &HostCluster) -> Vec<(String, String)> {
     hc.kafka_nodes()
         .iter()
         .map(|n| {
@@ -576,7 +576,13 @@ fn upgrade(
 }
 
 /// `okp observers SUB ARGS --nodes … --transport command …` on the operator host.
-fn observers(hc: &HostCluster, sub: &[&str], nodes: &Path, timeout_s: u64) -> Result<(i32, String, String, f64)> {
+/// `okp observers SUB…` on the operator host over ssh to the hosts: (exit, stdout, stderr, seconds).
+pub(super) fn observers(
+    hc: &HostCluster,
+    sub: &[&str],
+    nodes: &Path,
+    timeout_s: u64,
+) -> Result<(i32, String, String, f64)> {
     let okp = okp_path()?;
     let t = &hc.topo;
     let mut cmd = t.on_ctl(&okp.display().to_string());
