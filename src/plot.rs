@@ -210,7 +210,8 @@ impl Mask {
         let mut glyphs = Vec::new();
         let mut caret = 0.0f32;
         let mut prev = None;
-        for c in text.chars() {
+        // Labels come from okp's own code; the cap only keeps a runaway string from a huge mask.
+        for c in text.chars().take(300) {
             let id = scaled.glyph_id(c);
             if let Some(p) = prev {
                 caret += scaled.kern(p, id);
@@ -420,6 +421,8 @@ fn render<'f>(chart: &Chart, font: Option<&'f FontVec>) -> Canvas<'f> {
         c.text(label, (WIDTH as f64 - 14.0, (area.t + area.b) / 2.0), 13.0, (1.0, 0.5), true, INK);
     }
 
+    // A value on the axes' edge (a peak at the top tick) keeps its whole stroke.
+    let lines = Rect { l: area.l - 2.0, t: area.t - 2.0, r: area.r + 2.0, b: area.b + 2.0 };
     for (i, s) in chart.series.iter().enumerate() {
         let scale = if s.right_axis { &y2 } else { &y };
         let at = |p: &(f64, f64)| {
@@ -430,9 +433,9 @@ fn render<'f>(chart: &Chart, font: Option<&'f FontVec>) -> Canvas<'f> {
         for (k, p) in pts.iter().enumerate() {
             let Some(p) = *p else { continue };
             match pts.get(k + 1).copied().flatten() {
-                Some(q) => c.line(p, q, colour(i), 2.0, area),
+                Some(q) => c.line(p, q, colour(i), 2.0, lines),
                 // A point with no drawn neighbour would be invisible: mark it.
-                None if k == 0 || pts[k - 1].is_none() => c.line(p, p, colour(i), 6.0, area),
+                None if k == 0 || pts[k - 1].is_none() => c.line(p, p, colour(i), 6.0, lines),
                 None => {}
             }
         }
@@ -533,6 +536,15 @@ mod tests {
             assert!(n > 200, "series {i}: {n} pixels of {colour:?}");
         }
         assert!(count(&px, w, PLOT, |p| p == COLOURS[2]) == 0, "no third series, no third colour");
+        // Both series peak at their own axis' top tick (14 ms, 2.5 s): the lag is drawn on the right axis.
+        let top_right = Rect { l: 760.0, t: 58.0, r: 822.0, b: 68.0 };
+        for colour in &COLOURS[..2] {
+            assert!(count(&px, w, top_right, |p| p == *colour) > 0, "{colour:?} reaches the top right");
+        }
+        // x is logarithmic: 5000 sits at log(5000/870)/log(23000/870) = 53% of the width (x = 475),
+        // where p99 is 6.5 of 14 ms (y = 263); a linear x would put it at x = 221.
+        let kink = Rect { l: 470.0, t: 258.0, r: 480.0, b: 268.0 };
+        assert!(count(&px, w, kink, |p| p == COLOURS[0]) > 0, "the p99 line passes (475, 263)");
         if font().is_some() {
             let title = Rect { l: 0.0, t: 0.0, r: WIDTH as f64, b: 30.0 };
             let dark = count(&px, w, title, |p| p.iter().all(|&c| c < 100));
