@@ -25,6 +25,8 @@ pub struct Series {
     pub right_axis: bool,
 }
 
+/// A line chart: its words, its series, and whether x is logarithmic. The right axis is drawn when
+/// `y2_label` is set or a series is on it; both value axes start at zero unless a value is negative.
 #[derive(Clone, Debug, Default)]
 pub struct Chart {
     pub title: String,
