@@ -3,8 +3,9 @@
 //!
 //! - foundations: `error` (outcomes, exit codes), `out` (stdout, messages),
 //!   `fsx` (atomic writes), `hash`, `jvm` (the one class-file reader, the
-//!   JDK's tools, class-data-sharing archives), `schema` (the versioned
-//!   records okp writes), `version`
+//!   JDK's tools, class-data-sharing archives), `plot` (line charts as PNG
+//!   for the scenarios' evidence), `schema` (the versioned records okp
+//!   writes), `version`
 //! - data: `model` (versions.yaml, anchors.yaml), `patchset` (edits.yaml and
 //!   our own sources, in layers)
 //! - upstream sources: `maven`, `source` (directory, git, release jars),
@@ -29,6 +30,7 @@ pub mod fsx;
 pub mod hash;
 pub mod jvm;
 pub mod out;
+pub mod plot;
 pub mod schema;
 pub mod version;
 

@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// The stages, bottom to top, as docs/architecture.md draws them.
 const STAGES: &[(&str, &[&str])] = &[
-    ("foundations", &["error", "escape", "out", "fsx", "hash", "jvm", "schema", "version"]),
+    ("foundations", &["error", "escape", "out", "fsx", "hash", "jvm", "plot", "schema", "version"]),
     ("data", &["model", "patchset"]),
     ("upstream sources", &["maven", "source", "workspace"]),
     ("anchors and edits", &["anchor", "check", "report", "apply", "tx", "gitwt", "patch"]),
