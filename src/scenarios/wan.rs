@@ -42,6 +42,9 @@ const RECORD: u64 = 1000;
 const FIXED_RATE: u64 = 50;
 const FIXED_SECONDS: u64 = 60;
 const SATURATE_SECONDS: u64 = 20;
+/// Broker 4 counts as caught up within this many records of the leader's log end (the 50/s
+/// probe beside a load keeps writing while it is sampled: a few records are always in flight).
+const CAUGHT_UP: i64 = 10;
 
 /// Why WAN cannot run here, if it cannot.
 pub fn unavailable() -> Option<String> {
@@ -95,7 +98,15 @@ pub fn wan(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     let journal = &mut ctx.c.journal;
     let ns = ctl.ns.clone();
     let r = hosts::in_netns(&ns, || {
-        let mut x = Wan { hc: &mut hc, o, note: &mut |s: &str| journal.note(s), patched, rtt: m.rtt_ms[0], link };
+        let mut x = Wan {
+            hc: &mut hc,
+            o,
+            note: &mut |s: &str| journal.note(s),
+            patched,
+            rtt: m.rtt_ms[0],
+            link,
+            load_end: 0.0,
+        };
         x.run(&journal_dir)
     })?;
     let log = std::mem::take(&mut hc.log);
@@ -127,6 +138,8 @@ struct Wan<'a> {
     /// The measured round trip, ms.
     rtt: f64,
     link: Link,
+    /// When the last sampled load ended, seconds after its sampling began.
+    load_end: f64,
 }
 
 /// One ProducerPerformance run's summary.
@@ -154,7 +167,8 @@ struct Sample {
 
 impl Wan<'_> {
     fn run(&mut self, dir: &std::path::Path) -> Result<()> {
-        for (t, a) in [("wa", "1:2:3:5"), ("wa2", "2:3:5:1"), ("wb", "1:2:3:4"), ("wc", "1:2:3:4"), ("wc1", "1:2:3:4")] {
+        for (t, a) in [("wa", "1:2:3:5"), ("wa2", "2:3:5:1"), ("wb", "1:2:3:4"), ("wc", "1:2:3:4"), ("wc1", "1:2:3:4")]
+        {
             self.hc.create_topic(t, a, &["min.insync.replicas=2", "unclean.leader.election.enable=true"])?;
         }
         // Region a lost leaves one copy: the disaster-recovery topic accepts writes with one.
@@ -260,10 +274,38 @@ impl Wan<'_> {
         until_caught_up: bool,
         busy: impl FnOnce(&mut Self) -> Result<T>,
     ) -> Result<(T, Vec<Sample>)> {
+        self.sampled_from(Instant::now(), topic, after, until_caught_up, busy)
+    }
+
+    /// `sampled`, with a probe beside the load: okp's acks=all producer writing `topic` 50 times
+    /// a second, each acknowledgement's latency kept. Returns the probe's p99 per second too.
+    #[allow(clippy::type_complexity)]
+    fn probed<T>(
+        &mut self,
+        topic: &str,
+        after: Duration,
+        until_caught_up: bool,
+        busy: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<(T, Vec<Sample>, Vec<(f64, f64)>)> {
+        let t0 = Instant::now();
+        let probe = self.hc.producer(topic, &format!("probe-{topic}"), 20)?;
+        let r = self.sampled_from(t0, topic, after, until_caught_up, busy);
+        let (lines, _) = probe.stop(Duration::from_secs(60));
+        let (r, samples) = r?;
+        Ok((r, samples, p99_per_second(&lines)))
+    }
+
+    fn sampled_from<T>(
+        &mut self,
+        t0: Instant,
+        topic: &str,
+        after: Duration,
+        until_caught_up: bool,
+        busy: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<(T, Vec<Sample>)> {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (leader, remote, topic_s) = (self.addr(1), self.addr(4), topic.to_string());
         let flag = stop.clone();
-        let t0 = Instant::now();
         let sampler = std::thread::spawn(move || {
             let mut out = Vec::new();
             let (mut l, mut r) = (Probe::connect_to(&leader), Probe::connect_to(&remote));
@@ -289,7 +331,7 @@ impl Wan<'_> {
                     (Some(hw), Some(Ok(le)), Some(Ok(re))) => {
                         out.push(Sample { t, hw, leader_end: le, remote_end: re });
                         if let Some(s) = stopped_at {
-                            let caught_up = re >= le;
+                            let caught_up = le - re <= CAUGHT_UP;
                             if (until_caught_up && caught_up && s.elapsed() >= Duration::from_secs(1))
                                 || s.elapsed() >= after
                             {
@@ -314,6 +356,7 @@ impl Wan<'_> {
             out
         });
         let r = busy(self);
+        self.load_end = t0.elapsed().as_secs_f64();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let samples = sampler.join().unwrap_or_default();
         Ok((r?, samples))
@@ -408,23 +451,54 @@ impl Wan<'_> {
         let rate = (self.link.rate_kbit * 1000 / 8 * 3 / 2 / RECORD).max(100);
         self.o.fact("saturating_records_per_sec", rate);
         let a = self.perf_all(&["wa"], rate, SATURATE_SECONDS)?[0];
-        let (b, samples) = self
-            .sampled("wb", Duration::from_secs(180), true, |x| Ok(x.perf_all(&["wb"], rate, SATURATE_SECONDS)?[0]))?;
+        let (b, samples, b_p99) =
+            self.probed("wb", Duration::from_secs(180), true, |x| Ok(x.perf_all(&["wb"], rate, SATURATE_SECONDS)?[0]))?;
+        let load_end = self.load_end;
         write_timeline(&dir.join("WAN-saturating-wb.csv"), &samples)?;
-        let c = self.perf_all(&["wc"], rate, SATURATE_SECONDS)?[0];
+        let (c, c_samples, c_p99) =
+            self.probed("wc", Duration::ZERO, false, |x| Ok(x.perf_all(&["wc"], rate, SATURATE_SECONDS)?[0]))?;
+        write_timeline(&dir.join("WAN-saturating-wc.csv"), &c_samples)?;
+        let mbit = rate as f64 * RECORD as f64 * 8.0 / 1e6;
+        for (file, case, p99, samples) in [
+            ("WAN-saturating-wb.png", "(b) wb, broker 4 an observer", &b_p99, &samples),
+            ("WAN-saturating-wc.png", "(c) wc, broker 4 an ISR follower", &c_p99, &c_samples),
+        ] {
+            crate::plot::write_png(
+                &dir.join(file),
+                &crate::plot::Chart {
+                    title: format!("{case}: {mbit:.0} Mbit/s written over a {} link", self.link.show()),
+                    x_label: "seconds".into(),
+                    y_label: "acks=all p99 of a 50/s probe (ms)".into(),
+                    y2_label: Some("broker 4 behind the leader (s)".into()),
+                    series: vec![
+                        crate::plot::Series {
+                            name: "probe p99 per second".into(),
+                            points: p99.clone(),
+                            right_axis: false,
+                        },
+                        crate::plot::Series {
+                            name: "broker 4's lag".into(),
+                            points: lag_series(samples),
+                            right_axis: true,
+                        },
+                    ],
+                    log_x: false,
+                },
+            )?;
+        }
+        let peak = |v: &[(f64, f64)]| v.iter().map(|p| p.1).fold(0.0_f64, f64::max);
+        self.o.fact("saturating_probe_p99_peak_ms_b", round(peak(&b_p99)));
+        self.o.fact("saturating_probe_p99_peak_ms_c", round(peak(&c_p99)));
         let wc = self.hc.state("wc");
         for (case, l) in [("a", a), ("b", b), ("c", c)] {
             self.o.fact(&format!("saturating_{case}"), l);
         }
         let lag_records = samples.iter().map(|s| s.leader_end - s.remote_end).max().unwrap_or(0);
         let lag_seconds = lag_seconds(&samples);
-        let load_end = samples.iter().rev().find(|s| s.leader_end > s.remote_end).map(|s| s.t);
-        let last_growth = samples.windows(2).rev().find(|w| w[1].leader_end > w[0].leader_end).map(|w| w[1].t);
-        let drain = match (load_end, last_growth) {
-            (Some(caught), Some(stopped)) => round((caught - stopped).max(0.0)),
-            _ => 0.0,
-        };
-        let caught_up = samples.last().is_some_and(|s| s.remote_end >= s.leader_end);
+        // Caught up: the first sample after the load within CAUGHT_UP records of the leader.
+        let caught = samples.iter().find(|s| s.t >= load_end && s.leader_end - s.remote_end <= CAUGHT_UP);
+        let drain = caught.map_or(-1.0, |s| round(s.t - load_end));
+        let caught_up = caught.is_some();
         self.o.fact("saturating_observer_lag_max_records", lag_records);
         self.o.fact("saturating_observer_lag_max_bytes", lag_records as u64 * RECORD);
         self.o.fact("saturating_observer_lag_max_seconds", round(lag_seconds));
@@ -433,12 +507,12 @@ impl Wan<'_> {
             "saturating {rate} records/s of {RECORD} bytes ({:.1} Mbit/s) for {SATURATE_SECONDS} s, one topic at a time:\n\
              (a) p50 {:.1} / p99 {:.1} / p99.9 {:.1} ms, {:.0} records/s\n\
              (b) p50 {:.1} / p99 {:.1} / p99.9 {:.1} ms, {:.0} records/s; observer behind by up to {lag_records} records (~{} bytes), {:.1} s; caught up {drain:.1} s after the load stopped\n\
-             (c) p50 {:.1} / p99 {:.1} / p99.9 {:.1} ms, {:.0} records/s; wc after it: {}",
+             (c) p50 {:.1} / p99 {:.1} / p99.9 {:.1} ms (0: stopped before its summary), mean {:.1} ms, {:.0} records/s; wc after it: {}",
             rate as f64 * RECORD as f64 * 8.0 / 1e6,
             a.p50_ms, a.p99_ms, a.p999_ms, a.records_per_sec,
             b.p50_ms, b.p99_ms, b.p999_ms, b.records_per_sec,
             lag_records as u64 * RECORD, lag_seconds,
-            c.p50_ms, c.p99_ms, c.p999_ms, c.records_per_sec,
+            c.p50_ms, c.p99_ms, c.p999_ms, c.mean_ms, c.records_per_sec,
             wc.map(|s| s.show()).unwrap_or_default()
         ));
         if self.patched {
@@ -722,19 +796,46 @@ fn windows(stdout: &str) -> crate::cluster::tools::PerfSummary {
     p
 }
 
-/// The longest time broker 4 missed records the leader had: for each sample, how long ago the
-/// leader first had more than 4 has now.
+/// How long broker 4 has been missing records the leader had, at each sample: how long ago the
+/// leader first had more than 4 has now (0 when it has all).
+fn lag_series(samples: &[Sample]) -> Vec<(f64, f64)> {
+    samples
+        .iter()
+        .map(|s| {
+            let lag = if s.remote_end >= s.leader_end {
+                0.0
+            } else {
+                samples.iter().find(|p| p.leader_end > s.remote_end).map_or(0.0, |first| s.t - first.t)
+            };
+            (s.t, lag)
+        })
+        .collect()
+}
+
+/// The longest time broker 4 missed records the leader had.
 fn lag_seconds(samples: &[Sample]) -> f64 {
-    let mut worst: f64 = 0.0;
-    for s in samples {
-        if s.remote_end >= s.leader_end {
-            continue;
-        }
-        if let Some(first) = samples.iter().find(|p| p.leader_end > s.remote_end) {
-            worst = worst.max(s.t - first.t);
+    lag_series(samples).iter().map(|p| p.1).fold(0.0, f64::max)
+}
+
+/// The p99 of a probe's acknowledgement latencies (`ack … MICROS`), per second of its run.
+fn p99_per_second(lines: &[crate::cluster::client::Line]) -> Vec<(f64, f64)> {
+    let mut by_second: std::collections::BTreeMap<u64, Vec<f64>> = std::collections::BTreeMap::new();
+    for l in lines {
+        let f: Vec<&str> = l.text.split('\t').collect();
+        if f.first() == Some(&"ack") && f.len() >= 6 {
+            if let Ok(us) = f[5].parse::<f64>() {
+                by_second.entry(l.t_ms / 1000).or_default().push(us / 1000.0);
+            }
         }
     }
-    worst
+    by_second
+        .into_iter()
+        .map(|(sec, mut v)| {
+            v.sort_by(f64::total_cmp);
+            let i = ((v.len() as f64 * 0.99).ceil() as usize).clamp(1, v.len()) - 1;
+            (sec as f64 + 0.5, v[i])
+        })
+        .collect()
 }
 
 fn write_timeline(path: &std::path::Path, samples: &[Sample]) -> Result<()> {
@@ -751,6 +852,15 @@ mod tests {
 
     fn s(t: f64, leader_end: i64, remote_end: i64) -> Sample {
         Sample { t, hw: leader_end, leader_end, remote_end }
+    }
+
+    #[test]
+    fn a_probes_p99_is_taken_per_second() {
+        let line = |t_ms: u64, us: u64| crate::cluster::client::Line { t_ms, text: format!("ack\t1\tv\t0\t5\t{us}") };
+        let mut lines: Vec<_> = (0..100).map(|i| line(100 + i, 1000 + i * 10)).collect();
+        lines.push(line(1500, 7000));
+        lines.push(crate::cluster::client::Line { t_ms: 1600, text: "err\t2\tv\tTimeout".into() });
+        assert_eq!(p99_per_second(&lines), vec![(0.5, 1.98), (1.5, 7.0)]);
     }
 
     #[test]
