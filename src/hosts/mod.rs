@@ -141,7 +141,9 @@ impl Topology {
         if let Some(h) = names.iter().find(|n| regions.of.get(**n).is_none_or(|r| *r >= regions.names.len())) {
             return Err(Error::Usage(format!("host {h} is in no region")));
         }
-        wan::toxiproxy()?;
+        if regions.toxiproxy.is_none() {
+            wan::toxiproxy()?;
+        }
         Topology::create_with(names, Some(regions))
     }
 

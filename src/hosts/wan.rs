@@ -102,6 +102,8 @@ pub struct Regions {
     /// Host name → region index.
     pub of: BTreeMap<String, usize>,
     pub link: Link,
+    /// Toxiproxy's server to run (None: `toxiproxy()`'s).
+    pub toxiproxy: Option<std::path::PathBuf>,
 }
 
 impl Regions {
@@ -143,7 +145,10 @@ fn pairs(n: usize) -> Vec<(usize, usize, usize)> {
 pub(super) fn build(t: &Topology, regions: &Regions, hub: &str) -> Result<()> {
     let all: Vec<Host> = std::iter::once(t.ctl.clone()).chain(t.hosts.iter().cloned()).collect();
     let n = regions.names.len();
-    let tox = toxiproxy()?;
+    let tox = match &regions.toxiproxy {
+        Some(p) => p.clone(),
+        None => toxiproxy()?,
+    };
     for r in 0..n {
         let gw = gateway(t.run, r);
         run("ip", &["netns", "add", &gw])?;
@@ -214,7 +219,7 @@ pub(super) fn build(t: &Topology, regions: &Regions, hub: &str) -> Result<()> {
     Ok(())
 }
 
-/// Toxiproxy's server as scripts/setup.sh builds it (or on PATH).
+/// Toxiproxy's server as scripts/setup.sh builds it, else on PATH.
 pub fn toxiproxy() -> Result<std::path::PathBuf> {
     let built = std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/share/okp/bin/toxiproxy-server"));
     let on_path = std::env::var_os("PATH")
@@ -260,7 +265,7 @@ fn start_proxies(t: &Topology, regions: &Regions, r: usize, all: &[Host], tox: &
         std::fs::File::create(dir.join("toxiproxy.log")).map_err(|e| Error::io("cannot create toxiproxy.log", e))?;
     let err = log.try_clone().map_err(|e| Error::io("cannot duplicate a log handle", e))?;
     use std::os::unix::process::CommandExt;
-    Command::new("ip")
+    let mut child = Command::new("ip")
         .args(["netns", "exec", &gw, "env", "LOG_LEVEL=warn"])
         .arg(tox)
         .args(["-host", "127.0.0.1", "-port", &API_PORT.to_string(), "-config"])
@@ -276,13 +281,21 @@ fn start_proxies(t: &Topology, regions: &Regions, r: usize, all: &[Host], tox: &
     netns::in_netns(&gw, || -> Result<()> {
         let t0 = Instant::now();
         loop {
+            let log = || crate::fsx::read::lossy_text(&dir.join("toxiproxy.log"), crate::fsx::read::MAX_LOG);
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(Error::External(format!(
+                    "Toxiproxy ({}) in {gw} ended ({status}) before serving its proxies; its log:\n{}",
+                    tox.display(),
+                    log()
+                )));
+            }
             match api(Method::Get, "/proxies", None) {
                 Ok((200, body)) if proxies_up(&body) == proxies.len() => break,
                 _ if t0.elapsed() > Duration::from_secs(20) => {
                     return Err(Error::External(format!(
                         "Toxiproxy in {gw} did not serve its {} proxies within 20 s; its log:\n{}",
                         proxies.len(),
-                        crate::fsx::read::lossy_text(&dir.join("toxiproxy.log"), crate::fsx::read::MAX_LOG)
+                        log()
                     )))
                 }
                 _ => std::thread::sleep(Duration::from_millis(100)),

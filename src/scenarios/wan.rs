@@ -15,13 +15,15 @@
 //!    remote follower leaves the ISR.
 //! 3. KIP-392: a consumer in region b reads `wb` with `client.rack=b` and without: the bytes
 //!    the link carried toward b in each read.
-//! 4. Region b lost (broker 4 killed): (b)'s latency as before.
+//! 4. Region b lost (broker 4 stopped): (b)'s latency as before.
+//! 5. Region a lost (brokers 1, 2, 3, 5 killed at once, the quorum kept): the watchdog over ssh
+//!    across the link promotes 4, an unclean election makes it leader of `wd`, writes resume; the
+//!    acked records 4 lacks (its lag at the loss) are counted.
 //!
 //! On the release's own jars (`--upstream`, the negative control) the "observer" is an ISR
 //! follower: (b) waits like (c).
 //!
-//! Not here (yet): region a lost with the observer promoted over the link, the watchdog across
-//! it, MirrorMaker 2 as a control group (docs/multi-region.md says what is measured).
+//! Not here: MirrorMaker 2 as a control group (docs/multi-region.md).
 
 use std::time::{Duration, Instant};
 
@@ -68,6 +70,7 @@ pub fn wan(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         names: vec!["a".into(), "b".into()],
         of: names.iter().map(|n| (n.to_string(), usize::from(*n == "b4" || *n == "clientb"))).collect(),
         link,
+        toxiproxy: None,
     };
     let layout = Layout {
         names,

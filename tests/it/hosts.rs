@@ -266,6 +266,7 @@ fn two_regions(rtt: &str, bandwidth: &str) -> Topology {
         names: vec!["a".into(), "b".into()],
         of: [("a1".to_string(), 0), ("b1".to_string(), 1)].into_iter().collect(),
         link: hosts::wan::Link::parse(rtt, bandwidth).unwrap(),
+        toxiproxy: None,
     };
     Topology::create_in_regions(&["a1", "b1"], regions).unwrap()
 }
@@ -328,4 +329,51 @@ fn a_killed_run_with_regions_is_swept_with_its_gateways() {
         String::from_utf8_lossy(&std::process::Command::new("ip").args(["netns", "list"]).output().unwrap().stdout)
             .into_owned();
     assert!(!list.contains(&format!("okp-{run}-")), "{list}");
+}
+
+#[test]
+fn a_link_that_cannot_start_leaves_nothing_behind_and_says_why() {
+    if skip() {
+        return;
+    }
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("toxiproxy-server");
+    std::fs::write(&broken, "#!/bin/sh\necho 'listen tcp: address already in use' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&broken, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let regions = hosts::wan::Regions {
+        names: vec!["a".into(), "b".into()],
+        of: [("a1".to_string(), 0), ("b1".to_string(), 1)].into_iter().collect(),
+        link: hosts::wan::Link::parse("10ms", "10mbit").unwrap(),
+        toxiproxy: Some(broken),
+    };
+    let t0 = Instant::now();
+    let err = Topology::create_in_regions(&["a1", "b1"], regions)
+        .err()
+        .expect("a link whose proxy dies is an error")
+        .to_string();
+    assert!(err.contains("Toxiproxy") && err.contains("address already in use"), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(15), "told at once, not after the API's 20 s: {:?}", t0.elapsed());
+    // No run of this process is left (other processes' runs may come and go meanwhile).
+    let mine = std::fs::read_dir("/run/okp-hosts")
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().parse::<u8>().is_ok())
+                .filter(|e| {
+                    std::fs::read_to_string(e.path())
+                        .is_ok_and(|t| t.split_whitespace().next() == Some(&std::process::id().to_string()))
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(mine, 0, "a run of this process is left in /run/okp-hosts");
+    // A host in no region is refused before anything is made.
+    let regions = hosts::wan::Regions {
+        names: vec!["a".into(), "b".into()],
+        of: [("a1".to_string(), 0)].into_iter().collect(),
+        link: hosts::wan::Link::parse("10ms", "10mbit").unwrap(),
+        toxiproxy: None,
+    };
+    let err = Topology::create_in_regions(&["a1", "b1"], regions).err().unwrap().to_string();
+    assert!(err.contains("host b1 is in no region"), "{err}");
 }
