@@ -435,7 +435,9 @@ impl Wan<'_> {
         if self.patched {
             self.o.check(
                 "(b) the high watermark runs ahead of the observer (it never waits for it)",
-                samples.len() >= 20 && ahead * 2 >= samples.len(),
+                // One sample with the high watermark above 4's log end is impossible while 4 is in
+                // the ISR; several, at a rate where 4 is a round trip behind, show it is the rule.
+                samples.len() >= 20 && ahead >= 5,
                 detail,
             );
         } else {
