@@ -85,6 +85,10 @@ fn merge(ws: &Workspace, args: &VerifyArgs) -> Result<Outcome> {
     if upgrades.is_dir() {
         crate::verify::upgrades::write_page(&upgrades)?;
     }
+    let wan = args.evidence.join(crate::verify::wan_page::DIR);
+    if wan.is_dir() {
+        crate::verify::wan_page::write_page(&wan)?;
+    }
     note(format!("verify --merge: wrote {}", args.evidence.join("VERIFY.md").display()));
     Ok(Outcome::Done)
 }

@@ -427,6 +427,7 @@ impl Wan<'_> {
             );
         }
         let ahead = samples.iter().filter(|s| s.hw > s.remote_end).count();
+        self.o.fact("fixed_hw_above_observer", [ahead, samples.len()]);
         let detail = format!(
             "{} samples of wb at 4 Hz: the high watermark above broker 4's log end in {ahead}; by up to {} records",
             samples.len(),

@@ -15,7 +15,8 @@
 //! - `publish`: the run's files staged, then moved into the evidence directory (a partial run
 //!   under `partial/`), then the pages written again;
 //! - `matrix`: VERIFY.md over every run, with the proof and unit columns;
-//! - `upgrades`: the page of the UPGRADE runs (`--upgrade-to`), evidence/upgrade/UPGRADE.md.
+//! - `upgrades`: the page of the UPGRADE runs (`--upgrade-to`), evidence/upgrade/UPGRADE.md;
+//! - `wan_page`: the page of the runs of scenario WAN alone, evidence/wan/WAN.md.
 //!
 //! `unit` (`okp unit-tests`) shares the jars stage and adds the unit column.
 //!
@@ -32,6 +33,7 @@ pub mod render;
 pub mod run;
 pub mod unit_record;
 pub mod upgrades;
+pub mod wan_page;
 
 use std::path::PathBuf;
 

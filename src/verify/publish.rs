@@ -62,6 +62,18 @@ pub fn write_upgrade_evidence(staging: &Path, evidence: &Path, name: &str) -> Re
     Ok(dest)
 }
 
+/// Publishes a run of scenario WAN alone as `evidence/wan/<name>` and writes that directory's
+/// page over every WAN run in it (`wan_page::write_page`).
+pub fn write_wan_evidence(staging: &Path, evidence: &Path, name: &str) -> Result<PathBuf> {
+    static PAGE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = PAGE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = evidence.join(super::wan_page::DIR);
+    let dest = dir.join(name);
+    publish(staging, &dest)?;
+    super::wan_page::write_page(&dir)?;
+    Ok(dest)
+}
+
 /// Replaces `dest` with `staging` as one rename (the old run goes only once the new one is complete).
 pub(crate) fn publish(staging: &Path, dest: &Path) -> Result<()> {
     let parent = dest.parent().unwrap_or(Path::new("."));

@@ -128,6 +128,9 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
     let ids: Vec<&str> = opts.scenarios.iter().map(|s| s.id).collect();
     let dest = if !opts.upgrade_to.is_empty() || opts.migrate {
         publish::write_upgrade_evidence(&staging, &opts.evidence, &name)?
+    } else if ids == ["WAN"] {
+        let link = opts.tuning.wan.unwrap_or(scenarios::wan::DEFAULT_LINK);
+        publish::write_wan_evidence(&staging, &opts.evidence, &super::wan_page::dir_name(&name, link))?
     } else {
         write_evidence(
             &staging,
