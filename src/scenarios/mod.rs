@@ -165,8 +165,8 @@ pub const OPT_IN: &[&str] = &["HOSTS", "CREATE", "UPGRADE", "MIGRATE", "PROM", "
 
 /// Scenarios whose runs have a page of their own rather than a column of the release × scenario
 /// page: UPGRADE's run is a hop between two releases, MIGRATE's one between two modes
-/// (evidence/upgrade/UPGRADE.md).
-pub const OWN_PAGE: &[&str] = &["UPGRADE", "MIGRATE"];
+/// (evidence/upgrade/UPGRADE.md), WAN's a release over a given link (evidence/wan/WAN.md).
+pub const OWN_PAGE: &[&str] = &["UPGRADE", "MIGRATE", "WAN"];
 
 /// The suite a run of `flavor` takes when `--scenarios` names none: every scenario but the
 /// opt-in ones (an upstream run: the gates only). What "the whole suite" means in the evidence.
