@@ -20,7 +20,9 @@ import java.util.TreeSet;
  * <p>The rule index: on every case, and on generated rule sets of up to 300 rules of the three kinds
  * ({@link #indexAgainstScan}), each registry's {@code TopicRules.resolve} (the exact-name map, the
  * prefix trie, the per-topic regex decision) must pick the very rule its {@code resolveLinear},
- * the scan it replaced, picks, asked once and again (the second answer comes from the decision).
+ * the scan it replaced, picks, asked once and again (the second answer comes from the decision),
+ * and so must the rules of an edit that kept those decisions (the regexes unchanged) or must not
+ * (a regex added).
  *
  * <p>{@code java ... ObserverIdsDifferential CASES} prints every disagreement (the first 20 in
  * full) and ends with "N passed, M failed, 0 skipped"; exit 0 only when nothing differs.
@@ -250,8 +252,9 @@ public final class ObserverIdsDifferential {
         return out;
     }
 
-    // Whether both registries' index picks the rule their scan picks for each topic, asked twice.
-    // A file either refuses is not asked (its verdict is checked above).
+    // Whether both registries' index picks the rule their scan picks for each topic, asked twice,
+    // and again after two edits (keepDecisionsOf). A file either refuses is not asked (its verdict
+    // is checked above).
     static boolean indexAgrees(String text, String[] topics) {
         ObserverReplicas.TopicRules java;
         kafka.observer.ObserverIdCache.TopicRules scala;
@@ -261,6 +264,32 @@ public final class ObserverIdsDifferential {
         } catch (Exception e) {
             return true;
         }
+        if (!sameRules(java, scala, topics)) {
+            return false;
+        }
+        // An edit that keeps the regexes keeps the decisions just made; one that adds a regex
+        // (first, so it changes which regex is first for names starting with z) must not.
+        for (String added : new String[] {"topic:zz-kept-9.q observers=7\n", "regex:z.* observers=8\n"}) {
+            ObserverReplicas.TopicRules javaNext;
+            kafka.observer.ObserverIdCache.TopicRules scalaNext;
+            try {
+                javaNext = ObserverReplicas.parseFile(added + text).rules;
+                scalaNext = kafka.observer.ObserverIdCache$.MODULE$.parseFile(added + text)._2();
+            } catch (Exception e) {
+                return false;
+            }
+            javaNext.keepDecisionsOf(java);
+            scalaNext.keepDecisionsOf(scala);
+            if (!sameRules(javaNext, scalaNext, topics)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // resolve picks the rule resolveLinear picks, in both registries, asked twice.
+    private static boolean sameRules(ObserverReplicas.TopicRules java, kafka.observer.ObserverIdCache.TopicRules scala,
+                                     String[] topics) {
         for (int round = 0; round < 2; round++) {
             for (String t : topics) {
                 if (java.resolve(t) != java.resolveLinear(t)) {

@@ -130,6 +130,10 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
   // one whose compareAndSet wins publishes and logs, so an event is logged once.
   private[this] val snapshot = new AtomicReference[Snapshot](null)
 
+  // The text of the last good read and what it parsed to: a re-read of the same text (every 5 s
+  // while nobody edits the file) is not parsed again. Written whole, read once.
+  @volatile private[this] var lastParsed: (String, (Set[Int], TopicRules)) = null
+
   // Broker id -> broker.rack (None: the broker has none) as this node has seen them; immutable,
   // replaced whole on a change, which is rare (a broker's first registration, a rack changed).
   private[this] val racks = new AtomicReference[Map[Int, Option[String]]](Map.empty)
@@ -192,9 +196,19 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
       try {
         val bytes = Files.readAllBytes(Paths.get(path))
         // Ids are ASCII; ISO-8859-1 turns each other byte into one char of an ignored token.
-        val (ids, parsed) = parseFile(new String(bytes, StandardCharsets.ISO_8859_1))
-        // The same rules as before keep their regex decisions (TopicRules.decided): only an edit of
-        // the rules makes every topic pay the regex scan again.
+        val text = new String(bytes, StandardCharsets.ISO_8859_1)
+        val last = lastParsed
+        val (ids, parsed) =
+          if (last != null && last._1 == text) last._2
+          else {
+            val fresh = parseFile(text)
+            fresh._2.keepDecisionsOf(if (seen == null) null else seen.rules)
+            lastParsed = (text, fresh)
+            fresh
+          }
+        // The same rules as before are kept whole (their trie, their regex decisions); new rules
+        // with the same regexes keep the decisions (keepDecisionsOf): only an edit of a regex rule
+        // makes every topic pay the regex scan again.
         val rules = if (seen != null && seen.rules.shown == parsed.shown) seen.rules else parsed
         new Snapshot(seen, ids, rules, racks.get, "file:" + path, null, null, true, now)
       } catch {
@@ -319,9 +333,6 @@ private[observer] object ObserverIdCache {
 
   private final class Resolved(val observers: Set[Int], val namesRack: Boolean)
 
-  // A decision that no regex matches (TopicRules.decided), never a rule's list.
-  private val NoRule = Spec(Set.empty, Set.empty)
-
   /** The prefix rules as a trie: the node at the end of a prefix holds its list. */
   private final class PrefixNode {
     private var spec: Spec = null
@@ -367,9 +378,8 @@ private[observer] object ObserverIdCache {
    *
    * [[resolve]] costs the same whatever the number of rules: the exact name by a hash map, the
    * longest prefix by a walk down a trie of the prefixes (one step per character of the name), and
-   * the first regex by a decision kept per topic name, made once for these rules: a topic pays the
-   * scan of every regex the first time it is asked about after the rules were read, and never again
-   * until they are edited. [[resolveLinear]] is the scan that replaced, kept as the reference the
+   * the first regex by a decision kept per topic name: a topic pays the scan of every regex the first
+   * time it is asked about, and never again until the regexes themselves are edited. [[resolveLinear]] is the scan that replaced, kept as the reference the
    * differential test holds `resolve` to.
    */
   private[observer] final class TopicRules(exact: Map[String, Spec], prefixes: Seq[(String, Spec)],
@@ -390,8 +400,19 @@ private[observer] object ObserverIdCache {
     private[this] val prefixTrie = new PrefixNode
     prefixes.foreach { case (prefix, set) => prefixTrie.add(prefix, set) }
 
-    // Topic name -> the first regex's list that matches it, or NoRule; at most MaxTopicsHeld.
-    private[this] val decided = new java.util.concurrent.ConcurrentHashMap[String, Spec]()
+    // Topic name -> the position of the first regex that matches it, -1 for none; at most
+    // MaxTopicsHeld. Shared with the rules of the next read when their regexes are the same
+    // patterns in the same order (keepDecisionsOf), set before either is published.
+    private var decided = new java.util.concurrent.ConcurrentHashMap[String, Integer]()
+    // A pattern is one word of its line: no newline in it.
+    private val regexSources: String = regexes.map(_._1.source + "\n").mkString
+    private[this] val regexesAt = regexes.toIndexedSeq
+
+    // An edit that leaves the regexes as they were (a topic: or prefix: rule added, changed or
+    // removed: what okp's promote, demote and place write) keeps the decisions `prior` made, so no
+    // topic pays the regex scan again. Called on freshly parsed rules, before they are published.
+    def keepDecisionsOf(prior: TopicRules): Unit =
+      if (prior != null && prior.regexSources == regexSources) decided = prior.decided
 
     // Most specific first: the exact name, the longest prefix, the first regex in the file.
     def resolve(topic: String): Option[Spec] = {
@@ -403,13 +424,15 @@ private[observer] object ObserverIdCache {
         else if (regexes.isEmpty) None
         else {
           val known = decided.get(topic)
-          if (known != null) (if (known eq NoRule) None else Some(known))
-          else {
-            val found = regexes.find(_._1.matches(topic)).map(_._2)
-            if (decided.mappingCount >= ObserverIds.MaxTopicsHeld) decided.clear()
-            decided.put(topic, found.getOrElse(NoRule))
-            found
-          }
+          val first =
+            if (known != null) known.intValue
+            else {
+              val i = regexesAt.indexWhere(_._1.matches(topic))
+              if (decided.mappingCount >= ObserverIds.MaxTopicsHeld) decided.clear()
+              decided.put(topic, Integer.valueOf(i))
+              i
+            }
+          if (first < 0) None else Some(regexesAt(first)._2)
         }
       }
     }

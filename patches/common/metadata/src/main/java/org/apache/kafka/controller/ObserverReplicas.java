@@ -265,6 +265,9 @@ public final class ObserverReplicas {
         // expired, every thread that notices may reload (harmless, the read is idempotent), but
         // only the one whose compareAndSet wins publishes and logs, so an event is logged once.
         private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
+        // The text of the last good read and what it parsed to: a re-read of the same text (every
+        // 5 s while nobody edits the file) is not parsed again. Written whole, read once.
+        private volatile Object[] lastParsed;
         // Broker id -> broker.rack ("" stands for none set) as published; immutable, replaced whole
         // on a change, which is rare (a broker's first registration, a rack changed).
         private final AtomicReference<java.util.Map<Integer, String>> racks =
@@ -402,9 +405,19 @@ public final class ObserverReplicas {
             try {
                 byte[] bytes = Files.readAllBytes(Paths.get(path));
                 // Ids are ASCII; ISO-8859-1 turns each other byte into one char of an ignored token.
-                Parsed parsed = parseFile(new String(bytes, StandardCharsets.ISO_8859_1));
-                // The same rules as before keep their regex decisions (TopicRules.decided): only an
-                // edit of the rules makes every topic pay the regex scan again.
+                String text = new String(bytes, StandardCharsets.ISO_8859_1);
+                Object[] last = lastParsed;
+                Parsed parsed;
+                if (last != null && last[0].equals(text)) {
+                    parsed = (Parsed) last[1];
+                } else {
+                    parsed = parseFile(text);
+                    parsed.rules.keepDecisionsOf(seen == null ? null : seen.rules);
+                    lastParsed = new Object[] {text, parsed};
+                }
+                // The same rules as before are kept whole (their trie, their regex decisions); new
+                // rules with the same regexes keep the decisions (keepDecisionsOf): only an edit of a
+                // regex rule makes every topic pay the regex scan again.
                 TopicRules rules =
                     seen != null && seen.rules.shown.equals(parsed.rules.shown) ? seen.rules : parsed.rules;
                 next = new Snapshot(seen, parsed.ids, rules, racks.get(), "file:" + path, null, null, true, now);
@@ -1227,9 +1240,9 @@ public final class ObserverReplicas {
      *
      * <p>{@link #resolve} costs the same whatever the number of rules: the exact name by a hash
      * map, the longest prefix by a walk down a trie of the prefixes (one step per character of the
-     * name), and the first regex by a decision kept per topic name, made once for these rules: a
-     * topic pays the scan of every regex the first time it is asked about after the rules were
-     * read, and never again until they are edited. {@link #resolveLinear} is the scan that
+     * name), and the first regex by a decision kept per topic name: a topic pays the scan of every
+     * regex the first time it is asked about, and never again until the regexes themselves are
+     * edited. {@link #resolveLinear} is the scan that
      * replaced, kept as the reference the differential test holds {@code resolve} to.
      */
     static final class TopicRules {
@@ -1243,9 +1256,12 @@ public final class ObserverReplicas {
         private final java.util.List<Spec> regexSets;
         private final java.util.HashMap<String, Spec> exactIndex;
         private final PrefixNode prefixTrie = new PrefixNode();
-        // Topic name -> the first regex's list that matches it, or NO_RULE; at most MAX_TOPICS_HELD.
-        private final java.util.concurrent.ConcurrentHashMap<String, Spec> decided =
+        // Topic name -> the position of the first regex that matches it, -1 for none; at most
+        // MAX_TOPICS_HELD. Shared with the rules of the next read when their regexes are the same
+        // patterns in the same order (keepDecisionsOf), set before either is published.
+        private java.util.concurrent.ConcurrentHashMap<String, Integer> decided =
             new java.util.concurrent.ConcurrentHashMap<>();
+        private final String regexSources;
         final Set<Integer> ids = new HashSet<>();
         final Set<String> racks = new HashSet<>();
         final String shown;
@@ -1257,6 +1273,12 @@ public final class ObserverReplicas {
             this.regexes = regexes;
             this.regexSets = regexSets;
             this.exactIndex = new java.util.HashMap<>(exact);
+            StringBuilder sources = new StringBuilder();
+            for (TopicPattern p : regexes) {
+                // A pattern is one word of its line: no newline in it.
+                sources.append(p.source).append('\n');
+            }
+            this.regexSources = sources.toString();
             for (java.util.Map.Entry<String, Spec> e : prefixes.entrySet()) {
                 prefixTrie.add(e.getKey(), e.getValue());
             }
@@ -1297,21 +1319,32 @@ public final class ObserverReplicas {
             if (set != null || regexes.isEmpty()) {
                 return set;
             }
-            Spec known = decided.get(topic);
+            Integer known = decided.get(topic);
+            int first = -1;
             if (known != null) {
-                return known == NO_RULE ? null : known;
-            }
-            Spec found = null;
-            for (int i = 0; i < regexes.size() && found == null; i++) {
-                if (regexes.get(i).matches(topic)) {
-                    found = regexSets.get(i);
+                first = known;
+            } else {
+                for (int i = 0; i < regexes.size() && first < 0; i++) {
+                    if (regexes.get(i).matches(topic)) {
+                        first = i;
+                    }
                 }
+                if (decided.mappingCount() >= MAX_TOPICS_HELD) {
+                    decided.clear();
+                }
+                decided.put(topic, first);
             }
-            if (decided.mappingCount() >= MAX_TOPICS_HELD) {
-                decided.clear();
+            return first < 0 ? null : regexSets.get(first);
+        }
+
+        // An edit that leaves the regexes as they were (a topic: or prefix: rule added, changed or
+        // removed: what okp's promote, demote and place write) keeps the decisions `prior` made,
+        // so no topic pays the regex scan again. Called on freshly parsed rules, before they are
+        // published.
+        void keepDecisionsOf(TopicRules prior) {
+            if (prior != null && prior.regexSources.equals(regexSources)) {
+                decided = prior.decided;
             }
-            decided.put(topic, found == null ? NO_RULE : found);
-            return found;
         }
 
         // resolve as a scan of every rule: the reference for the differential test and the bench.
@@ -1337,9 +1370,6 @@ public final class ObserverReplicas {
             return null;
         }
     }
-
-    // A decision that no regex matches (TopicRules.decided), never a rule's list.
-    private static final Spec NO_RULE = new Spec(Collections.<Integer>emptySet(), Collections.<String>emptySet());
 
     /** The prefix rules as a trie: the node at the end of a prefix holds its list. */
     private static final class PrefixNode {
