@@ -3,8 +3,8 @@
 observer.ids, before and after the rule index, for docs/benchmarks.md ("Rules at scale").
 
 Writes seeded inputs (rules-R.ids: R rules, a third each exact, prefix and regex; topics-N.txt: N
-topic names, a quarter each named by an exact rule, a prefix, a regex, or by none when the rules
-are many enough), then:
+topic names, a quarter each shaped like an exact rule's name, a prefix's, a regex's and none's,
+numbered from twice the largest rule set's range, so most names meet no rule), then:
   - compiles ObserverReplicas.java (javac --release 8) and ObserverIds.scala (scalac 2.13.18) as
     they are at --base (before the index) and in this tree (after), and runs
     bench/rules/RulesScale.java against each: parse_ms, isobs_ns, snapshot_ms, edit_ms,
@@ -56,9 +56,9 @@ def rules_text(count, rng):
 
 
 def topic_names(count, rules, rng):
-    """`count` names: a quarter each of the shapes an exact rule, a prefix, a regex name, and
-    names no rule has; the rule numbers drawn from twice the rules' range, so about half of each
-    shape meets a rule."""
+    """`count` names: a quarter each of the shapes of an exact rule's name, a prefix's, a regex's,
+    and names no rule has, numbered from twice `rules`, so most names meet no rule (the scan's
+    worst case: every stage and every regex tried)."""
     top = max(2 * rules, 6)
     out = []
     for j in range(count):
