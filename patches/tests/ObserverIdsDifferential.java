@@ -17,6 +17,13 @@ import java.util.TreeSet;
  * the topics java.util.regex matches. A case line: the file's bytes (hex), the topics, okp's verdict
  * (hex), the rule's pattern (hex) or "-", separated by tabs.
  *
+ * <p>The rule index: on every case, and on generated rule sets of up to 300 rules of the three kinds
+ * ({@link #indexAgainstScan}), each registry's {@code TopicRules.resolve} (the exact-name map, the
+ * prefix trie, the per-topic regex decision) must pick the very rule its {@code resolveLinear},
+ * the scan it replaced, picks, asked once and again (the second answer comes from the decision),
+ * and so must the rules of an edit that kept those decisions (the regexes unchanged) or must not
+ * (a regex added).
+ *
  * <p>{@code java ... ObserverIdsDifferential CASES} prints every disagreement (the first 20 in
  * full) and ends with "N passed, M failed, 0 skipped"; exit 0 only when nothing differs.
  * {@code java ... ObserverIdsDifferential --bench PATTERN NAME_LENGTH SECONDS} times one match of
@@ -79,6 +86,11 @@ public final class ObserverIdsDifferential {
                 files++;
                 String scala = scalaVerdict(text, topics);
                 String java = javaVerdict(text, topics);
+                if (check(indexAgrees(text, topics), "rule index", text, "the scan's rules", "another")) {
+                    passed++;
+                } else {
+                    failed++;
+                }
                 if (check(scala.equals(want), "scala", text, want, scala)) {
                     passed++;
                 } else {
@@ -105,6 +117,9 @@ public final class ObserverIdsDifferential {
         System.out.println("differential: " + files + " files, " + accepted
             + " one-rule patterns accepted and held to java.util.regex (which gave up on " + gaveUp
             + " names after " + ORACLE_STEPS + " character reads: backtracking)");
+        int[] index = indexAgainstScan(48, 400);
+        passed += index[0];
+        failed += index[1];
         System.out.println(passed + " passed, " + failed + " failed, 0 skipped");
         System.exit(failed == 0 && passed > 0 ? 0 : 1);
     }
@@ -235,6 +250,129 @@ public final class ObserverIdsDifferential {
             out.add(it.next());
         }
         return out;
+    }
+
+    // Whether both registries' index picks the rule their scan picks for each topic, asked twice,
+    // and again after two edits (keepDecisionsOf). A file either refuses is not asked (its verdict
+    // is checked above).
+    static boolean indexAgrees(String text, String[] topics) {
+        ObserverReplicas.TopicRules java;
+        kafka.observer.ObserverIdCache.TopicRules scala;
+        try {
+            java = ObserverReplicas.parseFile(text).rules;
+            scala = kafka.observer.ObserverIdCache$.MODULE$.parseFile(text)._2();
+        } catch (Exception e) {
+            return true;
+        }
+        if (!sameRules(java, scala, topics)) {
+            return false;
+        }
+        // An edit that keeps the regexes keeps the decisions just made; one that adds a regex
+        // (first, so it changes which regex is first for names starting with z) must not.
+        for (String added : new String[] {"topic:zz-kept-9.q observers=7\n", "regex:z.* observers=8\n"}) {
+            ObserverReplicas.TopicRules javaNext;
+            kafka.observer.ObserverIdCache.TopicRules scalaNext;
+            try {
+                javaNext = ObserverReplicas.parseFile(added + text).rules;
+                scalaNext = kafka.observer.ObserverIdCache$.MODULE$.parseFile(added + text)._2();
+            } catch (Exception e) {
+                return false;
+            }
+            javaNext.keepDecisionsOf(java);
+            scalaNext.keepDecisionsOf(scala);
+            if (!sameRules(javaNext, scalaNext, topics)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // resolve picks the rule resolveLinear picks, in both registries, asked twice.
+    private static boolean sameRules(ObserverReplicas.TopicRules java, kafka.observer.ObserverIdCache.TopicRules scala,
+                                     String[] topics) {
+        for (int round = 0; round < 2; round++) {
+            for (String t : topics) {
+                if (java.resolve(t) != java.resolveLinear(t)) {
+                    return false;
+                }
+                scala.Option<kafka.observer.ObserverIdCache.Spec> a = scala.resolve(t);
+                scala.Option<kafka.observer.ObserverIdCache.Spec> b = scala.resolveLinear(t);
+                if (a.isDefined() != b.isDefined() || (a.isDefined() && a.get() != b.get())) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    private static final String CHARS = "abcxy01._-";
+    private static final String[] PARTS = {"a", "b", "x", ".", "\\.", "\\d", "\\w", "[a-c]", "[^a]", "-", "_"};
+    private static final String[] QUANTS = {"", "*", "+", "?", "{1,2}"};
+
+    private static String word(java.util.Random r, int max) {
+        StringBuilder out = new StringBuilder();
+        for (int i = 0, n = 1 + r.nextInt(max); i < n; i++) {
+            out.append(CHARS.charAt(r.nextInt(CHARS.length())));
+        }
+        return out.toString();
+    }
+
+    // The property test of the index: `files` generated rule sets (exact names, prefixes and
+    // regexes over few characters, so they overlap), each asked about 80 names: half of them start
+    // with a character no prefix has, some hold one outside Kafka's. Prints one line; returns
+    // {passed, failed}.
+    static int[] indexAgainstScan(long seed, int files) {
+        java.util.Random r = new java.util.Random(seed);
+        int passed = 0;
+        int failed = 0;
+        int names = 0;
+        int ruled = 0;
+        for (int f = 0; f < files; f++) {
+            StringBuilder text = new StringBuilder();
+            java.util.Set<String> seen = new java.util.HashSet<>();
+            for (int i = 0, n = r.nextInt(301); i < n; i++) {
+                String selector;
+                int kind = r.nextInt(3);
+                if (kind == 0) {
+                    selector = "topic:" + word(r, 6);
+                } else if (kind == 1) {
+                    selector = "prefix:" + word(r, 4);
+                } else {
+                    StringBuilder p = new StringBuilder();
+                    for (int k = 0, m = 1 + r.nextInt(4); k < m; k++) {
+                        p.append(PARTS[r.nextInt(PARTS.length)]).append(QUANTS[r.nextInt(QUANTS.length)]);
+                    }
+                    selector = "regex:" + (r.nextInt(4) == 0 ? "(" + p + ")|" + word(r, 3) : p.toString());
+                }
+                if (seen.add(selector)) {
+                    text.append(selector).append(" observers=").append(i % 50).append('\n');
+                }
+            }
+            String[] topics = new String[80];
+            for (int i = 0; i < topics.length; i++) {
+                topics[i] = (r.nextBoolean() ? "" : "z") + word(r, 8) + (r.nextInt(20) == 0 ? "\u00e9" : "");
+            }
+            names += topics.length;
+            try {
+                ObserverReplicas.TopicRules rules = ObserverReplicas.parseFile(text.toString()).rules;
+                for (String t : topics) {
+                    ruled += rules.resolveLinear(t) != null ? 1 : 0;
+                }
+            } catch (ObserverReplicas.MalformedRule e) {
+                failed++;
+                System.out.println("FAIL a generated rule set is malformed: " + e.getMessage());
+            }
+            if (check(indexAgrees(text.toString(), topics), "rule index", text.toString(), "the scan's rules",
+                "another")) {
+                passed++;
+            } else {
+                failed++;
+            }
+        }
+        System.out.println("index: " + files + " generated rule sets, " + names + " names (" + ruled
+            + " with a rule): " + (failed == 0 ? "each decided by the index as by the scan, in both registries"
+            : failed + " differ"));
+        return new int[] {passed, failed};
     }
 
     // What java.util.regex says of a one-rule file `regex:P observers=1`: each topic 1 or -.

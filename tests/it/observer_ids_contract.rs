@@ -30,6 +30,12 @@ fn both_registries_pass_the_contract_with_real_compilers() {
     // One differential run per Scala build, each over every case.
     let runs: Vec<&str> = out.lines().filter(|l| l.starts_with("differential: ")).collect();
     assert_eq!(runs.len(), 4, "{out}");
+    // And each held the rule index to the scan it replaced (ObserverIdsDifferential.indexAgainstScan).
+    let index = out.lines().filter(|l| l.starts_with("index: ")).collect::<Vec<_>>();
+    assert_eq!(index.len(), 4, "{out}");
+    for l in index {
+        assert!(l.ends_with("each decided by the index as by the scan, in both registries"), "{l}");
+    }
     for r in runs {
         assert!(r.starts_with(&format!("differential: {DIFF_CASES} files, ")), "{r}");
     }

@@ -58,6 +58,10 @@ object ObserverIds {
   private[observer] val IdsEnv = "KAFKA_OBSERVER_BROKER_IDS"
   private[observer] val DefaultFile = "/opt/kafka/observer.ids"
   private[observer] val TtlNanos: Long = 5L * 1000 * 1000 * 1000
+  // The most topics a per-topic map holds (a snapshot's resolutions, the rules' regex decisions)
+  // before it is emptied and refilled: topics deleted since the rules were read must not
+  // accumulate, and a cluster has far fewer topics than this.
+  private[observer] val MaxTopicsHeld: Int = 1 << 18
 
   private[this] val shared = new ObserverIdCache((name: String) => System.getenv(name), () => System.nanoTime())
 
@@ -126,6 +130,10 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
   // one whose compareAndSet wins publishes and logs, so an event is logged once.
   private[this] val snapshot = new AtomicReference[Snapshot](null)
 
+  // The text of the last good read and what it parsed to: a re-read of the same text (every 5 s
+  // while nobody edits the file) is not parsed again. Written whole, read once.
+  @volatile private[this] var lastParsed: (String, (Set[Int], TopicRules)) = null
+
   // Broker id -> broker.rack (None: the broker has none) as this node has seen them; immutable,
   // replaced whole on a change, which is rare (a broker's first registration, a rack changed).
   private[this] val racks = new AtomicReference[Map[Int, Option[String]]](Map.empty)
@@ -175,7 +183,8 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
   // The rack view changed since `seen` was made: the same ids and rules resolved against it. Only
   // the thread whose compareAndSet wins logs, and only when a rule names a rack whose brokers moved.
   private def reracked(seen: Snapshot, view: Map[Int, Option[String]]): Snapshot = {
-    val next = new Snapshot(seen.ids, seen.rules, view, seen.source, seen.fault, seen.error, seen.fileRead, seen.loadedAt)
+    val next =
+      new Snapshot(seen, seen.ids, seen.rules, view, seen.source, seen.fault, seen.error, seen.fileRead, seen.loadedAt)
     if (snapshot.compareAndSet(seen, next) && next.racksShown != seen.racksShown) audit("racks", seen, next)
     next
   }
@@ -187,8 +196,21 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
       try {
         val bytes = Files.readAllBytes(Paths.get(path))
         // Ids are ASCII; ISO-8859-1 turns each other byte into one char of an ignored token.
-        val (ids, rules) = parseFile(new String(bytes, StandardCharsets.ISO_8859_1))
-        new Snapshot(ids, rules, racks.get, "file:" + path, null, null, true, now)
+        val text = new String(bytes, StandardCharsets.ISO_8859_1)
+        val last = lastParsed
+        val (ids, parsed) =
+          if (last != null && last._1 == text) last._2
+          else {
+            val fresh = parseFile(text)
+            fresh._2.keepDecisionsOf(if (seen == null) null else seen.rules)
+            lastParsed = (text, fresh)
+            fresh
+          }
+        // The same rules as before are kept whole (their trie, their regex decisions); new rules
+        // with the same regexes keep the decisions (keepDecisionsOf): only an edit of a regex rule
+        // makes every topic pay the regex scan again.
+        val rules = if (seen != null && seen.rules.shown == parsed.shown) seen.rules else parsed
+        new Snapshot(seen, ids, rules, racks.get, "file:" + path, null, null, true, now)
       } catch {
         case e: NoSuchFileException => failed(seen, FileMissing, e, now)
         case e: MalformedRule => failed(seen, Malformed, e, now)
@@ -202,12 +224,13 @@ private[observer] final class ObserverIdCache(env: JFunction[String, String], na
   // not promote every observer. Before one there is no last good set, so the env ids stand in.
   private def failed(seen: Snapshot, fault: String, error: Throwable, now: Long): Snapshot =
     if (seen != null && seen.fileRead)
-      new Snapshot(seen.ids, seen.rules, racks.get, "frozen:" + fault, fault, error, true, now)
+      new Snapshot(seen, seen.ids, seen.rules, racks.get, "frozen:" + fault, fault, error, true, now)
     else {
       val fromEnv = env.apply(ObserverIds.IdsEnv)
-      if (fromEnv == null) new Snapshot(Set.empty, TopicRules.Empty, racks.get, "none", fault, error, false, now)
+      if (fromEnv == null) new Snapshot(seen, Set.empty, TopicRules.Empty, racks.get, "none", fault, error, false, now)
       else
-        new Snapshot(parse(fromEnv), TopicRules.Empty, racks.get, "env:" + ObserverIds.IdsEnv, fault, error, false, now)
+        new Snapshot(seen, parse(fromEnv), TopicRules.Empty, racks.get, "env:" + ObserverIds.IdsEnv, fault, error,
+          false, now)
     }
 
   private def report(seen: Snapshot, next: Snapshot): Unit = {
@@ -260,11 +283,13 @@ private[observer] object ObserverIdCache {
 
   // One evaluation: the cluster-wide ids and the topic rules, where they came from (the audit
   // line's source), the failure of this read if any (fault and error null after a good read), and
-  // whether the file was ever read. A topic's observers are resolved once per snapshot and kept.
-  // `racks` is the rack view the rules' rack items were resolved against.
-  private final class Snapshot(val ids: Set[Int], val rules: TopicRules, val racks: Map[Int, Option[String]],
-                               val source: String, val fault: String, val error: Throwable, val fileRead: Boolean,
-                               val loadedAt: Long) {
+  // whether the file was ever read. `racks` is the rack view the rules' rack items were resolved
+  // against. A topic's observers are resolved once and kept while the ids, rules and rack view stay
+  // the same: a new snapshot of an unchanged file (every 5 s) shares `prior`'s, so it resolves no
+  // topic again.
+  private final class Snapshot(prior: Snapshot, val ids: Set[Int], val rules: TopicRules,
+                               val racks: Map[Int, Option[String]], val source: String, val fault: String,
+                               val error: Throwable, val fileRead: Boolean, val loadedAt: Long) {
     private[this] val racked: Map[String, Set[Int]] =
       if (rules.racks.isEmpty) Map.empty
       else rules.racks.iterator.map(r => r -> racks.collect { case (id, Some(`r`)) => id }.toSet).toMap
@@ -275,7 +300,9 @@ private[observer] object ObserverIdCache {
     val racksShown: String =
       racked.toSeq.sortBy(_._1).map { case (r, in) => r + ":" + showList(in) }.mkString(";")
 
-    private[this] val byTopic = new java.util.concurrent.ConcurrentHashMap[String, Resolved]()
+    private val byTopic: java.util.concurrent.ConcurrentHashMap[String, Resolved] =
+      if (prior != null && (prior.rules eq rules) && (prior.racks eq racks) && prior.ids == ids) prior.byTopic
+      else new java.util.concurrent.ConcurrentHashMap[String, Resolved]()
 
     private def resolved(topic: String): Resolved = {
       val known = byTopic.get(topic)
@@ -285,6 +312,7 @@ private[observer] object ObserverIdCache {
           case Some(spec) => new Resolved(spec.ids ++ spec.racks.flatMap(racked), spec.racks.nonEmpty)
           case None => new Resolved(ids, false)
         }
+        if (byTopic.mappingCount >= ObserverIds.MaxTopicsHeld) byTopic.clear()
         byTopic.putIfAbsent(topic, r)
         r
       }
@@ -305,6 +333,39 @@ private[observer] object ObserverIdCache {
 
   private final class Resolved(val observers: Set[Int], val namesRack: Boolean)
 
+  /** The prefix rules as a trie: the node at the end of a prefix holds its list. */
+  private final class PrefixNode {
+    private var spec: Spec = null
+    private var next: java.util.HashMap[Character, PrefixNode] = null
+
+    def add(prefix: String, set: Spec): Unit = {
+      var node = this
+      for (c <- prefix) {
+        if (node.next == null) node.next = new java.util.HashMap[Character, PrefixNode](4)
+        var child = node.next.get(c)
+        if (child == null) {
+          child = new PrefixNode
+          node.next.put(c, child)
+        }
+        node = child
+      }
+      node.spec = set
+    }
+
+    // The list of the longest prefix of `topic` that is a rule, or null.
+    def longest(topic: String): Spec = {
+      var found: Spec = null
+      var node = this
+      var i = 0
+      while (i < topic.length && node != null && node.next != null) {
+        node = node.next.get(topic.charAt(i))
+        if (node != null && node.spec != null) found = node.spec
+        i += 1
+      }
+      found
+    }
+  }
+
   /** A rule's observers as written: broker ids and rack names. */
   private[observer] final case class Spec(ids: Set[Int], racks: Set[String])
 
@@ -314,6 +375,12 @@ private[observer] object ObserverIdCache {
   /**
    * The topic rules of one file. `shown` is their canonical text for the audit line and for
    * comparing two reads: exact names sorted, then prefixes sorted, then regexes in file order.
+   *
+   * [[resolve]] costs the same whatever the number of rules: the exact name by a hash map, the
+   * longest prefix by a walk down a trie of the prefixes (one step per character of the name), and
+   * the first regex by a decision kept per topic name: a topic pays the scan of every regex the first
+   * time it is asked about, and never again until the regexes themselves are edited. [[resolveLinear]] is the scan that replaced, kept as the reference the
+   * differential test holds `resolve` to.
    */
   private[observer] final class TopicRules(exact: Map[String, Spec], prefixes: Seq[(String, Spec)],
                                            regexes: Seq[(TopicPattern, Spec)]) {
@@ -330,8 +397,48 @@ private[observer] object ObserverIdCache {
       parts.mkString(";")
     }
 
+    private[this] val prefixTrie = new PrefixNode
+    prefixes.foreach { case (prefix, set) => prefixTrie.add(prefix, set) }
+
+    // Topic name -> the position of the first regex that matches it, -1 for none; at most
+    // MaxTopicsHeld. Shared with the rules of the next read when their regexes are the same
+    // patterns in the same order (keepDecisionsOf), set before either is published.
+    private var decided = new java.util.concurrent.ConcurrentHashMap[String, Integer]()
+    // A pattern is one word of its line: no newline in it.
+    private val regexSources: String = regexes.map(_._1.source + "\n").mkString
+    private[this] val regexesAt = regexes.toIndexedSeq
+
+    // An edit that leaves the regexes as they were (a topic: or prefix: rule added, changed or
+    // removed: what okp's promote, demote and place write) keeps the decisions `prior` made, so no
+    // topic pays the regex scan again. Called on freshly parsed rules, before they are published.
+    def keepDecisionsOf(prior: TopicRules): Unit =
+      if (prior != null && prior.regexSources == regexSources) decided = prior.decided
+
     // Most specific first: the exact name, the longest prefix, the first regex in the file.
-    def resolve(topic: String): Option[Spec] =
+    def resolve(topic: String): Option[Spec] = {
+      val named = exact.get(topic)
+      if (named.isDefined) named
+      else {
+        val prefixed = prefixTrie.longest(topic)
+        if (prefixed != null) Some(prefixed)
+        else if (regexes.isEmpty) None
+        else {
+          val known = decided.get(topic)
+          val first =
+            if (known != null) known.intValue
+            else {
+              val i = regexesAt.indexWhere(_._1.matches(topic))
+              if (decided.mappingCount >= ObserverIds.MaxTopicsHeld) decided.clear()
+              decided.put(topic, Integer.valueOf(i))
+              i
+            }
+          if (first < 0) None else Some(regexesAt(first)._2)
+        }
+      }
+    }
+
+    // resolve as a scan of every rule: the reference for the differential test and the bench.
+    def resolveLinear(topic: String): Option[Spec] =
       exact.get(topic)
         .orElse(prefixes.filter(p => topic.startsWith(p._1)).sortBy(-_._1.length).headOption.map(_._2))
         .orElse(regexes.find(_._1.matches(topic)).map(_._2))

@@ -69,6 +69,10 @@ public final class ObserverReplicas {
     static final String IDS_ENV = "KAFKA_OBSERVER_BROKER_IDS";
     static final String DEFAULT_FILE = "/opt/kafka/observer.ids";
     static final long TTL_NANOS = 5L * 1000 * 1000 * 1000;
+    // The most topics a per-topic map holds (a snapshot's resolutions, the rules' regex decisions)
+    // before it is emptied and refilled: topics deleted since the rules were read must not
+    // accumulate, and a cluster has far fewer topics than this.
+    static final int MAX_TOPICS_HELD = 1 << 18;
 
     private static final String FILE_MISSING = "file-missing";
     private static final String UNREADABLE = "unreadable";
@@ -261,6 +265,9 @@ public final class ObserverReplicas {
         // expired, every thread that notices may reload (harmless, the read is idempotent), but
         // only the one whose compareAndSet wins publishes and logs, so an event is logged once.
         private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
+        // The text of the last good read and what it parsed to: a re-read of the same text (every
+        // 5 s while nobody edits the file) is not parsed again. Written whole, read once.
+        private volatile Object[] lastParsed;
         // Broker id -> broker.rack ("" stands for none set) as published; immutable, replaced whole
         // on a change, which is rare (a broker's first registration, a rack changed).
         private final AtomicReference<java.util.Map<Integer, String>> racks =
@@ -383,7 +390,7 @@ public final class ObserverReplicas {
         // The rack view changed since `seen` was made: the same ids and rules resolved against it.
         // Only the thread whose compareAndSet wins logs, and only when a rule's rack moved.
         private Snapshot reracked(Snapshot seen, java.util.Map<Integer, String> view) {
-            Snapshot next = new Snapshot(seen.ids, seen.rules, view, seen.source, seen.fault, seen.error,
+            Snapshot next = new Snapshot(seen, seen.ids, seen.rules, view, seen.source, seen.fault, seen.error,
                 seen.fileRead, seen.loadedAt);
             if (snapshot.compareAndSet(seen, next) && !next.racksShown.equals(seen.racksShown)) {
                 audit("racks", seen, next);
@@ -398,8 +405,22 @@ public final class ObserverReplicas {
             try {
                 byte[] bytes = Files.readAllBytes(Paths.get(path));
                 // Ids are ASCII; ISO-8859-1 turns each other byte into one char of an ignored token.
-                Parsed parsed = parseFile(new String(bytes, StandardCharsets.ISO_8859_1));
-                next = new Snapshot(parsed.ids, parsed.rules, racks.get(), "file:" + path, null, null, true, now);
+                String text = new String(bytes, StandardCharsets.ISO_8859_1);
+                Object[] last = lastParsed;
+                Parsed parsed;
+                if (last != null && last[0].equals(text)) {
+                    parsed = (Parsed) last[1];
+                } else {
+                    parsed = parseFile(text);
+                    parsed.rules.keepDecisionsOf(seen == null ? null : seen.rules);
+                    lastParsed = new Object[] {text, parsed};
+                }
+                // The same rules as before are kept whole (their trie, their regex decisions); new
+                // rules with the same regexes keep the decisions (keepDecisionsOf): only an edit of a
+                // regex rule makes every topic pay the regex scan again.
+                TopicRules rules =
+                    seen != null && seen.rules.shown.equals(parsed.rules.shown) ? seen.rules : parsed.rules;
+                next = new Snapshot(seen, parsed.ids, rules, racks.get(), "file:" + path, null, null, true, now);
             } catch (NoSuchFileException e) {
                 next = failed(seen, FILE_MISSING, e, now);
             } catch (MalformedRule e) {
@@ -418,15 +439,16 @@ public final class ObserverReplicas {
         // stand in.
         private Snapshot failed(Snapshot seen, String fault, Exception error, long now) {
             if (seen != null && seen.fileRead) {
-                return new Snapshot(seen.ids, seen.rules, racks.get(), "frozen:" + fault, fault, error, true, now);
+                return new Snapshot(seen, seen.ids, seen.rules, racks.get(), "frozen:" + fault, fault, error, true,
+                    now);
             }
             String fromEnv = env.apply(IDS_ENV);
             if (fromEnv == null) {
-                return new Snapshot(Collections.<Integer>emptySet(), TopicRules.EMPTY, racks.get(), "none", fault, error,
-                    false, now);
+                return new Snapshot(seen, Collections.<Integer>emptySet(), TopicRules.EMPTY, racks.get(), "none", fault,
+                    error, false, now);
             }
-            return new Snapshot(parse(fromEnv), TopicRules.EMPTY, racks.get(), "env:" + IDS_ENV, fault, error, false,
-                now);
+            return new Snapshot(seen, parse(fromEnv), TopicRules.EMPTY, racks.get(), "env:" + IDS_ENV, fault, error,
+                false, now);
         }
 
         private void report(Snapshot seen, Snapshot next) {
@@ -497,12 +519,15 @@ public final class ObserverReplicas {
         final boolean fileRead;
         final long loadedAt;
 
-        // A topic's observers, resolved once per snapshot.
-        private final java.util.concurrent.ConcurrentHashMap<String, Resolved> byTopic =
-            new java.util.concurrent.ConcurrentHashMap<>();
+        // A topic's observers, resolved once and kept while the ids, rules and rack view stay the
+        // same: a new snapshot of an unchanged file (every 5 s) shares its predecessor's, so it
+        // resolves no topic again.
+        private final java.util.concurrent.ConcurrentHashMap<String, Resolved> byTopic;
 
-        Snapshot(Set<Integer> ids, TopicRules rules, java.util.Map<Integer, String> racks, String source, String fault,
-                 Exception error, boolean fileRead, long loadedAt) {
+        Snapshot(Snapshot prior, Set<Integer> ids, TopicRules rules, java.util.Map<Integer, String> racks,
+                 String source, String fault, Exception error, boolean fileRead, long loadedAt) {
+            this.byTopic = prior != null && prior.rules == rules && prior.racks == racks && prior.ids.equals(ids)
+                ? prior.byTopic : new java.util.concurrent.ConcurrentHashMap<String, Resolved>();
             this.ids = ids;
             this.rules = rules;
             this.racks = racks;
@@ -546,6 +571,9 @@ public final class ObserverReplicas {
                     all.addAll(racked.get(rack));
                 }
                 r = new Resolved(Collections.unmodifiableSet(all), !spec.racks.isEmpty());
+            }
+            if (byTopic.mappingCount() >= MAX_TOPICS_HELD) {
+                byTopic.clear();
             }
             byTopic.putIfAbsent(topic, r);
             return r;
@@ -591,7 +619,6 @@ public final class ObserverReplicas {
         }
     }
 
-    /** A rule line that cannot be read; the message names its line and column. */
     /**
      * A {@code regex:} rule's pattern, in the pattern language of docs/observer-ids.md
      * ("Patterns"): a subset of java.util.regex that this class, the broker's ObserverIds and okp
@@ -1188,6 +1215,7 @@ public final class ObserverReplicas {
         }
     }
 
+    /** A rule line that cannot be read; the message names its line and column. */
     static final class MalformedRule extends Exception {
         private static final long serialVersionUID = 1L;
 
@@ -1209,6 +1237,13 @@ public final class ObserverReplicas {
     /**
      * The topic rules of one file. {@code shown} is their canonical text for the audit line and for
      * comparing two reads: exact names sorted, then prefixes sorted, then regexes in file order.
+     *
+     * <p>{@link #resolve} costs the same whatever the number of rules: the exact name by a hash
+     * map, the longest prefix by a walk down a trie of the prefixes (one step per character of the
+     * name), and the first regex by a decision kept per topic name: a topic pays the scan of every
+     * regex the first time it is asked about, and never again until the regexes themselves are
+     * edited. {@link #resolveLinear} is the scan that
+     * replaced, kept as the reference the differential test holds {@code resolve} to.
      */
     static final class TopicRules {
         static final TopicRules EMPTY = new TopicRules(new java.util.TreeMap<String, Spec>(),
@@ -1219,6 +1254,14 @@ public final class ObserverReplicas {
         private final java.util.TreeMap<String, Spec> prefixes;
         private final java.util.List<TopicPattern> regexes;
         private final java.util.List<Spec> regexSets;
+        private final java.util.HashMap<String, Spec> exactIndex;
+        private final PrefixNode prefixTrie = new PrefixNode();
+        // Topic name -> the position of the first regex that matches it, -1 for none; at most
+        // MAX_TOPICS_HELD. Shared with the rules of the next read when their regexes are the same
+        // patterns in the same order (keepDecisionsOf), set before either is published.
+        private java.util.concurrent.ConcurrentHashMap<String, Integer> decided =
+            new java.util.concurrent.ConcurrentHashMap<>();
+        private final String regexSources;
         final Set<Integer> ids = new HashSet<>();
         final Set<String> racks = new HashSet<>();
         final String shown;
@@ -1229,6 +1272,16 @@ public final class ObserverReplicas {
             this.prefixes = prefixes;
             this.regexes = regexes;
             this.regexSets = regexSets;
+            this.exactIndex = new java.util.HashMap<>(exact);
+            StringBuilder sources = new StringBuilder();
+            for (TopicPattern p : regexes) {
+                // A pattern is one word of its line: no newline in it.
+                sources.append(p.source).append('\n');
+            }
+            this.regexSources = sources.toString();
+            for (java.util.Map.Entry<String, Spec> e : prefixes.entrySet()) {
+                prefixTrie.add(e.getKey(), e.getValue());
+            }
             StringBuilder out = new StringBuilder();
             for (java.util.Map.Entry<String, Spec> e : exact.entrySet()) {
                 out.append(out.length() > 0 ? ";" : "").append("topic:").append(e.getKey()).append('=')
@@ -1258,6 +1311,44 @@ public final class ObserverReplicas {
         // Most specific first: the exact name, the longest prefix, the first regex in the file.
         // Null when no rule names the topic.
         Spec resolve(String topic) {
+            Spec set = exactIndex.get(topic);
+            if (set != null) {
+                return set;
+            }
+            set = prefixTrie.longest(topic);
+            if (set != null || regexes.isEmpty()) {
+                return set;
+            }
+            Integer known = decided.get(topic);
+            int first = -1;
+            if (known != null) {
+                first = known;
+            } else {
+                for (int i = 0; i < regexes.size() && first < 0; i++) {
+                    if (regexes.get(i).matches(topic)) {
+                        first = i;
+                    }
+                }
+                if (decided.mappingCount() >= MAX_TOPICS_HELD) {
+                    decided.clear();
+                }
+                decided.put(topic, first);
+            }
+            return first < 0 ? null : regexSets.get(first);
+        }
+
+        // An edit that leaves the regexes as they were (a topic: or prefix: rule added, changed or
+        // removed: what okp's promote, demote and place write) keeps the decisions `prior` made,
+        // so no topic pays the regex scan again. Called on freshly parsed rules, before they are
+        // published.
+        void keepDecisionsOf(TopicRules prior) {
+            if (prior != null && prior.regexSources.equals(regexSources)) {
+                decided = prior.decided;
+            }
+        }
+
+        // resolve as a scan of every rule: the reference for the differential test and the bench.
+        Spec resolveLinear(String topic) {
             Spec set = exact.get(topic);
             if (set != null) {
                 return set;
@@ -1277,6 +1368,45 @@ public final class ObserverReplicas {
                 }
             }
             return null;
+        }
+    }
+
+    /** The prefix rules as a trie: the node at the end of a prefix holds its list. */
+    private static final class PrefixNode {
+        private Spec spec;
+        private java.util.HashMap<Character, PrefixNode> next;
+
+        void add(String prefix, Spec set) {
+            PrefixNode node = this;
+            for (int i = 0; i < prefix.length(); i++) {
+                if (node.next == null) {
+                    node.next = new java.util.HashMap<>(4);
+                }
+                Character c = prefix.charAt(i);
+                PrefixNode child = node.next.get(c);
+                if (child == null) {
+                    child = new PrefixNode();
+                    node.next.put(c, child);
+                }
+                node = child;
+            }
+            node.spec = set;
+        }
+
+        // The list of the longest prefix of `topic` that is a rule, or null.
+        Spec longest(String topic) {
+            Spec found = null;
+            PrefixNode node = this;
+            for (int i = 0; i < topic.length() && node.next != null; i++) {
+                node = node.next.get(topic.charAt(i));
+                if (node == null) {
+                    break;
+                }
+                if (node.spec != null) {
+                    found = node.spec;
+                }
+            }
+            return found;
         }
     }
 
