@@ -585,6 +585,11 @@ fn remove_run(run: u8) {
     let _ = std::fs::remove_file(Path::new(OWNERS).join(run.to_string()));
 }
 
+/// Whether run `run` is gone: its directory `dir` and every namespace of it (after `teardown`).
+pub fn run_gone(run: u8, dir: &Path) -> bool {
+    !dir.exists() && !run_namespaces().iter().any(|n| n.starts_with(&prefix(run)))
+}
+
 /// The namespaces named like a run's (`okp-<run>-…`).
 fn run_namespaces() -> Vec<String> {
     let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else { return Vec::new() };

@@ -25,7 +25,6 @@
 //! Not here: the hosts and their cluster (`hosts`), the role (contrib/ansible).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -98,11 +97,7 @@ pub fn hosts(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     hc.down();
     o.check(
         "every namespace, process and file of the hosts removed",
-        !dir.exists()
-            && !String::from_utf8_lossy(
-                &Command::new("ip").args(["netns", "list"]).output().map(|o| o.stdout).unwrap_or_default(),
-            )
-            .contains(&format!("okp-{}-", hc.topo.run)),
+        hosts::run_gone(hc.topo.run, &dir),
         format!("run {} gone", hc.topo.run),
     );
     r

@@ -119,15 +119,7 @@ pub fn wan(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
     hc.down();
     o.check(
         "every namespace (gateways included), process and file of the regions removed",
-        !dir.exists()
-            && !String::from_utf8_lossy(
-                &std::process::Command::new("ip")
-                    .args(["netns", "list"])
-                    .output()
-                    .map(|o| o.stdout)
-                    .unwrap_or_default(),
-            )
-            .contains(&format!("okp-{run}-")),
+        hosts::run_gone(run, &dir),
         format!("run {run} gone"),
     );
     r
