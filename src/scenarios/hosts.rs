@@ -60,10 +60,17 @@ fn ansible_playbook() -> Option<PathBuf> {
 }
 
 /// The real path of this okp (not /proc/self/exe, which names another program once exec'd by ip).
+/// When the binary was replaced or removed while this okp runs, `/proc/<pid>/exe`: the kernel
+/// still serves the running one's bytes there as long as this process lives.
 fn okp_path() -> Result<PathBuf> {
-    std::fs::read_link("/proc/self/exe")
+    let real = std::fs::read_link("/proc/self/exe")
         .or_else(|_| std::env::current_exe())
-        .map_err(|e| Error::io("cannot find the okp binary", e))
+        .map_err(|e| Error::io("cannot find the okp binary", e))?;
+    if real.is_file() {
+        Ok(real)
+    } else {
+        Ok(PathBuf::from(format!("/proc/{}/exe", std::process::id())))
+    }
 }
 
 pub fn hosts(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
