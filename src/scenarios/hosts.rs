@@ -604,6 +604,23 @@ pub(super) fn observers(
     ))
 }
 
+/// One scan of `okp observers watch --enable --once` over ssh, `policy` flags added, its state
+/// and audit log in the run's directory: (exit, stdout, stderr, seconds, the audit log).
+pub(super) fn watch_once(
+    hc: &HostCluster,
+    policy: &[&str],
+    nodes: &Path,
+    timeout_s: u64,
+) -> Result<(i32, String, String, f64, String)> {
+    let (state, audit) = (hc.topo.dir.join("watch-state.json"), hc.topo.dir.join("watch-audit.log"));
+    let (state_s, audit_s) = (state.display().to_string(), audit.display().to_string());
+    let mut sub = vec!["watch", "--enable", "--once"];
+    sub.extend_from_slice(policy);
+    sub.extend(["--timeout", "60", "--state", &state_s, "--audit-log", &audit_s]);
+    let (rc, out, err, secs) = observers(hc, &sub, nodes, timeout_s)?;
+    Ok((rc, out, err, secs, crate::fsx::read::lossy_text(&audit, crate::fsx::read::MAX_LOG)))
+}
+
 /// A fault on one host, and how it is lifted.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fault {
@@ -714,30 +731,13 @@ fn observers_over_ssh(
     o.fact("faults", table);
 
     // The watchdog over ssh: primaries 2 and 3 stopped, one scan promotes 4 on every host.
-    let (state, audit) = (hc.topo.dir.join("watch-state.json"), hc.topo.dir.join("watch-audit.log"));
     hc.stop(2)?;
     hc.stop(3)?;
     let (s, _) = hc.wait_state("obs", Duration::from_secs(30), |s| s.isr == vec![1] || s.isr.len() == 1);
     note(&format!("brokers 2 and 3 stopped: {}", s.map(|s| s.show()).unwrap_or_default()));
-    let (rc, out, err, secs) = observers(
-        hc,
-        &[
-            "watch",
-            "--enable",
-            "--once",
-            "--timeout",
-            "60",
-            "--state",
-            &state.display().to_string(),
-            "--audit-log",
-            &audit.display().to_string(),
-        ],
-        nodes,
-        20,
-    )?;
+    let (rc, out, err, secs, audit) = watch_once(hc, &[], nodes, 20)?;
     note(&format!(
-        "$ okp observers watch --enable --once (over ssh)\n  exit {rc} in {secs:.1} s\n{out}{err}\naudit log:\n{}",
-        crate::fsx::read::lossy_text(&audit, crate::fsx::read::MAX_LOG)
+        "$ okp observers watch --enable --once (over ssh)\n  exit {rc} in {secs:.1} s\n{out}{err}\naudit log:\n{audit}"
     ));
     let after = files(hc);
     let (s, _) = hc.wait_state("obs", Duration::from_secs(30), |s| s.isr.contains(&4));

@@ -657,29 +657,11 @@ impl Wan<'_> {
         (self.note)("region a lost: brokers 1, 2, 3, 5 killed (kill -9) at once");
         let (s, _) = self.hc.wait_state("wd", Duration::from_secs(60), |s| s.leader.is_none());
         (self.note)(&format!("wd without a leader: {}", s.map(|s| s.show()).unwrap_or("(no answer)".into())));
-        let (state, audit) = (self.hc.topo.dir.join("watch-state.json"), self.hc.topo.dir.join("watch-audit.log"));
-        let (rc, out, err, watch_secs) = super::hosts::observers(
-            self.hc,
-            &[
-                "watch",
-                "--enable",
-                "--once",
-                "--policy",
-                "leader-unavailable",
-                "--timeout",
-                "60",
-                "--state",
-                &state.display().to_string(),
-                "--audit-log",
-                &audit.display().to_string(),
-            ],
-            &nodes,
-            30,
-        )?;
+        let (rc, out, err, watch_secs, audit) =
+            super::hosts::watch_once(self.hc, &["--policy", "leader-unavailable"], &nodes, 30)?;
         let promoted_after = t_kill.elapsed().as_secs_f64();
         (self.note)(&format!(
-            "$ okp observers watch --enable --once (over ssh, across the link)\n  exit {rc} in {watch_secs:.1} s\n{out}{err}\naudit log:\n{}",
-            crate::fsx::read::lossy_text(&audit, crate::fsx::read::MAX_LOG)
+            "$ okp observers watch --enable --once (over ssh, across the link)\n  exit {rc} in {watch_secs:.1} s\n{out}{err}\naudit log:\n{audit}"
         ));
         // The controller does not elect by itself once 4 may lead: the operator's unclean election
         // (4 was never in the ISR), retried while the nodes read the edited observer.ids (TTL 5 s).
