@@ -53,24 +53,30 @@ pub fn write_evidence(staging: &Path, evidence: &Path, at: &Path, pairs: &[Pair]
 /// Publishes an UPGRADE run's `staging` directory as `evidence/upgrade/<name>` and writes that
 /// directory's page over every upgrade run in it (`upgrades::write_page`).
 pub fn write_upgrade_evidence(staging: &Path, evidence: &Path, name: &str) -> Result<PathBuf> {
-    static PAGE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = PAGE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = evidence.join(super::upgrades::DIR);
-    let dest = dir.join(name);
-    publish(staging, &dest)?;
-    super::upgrades::write_page(&dir)?;
-    Ok(dest)
+    write_own_page_evidence(staging, evidence, super::upgrades::DIR, name, super::upgrades::write_page)
 }
 
 /// Publishes a run of scenario WAN alone as `evidence/wan/<name>` and writes that directory's
 /// page over every WAN run in it (`wan_page::write_page`).
 pub fn write_wan_evidence(staging: &Path, evidence: &Path, name: &str) -> Result<PathBuf> {
+    write_own_page_evidence(staging, evidence, super::wan_page::DIR, name, super::wan_page::write_page)
+}
+
+/// A run whose scenario has a page of its own: published as `evidence/<dir>/<name>`, then the
+/// page of `dir` written again. Runs of one okp take turns here, so the page is written whole.
+fn write_own_page_evidence(
+    staging: &Path,
+    evidence: &Path,
+    dir: &str,
+    name: &str,
+    write_page: fn(&Path) -> Result<()>,
+) -> Result<PathBuf> {
     static PAGE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = PAGE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = evidence.join(super::wan_page::DIR);
+    let dir = evidence.join(dir);
     let dest = dir.join(name);
     publish(staging, &dest)?;
-    super::wan_page::write_page(&dir)?;
+    write_page(&dir)?;
     Ok(dest)
 }
 
