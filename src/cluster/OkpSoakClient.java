@@ -7,9 +7,16 @@
 //
 //   produce BOOTSTRAP TOPIC NAME IDEMPOTENT INTERVAL_MS   sends NAME-000000, NAME-000001, … acks=all
 //   consume BOOTSTRAP TOPIC NAME                          reads partition 0 from the beginning
-//   read BOOTSTRAP TOPIC MAX IDLE_MS                      one read of partition 0 from its start
-//                                                         (read_uncommitted) up to MAX records or
+//   read BOOTSTRAP TOPIC MAX IDLE_MS [ISOLATION [RACK]]   one read of partition 0 from its start
+//                                                         (read_uncommitted unless ISOLATION says,
+//                                                         client.rack RACK) up to MAX records or
 //                                                         IDLE_MS without one; ends by itself
+//   commit BOOTSTRAP TOPIC GROUP N                        reads partition 0's first N records and
+//                                                         commits the next offset for GROUP; ends
+//   committed BOOTSTRAP TOPIC GROUP                       GROUP's committed offset of partition 0
+//   txn BOOTSTRAP TOPIC NAME N                            three transactions of N records each:
+//                                                         NAME-c1-… committed, NAME-a-… aborted,
+//                                                         NAME-c2-… committed; ends
 //
 // Lines written (tab-separated; values never contain tabs):
 //   ack  SEQ VALUE PARTITION OFFSET MICROS   the broker acknowledged VALUE at OFFSET, MICROS after
@@ -17,6 +24,8 @@
 //   err  SEQ VALUE ERROR              the send failed (VALUE may or may not be in the log)
 //   read SESSION PARTITION OFFSET VALUE
 //   note TEXT                         a producer or consumer was made anew after an error
+//   committed OFFSET                  (commit, committed) the group's offset; -1: none
+//   txn OUTCOME N                     (txn) a transaction of N records committed or aborted
 //   done                              stdin was closed and everything in flight was answered
 // Either side stops when its stdin is closed (okp closes it at the end of the soak).
 package okp.soak;
@@ -24,12 +33,14 @@ package okp.soak;
 import java.io.InputStream;
 import java.time.Duration;
 import java.util.Collections;
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
@@ -45,8 +56,22 @@ public final class OkpSoakClient {
                     + " | read BOOTSTRAP TOPIC MAX IDLE_MS");
             System.exit(2);
         }
-        if (args[0].equals("read") && args.length == 5) {
-            read(args[1], args[2], Long.parseLong(args[3]), Long.parseLong(args[4]));
+        if (args[0].equals("read") && args.length >= 5 && args.length <= 7) {
+            read(args[1], args[2], Long.parseLong(args[3]), Long.parseLong(args[4]),
+                    args.length > 5 ? args[5] : "read_uncommitted", args.length > 6 ? args[6] : "");
+            line("done");
+            System.out.flush();
+            System.exit(0);
+        }
+        if ((args[0].equals("commit") && args.length == 5) || (args[0].equals("committed") && args.length == 4)) {
+            long n = args.length == 5 ? Long.parseLong(args[4]) : 0;
+            commit(args[1], args[2], args[3], n, args[0].equals("commit"));
+            line("done");
+            System.out.flush();
+            System.exit(0);
+        }
+        if (args[0].equals("txn") && args.length == 5) {
+            transactions(args[1], args[2], args[3], Integer.parseInt(args[4]));
             line("done");
             System.out.flush();
             System.exit(0);
@@ -145,9 +170,20 @@ public final class OkpSoakClient {
     }
 
     private static KafkaConsumer<String, String> consumer(String bootstrap, String isolation) {
+        return consumer(bootstrap, isolation, "", "");
+    }
+
+    private static KafkaConsumer<String, String> consumer(String bootstrap, String isolation, String rack,
+            String group) {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("isolation.level", isolation);
+        if (!rack.isEmpty()) {
+            p.put("client.rack", rack);
+        }
+        if (!group.isEmpty()) {
+            p.put("group.id", group);
+        }
         p.put("enable.auto.commit", "false");
         p.put("auto.offset.reset", "earliest");
         p.put("request.timeout.ms", "10000");
@@ -200,10 +236,10 @@ public final class OkpSoakClient {
      * always has a group, and 3.2.0's consumer (KAFKA-13563's first fix, replaced in 3.2.1) polls
      * no records in assign mode while that group's coordinator is unknown.
      */
-    private static void read(String bootstrap, String topic, long max, long idleMs) {
+    private static void read(String bootstrap, String topic, long max, long idleMs, String isolation, String rack) {
         TopicPartition tp = new TopicPartition(topic, 0);
         long count = 0;
-        try (KafkaConsumer<String, String> consumer = consumer(bootstrap, "read_uncommitted")) {
+        try (KafkaConsumer<String, String> consumer = consumer(bootstrap, isolation, rack, "")) {
             consumer.assign(Collections.singletonList(tp));
             consumer.seekToBeginning(Collections.singletonList(tp));
             long last = System.currentTimeMillis();
@@ -217,5 +253,67 @@ public final class OkpSoakClient {
             }
         }
         System.err.println("Processed a total of " + count + " messages");
+    }
+
+    /**
+     * A consumer of GROUP in assign mode (no member, no rebalance): with `doCommit`, reads the
+     * first N records of partition 0 and commits the offset after the last; either way prints the
+     * group's committed offset as the group coordinator has it.
+     */
+    private static void commit(String bootstrap, String topic, String group, long n, boolean doCommit) {
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (KafkaConsumer<String, String> consumer = consumer(bootstrap, "read_committed", "", group)) {
+            consumer.assign(Collections.singletonList(tp));
+            if (doCommit) {
+                consumer.seekToBeginning(Collections.singletonList(tp));
+                long count = 0;
+                long next = -1;
+                long last = System.currentTimeMillis();
+                while (count < n && System.currentTimeMillis() - last < 30000) {
+                    for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
+                        if (count < n) {
+                            next = r.offset() + 1;
+                            count++;
+                            last = System.currentTimeMillis();
+                        }
+                    }
+                }
+                if (next >= 0) {
+                    consumer.commitSync(Collections.singletonMap(tp, new OffsetAndMetadata(next)));
+                }
+            }
+            Map<TopicPartition, OffsetAndMetadata> c = consumer.committed(Collections.singleton(tp));
+            OffsetAndMetadata m = c == null ? null : c.get(tp);
+            line("committed\t" + (m == null ? -1 : m.offset()));
+        }
+    }
+
+    /** Three transactions of N records on partition 0: committed, aborted, committed. */
+    private static void transactions(String bootstrap, String topic, String name, int n) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("acks", "all");
+        p.put("enable.idempotence", "true");
+        p.put("transactional.id", "okp-" + name);
+        p.put("transaction.timeout.ms", "60000");
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            String[][] plan = {{"c1", "committed"}, {"a", "aborted"}, {"c2", "committed"}};
+            for (String[] t : plan) {
+                producer.beginTransaction();
+                for (int i = 0; i < n; i++) {
+                    producer.send(new ProducerRecord<>(topic, 0, null, String.format("%s-%s-%06d", name, t[0], i)));
+                }
+                producer.flush();
+                if (t[1].equals("committed")) {
+                    producer.commitTransaction();
+                } else {
+                    producer.abortTransaction();
+                }
+                line("txn\t" + t[1] + "\t" + n);
+            }
+        }
     }
 }

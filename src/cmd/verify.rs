@@ -231,9 +231,10 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
     let monitored = args.prometheus || selected.iter().any(|s| s.id == "PROM");
     let wan = match (&args.wan_rtt, &args.wan_bandwidth) {
         (None, None) => None,
-        _ if !selected.iter().any(|s| s.id == "WAN") => {
+        _ if !selected.iter().any(|s| s.id == "WAN" || s.id == "MM2") => {
             return Err(Error::Usage(
-                "--wan-rtt and --wan-bandwidth shape scenario WAN's link: add --scenarios WAN".into(),
+                "--wan-rtt and --wan-bandwidth shape the link of scenarios WAN and MM2: add --scenarios WAN or MM2"
+                    .into(),
             ))
         }
         (rtt, bw) => {

@@ -13,6 +13,7 @@ mod failures;
 mod hosts;
 mod metrics;
 mod migrate;
+mod mm2;
 pub mod prom;
 mod promotion;
 mod reassign;
@@ -89,6 +90,8 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { id: "HOSTS", title: "separate hosts over real ssh: an Ansible roll of the bundle under acks=all writes (a damaged jar on one host rolled back); promote, demote, watch over ssh; a host down, unreachable, frozen, stalled, re-keyed, read-only: each named in bounded time, every observer.ids as before", gate: false, run: hosts::hosts },
     // Opt-in (`--scenarios WAN`, `--wan-rtt`, `--wan-bandwidth`): its own cluster in two regions behind a WAN link.
     Scenario { id: "WAN", title: "two regions behind a real WAN link (delay and bandwidth cap, measured): acks=all latency with no remote replica, a remote observer, a remote ISR follower side by side; the high watermark never waits for the observer; its lag under a saturating load drains; KIP-392 keeps a region-b consumer's reads off the link; region b lost unnoticed; region a lost: the watchdog promotes the observer across the link and writes resume", gate: false, run: wan::wan },
+    // Opt-in (`--scenarios MM2`, WAN's link flags): WAN's control group, MirrorMaker 2 to a second cluster in region b.
+    Scenario { id: "MM2", title: "WAN's control group: the same regions and link, the source topic copied to region b twice, by okp's observer and by MirrorMaker 2 to a second cluster; the same kill -9 of the MM2 worker (in its offset-flush window) and of the observer: duplicates, acked records missing, offsets against the source's, an aborted transaction under read_committed, where a consumer group resumes on each copy", gate: false, run: mm2::mm2 },
     Scenario { id: "ROLL", title: "rolling adoption with the shipped bundle: back to the release's jars, okp install one node at a time under acks=all writes, observer named, okp rollback rolling; runs last", gate: false, run: roll::roll },
     // Opt-in and alone (`--migrate`): the ZooKeeper cluster taken to KRaft, left there.
     Scenario { id: "MIGRATE", title: "ZooKeeper → KRaft migration under acks=all writes (controllers in migration mode, brokers to dual-write, brokers to KRaft, finalised, ZooKeeper stopped): the observer never in an ISR it observes nor leading in any phase, the KRaft controller deciding in the dual-write window, nothing lost", gate: false, run: migrate::migrate },
@@ -103,8 +106,9 @@ pub const SCENARIOS: &[Scenario] = &[
 /// depends on it.
 fn typical_seconds(id: &str, mode: Mode) -> u32 {
     // (id, ZooKeeper, KRaft)
-    const TYPICAL: [(&str, u32, u32); 27] = [
+    const TYPICAL: [(&str, u32, u32); 28] = [
         ("PROM", 240, 240),
+        ("MM2", 300, 320),
         ("WAN", 300, 330),
         ("HOSTS", 300, 330),
         ("MIGRATE", 200, 200),
@@ -161,12 +165,12 @@ pub fn lanes(selected: &[&'static Scenario], lanes: usize, mode: Mode) -> Vec<Ve
 /// on separate hosts and takes about five minutes, as long as a whole pair's suite; CREATE needs
 /// confluent-kafka's Python and is sized by `--create-rounds` (a stress run takes thousands);
 /// UPGRADE needs a second release (`--upgrade-to`) and leaves the cluster on it.
-pub const OPT_IN: &[&str] = &["HOSTS", "CREATE", "UPGRADE", "MIGRATE", "PROM", "WAN"];
+pub const OPT_IN: &[&str] = &["HOSTS", "CREATE", "UPGRADE", "MIGRATE", "PROM", "WAN", "MM2"];
 
 /// Scenarios whose runs have a page of their own rather than a column of the release × scenario
 /// page: UPGRADE's run is a hop between two releases, MIGRATE's one between two modes
-/// (evidence/upgrade/UPGRADE.md), WAN's a release over a given link (evidence/wan/WAN.md).
-pub const OWN_PAGE: &[&str] = &["UPGRADE", "MIGRATE", "WAN"];
+/// (evidence/upgrade/UPGRADE.md), WAN's and MM2's a release over a given link (evidence/wan/WAN.md).
+pub const OWN_PAGE: &[&str] = &["UPGRADE", "MIGRATE", "WAN", "MM2"];
 
 /// The suite a run of `flavor` takes when `--scenarios` names none: every scenario but the
 /// opt-in ones (an upstream run: the gates only). What "the whole suite" means in the evidence.
@@ -182,6 +186,7 @@ pub fn unavailable(id: &str) -> Option<String> {
         "CREATE" => births::unavailable(),
         "PROM" => prom::unavailable(),
         "WAN" => wan::unavailable(),
+        "MM2" => mm2::unavailable(),
         _ => None,
     }
 }

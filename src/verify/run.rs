@@ -128,9 +128,10 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
     let ids: Vec<&str> = opts.scenarios.iter().map(|s| s.id).collect();
     let dest = if !opts.upgrade_to.is_empty() || opts.migrate {
         publish::write_upgrade_evidence(&staging, &opts.evidence, &name)?
-    } else if ids == ["WAN"] {
+    } else if ids == ["WAN"] || ids == ["MM2"] {
         let link = opts.tuning.wan.unwrap_or(scenarios::wan::DEFAULT_LINK);
-        publish::write_wan_evidence(&staging, &opts.evidence, &super::wan_page::dir_name(&name, link))?
+        let run = if ids == ["MM2"] { format!("{name}-mm2") } else { name.clone() };
+        publish::write_wan_evidence(&staging, &opts.evidence, &super::wan_page::dir_name(&run, link))?
     } else {
         write_evidence(
             &staging,

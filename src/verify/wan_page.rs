@@ -29,15 +29,20 @@ pub fn dir_name(run_name: &str, link: crate::hosts::wan::Link) -> String {
 /// Writes `dir`/WAN.md from every run directory in `dir` (by release, mode, flavor, round trip).
 pub fn write_page(dir: &Path) -> Result<()> {
     let mut runs: Vec<(String, RunRecord)> = Vec::new();
+    let mut mm2_runs: Vec<(String, RunRecord)> = Vec::new();
     for e in std::fs::read_dir(dir).map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?.flatten() {
         let p = e.path();
         if p.join(super::record::FILE_NAME).is_file() {
             let r = RunRecord::read(&p)?;
+            let name = e.file_name().to_string_lossy().into_owned();
             if r.scenarios.iter().any(|o| o.id == "WAN") {
-                runs.push((e.file_name().to_string_lossy().into_owned(), r));
+                runs.push((name, r));
+            } else if r.scenarios.iter().any(|o| o.id == "MM2") {
+                mm2_runs.push((name, r));
             }
         }
     }
+    mm2_runs.sort_by(|(a, _), (b, _)| a.cmp(b));
     let rtt = |r: &RunRecord| wan(r).and_then(|o| num(o, "link_given", "rtt_ms")).unwrap_or(0.0) as u64;
     runs.sort_by(|(_, a), (_, b)| {
         (a.release, a.mode, a.flavor == crate::scenarios::Flavor::Upstream, rtt(a)).cmp(&(
@@ -47,7 +52,50 @@ pub fn write_page(dir: &Path) -> Result<()> {
             rtt(b),
         ))
     });
-    crate::fsx::write_atomic(&dir.join(PAGE), page(&runs).as_bytes())
+    let mut text = page(&runs);
+    text.push_str(&mm2_section(&mm2_runs));
+    crate::fsx::write_atomic(&dir.join(PAGE), text.as_bytes())
+}
+
+/// The MirrorMaker 2 control group (scenario MM2): one row per copy per run.
+fn mm2_section(runs: &[(String, RunRecord)]) -> String {
+    let mut s = String::from(
+        "\n## The control group: MirrorMaker 2 against the observer (scenario MM2)\n\n\
+         The same regions and link; the source topic `mt` (acks=all, about 450 records/s) copied to region b twice: by observer 4 of the same cluster, and by a MirrorMaker 2 worker (the release's own connect-mirror, dedicated mode, offset flush every 60 s) to a one-node cluster there as `a.mt`. \
+         Both processes killed with -9 at the same moment, about 40 s into MM2's second offset-flush window, and started again. Each copy read whole with read_committed once both caught up. \
+         Duplicates: records read more than once; moved: records at another offset than the source's (the largest shift); aborted visible: records of the aborted transaction (200) a read_committed consumer sees; group `mg` resumes: where it resumes on the copy after committing on the source, and what it reads again / skips there. \
+         MM2 is measured, not judged: separate clusters are independent failure domains (their own controllers, configs and upgrades), which one cluster with an observer is not.\n\n\
+         | run | copy | verdict | records | duplicates | acked missing | moved (max shift) | aborted visible | mg resumes at (source's) | read again / skipped | journal |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    if runs.is_empty() {
+        s.push_str("| no run yet ||||||||||\n");
+    }
+    for (name, r) in runs {
+        let Some(o) = r.scenarios.iter().find(|o| o.id == "MM2") else { continue };
+        let src = or_dash(num(o, "group_committed_source", ""), 0);
+        for (copy, key, at, again, skipped) in [
+            ("observer 4", "observer", "group_committed_source", "group_reread_observer", "group_skipped_observer"),
+            ("MM2 → a.mt", "mm2", "group_committed_target_translated", "group_reread_mm2", "group_skipped_mm2"),
+        ] {
+            let f = |field: &str| or_dash(num(o, key, field), 0);
+            s.push_str(&format!(
+                "| {name} | {copy} | {} | {} | {} | {} | {} ({}) | {} | {} ({src}) | {} / {} | [MM2]({name}/{}) |\n",
+                r.verdict.word(),
+                f("records"),
+                f("duplicates"),
+                f("acked_missing"),
+                f("offsets_moved"),
+                f("offset_shift_max"),
+                f("aborted_visible"),
+                or_dash(num(o, at, ""), 0),
+                or_dash(num(o, again, ""), 0),
+                or_dash(num(o, skipped, ""), 0),
+                o.evidence,
+            ));
+        }
+    }
+    s
 }
 
 fn wan(r: &RunRecord) -> Option<&ScenarioResult> {
@@ -156,6 +204,12 @@ mod tests {
         assert_eq!(dir_name("3.9.2-zk", link), "3.9.2-zk-rtt20ms-20mbit");
         let link = crate::hosts::wan::Link { rtt_ms: 100, rate_kbit: 800 };
         assert_eq!(dir_name("4.3.1-kraft-upstream", link), "4.3.1-kraft-upstream-rtt100ms-800kbit");
+    }
+
+    #[test]
+    fn no_mm2_run_gives_a_control_group_table_that_says_so() {
+        let s = mm2_section(&[]);
+        assert!(s.contains("## The control group: MirrorMaker 2") && s.contains("| no run yet"), "{s}");
     }
 
     #[test]
