@@ -540,6 +540,11 @@ pub struct VerifyArgs {
     /// … and the bandwidth each way (`50mbit`, `800kbit`; default 20mbit). docs/multi-region.md.
     #[arg(long, value_name = "RATE")]
     pub wan_bandwidth: Option<String>,
+    /// Scenario MM2's worker with exactly-once source support (KIP-618, from 3.5: transactional
+    /// writes to the target, its internal REST server on the worker's host); evidence in
+    /// DIR/wan/<V>-<mode>-mm2eos-rtt…/.
+    #[arg(long)]
+    pub mm2_exactly_once: bool,
     /// Run on the release's unpatched jars: the negative control.
     #[arg(long, conflicts_with = "jars")]
     pub upstream: bool,

@@ -245,6 +245,9 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
             )?)
         }
     };
+    if args.mm2_exactly_once && !selected.iter().any(|s| s.id == "MM2") {
+        return Err(Error::Usage("--mm2-exactly-once configures scenario MM2's worker: add --scenarios MM2".into()));
+    }
     let opts = crate::verify::Options {
         release,
         mode,
@@ -265,6 +268,7 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
             migrate_back: args.migrate_back,
             prometheus: monitored,
             wan,
+            mm2_exactly_once: args.mm2_exactly_once,
         },
         upgrade_to,
         migrate: args.migrate,

@@ -68,6 +68,12 @@ pub fn mm2(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
             "MM2's target is a one-node KRaft cluster, production-ready from 3.3; {v} is older"
         )));
     }
+    let eos = ctx.tuning.mm2_exactly_once;
+    if eos && v < crate::version::KafkaVersion::new(3, 5, 0) {
+        return Err(Error::Usage(format!(
+            "--mm2-exactly-once: MirrorMaker 2 supports exactly-once from 3.5 (KIP-618); {v} is older"
+        )));
+    }
     let link = ctx.tuning.wan.unwrap_or(super::wan::DEFAULT_LINK);
     let bundle =
         ctx.c.bundle.clone().ok_or_else(|| Error::Usage("MM2 installs okp's bundle: this run has none".into()))?;
@@ -100,6 +106,7 @@ pub fn mm2(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         observer_ids: "4\n".into(),
     };
     o.fact("link_given", link);
+    o.fact("mm2_exactly_once", eos);
     let t0 = Instant::now();
     let mut hc =
         HostCluster::up_with(ctx.c.mode, ctx.c.rt.clone(), Some(bundle), classes, ctx.c.timers.lag_ms, layout)?;
@@ -120,6 +127,7 @@ pub fn mm2(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
             mirror_cp: format!("{}:{}", join(&mirror), join(&upstream)),
             target: None,
             worker: None,
+            eos,
         };
         let r = x.run();
         for n in [x.worker.as_mut(), x.target.as_mut()].into_iter().flatten() {
@@ -148,6 +156,8 @@ struct Mm2<'a> {
     mirror_cp: String,
     target: Option<Node>,
     worker: Option<Node>,
+    /// The worker with exactly-once source support (KIP-618).
+    eos: bool,
 }
 
 /// One copy of a topic as a reader saw it: (offset, value) in log order.
@@ -485,8 +495,18 @@ impl Mm2<'_> {
         let dir = self.clientb.dir.join("mm2");
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
         let cfg = dir.join("mm2.properties");
+        // Exactly-once (KIP-618): transactional writes to b, which need the internal REST server
+        // of dedicated mode (on the worker's host only).
+        let eos = if self.eos {
+            format!(
+                "b.exactly.once.source.support = enabled\ndedicated.mode.enable.internal.rest = true\nlisteners = http://{}:8083\n",
+                self.clientb.addr
+            )
+        } else {
+            String::new()
+        };
         let props = format!(
-            "clusters = a, b\na.bootstrap.servers = {}\nb.bootstrap.servers = {}\n\
+            "{eos}clusters = a, b\na.bootstrap.servers = {}\nb.bootstrap.servers = {}\n\
              a->b.enabled = true\na->b.topics = mt\na->b.groups = mg\nb->a.enabled = false\n\
              tasks.max = 1\nreplication.factor = 1\n\
              checkpoints.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n\

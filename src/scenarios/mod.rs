@@ -205,11 +205,20 @@ pub struct Tuning {
     pub prometheus: bool,
     /// WAN's link (`--wan-rtt`, `--wan-bandwidth`); None: `wan::DEFAULT_LINK`.
     pub wan: Option<crate::hosts::wan::Link>,
+    /// MM2's worker with exactly-once source support (`--mm2-exactly-once`).
+    pub mm2_exactly_once: bool,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { create_rounds: 20, upstream_controllers: false, migrate_back: false, prometheus: false, wan: None }
+        Tuning {
+            create_rounds: 20,
+            upstream_controllers: false,
+            migrate_back: false,
+            prometheus: false,
+            wan: None,
+            mm2_exactly_once: false,
+        }
     }
 }
 

@@ -130,7 +130,11 @@ pub fn run(ws: &Workspace, opts: Options) -> Result<Outcome> {
         publish::write_upgrade_evidence(&staging, &opts.evidence, &name)?
     } else if ids == ["WAN"] || ids == ["MM2"] {
         let link = opts.tuning.wan.unwrap_or(scenarios::wan::DEFAULT_LINK);
-        let run = if ids == ["MM2"] { format!("{name}-mm2") } else { name.clone() };
+        let run = match (ids == ["MM2"], opts.tuning.mm2_exactly_once) {
+            (true, true) => format!("{name}-mm2eos"),
+            (true, false) => format!("{name}-mm2"),
+            _ => name.clone(),
+        };
         publish::write_wan_evidence(&staging, &opts.evidence, &super::wan_page::dir_name(&run, link))?
     } else {
         write_evidence(

@@ -74,9 +74,14 @@ fn mm2_section(runs: &[(String, RunRecord)]) -> String {
     for (name, r) in runs {
         let Some(o) = r.scenarios.iter().find(|o| o.id == "MM2") else { continue };
         let src = or_dash(num(o, "group_committed_source", ""), 0);
+        let mm2 = if o.facts.get("mm2_exactly_once").and_then(|v| v.as_bool()) == Some(true) {
+            "MM2 exactly-once → a.mt"
+        } else {
+            "MM2 → a.mt"
+        };
         for (copy, key, at, again, skipped) in [
             ("observer 4", "observer", "group_committed_source", "group_reread_observer", "group_skipped_observer"),
-            ("MM2 → a.mt", "mm2", "group_committed_target_translated", "group_reread_mm2", "group_skipped_mm2"),
+            (mm2, "mm2", "group_committed_target_translated", "group_reread_mm2", "group_skipped_mm2"),
         ] {
             let f = |field: &str| or_dash(num(o, key, field), 0);
             s.push_str(&format!(
