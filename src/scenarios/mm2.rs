@@ -496,10 +496,12 @@ impl Mm2<'_> {
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
         let cfg = dir.join("mm2.properties");
         // Exactly-once (KIP-618): transactional writes to b, which need the internal REST server
-        // of dedicated mode (on the worker's host only).
+        // of dedicated mode (on the worker's host only), and a read_committed source consumer,
+        // without which the connector declares no exactly-once support (KAFKA-14021) and copies
+        // aborted records as committed ones.
         let eos = if self.eos {
             format!(
-                "b.exactly.once.source.support = enabled\ndedicated.mode.enable.internal.rest = true\nlisteners = http://{}:8083\n",
+                "b.exactly.once.source.support = enabled\ndedicated.mode.enable.internal.rest = true\nlisteners = http://{}:8083\na.consumer.isolation.level = read_committed\n",
                 self.clientb.addr
             )
         } else {
