@@ -47,6 +47,37 @@ pub fn wan_host_names(mode: Mode) -> Vec<&'static str> {
     v
 }
 
+/// A KRaft cluster id (URL-safe base64 of 16 bytes, as Kafka's Uuid) derived from `seed` (the run
+/// and this process), its top bit clear: the first base64 character is never `-`, which the
+/// storage tool would read as an option.
+pub fn cluster_id_of(seed: &str) -> Result<String> {
+    let raw = crate::hash::sha256(seed.as_bytes());
+    let mut bytes = [0u8; 16];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&raw[i * 2..i * 2 + 2], 16).unwrap_or(0);
+    }
+    bytes[0] &= 0x7f;
+    crate::cluster::cluster_id(bytes)?.ok_or_else(|| Error::Source("a cluster id starting with `-`".into()))
+}
+
+/// `kafka-storage format -t ID -c CONFIG` of one KRaft node (`name` in the error).
+pub fn format_storage(tools: &mut Runner, id: &str, config: &Path, name: &str) -> Result<()> {
+    let out = tools.run(
+        Tool::Storage,
+        &["format".into(), "-t".into(), id.to_string(), "-c".into(), config.display().to_string()],
+        None,
+        Duration::from_secs(120),
+    )?;
+    if !out.ok() {
+        return Err(Error::External(format!(
+            "formatting {name} failed (rc {}): {}",
+            out.rc,
+            out.stderr.lines().last().unwrap_or("")
+        )));
+    }
+    Ok(())
+}
+
 /// How a host cluster is laid out and what its nodes run at the start.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -64,6 +95,25 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// Scenarios WAN's and MM2's: `wan_host_names` in two regions, a (the quorum, brokers 1, 2,
+    /// 3, 5) and b (broker 4, clientb), behind `link`.
+    pub fn two_regions(mode: Mode, link: super::wan::Link, patched: bool, observer_ids: &str) -> Layout {
+        let names = wan_host_names(mode);
+        let regions = super::wan::Regions {
+            names: vec!["a".into(), "b".into()],
+            of: names.iter().map(|n| (n.to_string(), usize::from(*n == "b4" || *n == "clientb"))).collect(),
+            link,
+            toxiproxy: None,
+        };
+        Layout {
+            names,
+            regions: Some(regions),
+            patched_brokers: patched,
+            patched_controllers: patched,
+            observer_ids: observer_ids.into(),
+        }
+    }
+
     /// Scenario HOSTS's: one network, the controllers patched, the brokers on the release's jars.
     pub fn hosts(mode: Mode) -> Layout {
         Layout {
@@ -413,34 +463,10 @@ impl HostCluster {
     fn start_all(&mut self) -> Result<()> {
         let ip = PathBuf::from("ip");
         if self.mode == Mode::Kraft {
-            let id = format!("okp-hosts-{}-{}", self.topo.run, std::process::id());
-            // A cluster id (URL-safe base64 of 16 bytes, as Kafka's Uuid), from the run and this process.
-            let raw = crate::hash::sha256(id.as_bytes());
-            let mut bytes = [0u8; 16];
-            for (i, b) in bytes.iter_mut().enumerate() {
-                *b = u8::from_str_radix(&raw[i * 2..i * 2 + 2], 16).unwrap_or(0);
-            }
-            // The top bit clear: the first base64 character is never `-`, which the storage tool
-            // would read as an option.
-            bytes[0] &= 0x7f;
-            let cluster_id = crate::cluster::cluster_id(bytes)?
-                .ok_or_else(|| Error::Source("a cluster id starting with `-`".into()))?;
+            let cluster_id = cluster_id_of(&format!("okp-hosts-{}-{}", self.topo.run, std::process::id()))?;
             for i in 0..self.nodes.len() {
-                let cfg = self.nodes[i].host.dir.join("server.properties").display().to_string();
-                let out = self.tools.run(
-                    Tool::Storage,
-                    &["format".into(), "-t".into(), cluster_id.clone(), "-c".into(), cfg],
-                    None,
-                    Duration::from_secs(120),
-                )?;
-                if !out.ok() {
-                    return Err(Error::External(format!(
-                        "formatting {} failed (rc {}): {}",
-                        self.nodes[i].host.name,
-                        out.rc,
-                        out.stderr.lines().last().unwrap_or("")
-                    )));
-                }
+                let cfg = self.nodes[i].host.dir.join("server.properties");
+                format_storage(&mut self.tools, &cluster_id, &cfg, &self.nodes[i].host.name)?;
             }
             self.cluster_id = Some(cluster_id);
         }

@@ -393,6 +393,11 @@ impl Measured {
     }
 }
 
+/// `measure` with one second of `link`'s rate each way (at least 256 KiB, at most 16 MiB).
+pub fn measure_link(from: &Host, to: &Host, link: Link) -> Result<Measured> {
+    measure(from, to, (link.rate_kbit * 1000 / 8).clamp(256 << 10, 16 << 20))
+}
+
 /// Measures the path from host `from` to host `to` (any two hosts; across regions it crosses
 /// the link): a server on `to`'s `PROBE_PORT`, a client in `from`'s namespace. 20 round trips
 /// of one byte, then `bytes` each way.

@@ -29,7 +29,6 @@ use crate::cluster::tools::Tool;
 use crate::error::{Error, Result};
 use crate::hosts;
 use crate::hosts::cluster::{HostCluster, Layout, BROKER_PORT};
-use crate::hosts::wan::Regions;
 use crate::hosts::{Host, Topology};
 use crate::model::Coordinate;
 use crate::wire::{Probe, DEBUGGING};
@@ -91,20 +90,7 @@ pub fn mm2(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         &format!("okp-mm2-{v}"),
     )?;
     let join = |v: &[std::path::PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":");
-    let names = hosts::cluster::wan_host_names(ctx.c.mode);
-    let regions = Regions {
-        names: vec!["a".into(), "b".into()],
-        of: names.iter().map(|n| (n.to_string(), usize::from(*n == "b4" || *n == "clientb"))).collect(),
-        link,
-        toxiproxy: None,
-    };
-    let layout = Layout {
-        names,
-        regions: Some(regions),
-        patched_brokers: true,
-        patched_controllers: true,
-        observer_ids: "4\n".into(),
-    };
+    let layout = Layout::two_regions(ctx.c.mode, link, true, "4\n");
     o.fact("link_given", link);
     o.fact("mm2_exactly_once", eos);
     let t0 = Instant::now();
@@ -112,7 +98,7 @@ pub fn mm2(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         HostCluster::up_with(ctx.c.mode, ctx.c.rt.clone(), Some(bundle), classes, ctx.c.timers.lag_ms, layout)?;
     o.fact("cluster_up_seconds", round(t0.elapsed().as_secs_f64()));
     let clientb = hc.topo.host("clientb")?.clone();
-    let m = hosts::wan::measure(&clientb, &hc.topo.ctl, (link.rate_kbit * 1000 / 8).clamp(256 << 10, 16 << 20))?;
+    let m = hosts::wan::measure_link(&clientb, &hc.topo.ctl, link)?;
     ctx.c.journal.note(&format!("link given: {}\nlink measured: {}", link.show(), m.show()));
     o.fact("link_measured", &m);
     let ns = hc.topo.ctl.ns.clone();
@@ -135,15 +121,7 @@ pub fn mm2(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         }
         r
     })?;
-    let log = std::mem::take(&mut hc.log);
-    ctx.c.journal.note(&log.join("\n"));
-    let (run, dir) = (hc.topo.run, hc.topo.dir.clone());
-    hc.down();
-    o.check(
-        "every namespace (gateways included), process and file of the regions removed",
-        hosts::run_gone(run, &dir),
-        format!("run {run} gone"),
-    );
+    super::wan::tear_down(hc, &mut ctx.c.journal, o);
     r
 }
 
@@ -450,27 +428,8 @@ impl Mm2<'_> {
         );
         let cfg = dir.join("server.properties");
         crate::fsx::write_atomic(&cfg, props.as_bytes())?;
-        let raw = crate::hash::sha256(format!("okp-mm2-target-{}-{}", self.hc.topo.run, std::process::id()).as_bytes());
-        let mut bytes = [0u8; 16];
-        for (i, b) in bytes.iter_mut().enumerate() {
-            *b = u8::from_str_radix(&raw[i * 2..i * 2 + 2], 16).unwrap_or(0);
-        }
-        bytes[0] &= 0x7f;
-        let id =
-            crate::cluster::cluster_id(bytes)?.ok_or_else(|| Error::Source("a cluster id starting with `-`".into()))?;
-        let out = self.hc.tools.run(
-            Tool::Storage,
-            &["format".into(), "-t".into(), id, "-c".into(), cfg.display().to_string()],
-            None,
-            Duration::from_secs(120),
-        )?;
-        if !out.ok() {
-            return Err(Error::External(format!(
-                "formatting the target failed (rc {}): {}",
-                out.rc,
-                out.stderr.lines().last().unwrap_or("")
-            )));
-        }
+        let id = hosts::cluster::cluster_id_of(&format!("okp-mm2-target-{}-{}", self.hc.topo.run, std::process::id()))?;
+        hosts::cluster::format_storage(&mut self.hc.tools, &id, &cfg, "the target")?;
         let (server_log, _) = self.hc.rt.write_logging(&dir)?;
         let mut argv = vec![self.hc.rt.java.display().to_string()];
         argv.extend(crate::cluster::SERVER_HEAP_GC.iter().map(|s| s.to_string()));

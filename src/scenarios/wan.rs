@@ -23,7 +23,7 @@
 //! On the release's own jars (`--upstream`, the negative control) the "observer" is an ISR
 //! follower: (b) waits like (c).
 //!
-//! Not here: MirrorMaker 2 as a control group (docs/multi-region.md).
+//! Not here: MirrorMaker 2 as a control group (scenario MM2, `mm2.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -32,7 +32,7 @@ use crate::cluster::tools::{parse_perf, Tool};
 use crate::error::{Error, Result};
 use crate::hosts;
 use crate::hosts::cluster::{HostCluster, Layout};
-use crate::hosts::wan::{Link, Regions};
+use crate::hosts::wan::Link;
 use crate::wire::{Probe, DEBUGGING};
 
 /// The link a run gets without `--wan-rtt` / `--wan-bandwidth`.
@@ -65,29 +65,14 @@ pub fn wan(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         None
     };
     let classes = ctx.c.okp_client_classes()?;
-    let names = hosts::cluster::wan_host_names(ctx.c.mode);
-    let regions = Regions {
-        names: vec!["a".into(), "b".into()],
-        of: names.iter().map(|n| (n.to_string(), usize::from(*n == "b4" || *n == "clientb"))).collect(),
-        link,
-        toxiproxy: None,
-    };
-    let layout = Layout {
-        names,
-        regions: Some(regions),
-        patched_brokers: patched,
-        patched_controllers: patched,
-        observer_ids: "4\nprefix:wc observers=none\n".into(),
-    };
+    let layout = Layout::two_regions(ctx.c.mode, link, patched, "4\nprefix:wc observers=none\n");
     o.fact("link_given", link);
     o.fact("patched", patched);
     let t0 = Instant::now();
     let mut hc = HostCluster::up_with(ctx.c.mode, ctx.c.rt.clone(), bundle, classes, ctx.c.timers.lag_ms, layout)?;
     o.fact("cluster_up_seconds", round(t0.elapsed().as_secs_f64()));
     let (ctl, clientb) = (hc.topo.ctl.clone(), hc.topo.host("clientb")?.clone());
-    // The link as measured: 1 s of its rate each way, at least 256 KiB.
-    let bytes = (link.rate_kbit * 1000 / 8).clamp(256 << 10, 16 << 20);
-    let m = hosts::wan::measure(&clientb, &ctl, bytes)?;
+    let m = hosts::wan::measure_link(&clientb, &ctl, link)?;
     ctx.c.journal.note(&format!("link given: {}\nlink measured: {}", link.show(), m.show()));
     o.check(
         "the link measured: its round trip at least the delay given, its throughput at most the rate given",
@@ -112,17 +97,21 @@ pub fn wan(ctx: &mut Ctx, o: &mut ScenarioResult) -> Result<()> {
         };
         x.run(&journal_dir)
     })?;
+    tear_down(hc, &mut ctx.c.journal, o);
+    r
+}
+
+/// The regions' cluster's log into the journal, then the cluster and its regions removed, checked.
+pub(super) fn tear_down(mut hc: HostCluster, journal: &mut crate::cluster::journal::Journal, o: &mut ScenarioResult) {
     let log = std::mem::take(&mut hc.log);
-    ctx.c.journal.note(&log.join("\n"));
-    let run = hc.topo.run;
-    let dir = hc.topo.dir.clone();
+    journal.note(&log.join("\n"));
+    let (run, dir) = (hc.topo.run, hc.topo.dir.clone());
     hc.down();
     o.check(
         "every namespace (gateways included), process and file of the regions removed",
         hosts::run_gone(run, &dir),
         format!("run {run} gone"),
     );
-    r
 }
 
 struct Wan<'a> {

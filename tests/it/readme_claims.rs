@@ -148,3 +148,56 @@ fn readme_says_what_the_monitoring_records_say() {
     let claim = format!("none in {} or {last}", rest.join(", "));
     assert!(flat.contains(&claim), "README does not say `{claim}`");
 }
+
+/// "a to b", or "a" when they are one number (README's way with ranges of counts).
+fn range(v: &[u64]) -> String {
+    let (lo, hi) = (v.iter().min().copied().unwrap_or(0), v.iter().max().copied().unwrap_or(0));
+    if lo == hi {
+        thousands(lo)
+    } else {
+        format!("{} to {}", thousands(lo), thousands(hi))
+    }
+}
+
+/// README's claims about the MirrorMaker 2 control group are the records'
+/// (evidence/wan/*-mm2*/run.json): how many runs, MM2's duplicates after the kill without and with
+/// exactly-once, the records a group read again on the target; the observer's side all zero.
+#[test]
+fn readme_says_what_the_mm2_records_say() {
+    let root = repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (mut runs, mut dup, mut dup_eos, mut again) = (0, Vec::new(), Vec::new(), Vec::new());
+    for e in std::fs::read_dir(root.join("evidence/wan")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.contains("-mm2") || !e.path().join("run.json").is_file() {
+            continue;
+        }
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(e.path().join("run.json")).unwrap()).unwrap();
+        assert_eq!(r["verdict"], "pass", "{name}");
+        let s = r["scenarios"].as_array().unwrap().iter().find(|s| s["id"] == "MM2").unwrap();
+        let f = &s["facts"];
+        runs += 1;
+        assert_eq!(f["observer"]["duplicates"], 0, "{name}");
+        assert_eq!(f["observer"]["acked_missing"], 0, "{name}");
+        assert_eq!(f["observer_log_identical_to_source"], true, "{name}");
+        assert_eq!(f["group_reread_observer"], 0, "{name}");
+        let d = f["mm2"]["duplicates"].as_u64().unwrap();
+        if f["mm2_exactly_once"] == true {
+            dup_eos.push(d);
+        } else {
+            dup.push(d);
+        }
+        again.push(f["group_reread_mm2"].as_u64().unwrap());
+    }
+    assert!(runs > 0, "no MM2 run under evidence/wan");
+    for claim in [
+        format!("{runs} runs of scenario MM2"),
+        format!("MirrorMaker 2 re-delivered {} records", range(&dup)),
+        format!("{} with exactly-once", range(&dup_eos)),
+        format!("read {} records again", range(&again)),
+    ] {
+        assert!(flat.contains(&claim), "README.md does not say `{claim}`");
+    }
+}
