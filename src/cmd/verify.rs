@@ -205,6 +205,27 @@ fn one(ws: &Workspace, args: VerifyArgs) -> Result<Outcome> {
                 }
                 note(format!("verify: scenario {} left out: it needs the {l} layer", s.id));
             }
+            _ if s.id == "MM2" && args.upstream => {
+                return Err(Error::Usage(
+                    "scenario MM2 compares okp's observer with MirrorMaker 2: it runs on the patched jars, not --upstream"
+                        .into(),
+                ));
+            }
+            _ if s.id == "MM2" && release.version < crate::version::KafkaVersion::new(3, 3, 0) => {
+                return Err(Error::Usage(format!(
+                    "scenario MM2's target is a one-node KRaft cluster, production-ready from 3.3; {} is older",
+                    release.version
+                )));
+            }
+            _ if s.id == "MM2"
+                && args.mm2_exactly_once
+                && release.version < crate::version::KafkaVersion::new(3, 5, 0) =>
+            {
+                return Err(Error::Usage(format!(
+                    "--mm2-exactly-once: MirrorMaker 2 supports exactly-once from 3.5 (KIP-618); {} is older",
+                    release.version
+                )));
+            }
             _ if scenarios::unavailable(s.id).is_some() => {
                 note(format!(
                     "verify: scenario {} skipped: {}",

@@ -272,6 +272,21 @@ fn bad_input_is_refused_before_anything_starts() {
             &["verify", "--version", "3.9.2", "--upstream", "--scenarios", "ROLL"],
             "scenario ROLL rolls okp's bundle: an --upstream run has no bundle",
         ),
+        (
+            &["verify", "--version", "3.9.2", "--upstream", "--scenarios", "MM2"],
+            "scenario MM2 compares okp's observer with MirrorMaker 2: it runs on the patched jars, not --upstream",
+        ),
+        (&["verify", "--version", "3.2.3", "--scenarios", "MM2"], "production-ready from 3.3; 3.2.3 is older"),
+        (
+            &["verify", "--version", "3.4.1", "--scenarios", "MM2", "--mm2-exactly-once"],
+            "exactly-once from 3.5 (KIP-618); 3.4.1 is older",
+        ),
+        (
+            &["verify", "--version", "3.9.2", "--mm2-exactly-once"],
+            "--mm2-exactly-once configures scenario MM2's worker",
+        ),
+        (&["verify", "--version", "3.9.2", "--wan-rtt", "20ms"], "--wan-rtt and --wan-bandwidth shape the link"),
+        (&["verify", "--version", "3.9.2", "--scenarios", "MM2", "--wan-rtt", "20 parsecs"], "20 parsecs"),
         (&["verify", "--version", "3.9.2", "--layer", "gauges"], "invalid value 'gauges' for '--layer <L>'"),
         (&["verify", "--version", "3.9.2", "--lanes", "5"], "invalid value '5' for '--lanes <N>'"),
         (
