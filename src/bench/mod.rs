@@ -18,6 +18,8 @@
 //! and one journal per cluster (every command and its output). Not a test:
 //! nothing here judges a time; the numbers go to docs/benchmarks.md.
 
+pub mod scale;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -74,13 +76,13 @@ pub fn rules_file(path: &std::path::Path) -> Result<String> {
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-enum Flavor {
+pub(crate) enum Flavor {
     Upstream,
     Patched,
 }
 
 impl Flavor {
-    fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Flavor::Upstream => "upstream",
             Flavor::Patched => "patched",
@@ -116,7 +118,7 @@ struct Sample {
 /// The flavors of round `round` in the order they run: upstream first in odd rounds, patched
 /// first in even ones (A B, B A, A B, …), so a drift of the machine over the run (a warming
 /// page cache, a neighbour's load fading) favours neither flavor across a pair of rounds.
-fn order(round: u32) -> [Flavor; 2] {
+pub(crate) fn order(round: u32) -> [Flavor; 2] {
     if round % 2 == 1 {
         [Flavor::Upstream, Flavor::Patched]
     } else {
@@ -296,7 +298,7 @@ fn measure(c: &mut Cluster, opts: &Options, round: u32, flavor: Flavor) -> Resul
     Ok(samples)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
