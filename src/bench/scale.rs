@@ -284,7 +284,13 @@ pub fn scale(ws: &Workspace, opts: Options) -> Result<Outcome> {
 
 /// Starts one cluster, measures it, takes it down. A measurement that does not complete leaves a
 /// NaN sample and a problem in the note; only a cluster that cannot start ends the run.
-fn one_cluster(opts: &Options, rt: Runtime, size: u32, round: u32, flavor: Flavor) -> Result<(Vec<Sample>, ClusterNote)> {
+fn one_cluster(
+    opts: &Options,
+    rt: Runtime,
+    size: u32,
+    round: u32,
+    flavor: Flavor,
+) -> Result<(Vec<Sample>, ClusterNote)> {
     let run_dir = tempfile::Builder::new()
         .prefix("okp-scale-")
         .tempdir()
@@ -294,7 +300,8 @@ fn one_cluster(opts: &Options, rt: Runtime, size: u32, round: u32, flavor: Flavo
     let journal = Journal::new(&journal_dir, run_dir.path());
     let timers = Timers { lag_ms: 10_000, session_ms: 6_000 };
     let t0 = Instant::now();
-    let mut c = Cluster::up(opts.mode, rt, timers, run_dir.path(), opts.base_port, journal, crate::cluster::Homes::Shared)?;
+    let mut c =
+        Cluster::up(opts.mode, rt, timers, run_dir.path(), opts.base_port, journal, crate::cluster::Homes::Shared)?;
     let observer = (flavor == Flavor::Patched && !opts.control).then_some(OBSERVER);
     let mut m = Measure { c: &mut c, size, round, flavor, observer, samples: Vec::new(), note: ClusterNote::default() };
     m.note.size = size;
@@ -589,7 +596,8 @@ impl Measure<'_> {
             self.problem("no broker answered Metadata before the broker failure".into());
             return Ok(());
         };
-        let led: BTreeSet<Key> = view.iter().filter(|(_, s)| s.leader == Some(victim)).map(|(k, _)| k.clone()).collect();
+        let led: BTreeSet<Key> =
+            view.iter().filter(|(_, s)| s.leader == Some(victim)).map(|(k, _)| k.clone()).collect();
         let hosted: BTreeSet<Key> =
             view.iter().filter(|(_, s)| s.replicas.contains(&victim)).map(|(k, _)| k.clone()).collect();
         self.note.led = led.len();
@@ -603,9 +611,13 @@ impl Measure<'_> {
         ));
         self.c.kill9(victim);
         let t0 = Instant::now();
-        let moved = self.wait_all("every partition the killed broker led has another leader", Some(victim), t0, Duration::from_secs(300), |v| {
-            not_moved(v, &led, victim)
-        })?;
+        let moved = self.wait_all(
+            "every partition the killed broker led has another leader",
+            Some(victim),
+            t0,
+            Duration::from_secs(300),
+            |v| not_moved(v, &led, victim),
+        )?;
         match moved {
             Some(s) => self.put("fail_leaders_s", s),
             None => self.problem(format!("partitions broker {victim} led kept no leader or it within 300 s")),
@@ -627,9 +639,13 @@ impl Measure<'_> {
             Some(s) => self.put("restart_log_s", s),
             None => self.problem(format!("broker {victim}'s log has no stamped first line or readiness line")),
         }
-        let back = self.wait_all("the restarted broker is in every ISR it belongs to", None, t1, Duration::from_secs(600), |v| {
-            not_in_isr(v, &hosted, victim)
-        })?;
+        let back = self.wait_all(
+            "the restarted broker is in every ISR it belongs to",
+            None,
+            t1,
+            Duration::from_secs(600),
+            |v| not_in_isr(v, &hosted, victim),
+        )?;
         match back {
             Some(s) => self.put("rejoin_isr_s", s),
             None => self.problem(format!("broker {victim} not back in every ISR within 600 s")),
@@ -722,7 +738,9 @@ fn summary_md(opts: &Options, ratios: &[Ratio], notes: &[ClusterNote], secs: f64
              every ratio below is upstream/upstream: its spread is this machine's noise for these settings.\n\n",
         );
     } else {
-        s.push_str("Patched: broker 4 is the observer of every partition (never in an ISR); upstream: a fourth follower.\n\n");
+        s.push_str(
+            "Patched: broker 4 is the observer of every partition (never in an ISR); upstream: a fourth follower.\n\n",
+        );
     }
     let rules: Vec<&str> = RULES.lines().collect();
     s.push_str(&format!(
@@ -768,7 +786,10 @@ fn summary_md(opts: &Options, ratios: &[Ratio], notes: &[ClusterNote], secs: f64
         .flat_map(|n| n.problems.iter().map(move |p| format!("- {} round {} {:?}: {p}", n.size, n.round, n.flavor)))
         .collect();
     if !problems.is_empty() {
-        s.push_str(&format!("\nWhat did not complete (NaN samples, left out of the medians):\n\n{}\n", problems.join("\n")));
+        s.push_str(&format!(
+            "\nWhat did not complete (NaN samples, left out of the medians):\n\n{}\n",
+            problems.join("\n")
+        ));
     }
     s.push_str("\nEvery sample: scale.json; plots: <metric>.png; each cluster's commands and output: journal/<size>-<round>-<flavor>/.\n");
     s
@@ -777,7 +798,8 @@ fn summary_md(opts: &Options, ratios: &[Ratio], notes: &[ClusterNote], secs: f64
 /// One PNG per metric: size on x, each flavor's median.
 fn plots(opts: &Options, ratios: &[Ratio]) -> Result<()> {
     let (a, b) = flavor_names(opts.control);
-    let span = opts.sizes.iter().max().copied().unwrap_or(1) as f64 / opts.sizes.iter().min().copied().unwrap_or(1).max(1) as f64;
+    let span = opts.sizes.iter().max().copied().unwrap_or(1) as f64
+        / opts.sizes.iter().min().copied().unwrap_or(1).max(1) as f64;
     for &(metric, unit, what) in METRICS {
         let series = |name: &str, get: fn(&Ratio) -> f64| crate::plot::Series {
             name: name.into(),
