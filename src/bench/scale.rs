@@ -34,12 +34,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{median, order, Flavor};
+use super::{compare, order, Compared, Flavor};
 use crate::cluster::journal::Journal;
 use crate::cluster::runtime::Runtime;
 use crate::cluster::{Cluster, Timers, BROKERS, OBSERVER};
 use crate::error::{Error, Outcome, Result};
-use crate::model::{Layers, Mode, Release};
+use crate::model::{Mode, Release};
 use crate::wire::{PartitionState, Probe};
 use crate::workspace::Workspace;
 
@@ -210,15 +210,7 @@ pub fn scale(ws: &Workspace, opts: Options) -> Result<Outcome> {
         return Err(Error::Usage("--rounds, --per-topic and every --sizes value must be > 0".into()));
     }
     let version = opts.release.version;
-    std::fs::create_dir_all(&opts.out).map_err(|e| Error::io(format!("cannot create {}", opts.out.display()), e))?;
-    let build = crate::verify::patched_jars(ws, &opts.release, opts.mode, &Layers::core(), None)?;
-    if !build.proven() {
-        return Err(Error::Usage(format!(
-            "the patched {version} {} jars carry no passing provenance proof: not benchmarked",
-            opts.mode
-        )));
-    }
-    let java_version = Runtime::assemble(&ws.maven, version, Some(&build))?.java_version;
+    let (build, java_version) = super::prepare(ws, &opts.release, opts.mode, &opts.out)?;
     let t0 = Instant::now();
     let load_before = loadavg();
     let mut samples: Vec<Sample> = Vec::new();
@@ -249,10 +241,7 @@ pub fn scale(ws: &Workspace, opts: Options) -> Result<Outcome> {
     for &size in &opts.sizes {
         for round in 1..=opts.rounds {
             for flavor in order(round) {
-                let rt = match flavor {
-                    Flavor::Patched if !opts.control => Runtime::assemble(&ws.maven, version, Some(&build))?,
-                    _ => Runtime::assemble(&ws.maven, version, None)?,
-                };
+                let rt = super::runtime(ws, &build, flavor, opts.control)?;
                 crate::out::note(format!(
                     "bench scale {version} {}: {size} partitions, round {round}, {} (load {})",
                     opts.mode,
@@ -664,17 +653,13 @@ impl Measure<'_> {
     }
 }
 
-/// One metric at one size: the median per flavor over the rounds, patched/upstream, and the
-/// spread of the per-round ratios.
+/// One metric at one size, both flavors compared.
 #[derive(Clone, Debug, serde::Serialize)]
 struct Ratio {
     size: u32,
     metric: &'static str,
-    upstream: f64,
-    patched: f64,
-    ratio: f64,
-    ratio_min: f64,
-    ratio_max: f64,
+    #[serde(flatten)]
+    v: Compared,
 }
 
 fn summarise(samples: &[Sample], sizes: &[u32]) -> Vec<Ratio> {
@@ -688,19 +673,7 @@ fn summarise(samples: &[Sample], sizes: &[u32]) -> Vec<Ratio> {
                     .map(|s| (s.round, s.value))
                     .collect()
             };
-            let (a, b) = (of(Flavor::Upstream), of(Flavor::Patched));
-            let per_round: Vec<f64> =
-                a.iter().filter_map(|(r, x)| b.get(r).filter(|_| *x > 0.0).map(|y| y / x)).collect();
-            let (ua, pb) = (median(a.values().copied().collect()), median(b.values().copied().collect()));
-            out.push(Ratio {
-                size,
-                metric,
-                upstream: ua,
-                patched: pb,
-                ratio: if ua > 0.0 { pb / ua } else { f64::NAN },
-                ratio_min: per_round.iter().copied().fold(f64::NAN, f64::min),
-                ratio_max: per_round.iter().copied().fold(f64::NAN, f64::max),
-            });
+            out.push(Ratio { size, metric, v: compare(&of(Flavor::Upstream), &of(Flavor::Patched)) });
         }
     }
     out
@@ -751,7 +724,7 @@ fn summary_md(opts: &Options, ratios: &[Ratio], notes: &[ClusterNote], secs: f64
     for r in ratios {
         s.push_str(&format!(
             "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3}..{:.3} |\n",
-            r.metric, r.size, r.upstream, r.patched, r.ratio, r.ratio_min, r.ratio_max
+            r.metric, r.size, r.v.upstream, r.v.patched, r.v.ratio, r.v.ratio_min, r.v.ratio_max
         ));
     }
     s.push_str("\nMetrics:\n\n");
@@ -813,7 +786,7 @@ fn plots(opts: &Options, ratios: &[Ratio]) -> Result<()> {
                 x_label: "partitions".into(),
                 y_label: format!("{metric} ({unit}), median over {} rounds", opts.rounds),
                 y2_label: None,
-                series: vec![series(a, |r| r.upstream), series(b, |r| r.patched)],
+                series: vec![series(a, |r| r.v.upstream), series(b, |r| r.v.patched)],
                 log_x: span >= 4.0,
             },
         )?;
@@ -907,9 +880,10 @@ mod tests {
         ];
         let r = summarise(&samples, &[1000, 5000]);
         let at = |size| r.iter().find(|r| r.metric == "create_s" && r.size == size).unwrap();
-        assert_eq!((at(1000).upstream, at(1000).patched, at(1000).ratio), (10.0, 10.0, 1.0));
-        assert!((at(1000).ratio_min - 0.9).abs() < 1e-9 && (at(1000).ratio_max - 1.1).abs() < 1e-9);
-        assert!(at(5000).patched.is_nan() && at(5000).ratio.is_nan());
+        let (a, b) = (at(1000).v, at(5000).v);
+        assert_eq!((a.upstream, a.patched, a.ratio), (10.0, 10.0, 1.0));
+        assert!((a.ratio_min - 0.9).abs() < 1e-9 && (a.ratio_max - 1.1).abs() < 1e-9);
+        assert!(b.patched.is_nan() && b.ratio.is_nan());
         assert_eq!(r.len(), METRICS.len() * 2);
     }
 }
