@@ -71,6 +71,8 @@ pub struct Options {
     /// A/A: the second flavor runs the upstream jars too (labelled `patched` in the samples).
     pub control: bool,
     pub base_port: Option<u16>,
+    /// Every server's `-Xmx` (brokers hosting thousands of partitions outgrow okp's usual 320m).
+    pub heap: String,
 }
 
 /// The metrics, in the summary's order: name, unit, what it is.
@@ -196,6 +198,15 @@ fn startup_secs(log: &str, marker: &str) -> Option<f64> {
     Some(if ready < first { ready + 86_400.0 - first } else { ready - first })
 }
 
+/// Whether `s` is a heap size the JVM's -Xmx takes, and nothing else on its command line: digits
+/// and one unit.
+fn heap_size(s: &str) -> bool {
+    let (digits, unit) = s.split_at(s.len().saturating_sub(1));
+    !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && matches!(unit, "k" | "m" | "g" | "K" | "M" | "G")
+}
+
 /// The machine's load averages, as /proc/loadavg has them.
 fn loadavg() -> String {
     crate::fsx::read::read_optional_text(Path::new("/proc/loadavg"), 256)
@@ -208,6 +219,12 @@ fn loadavg() -> String {
 pub fn scale(ws: &Workspace, opts: Options) -> Result<Outcome> {
     if opts.rounds == 0 || opts.sizes.is_empty() || opts.sizes.contains(&0) || opts.per_topic == 0 {
         return Err(Error::Usage("--rounds, --per-topic and every --sizes value must be > 0".into()));
+    }
+    if !heap_size(&opts.heap) {
+        return Err(Error::Usage(format!(
+            "--heap {}: a JVM heap size is digits and k, m or g (512m, 1g)",
+            crate::escape::one_line(&opts.heap)
+        )));
     }
     let version = opts.release.version;
     let (build, java_version) = super::prepare(ws, &opts.release, opts.mode, &opts.out)?;
@@ -229,6 +246,7 @@ pub fn scale(ws: &Workspace, opts: Options) -> Result<Outcome> {
             "layout": "replicas a,b,c,4 with a = 1,2,3 in turn; broker 4 the observer when patched",
             "rules": RULES,
             "idle_seconds": opts.idle.as_secs(),
+            "server_heap": format!("-Xmx{}", opts.heap),
             "control": opts.control,
             "complete": complete,
             "loadavg_before": load_before,
@@ -289,8 +307,17 @@ fn one_cluster(
     let journal = Journal::new(&journal_dir, run_dir.path());
     let timers = Timers { lag_ms: 10_000, session_ms: 6_000 };
     let t0 = Instant::now();
-    let mut c =
-        Cluster::up(opts.mode, rt, timers, run_dir.path(), opts.base_port, journal, crate::cluster::Homes::Shared)?;
+    let mut c = Cluster::up_sized(
+        opts.mode,
+        rt,
+        timers,
+        run_dir.path(),
+        opts.base_port,
+        journal,
+        crate::cluster::Homes::Shared,
+        crate::cluster::Monitoring::Off,
+        Some(&opts.heap),
+    )?;
     let observer = (flavor == Flavor::Patched && !opts.control).then_some(OBSERVER);
     let mut m = Measure { c: &mut c, size, round, flavor, observer, samples: Vec::new(), note: ClusterNote::default() };
     m.note.size = size;
@@ -632,12 +659,12 @@ impl Measure<'_> {
             "the restarted broker is in every ISR it belongs to",
             None,
             t1,
-            Duration::from_secs(600),
+            Duration::from_secs(300),
             |v| not_in_isr(v, &hosted, victim),
         )?;
         match back {
             Some(s) => self.put("rejoin_isr_s", s),
-            None => self.problem(format!("broker {victim} not back in every ISR within 600 s")),
+            None => self.problem(format!("broker {victim} not back in every ISR within 300 s")),
         }
         let cpu1 = ctl_pid.and_then(cpu_secs);
         let still = ctl == self.active_controller()?;
@@ -692,7 +719,7 @@ fn summary_md(opts: &Options, ratios: &[Ratio], notes: &[ClusterNote], secs: f64
     let mut s = format!(
         "# okp bench scale {} {}\n\nSizes {} partitions ({} per topic, replicas a,b,c,4 with the leader a = 1,2,3 in \
          turn); {} rounds per size (upstream then patched in odd rounds, patched then upstream in even ones; a fresh \
-         cluster each: {}, 4 brokers, heap -Xmx320m each, session timeout 6 s). Wall time {:.0} s; load average \
+         cluster each: {}, 4 brokers, heap -Xmx{} each, session timeout 6 s). Wall time {:.0} s; load average \
          (1/5/15 min) {} at the start, {} at the end, on a machine others share. Ratios are patched/upstream of the \
          medians over the rounds; the spread is the per-round ratios' min..max.\n\n",
         opts.release.version,
@@ -701,6 +728,7 @@ fn summary_md(opts: &Options, ratios: &[Ratio], notes: &[ClusterNote], secs: f64
         opts.per_topic,
         opts.rounds,
         if opts.mode == Mode::Kraft { "3 KRaft controllers" } else { "1 ZooKeeper" },
+        opts.heap,
         secs,
         load.0,
         load.1,
@@ -854,6 +882,14 @@ mod tests {
         assert!(settled(&st(Some(1), &[1, 2, 3, 4], &[1, 2, 3]), Some(4)));
         assert!(!settled(&st(Some(1), &[1, 2, 3, 4], &[1, 2, 3]), None));
         assert!(!settled(&st(None, &[1, 2, 3, 4], &[1, 2, 3, 4]), None));
+    }
+
+    #[test]
+    fn a_heap_size_is_digits_and_a_unit() {
+        assert!(heap_size("1g") && heap_size("512m") && heap_size("2048M"));
+        for bad in ["", "g", "1", "1gb", "-1g", "1g -Dx=y", "1.5g"] {
+            assert!(!heap_size(bad), "{bad:?}");
+        }
     }
 
     #[test]

@@ -355,6 +355,10 @@ pub struct BenchScaleArgs {
     /// First of the cluster's consecutive loopback ports (default: a free block from 20000 up).
     #[arg(long, value_name = "PORT")]
     pub base_port: Option<u16>,
+    /// Every broker's and controller's heap ceiling (-Xmx): at 5000 partitions 320m ran a broker
+    /// into back-to-back full collections.
+    #[arg(long, value_name = "SIZE", default_value = "1g")]
+    pub heap: String,
 }
 
 #[derive(Args, Debug)]

@@ -47,6 +47,7 @@ pub fn run(ws: &Workspace, args: BenchArgs) -> Result<Outcome> {
                     out,
                     control: a.control,
                     base_port: a.base_port,
+                    heap: a.heap,
                 },
             )
         }
