@@ -28,6 +28,7 @@ const API_DESCRIBE_CONFIGS: i16 = 32;
 const API_VERSIONS: i16 = 18;
 const API_INIT_PRODUCER_ID: i16 = 22;
 const API_ALTER_PARTITION_REASSIGNMENTS: i16 = 45;
+const API_CREATE_TOPICS: i16 = 19;
 
 /// ListOffsets `replica_id` of an ordinary consumer: a leader answers with its high watermark.
 /// One partition's leader, replicas and ISR, as Metadata answers it and as
@@ -74,6 +75,8 @@ pub struct Probe {
     produce_version: Option<i16>,
     /// InitProducerId: v1 (non-flexible) where served, else v2 (flexible).
     init_producer_id_version: Option<i16>,
+    /// CreateTopics v4 (non-flexible, explicit assignments): served from 2.0 through 4.x.
+    create_topics_v4: bool,
 }
 
 /// A broker as Metadata lists it (registered, so alive as far as the controller knows).
@@ -147,6 +150,7 @@ impl Probe {
             fetch_v11: false,
             produce_version: None,
             init_producer_id_version: None,
+            create_topics_v4: false,
         };
         let body = p.call(API_VERSIONS, 0, &[])?;
         let mut r = Reader::new(&body);
@@ -163,6 +167,7 @@ impl Probe {
                 API_FETCH => p.fetch_v11 = pick(11, 11).is_some(),
                 API_PRODUCE => p.produce_version = pick(3, 8),
                 API_INIT_PRODUCER_ID => p.init_producer_id_version = pick(0, 1).or(pick(2, 2)),
+                API_CREATE_TOPICS => p.create_topics_v4 = pick(4, 4).is_some(),
                 _ => {}
             }
         }
@@ -297,6 +302,52 @@ impl Probe {
         let mut r = Reader::new(&resp);
         r.skip_tags()?;
         Some(resp[r.at..].to_vec())
+    }
+
+    /// How long a call may wait for its answer (1.5 s from `connect`): a request the broker
+    /// answers only when the work is done (CreateTopics of many topics) needs longer.
+    pub fn set_timeout(&mut self, timeout: Duration) -> Option<()> {
+        self.stream.set_read_timeout(Some(timeout)).ok()
+    }
+
+    /// CreateTopics v4: each topic with its explicit assignment (partition i on `replicas[i]`),
+    /// no configs; the broker answers when the partitions have leaders or `timeout_ms` passed.
+    /// Sent to the controller (ZooKeeper mode, else NOT_CONTROLLER) or any broker (KRaft mode
+    /// forwards it). One (topic, error code) per topic; None when the broker did not answer or
+    /// does not serve v4.
+    pub fn create_topics(&mut self, topics: &[(String, Vec<Vec<i32>>)], timeout_ms: i32) -> Option<Vec<(String, i16)>> {
+        if !self.create_topics_v4 {
+            return None;
+        }
+        let mut body = Vec::new();
+        body.extend_from_slice(&(topics.len() as i32).to_be_bytes());
+        for (name, partitions) in topics {
+            put_str(&mut body, name);
+            body.extend_from_slice(&(-1i32).to_be_bytes()); // num_partitions: from the assignment
+            body.extend_from_slice(&(-1i16).to_be_bytes()); // replication_factor: likewise
+            body.extend_from_slice(&(partitions.len() as i32).to_be_bytes());
+            for (i, replicas) in partitions.iter().enumerate() {
+                body.extend_from_slice(&(i as i32).to_be_bytes());
+                body.extend_from_slice(&(replicas.len() as i32).to_be_bytes());
+                for r in replicas {
+                    body.extend_from_slice(&r.to_be_bytes());
+                }
+            }
+            body.extend_from_slice(&0i32.to_be_bytes()); // no configs
+        }
+        body.extend_from_slice(&timeout_ms.to_be_bytes());
+        body.push(0); // validate_only = false
+        let resp = self.call(API_CREATE_TOPICS, 4, &body)?;
+        let mut r = Reader::new(&resp);
+        r.i32()?; // throttle_time_ms
+        let mut out = Vec::new();
+        for _ in 0..r.i32()? {
+            let name = r.string()?;
+            let error = r.i16()?;
+            r.nullable_string()?; // error_message
+            out.push((name, error));
+        }
+        Some(out)
     }
 
     /// Partition `p` of `topic`, as this broker's metadata cache has it.

@@ -322,6 +322,43 @@ pub enum BenchCommand {
     /// ProducerPerformance at acks=all on upstream and patched clusters, alternately: throughput and
     /// p50/p99/p99.9 as patched/upstream ratios; rf3, rf4 with broker 4 an observer, and that observer frozen.
     Broker(BenchBrokerArgs),
+    /// The same cluster upstream and patched (broker 4 an observer, topic rules in force), alternately,
+    /// at growing partition counts: topic creation, controller failover, a broker's failure, restart
+    /// and ISR rejoin, controller and idle CPU, as patched/upstream ratios per size, with a PNG per metric.
+    Scale(BenchScaleArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchScaleArgs {
+    #[command(flatten)]
+    pub release: ClusterRelease,
+    /// Total partitions of each size, run in this order (a fresh cluster per size, round and flavor).
+    #[arg(long, value_name = "N,N,…", value_delimiter = ',', default_value = "1000,5000")]
+    pub sizes: Vec<u32>,
+    /// Clusters of each flavor per size, started alternately.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub rounds: u32,
+    /// Partitions per topic (more topics for the same size: more rule lookups).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub per_topic: u32,
+    /// The quiet window the idle CPU is measured over, in seconds.
+    #[arg(long, value_name = "S", default_value_t = 20)]
+    pub idle_secs: u64,
+    /// Where scale.json, summary.md, the PNGs and the journals go (default:
+    /// evidence/bench/scale/<V>-<mode>, with --control <V>-<mode>-control).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// An A/A control: the "patched" clusters run the release's upstream jars too, so every
+    /// ratio is upstream/upstream and its spread is this machine's noise floor.
+    #[arg(long)]
+    pub control: bool,
+    /// First of the cluster's consecutive loopback ports (default: a free block from 20000 up).
+    #[arg(long, value_name = "PORT")]
+    pub base_port: Option<u16>,
+    /// Every broker's and controller's heap ceiling (-Xmx): at 5000 partitions 320m ran a broker
+    /// into back-to-back full collections.
+    #[arg(long, value_name = "SIZE", default_value = "1g")]
+    pub heap: String,
 }
 
 #[derive(Args, Debug)]

@@ -56,7 +56,7 @@ impl Cluster {
     /// The line node `id` logs once it is ready: a KRaft controller or broker (a broker rolled
     /// to KRaft by MIGRATE among them) says `Kafka Server started`, a ZooKeeper-mode broker
     /// `[KafkaServer id=N] started`.
-    pub(super) fn ready_marker(&self, id: i32) -> &'static str {
+    pub fn ready_marker(&self, id: i32) -> &'static str {
         let n = self.node(id);
         let kraft = self.mode == Mode::Kraft || n.role == Role::Controller || self.runs_kraft(id);
         match (n.role, kraft) {

@@ -181,11 +181,33 @@ impl Cluster {
         homes: Homes,
         monitoring: Monitoring,
     ) -> Result<Cluster> {
+        Cluster::up_sized(mode, rt, timers, run_dir, base_port, journal, homes, monitoring, None)
+    }
+
+    /// `up_with`, the servers' heap ceiling `-Xmx<heap>` in place of `SERVER_HEAP_GC`'s when given
+    /// (`okp bench scale`: thousands of partitions outgrow the small default). The servers'
+    /// class-data-sharing archive stays keyed and dumped with the default flags.
+    #[allow(clippy::too_many_arguments)]
+    pub fn up_sized(
+        mode: Mode,
+        rt: Runtime,
+        timers: Timers,
+        run_dir: &Path,
+        base_port: Option<u16>,
+        journal: Journal,
+        homes: Homes,
+        monitoring: Monitoring,
+        heap: Option<&str>,
+    ) -> Result<Cluster> {
         node::install_interrupt_handler();
         let ports = ports::free_port_block(base_port)?;
         let base_port = ports.base;
         let (server_log, tool_log) = rt.write_logging(run_dir)?;
         let mut server_jvm = server_heap_gc();
+        if let Some(heap) = heap {
+            server_jvm.retain(|f| !f.starts_with("-Xmx"));
+            server_jvm.push(format!("-Xmx{heap}"));
+        }
         server_jvm.extend(["-Djava.awt.headless=true".to_string(), server_log]);
         let mut tool_jvm = tool_jvm(&rt, tool_log);
         if let Some((archive, false)) = &rt.tool_cds {

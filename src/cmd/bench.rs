@@ -1,4 +1,4 @@
-//! `okp bench broker`: resolves the release, mode and output directory, then
+//! `okp bench broker` and `okp bench scale`: resolves the release, mode and output directory, then
 //! hands the run to `bench`.
 //!
 //! Not here: the clusters and the measurements (`bench`).
@@ -28,6 +28,26 @@ pub fn run(ws: &Workspace, args: BenchArgs) -> Result<Outcome> {
                     out,
                     control: a.control,
                     rules,
+                },
+            )
+        }
+        BenchCommand::Scale(a) => {
+            let release = ws.release(a.release.version)?.clone();
+            let mode = release.mode_for(a.release.mode, ModeDefault::ZkFirst)?;
+            let out = a.out.unwrap_or_else(|| crate::bench::scale::default_out(&release, mode, a.control));
+            crate::bench::scale::scale(
+                ws,
+                crate::bench::scale::Options {
+                    release,
+                    mode,
+                    sizes: a.sizes,
+                    rounds: a.rounds,
+                    per_topic: a.per_topic,
+                    idle: std::time::Duration::from_secs(a.idle_secs),
+                    out,
+                    control: a.control,
+                    base_port: a.base_port,
+                    heap: a.heap,
                 },
             )
         }

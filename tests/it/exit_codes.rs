@@ -82,6 +82,8 @@ fn refused_inputs_exit_as_documented() {
         (vec!["verify".into(), "--scenarios".into(), "NOPE".into()], 2, "unknown scenario"),
         (vec!["unit-tests".into(), "--classes".into(), "NoSuchTest".into()], 2, "is not a test class"),
         (vec!["bench".into(), "broker".into(), "--rounds".into(), "0".into()], 2, "must be > 0"),
+        (vec!["bench".into(), "scale".into(), "--sizes".into(), "1000,0".into()], 2, "must be > 0"),
+        (vec!["bench".into(), "scale".into(), "--heap".into(), "1gb".into()], 2, "a JVM heap size"),
         (vec!["verify".into(), "--jobs".into(), "2".into()], 2, "--all"),
         (vec!["verify".into(), "--soak".into(), "10x".into(), "--seed".into(), "1".into()], 2, "not a duration"),
         (vec!["verify".into(), "--soak".into(), "10m".into()], 2, "--seed"),

@@ -18,10 +18,13 @@
 //! and one journal per cluster (every command and its output). Not a test:
 //! nothing here judges a time; the numbers go to docs/benchmarks.md.
 
+pub mod scale;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::build::record::BuildRecord;
 use crate::cluster::journal::Journal;
 use crate::cluster::runtime::Runtime;
 use crate::cluster::tools::{parse_perf, Tool};
@@ -74,13 +77,13 @@ pub fn rules_file(path: &std::path::Path) -> Result<String> {
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-enum Flavor {
+pub(crate) enum Flavor {
     Upstream,
     Patched,
 }
 
 impl Flavor {
-    fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Flavor::Upstream => "upstream",
             Flavor::Patched => "patched",
@@ -116,7 +119,7 @@ struct Sample {
 /// The flavors of round `round` in the order they run: upstream first in odd rounds, patched
 /// first in even ones (A B, B A, A B, …), so a drift of the machine over the run (a warming
 /// page cache, a neighbour's load fading) favours neither flavor across a pair of rounds.
-fn order(round: u32) -> [Flavor; 2] {
+pub(crate) fn order(round: u32) -> [Flavor; 2] {
     if round % 2 == 1 {
         [Flavor::Upstream, Flavor::Patched]
     } else {
@@ -130,11 +133,54 @@ fn order(round: u32) -> [Flavor; 2] {
 struct Ratio {
     case: &'static str,
     metric: &'static str,
-    upstream: f64,
-    patched: f64,
-    ratio: f64,
-    ratio_min: f64,
-    ratio_max: f64,
+    #[serde(flatten)]
+    v: Compared,
+}
+
+/// One metric's values of both flavors, compared: the medians over the rounds, patched/upstream,
+/// and the spread (min, max) of the per-round ratios (round i patched over round i upstream).
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub(crate) struct Compared {
+    pub upstream: f64,
+    pub patched: f64,
+    pub ratio: f64,
+    pub ratio_min: f64,
+    pub ratio_max: f64,
+}
+
+/// `Compared` of the values by round of the upstream (`a`) and patched (`b`) clusters.
+pub(crate) fn compare(a: &BTreeMap<u32, f64>, b: &BTreeMap<u32, f64>) -> Compared {
+    let per_round: Vec<f64> = a.iter().filter_map(|(r, x)| b.get(r).filter(|_| *x > 0.0).map(|y| y / x)).collect();
+    let (ua, pb) = (median(a.values().copied().collect()), median(b.values().copied().collect()));
+    Compared {
+        upstream: ua,
+        patched: pb,
+        ratio: if ua > 0.0 { pb / ua } else { f64::NAN },
+        ratio_min: per_round.iter().copied().fold(f64::NAN, f64::min),
+        ratio_max: per_round.iter().copied().fold(f64::NAN, f64::max),
+    }
+}
+
+/// What every benchmark does before its first cluster: the output directory (a path that cannot
+/// be one fails before any build or cluster), the patched jars (refused without a passing
+/// provenance proof) and the JVM's version.
+pub(crate) fn prepare(ws: &Workspace, release: &Release, mode: Mode, out: &Path) -> Result<(BuildRecord, String)> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io(format!("cannot create {}", out.display()), e))?;
+    let build = crate::verify::patched_jars(ws, release, mode, &Layers::core(), None)?;
+    if !build.proven() {
+        return Err(Error::Usage(format!(
+            "the patched {} {mode} jars carry no passing provenance proof: not benchmarked",
+            release.version
+        )));
+    }
+    let java_version = Runtime::assemble(&ws.maven, release.version, Some(&build))?.java_version;
+    Ok((build, java_version))
+}
+
+/// The runtime of a `flavor` cluster: the patched jars for `patched`, unless `control` (A/A).
+pub(crate) fn runtime(ws: &Workspace, build: &BuildRecord, flavor: Flavor, control: bool) -> Result<Runtime> {
+    let patched = flavor == Flavor::Patched && !control;
+    Runtime::assemble(&ws.maven, build.release, patched.then_some(build))
 }
 
 pub fn broker(ws: &Workspace, opts: Options) -> Result<Outcome> {
@@ -144,25 +190,12 @@ pub fn broker(ws: &Workspace, opts: Options) -> Result<Outcome> {
         ));
     }
     let version = opts.release.version;
-    // The output directory first: a path that cannot be one fails before any build or cluster.
-    std::fs::create_dir_all(&opts.out).map_err(|e| Error::io(format!("cannot create {}", opts.out.display()), e))?;
-    let build = crate::verify::patched_jars(ws, &opts.release, opts.mode, &Layers::core(), None)?;
-    if !build.proven() {
-        return Err(Error::Usage(format!(
-            "the patched {version} {} jars carry no passing provenance proof: not benchmarked",
-            opts.mode
-        )));
-    }
-    let java_version = Runtime::assemble(&ws.maven, version, Some(&build))?.java_version;
+    let (build, java_version) = prepare(ws, &opts.release, opts.mode, &opts.out)?;
     let t0 = Instant::now();
     let mut samples: Vec<Sample> = Vec::new();
     for round in 1..=opts.rounds {
         for flavor in order(round) {
-            let rt = match flavor {
-                Flavor::Upstream => Runtime::assemble(&ws.maven, version, None)?,
-                Flavor::Patched if opts.control => Runtime::assemble(&ws.maven, version, None)?,
-                Flavor::Patched => Runtime::assemble(&ws.maven, version, Some(&build))?,
-            };
+            let rt = runtime(ws, &build, flavor, opts.control)?;
             crate::out::note(format!("bench broker {version} {}: round {round}, {}", opts.mode, flavor.word()));
             samples.extend(one_cluster(&opts, rt, round, flavor)?);
         }
@@ -330,19 +363,7 @@ fn summarise(samples: &[Sample]) -> Vec<Ratio> {
                     .map(|s| (s.round, get(s)))
                     .collect()
             };
-            let (a, b) = (of(Flavor::Upstream), of(Flavor::Patched));
-            let per_round: Vec<f64> =
-                a.iter().filter_map(|(r, x)| b.get(r).filter(|_| *x > 0.0).map(|y| y / x)).collect();
-            let (ua, pb) = (median(a.values().copied().collect()), median(b.values().copied().collect()));
-            out.push(Ratio {
-                case,
-                metric,
-                upstream: ua,
-                patched: pb,
-                ratio: if ua > 0.0 { pb / ua } else { f64::NAN },
-                ratio_min: per_round.iter().copied().fold(f64::NAN, f64::min),
-                ratio_max: per_round.iter().copied().fold(f64::NAN, f64::max),
-            });
+            out.push(Ratio { case, metric, v: compare(&of(Flavor::Upstream), &of(Flavor::Patched)) });
         }
     }
     out
@@ -381,7 +402,7 @@ fn summary_md(opts: &Options, samples: &[Sample], ratios: &[Ratio], secs: f64) -
     for r in ratios {
         s.push_str(&format!(
             "| {} | {} | {:.2} | {:.2} | {:.3} | {:.3}..{:.3} |\n",
-            r.case, r.metric, r.upstream, r.patched, r.ratio, r.ratio_min, r.ratio_max
+            r.case, r.metric, r.v.upstream, r.v.patched, r.v.ratio, r.v.ratio_min, r.v.ratio_max
         ));
     }
     // The HW gate in numbers: the patched cluster's frozen-observer p99 against its own no-observer p99.
@@ -466,14 +487,14 @@ mod tests {
         ];
         let r = summarise(&samples);
         let t = r.iter().find(|r| r.case == "rf3-rate" && r.metric == "records_per_sec").unwrap();
-        assert_eq!((t.upstream, t.patched), (100.0, 99.0));
-        assert!((t.ratio - 0.99).abs() < 1e-9);
-        assert!((t.ratio_min - 0.98).abs() < 1e-9 && (t.ratio_max - 1.1).abs() < 1e-9);
+        assert_eq!((t.v.upstream, t.v.patched), (100.0, 99.0));
+        assert!((t.v.ratio - 0.99).abs() < 1e-9);
+        assert!((t.v.ratio_min - 0.98).abs() < 1e-9 && (t.v.ratio_max - 1.1).abs() < 1e-9);
         // A failed sample is left out of the medians.
         let mut bad = samples.clone();
         bad[1].rc = 1;
         let r = summarise(&bad);
         let t = r.iter().find(|r| r.case == "rf3-rate" && r.metric == "records_per_sec").unwrap();
-        assert_eq!(t.patched, 104.5);
+        assert_eq!(t.v.patched, 104.5);
     }
 }
