@@ -142,11 +142,20 @@ fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
     (o, None)
 }
 
-/// `javac -version`'s line, asked once per process (a JVM start each time otherwise).
-fn javac_version() -> std::result::Result<String, String> {
+/// `javac -version`'s line, asked once per process, and kept per JDK (named by its files,
+/// `jdk::identity`) in `okp-jdk/` of the local repository: a JVM start (0.3–1 s) a build need not
+/// pay again while the JDK is the same.
+fn javac_version(repo_local: &Path) -> std::result::Result<String, String> {
     static V: std::sync::OnceLock<std::result::Result<String, String>> = std::sync::OnceLock::new();
     V.get_or_init(|| {
-        Command::new(java_bin("javac"))
+        let kept = crate::jvm::jdk::identity("javac")
+            .map(|id| repo_local.join("okp-jdk").join(format!("javac-version-{}.txt", &sha256(id.as_bytes())[..32])));
+        if let Some(Ok(Some(v))) = kept.as_ref().map(|f| crate::fsx::read::text_if_any(f, 4096, "kept javac version")) {
+            if v.starts_with("javac ") {
+                return Ok(v.trim().to_string());
+            }
+        }
+        let v = Command::new(java_bin("javac"))
             .arg("-version")
             .output()
             .map(|o| {
@@ -154,7 +163,11 @@ fn javac_version() -> std::result::Result<String, String> {
                     .trim()
                     .to_string()
             })
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        if let (Some(f), true) = (&kept, v.starts_with("javac ") && !v.contains('\n')) {
+            let _ = crate::fsx::write_atomic(f, v.as_bytes());
+        }
+        Ok(v)
     })
     .clone()
 }
@@ -563,7 +576,7 @@ pub fn compile_ours(
     // The JDKs named by what they hold, not by starting them: a cache hit starts no JVM.
     let javac_version = match crate::jvm::jdk::identity("javac") {
         Some(id) => id,
-        None => javac_version().map_err(|e| {
+        None => javac_version(&maven.repo_local).map_err(|e| {
             Error::External(format!(
                 "cannot run javac ({e}): okp compiles its own classes with the release's compilers to compare them \
                  with the jars' (a JDK 17 is needed, as for okp build)"
@@ -725,7 +738,7 @@ pub fn splice(
         by_module.entry(module).or_default().push(c.path.clone());
     }
     let mut compilers = BTreeMap::new();
-    let javac_version = javac_version().unwrap_or_default();
+    let javac_version = javac_version(&maven.repo_local).unwrap_or_default();
 
     // The spliced jars are staged beside `out`, never in it: they move in only once every module is
     // compiled, proved and re-derived from its bytes, so a refused or failed build leaves no jar
@@ -773,7 +786,7 @@ pub fn splice(
                     &upstream_src,
                     &view,
                     &javac_version,
-                    &java_version(),
+                    &crate::jvm::jdk::identity("java").unwrap_or_else(java_version),
                 )
             })
             .transpose()?;
