@@ -106,7 +106,7 @@ impl Resident<'_> {
                 "cp {} {} {}",
                 p.display(),
                 m.as_ref().map_or(0, |m| m.len()),
-                m.as_ref().map_or(0, |m| m.mtime_nsec() as i64 + m.mtime() * 1_000_000_000)
+                m.as_ref().map_or(0, |m| m.mtime_nsec() + m.mtime() * 1_000_000_000)
             );
         }
         let java = crate::jvm::jdk::identity("java").unwrap_or_else(|| "java on PATH".into());
@@ -137,7 +137,10 @@ impl Resident<'_> {
         match self.request(&dir, &key, tool, args) {
             Ok(a) => a,
             Err(why) => {
-                crate::out::note(format!("the resident compiler ({}): {why}; compiling in a JVM of its own", dir.display()));
+                crate::out::note(format!(
+                    "the resident compiler ({}): {why}; compiling in a JVM of its own",
+                    dir.display()
+                ));
                 Answer::NotRun
             }
         }
@@ -163,7 +166,9 @@ impl Resident<'_> {
                 return Ok(Answer::NotRun);
             }
             Err(crate::fsx::LockRefusal::Gone) => return Ok(Answer::NotRun),
-            Err(crate::fsx::LockRefusal::Not(_)) => return Err(format!("{}: not a regular lock file", dir.join("use.lock").display())),
+            Err(crate::fsx::LockRefusal::Not(_)) => {
+                return Err(format!("{}: not a regular lock file", dir.join("use.lock").display()))
+            }
         };
         let stream = match UnixStream::connect(&sock) {
             Ok(s) => s,
@@ -176,19 +181,22 @@ impl Resident<'_> {
     /// Starts a server (under `start.lock`, so two okps start one) and connects to it.
     fn start(&self, dir: &Path, key: &str, sock: &Path) -> Result<UnixStream, String> {
         let mut quiet = |_: &str| {};
-        let _start = match crate::fsx::lock_file(&dir.join("start.lock"), true, &mut quiet).map_err(|e| e.to_string())? {
-            Ok(l) => l,
-            Err(crate::fsx::LockRefusal::Not(_)) => {
-                return Err(format!("{}: not a regular lock file", dir.join("start.lock").display()))
-            }
-            Err(_) => return Err("could not take start.lock".into()),
-        };
+        let _start =
+            match crate::fsx::lock_file(&dir.join("start.lock"), true, &mut quiet).map_err(|e| e.to_string())? {
+                Ok(l) => l,
+                Err(crate::fsx::LockRefusal::Not(_)) => {
+                    return Err(format!("{}: not a regular lock file", dir.join("start.lock").display()))
+                }
+                Err(_) => return Err("could not take start.lock".into()),
+            };
         if let Ok(s) = UnixStream::connect(sock) {
             return Ok(s);
         }
         // A socket no server listens on (a killed server's): nothing answers there any more.
         match std::fs::symlink_metadata(sock) {
-            Ok(_) => std::fs::remove_file(sock).map_err(|e| format!("cannot remove the stale {}: {e}", sock.display()))?,
+            Ok(_) => {
+                std::fs::remove_file(sock).map_err(|e| format!("cannot remove the stale {}: {e}", sock.display()))?
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(format!("{}: {e}", sock.display())),
         }
@@ -341,7 +349,8 @@ fn exchange(stream: UnixStream, key: &str, token: &str, tool: Tool, args: &[OsSt
     w.write_all(request.as_bytes()).and_then(|_| w.flush()).map_err(|e| format!("cannot send the request: {e}"))?;
     // A compile takes as long as it takes; an end of the stream says the server died.
     stream.set_read_timeout(None).map_err(|e| e.to_string())?;
-    let gone = |what: &str| Answer::Broken(format!("the resident compiler (pid {pid}) ended before it answered ({what})"));
+    let gone =
+        |what: &str| Answer::Broken(format!("the resident compiler (pid {pid}) ended before it answered ({what})"));
     let mut status = String::new();
     if reader.by_ref().take(512).read_line(&mut status).is_err() || status.is_empty() {
         return Ok(gone("no status"));

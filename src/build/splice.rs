@@ -258,12 +258,19 @@ fn compile_with(
 ) -> Result<Compiled> {
     std::fs::create_dir_all(classes_dir).map_err(|e| Error::io("cannot create the classes directory", e))?;
     let classes_dir = absolute(classes_dir)?;
-    let scala: Vec<PathBuf> =
-        src.iter().filter(|p| p.extension().is_some_and(|x| x == "scala")).map(|p| absolute(p)).collect::<Result<_>>()?;
-    let java: Vec<PathBuf> =
-        src.iter().filter(|p| p.extension().is_some_and(|x| x == "java")).map(|p| absolute(p)).collect::<Result<_>>()?;
+    let scala: Vec<PathBuf> = src
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "scala"))
+        .map(|p| absolute(p))
+        .collect::<Result<_>>()?;
+    let java: Vec<PathBuf> = src
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "java"))
+        .map(|p| absolute(p))
+        .collect::<Result<_>>()?;
     let compiler = scala_compiler(release);
-    let ccp = std::env::join_paths(maven.classpath(&compiler)?).map_err(|e| Error::Source(format!("classpath: {e}")))?;
+    let ccp =
+        std::env::join_paths(maven.classpath(&compiler)?).map_err(|e| Error::Source(format!("classpath: {e}")))?;
     let server = super::resident::Resident { repo_local: &maven.repo_local, scala: &release.scala, classpath: &ccp };
     let failed = |command: String, output: String| {
         Ok(Compiled::Done(Err(CompileFailure { module: module.to_string(), command, output })))
@@ -342,7 +349,10 @@ fn compile_with(
         cp_java.push(if cfg!(windows) { ";" } else { ":" });
         cp_java.push(absolute_classpath(cp)?);
         let mut args: Vec<std::ffi::OsString> =
-            ["--release", &rel.to_string(), "-encoding", "UTF-8", "-nowarn", "-proc:none"].iter().map(Into::into).collect();
+            ["--release", &rel.to_string(), "-encoding", "UTF-8", "-nowarn", "-proc:none"]
+                .iter()
+                .map(Into::into)
+                .collect();
         args.extend(["-d".into(), classes_dir.clone().into(), "-cp".into(), cp_java]);
         args.extend(java.iter().map(Into::into));
         let mut cmd = Command::new(java_bin("javac"));

@@ -325,7 +325,6 @@ pub(crate) fn cluster_id(raw: [u8; 16]) -> Result<Option<String>> {
     Ok((!id.starts_with('-')).then_some(id))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

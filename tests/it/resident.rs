@@ -38,8 +38,7 @@ fn build(daemons: &Path, out: &Path, env: &[(&str, &str)]) -> Output {
 
 /// The jars' sha256 of a build, by file name.
 fn jars(out: &Path) -> BTreeMap<String, String> {
-    let rec: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("okp-build.json")).unwrap()).unwrap();
+    let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("okp-build.json")).unwrap()).unwrap();
     rec["jars"]
         .as_array()
         .unwrap()
@@ -79,7 +78,8 @@ fn stop_servers(dir: &Path) {
 #[test]
 fn the_resident_compiler_makes_the_one_shot_classes() {
     let daemons = tempfile::tempdir().unwrap();
-    let (one_shot, first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (one_shot, first, second) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let o = build(daemons.path(), one_shot.path(), &[("OKP_NO_DAEMON", "1")]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!daemons.path().read_dir().unwrap().any(|_| true), "OKP_NO_DAEMON started a server");
