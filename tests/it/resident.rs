@@ -125,7 +125,7 @@ fn whatever_happens_to_the_resident_compiler_the_build_makes_the_same_jars() {
 
     // Killed mid-compile: the build compiles again in a JVM of its own.
     let out = tempfile::tempdir().unwrap();
-    let mut child = okp()
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("okp"))
         .args(["build", "--version", "3.9.2", "--mode", "zk", "--out"])
         .arg(out.path())
         .env("OKP_DAEMON_DIR", daemons.path())
@@ -173,6 +173,7 @@ fn whatever_happens_to_the_resident_compiler_the_build_makes_the_same_jars() {
     stop_servers(&dir);
 
     // A server of another key on the socket: named, left alone, not used.
+    std::fs::set_permissions(dir.join("token"), std::fs::Permissions::from_mode(0o600)).unwrap();
     let _ = std::fs::remove_file(dir.join("sock"));
     let listener = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();
     let impostor = std::thread::spawn(move || {
