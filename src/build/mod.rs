@@ -13,6 +13,7 @@ pub mod matrix;
 pub mod proof;
 pub mod recheck;
 pub mod record;
+pub mod resident;
 pub mod show;
 pub mod splice;
 pub mod synthetic;

@@ -142,11 +142,20 @@ fn scalac_options(release: &Release) -> (Vec<String>, Option<String>) {
     (o, None)
 }
 
-/// `javac -version`'s line, asked once per process (a JVM start each time otherwise).
-fn javac_version() -> std::result::Result<String, String> {
+/// `javac -version`'s line, asked once per process, and kept per JDK (named by its files,
+/// `jdk::identity`) in `okp-jdk/` of the local repository: a JVM start (0.3–1 s) a build need not
+/// pay again while the JDK is the same.
+fn javac_version(repo_local: &Path) -> std::result::Result<String, String> {
     static V: std::sync::OnceLock<std::result::Result<String, String>> = std::sync::OnceLock::new();
     V.get_or_init(|| {
-        Command::new(java_bin("javac"))
+        let kept = crate::jvm::jdk::identity("javac")
+            .map(|id| repo_local.join("okp-jdk").join(format!("javac-version-{}.txt", &sha256(id.as_bytes())[..32])));
+        if let Some(Ok(Some(v))) = kept.as_ref().map(|f| crate::fsx::read::text_if_any(f, 4096, "kept javac version")) {
+            if v.starts_with("javac ") {
+                return Ok(v.trim().to_string());
+            }
+        }
+        let v = Command::new(java_bin("javac"))
             .arg("-version")
             .output()
             .map(|o| {
@@ -154,7 +163,11 @@ fn javac_version() -> std::result::Result<String, String> {
                     .trim()
                     .to_string()
             })
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        if let (Some(f), true) = (&kept, v.starts_with("javac ") && !v.contains('\n')) {
+            let _ = crate::fsx::write_atomic(f, v.as_bytes());
+        }
+        Ok(v)
     })
     .clone()
 }
@@ -187,7 +200,9 @@ pub fn scalac_recorded(release: &Release) -> String {
 /// records the compilers in `compilers`. `dump_cds`: whether this JVM may write a
 /// missing class-data-sharing archive (only one of a build's concurrent compiles may).
 /// scalac reads the classpath and the extra sources of `view` instead (the module as the
-/// release's own scalac run saw it); javac reads `cp`.
+/// release's own scalac run saw it); javac reads `cp`. Both run in the resident compiler
+/// (`resident`) when it answers, else in a JVM of their own; a resident compiler that ends
+/// mid-compile leaves the module to be compiled again from a clean directory, one-shot.
 #[allow(clippy::too_many_arguments)]
 fn compile(
     maven: &Maven,
@@ -201,36 +216,76 @@ fn compile(
     dump_cds: bool,
     compilers: &mut BTreeMap<String, String>,
 ) -> Result<std::result::Result<(), CompileFailure>> {
-    std::fs::create_dir_all(classes_dir).map_err(|e| Error::io("cannot create the classes directory", e))?;
-    let scala: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "scala")).collect();
-    let java: Vec<&PathBuf> = src.iter().filter(|p| p.extension().is_some_and(|x| x == "java")).collect();
-    if !scala.is_empty() {
-        let compiler = scala_compiler(release);
-        let ccp =
-            std::env::join_paths(maven.classpath(&compiler)?).map_err(|e| Error::Source(format!("classpath: {e}")))?;
-        let mut cmd = Command::new(java_bin("java"));
-        // A compile of a few files is short-lived: C1-only JIT and the serial
-        // collector cut its wall time by about a third on a 2-core machine.
-        cmd.args(["-Xss8m", "-Xmx2g", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]);
-        // One JVM per build may write a missing archive; the others run without one.
-        let cds = scalac_cds(maven, &format!("scalac-{}", release.scala)).filter(|(_, dump)| dump_cds || !*dump);
-        let mut dumped = None;
-        match &cds {
-            Some((archive, false)) => {
-                cmd.arg(crate::jvm::cds::archive_flag(archive));
+    let args = (maven, release, module, cp, view, src, classes_dir, javac_version, dump_cds);
+    match compile_with(args, !super::resident::disabled(), compilers)? {
+        Compiled::Broken(why) => {
+            crate::out::note(format!("{why}: compiling {module} again in a JVM of its own"));
+            let _ = std::fs::remove_dir_all(classes_dir);
+            match compile_with(args, false, compilers)? {
+                Compiled::Done(r) => Ok(r),
+                Compiled::Broken(why) => Err(Error::External(why)),
             }
-            Some((archive, true)) => {
-                let staging = crate::fsx::staging(archive);
-                cmd.arg(crate::jvm::cds::dump_at_exit_flag(&staging));
-                dumped = Some((staging, archive.clone()));
-            }
-            None => {}
         }
-        cmd.arg("-cp").arg(&ccp).arg("scala.tools.nsc.Main");
+        Compiled::Done(r) => Ok(r),
+    }
+}
+
+/// How `compile_with` ended.
+enum Compiled {
+    Done(std::result::Result<(), CompileFailure>),
+    /// The resident compiler ended mid-compile (`resident::Answer::Broken`).
+    Broken(String),
+}
+
+type CompileArgs<'a> =
+    (&'a Maven, &'a Release, &'a str, &'a std::ffi::OsStr, &'a ScalacView, &'a [PathBuf], &'a Path, &'a str, bool);
+
+/// An absolute `p` (the resident compiler's working directory is not this process's).
+fn absolute(p: &Path) -> Result<PathBuf> {
+    std::path::absolute(p).map_err(|e| Error::io(format!("cannot make {} absolute", p.display()), e))
+}
+
+/// A classpath with every entry absolute.
+fn absolute_classpath(cp: &std::ffi::OsStr) -> Result<std::ffi::OsString> {
+    let entries = std::env::split_paths(cp).map(|p| absolute(&p)).collect::<Result<Vec<_>>>()?;
+    std::env::join_paths(entries).map_err(|e| Error::Source(format!("classpath: {e}")))
+}
+
+fn compile_with(
+    (maven, release, module, cp, view, src, classes_dir, javac_version, dump_cds): CompileArgs<'_>,
+    resident: bool,
+    compilers: &mut BTreeMap<String, String>,
+) -> Result<Compiled> {
+    std::fs::create_dir_all(classes_dir).map_err(|e| Error::io("cannot create the classes directory", e))?;
+    let classes_dir = absolute(classes_dir)?;
+    let scala: Vec<PathBuf> = src
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "scala"))
+        .map(|p| absolute(p))
+        .collect::<Result<_>>()?;
+    let java: Vec<PathBuf> = src
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "java"))
+        .map(|p| absolute(p))
+        .collect::<Result<_>>()?;
+    let compiler = scala_compiler(release);
+    let ccp =
+        std::env::join_paths(maven.classpath(&compiler)?).map_err(|e| Error::Source(format!("classpath: {e}")))?;
+    let server = super::resident::Resident { repo_local: &maven.repo_local, scala: &release.scala, classpath: &ccp };
+    let failed = |command: String, output: String| {
+        Ok(Compiled::Done(Err(CompileFailure { module: module.to_string(), command, output })))
+    };
+    if !scala.is_empty() {
         let (options, note) = scalac_options(release);
-        cmd.arg("-d").arg(classes_dir).arg("-classpath").arg(&view.classpath).args(&options);
+        // scalac's own arguments; the JVM's come before them in a one-shot compile.
+        let mut args: Vec<std::ffi::OsString> =
+            vec!["-d".into(), classes_dir.clone().into(), "-classpath".into(), absolute_classpath(&view.classpath)?];
+        args.extend(options.iter().map(Into::into));
         // Java sources of the same module are given to scalac too (it reads them for types); javac compiles them below.
-        cmd.args(&scala).args(&java).args(&view.java_sources).args(view.context.iter().map(|(p, _)| p));
+        args.extend(scala.iter().chain(&java).map(Into::into));
+        for p in view.java_sources.iter().chain(view.context.iter().map(|(p, _)| p)) {
+            args.push(absolute(p)?.into());
+        }
         compilers.insert("scalac".into(), format!("{compiler} {}", options.join(" ")));
         if let Some(n) = &view.note {
             compilers.insert("scalac_inputs".into(), n.clone());
@@ -238,17 +293,51 @@ fn compile(
         if let Some(note) = note {
             compilers.insert("scalac_note".into(), note);
         }
-        if let Err(output) = run(&mut cmd, "scalac")? {
-            if let Some((staging, _)) = &dumped {
-                let _ = std::fs::remove_file(staging);
+        let mut cmd = Command::new(java_bin("java"));
+        // A compile of a few files is short-lived: C1-only JIT and the serial
+        // collector cut its wall time by about a third on a 2-core machine.
+        cmd.args(["-Xss8m", "-Xmx2g", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]);
+        let answer = match resident {
+            true => server.run(super::resident::Tool::Scalac, &args),
+            false => super::resident::Answer::NotRun,
+        };
+        match answer {
+            super::resident::Answer::Broken(why) => return Ok(Compiled::Broken(why)),
+            super::resident::Answer::Ran { ok: false, output } => {
+                cmd.arg("-cp").arg(&ccp).arg("scala.tools.nsc.Main").args(&args);
+                return failed(format!("(okp's resident compiler) {}", show(&cmd)), output);
             }
-            return Ok(Err(CompileFailure { module: module.to_string(), command: show(&cmd), output }));
+            super::resident::Answer::Ran { ok: true, .. } => {}
+            super::resident::Answer::NotRun => {
+                // One JVM per build may write a missing archive; the others run without one.
+                let cds =
+                    scalac_cds(maven, &format!("scalac-{}", release.scala)).filter(|(_, dump)| dump_cds || !*dump);
+                let mut dumped = None;
+                match &cds {
+                    Some((archive, false)) => {
+                        cmd.arg(crate::jvm::cds::archive_flag(archive));
+                    }
+                    Some((archive, true)) => {
+                        let staging = crate::fsx::staging(archive);
+                        cmd.arg(crate::jvm::cds::dump_at_exit_flag(&staging));
+                        dumped = Some((staging, archive.clone()));
+                    }
+                    None => {}
+                }
+                cmd.arg("-cp").arg(&ccp).arg("scala.tools.nsc.Main").args(&args);
+                if let Err(output) = run(&mut cmd, "scalac")? {
+                    if let Some((staging, _)) = &dumped {
+                        let _ = std::fs::remove_file(staging);
+                    }
+                    return failed(show(&cmd), output);
+                }
+                if let Some((staging, archive)) = dumped {
+                    // The first compile with this scalac dumped its loaded classes; later ones map them.
+                    let _ = std::fs::rename(staging, archive);
+                }
+            }
         }
-        if let Some((staging, archive)) = dumped {
-            // The first compile with this scalac dumped its loaded classes; later ones map them.
-            let _ = std::fs::rename(staging, archive);
-        }
-        drop_classes_of(classes_dir, view.context.iter().map(|(_, k)| k))?;
+        drop_classes_of(&classes_dir, view.context.iter().map(|(_, k)| k))?;
     }
     if !java.is_empty() {
         let rel = if module == "metadata" {
@@ -256,19 +345,37 @@ fn compile(
         } else {
             release.java_release
         };
-        let mut cp_java = std::ffi::OsString::from(classes_dir);
+        let mut cp_java = std::ffi::OsString::from(&classes_dir);
         cp_java.push(if cfg!(windows) { ";" } else { ":" });
-        cp_java.push(cp);
+        cp_java.push(absolute_classpath(cp)?);
+        let mut args: Vec<std::ffi::OsString> =
+            ["--release", &rel.to_string(), "-encoding", "UTF-8", "-nowarn", "-proc:none"]
+                .iter()
+                .map(Into::into)
+                .collect();
+        args.extend(["-d".into(), classes_dir.clone().into(), "-cp".into(), cp_java]);
+        args.extend(java.iter().map(Into::into));
         let mut cmd = Command::new(java_bin("javac"));
-        cmd.args(["-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC"]);
-        cmd.arg("--release").arg(rel.to_string()).arg("-encoding").arg("UTF-8").arg("-nowarn").arg("-proc:none");
-        cmd.arg("-d").arg(classes_dir).arg("-cp").arg(&cp_java).args(&java);
+        cmd.args(["-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC"]).args(&args);
         compilers.insert("javac".into(), format!("{javac_version} --release {rel}"));
-        if let Err(output) = run(&mut cmd, "javac")? {
-            return Ok(Err(CompileFailure { module: module.to_string(), command: show(&cmd), output }));
+        let answer = match resident && super::resident::javac_is_the_servers() {
+            true => server.run(super::resident::Tool::Javac, &args),
+            false => super::resident::Answer::NotRun,
+        };
+        match answer {
+            super::resident::Answer::Broken(why) => return Ok(Compiled::Broken(why)),
+            super::resident::Answer::Ran { ok: false, output } => {
+                return failed(format!("(okp's resident compiler) {}", show(&cmd)), output);
+            }
+            super::resident::Answer::Ran { ok: true, .. } => {}
+            super::resident::Answer::NotRun => {
+                if let Err(output) = run(&mut cmd, "javac")? {
+                    return failed(show(&cmd), output);
+                }
+            }
         }
     }
-    Ok(Ok(()))
+    Ok(Compiled::Done(Ok(())))
 }
 
 /// Upstream Scala sources the release's build compiled in the same scalac run as a recompiled
@@ -479,7 +586,7 @@ pub fn compile_ours(
     // The JDKs named by what they hold, not by starting them: a cache hit starts no JVM.
     let javac_version = match crate::jvm::jdk::identity("javac") {
         Some(id) => id,
-        None => javac_version().map_err(|e| {
+        None => javac_version(&maven.repo_local).map_err(|e| {
             Error::External(format!(
                 "cannot run javac ({e}): okp compiles its own classes with the release's compilers to compare them \
                  with the jars' (a JDK 17 is needed, as for okp build)"
@@ -641,7 +748,7 @@ pub fn splice(
         by_module.entry(module).or_default().push(c.path.clone());
     }
     let mut compilers = BTreeMap::new();
-    let javac_version = javac_version().unwrap_or_default();
+    let javac_version = javac_version(&maven.repo_local).unwrap_or_default();
 
     // The spliced jars are staged beside `out`, never in it: they move in only once every module is
     // compiled, proved and re-derived from its bytes, so a refused or failed build leaves no jar
@@ -689,7 +796,7 @@ pub fn splice(
                     &upstream_src,
                     &view,
                     &javac_version,
-                    &java_version(),
+                    &crate::jvm::jdk::identity("java").unwrap_or_else(java_version),
                 )
             })
             .transpose()?;

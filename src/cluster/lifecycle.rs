@@ -116,7 +116,7 @@ impl Cluster {
         // draws again in that case, and so does okp.
         let id = loop {
             let mut raw = [0u8; 16];
-            getrandom(&mut raw)?;
+            crate::hash::random_bytes(&mut raw)?;
             if let Some(id) = cluster_id(raw)? {
                 break id;
             }
@@ -323,25 +323,6 @@ pub(crate) fn cluster_id(raw: [u8; 16]) -> Result<Option<String>> {
     let id = <ct_codecs::Base64UrlSafeNoPadding as ct_codecs::Encoder>::encode_to_string(raw)
         .map_err(|e| Error::Harness(format!("cluster id: {e}")))?;
     Ok((!id.starts_with('-')).then_some(id))
-}
-
-/// Fills `buf` from the kernel's random source (getrandom(2): no file to open, nothing to block
-/// once the pool is initialised at boot).
-fn getrandom(buf: &mut [u8]) -> Result<()> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        // SAFETY: the kernel writes at most `buf.len() - filled` bytes into the unfilled tail of `buf`.
-        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(Error::io("cannot read random bytes (getrandom)", e));
-        }
-        filled += n as usize;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

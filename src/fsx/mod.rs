@@ -30,6 +30,12 @@ pub fn write_executable(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_mode(path, bytes, Some(0o755))
 }
 
+/// `write_atomic` of a secret: readable and writable by its owner only (0600) from the moment it
+/// appears under `path`.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_mode(path, bytes, Some(0o600))
+}
+
 fn write_atomic_mode(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
@@ -42,7 +48,7 @@ fn write_atomic_mode(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()>
         use std::os::unix::fs::PermissionsExt;
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(mode))
-            .map_err(|e| Error::io(format!("cannot make {} executable", path.display()), e))?;
+            .map_err(|e| Error::io(format!("cannot set the mode of {}", path.display()), e))?;
     }
     tmp.persist(path).map_err(|e| Error::io(format!("cannot write {}", path.display()), e.error))?;
     Ok(())

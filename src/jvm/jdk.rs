@@ -31,18 +31,29 @@ pub fn version_line(java: &Path) -> std::io::Result<String> {
 /// its `lib/modules` (the JDK's own classes). None when the tool is not found, or does not sit in a
 /// JDK's layout (`<jdk>/bin/<tool>` beside `<jdk>/release`): ask the tool itself then.
 pub fn identity(tool: &str) -> Option<String> {
+    let real = resolved(tool)?;
+    let jdk = real.parent()?.parent()?;
+    let release =
+        crate::fsx::read::input(&jdk.join("release"), crate::fsx::read::MAX_SIDECAR, "JDK release file").ok()?;
+    let modules = std::fs::metadata(jdk.join("lib").join("modules")).ok()?.len();
+    Some(format!("{}\n{}\nlib/modules {modules}", real.display(), String::from_utf8_lossy(&release).trim()))
+}
+
+/// `tool`'s canonical path (`java_bin`, found on PATH when it is a bare name).
+fn resolved(tool: &str) -> Option<PathBuf> {
     let bin = java_bin(tool);
     let found = if bin.components().count() > 1 {
         Some(bin)
     } else {
         std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(&bin)).find(|p| p.is_file())
     }?;
-    let real = std::fs::canonicalize(found).ok()?;
-    let jdk = real.parent()?.parent()?;
-    let release =
-        crate::fsx::read::input(&jdk.join("release"), crate::fsx::read::MAX_SIDECAR, "JDK release file").ok()?;
-    let modules = std::fs::metadata(jdk.join("lib").join("modules")).ok()?.len();
-    Some(format!("{}\n{}\nlib/modules {modules}", real.display(), String::from_utf8_lossy(&release).trim()))
+    std::fs::canonicalize(found).ok()
+}
+
+/// The JDK directory `tool` belongs to (`<jdk>/bin/<tool>`): whether `java` and `javac` are one
+/// JDK's. None when the tool is not found.
+pub fn home_of(tool: &str) -> Option<PathBuf> {
+    Some(resolved(tool)?.parent()?.parent()?.to_path_buf())
 }
 
 #[cfg(test)]

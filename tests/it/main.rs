@@ -35,6 +35,7 @@ mod readme_claims;
 mod real_releases;
 mod records;
 mod releases;
+mod resident;
 mod ship_proven;
 mod soak;
 mod unit_tests;
