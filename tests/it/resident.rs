@@ -29,6 +29,7 @@ fn classes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 
 fn build(daemons: &Path, out: &Path, env: &[(&str, &str)]) -> Output {
     let mut c = okp();
+    c.env_remove("OKP_NO_DAEMON");
     c.args(["build", "--version", "3.9.2", "--mode", "zk", "--out"]).arg(out).env("OKP_DAEMON_DIR", daemons);
     for (k, v) in env {
         c.env(k, v);

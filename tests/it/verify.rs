@@ -205,6 +205,7 @@ fn interrupt_stops_every_process() {
     let ev = tempfile::tempdir().unwrap();
     let log = ev.path().join("stderr.txt");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_okp"))
+        .env("OKP_NO_DAEMON", "1")
         .args(["verify", "--version", "3.9.2", "--mode", "zk", "--scenarios", "S1", "--evidence"])
         .arg(ev.path().join("ev"))
         .stderr(std::fs::File::create(&log).unwrap())

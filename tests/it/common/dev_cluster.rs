@@ -26,6 +26,7 @@ impl DevCluster {
         let dir = tempfile::tempdir().unwrap();
         let bin = assert_cmd::cargo::cargo_bin("okp");
         let mut cmd = std::process::Command::new(bin);
+        cmd.env("OKP_NO_DAEMON", "1");
         cmd.args(["dev-cluster", "--version", version, "--mode", mode, "--state"]).arg(dir.path().join("cluster.json"));
         for t in topics {
             cmd.args(["--topic", t]);

@@ -13,6 +13,9 @@ pub mod dev_cluster;
 pub fn okp() -> Command {
     let mut c = Command::cargo_bin("okp").expect("okp binary");
     c.env_remove("NO_COLOR");
+    // Every test stops what it started: no resident compiler outlives a test's build (its own
+    // tests, tests/it/resident.rs, start theirs in a directory of their own and stop them).
+    c.env("OKP_NO_DAEMON", "1");
     c
 }
 
