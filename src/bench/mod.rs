@@ -229,16 +229,22 @@ pub fn broker(ws: &Workspace, opts: Options) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// Starts one cluster, runs every case once (after a warm-up per topic), and takes it down.
-fn one_cluster(opts: &Options, rt: Runtime, round: u32, flavor: Flavor) -> Result<Vec<Sample>> {
+/// A benchmark cluster's run directory (`prefix…` under the temporary directory) and its journal,
+/// `out/journal/<name>` written afresh; the benchmarks' timers.
+pub(crate) fn cluster_dirs(prefix: &str, out: &Path, name: &str) -> Result<(tempfile::TempDir, Journal, Timers)> {
     let run_dir = tempfile::Builder::new()
-        .prefix("okp-bench-")
+        .prefix(prefix)
         .tempdir()
         .map_err(|e| Error::io("cannot create the run directory", e))?;
-    let journal_dir = opts.out.join("journal").join(format!("{round}-{}", flavor.word()));
+    let journal_dir = out.join("journal").join(name);
     let _ = std::fs::remove_dir_all(&journal_dir);
     let journal = Journal::new(&journal_dir, run_dir.path());
-    let timers = Timers { lag_ms: 10_000, session_ms: 6_000 };
+    Ok((run_dir, journal, Timers { lag_ms: 10_000, session_ms: 6_000 }))
+}
+
+/// Starts one cluster, runs every case once (after a warm-up per topic), and takes it down.
+fn one_cluster(opts: &Options, rt: Runtime, round: u32, flavor: Flavor) -> Result<Vec<Sample>> {
+    let (run_dir, journal, timers) = cluster_dirs("okp-bench-", &opts.out, &format!("{round}-{}", flavor.word()))?;
     let mut c = Cluster::up(opts.mode, rt, timers, run_dir.path(), None, journal, crate::cluster::Homes::Shared)?;
     let result = with_rules(&mut c, opts).and_then(|()| measure(&mut c, opts, round, flavor));
     c.down();

@@ -35,9 +35,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{compare, order, Compared, Flavor};
-use crate::cluster::journal::Journal;
 use crate::cluster::runtime::Runtime;
-use crate::cluster::{Cluster, Timers, BROKERS, OBSERVER};
+use crate::cluster::{Cluster, BROKERS, OBSERVER};
 use crate::error::{Error, Outcome, Result};
 use crate::model::{Mode, Release};
 use crate::wire::{PartitionState, Probe};
@@ -298,14 +297,8 @@ fn one_cluster(
     round: u32,
     flavor: Flavor,
 ) -> Result<(Vec<Sample>, ClusterNote)> {
-    let run_dir = tempfile::Builder::new()
-        .prefix("okp-scale-")
-        .tempdir()
-        .map_err(|e| Error::io("cannot create the run directory", e))?;
-    let journal_dir = opts.out.join("journal").join(format!("{size}-{round}-{}", flavor.word()));
-    let _ = std::fs::remove_dir_all(&journal_dir);
-    let journal = Journal::new(&journal_dir, run_dir.path());
-    let timers = Timers { lag_ms: 10_000, session_ms: 6_000 };
+    let (run_dir, journal, timers) =
+        super::cluster_dirs("okp-scale-", &opts.out, &format!("{size}-{round}-{}", flavor.word()))?;
     let t0 = Instant::now();
     let mut c = Cluster::up_sized(
         opts.mode,
